@@ -1,0 +1,1 @@
+"""The estimators of every model family (no Streamlit, no plotly here)."""

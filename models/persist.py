@@ -1,0 +1,205 @@
+"""Model files: ``config.json`` + ``weights.safetensors``, in a folder or a zip. Never pickle.
+
+A model file is data only. Loading one reads JSON and safetensors (both formats that cannot
+run code), looks the class up in :mod:`models.registry` by name (so only treeviz's own
+estimators can be instantiated), re-validates the parameters against the registry schema, and
+hands the arrays to the estimator's ``_restore_state``. A file uploaded by a stranger can at
+worst fail to load, with a sentence saying why.
+
+Layout of ``config.json``::
+
+    {"format": "treeviz.model", "version": 1,
+     "family": "cart", "estimator": "CARTClassifier",
+     "params": {...},            # get_params(), JSON values only
+     "learned": {...},           # the estimator's JSON-ready learned attributes
+     "history": [...],           # history_
+     "context": {...},           # free-form: data fingerprint, feature names, run id, ...
+     "versions": {"treeviz": ..., "numpy": ..., "scikit-learn": ..., "torch": ...}}
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from treeviz.errors import TreevizError
+
+FORMAT = "treeviz.model"
+VERSION = 1
+CONFIG_NAME = "config.json"
+WEIGHTS_NAME = "weights.safetensors"
+# A zip bigger than this once unpacked is refused (zip bombs).
+MAX_UNPACKED_BYTES = 2 * 1024**3
+
+
+def _versions() -> dict[str, str]:
+    import sklearn
+
+    import treeviz
+
+    out = {"treeviz": treeviz.__version__, "numpy": np.__version__, "scikit-learn": sklearn.__version__}
+    try:
+        import torch
+
+        out["torch"] = torch.__version__
+    except ImportError:  # pragma: no cover
+        pass
+    return out
+
+
+def model_bytes(estimator: Any, *, context: dict[str, Any] | None = None) -> dict[str, bytes]:
+    """The two files of a model, as bytes: ``{"config.json": ..., "weights.safetensors": ...}``."""
+    from safetensors.numpy import save
+
+    from models.registry import family_of_class
+
+    family = family_of_class(type(estimator))
+    learned, arrays = estimator._learned_state()
+    params = estimator.get_params(deep=False)
+    config = {
+        "format": FORMAT,
+        "version": VERSION,
+        "family": family.key,
+        "estimator": type(estimator).__name__,
+        "params": params,
+        "learned": learned,
+        "history": list(getattr(estimator, "history_", [])),
+        "context": dict(context or {}),
+        "versions": _versions(),
+    }
+    try:
+        config_text = json.dumps(config, indent=1, allow_nan=True, default=_json_default)
+    except TypeError as err:
+        raise TreevizError(f"The model has a parameter that cannot be saved as JSON: {err}.") from err
+    clean = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
+    return {CONFIG_NAME: config_text.encode("utf-8"), WEIGHTS_NAME: save(clean)}
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def save_model(estimator: Any, path: str | os.PathLike, *, context: dict[str, Any] | None = None) -> str:
+    """Write ``estimator`` to ``path``: a ``.zip`` file, or else a folder. Returns the path.
+
+    Folders are written atomically: a temporary sibling folder is filled, then renamed.
+    """
+    files = model_bytes(estimator, context=context)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".zip":
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".zip.tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(zip_bytes(files))
+        os.replace(tmp, path)
+        return str(path)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.tmp"))
+    try:
+        for name, data in files.items():
+            (tmp / name).write_bytes(data)
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return str(path)
+
+
+def zip_bytes(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def read_model_files(path_or_bytes: str | os.PathLike | bytes) -> dict[str, bytes]:
+    """Read ``config.json`` and ``weights.safetensors`` from a folder, a zip path or zip bytes."""
+    if isinstance(path_or_bytes, (bytes, bytearray)):
+        return _read_zip(io.BytesIO(path_or_bytes))
+    path = Path(path_or_bytes)
+    if path.is_dir():
+        missing = [n for n in (CONFIG_NAME, WEIGHTS_NAME) if not (path / n).is_file()]
+        if missing:
+            raise TreevizError(f"The model folder {path} lacks {', '.join(missing)}.")
+        return {n: (path / n).read_bytes() for n in (CONFIG_NAME, WEIGHTS_NAME)}
+    if not path.exists():
+        raise TreevizError(f"There is no model file at {path}.")
+    with open(path, "rb") as fh:
+        return _read_zip(fh)
+
+
+def _read_zip(fh: Any) -> dict[str, bytes]:
+    try:
+        with zipfile.ZipFile(fh) as zf:
+            infos = {i.filename.rsplit("/", 1)[-1]: i for i in zf.infolist() if not i.is_dir()}
+            missing = [n for n in (CONFIG_NAME, WEIGHTS_NAME) if n not in infos]
+            if missing:
+                raise TreevizError(
+                    f"This zip is not a treeviz model: it lacks {', '.join(missing)}."
+                )
+            if sum(infos[n].file_size for n in (CONFIG_NAME, WEIGHTS_NAME)) > MAX_UNPACKED_BYTES:
+                raise TreevizError("This model file unpacks to more than 2 GiB and was refused.")
+            return {n: zf.read(infos[n]) for n in (CONFIG_NAME, WEIGHTS_NAME)}
+    except zipfile.BadZipFile as err:
+        raise TreevizError("This file is not a zip archive; a treeviz model is a .zip or a folder.") from err
+
+
+def load_model(path_or_bytes: str | os.PathLike | bytes) -> Any:
+    """Load a model written by :func:`save_model` (folder, ``.zip`` path, or zip bytes).
+
+    Raises :class:`TreevizError` with a sentence for anything that is not a valid treeviz model.
+    """
+    from safetensors import SafetensorError
+    from safetensors.numpy import load
+
+    from models.registry import get_family
+
+    files = read_model_files(path_or_bytes)
+    try:
+        config = json.loads(files[CONFIG_NAME].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise TreevizError("The model's config.json is not valid JSON.") from err
+    if not isinstance(config, dict) or config.get("format") != FORMAT:
+        raise TreevizError("This is not a treeviz model (config.json has no 'treeviz.model' format).")
+    if int(config.get("version", 0)) > VERSION:
+        raise TreevizError("This model was saved by a newer treeviz; upgrade treeviz to open it.")
+    family = get_family(str(config.get("family", "")))
+    cls = family.class_by_name(str(config.get("estimator", "")))
+    params = family.validate_params(config.get("params", {}), task=family.task_of_class(cls))
+    try:
+        arrays = load(files[WEIGHTS_NAME])
+    except (SafetensorError, ValueError, OSError) as err:
+        raise TreevizError(f"The model's weights file is damaged ({err}).") from err
+    estimator = cls(**params)
+    try:
+        estimator._restore_state(config.get("learned", {}), arrays)
+    except (KeyError, ValueError, TypeError) as err:
+        raise TreevizError(
+            f"The model file does not match {cls.__name__} (missing or malformed {err})."
+        ) from err
+    estimator.history_ = list(config.get("history", []))
+    estimator.model_context_ = dict(config.get("context", {}))
+    return estimator
+
+
+def read_config(path_or_bytes: str | os.PathLike | bytes) -> dict[str, Any]:
+    """Only the parsed ``config.json`` of a model (for listings, without loading weights)."""
+    files = read_model_files(path_or_bytes)
+    try:
+        return json.loads(files[CONFIG_NAME].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise TreevizError("The model's config.json is not valid JSON.") from err

@@ -1,0 +1,241 @@
+"""Every model family, described once: its estimators per task, hyperparameters and presets.
+
+The Train page's forms, model loading (:mod:`models.persist`), the command line and sweeps are
+all generated from this table. Adding a family means writing its package and adding one
+:class:`Family` entry to ``FAMILIES`` below.
+
+Estimator classes are named as ``"module:Class"`` strings and imported on first use, so listing
+families (app start-up) does not import torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from treeviz.errors import TreevizError
+
+PARAM_KINDS = ("int", "float", "choice", "bool")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One hyperparameter: its type, range, default and help text.
+
+    ``optional_label`` set means None is a legal value, shown in forms under that label
+    (for example ``max_depth=None`` shown as "unlimited"). ``tasks`` limits the parameter to
+    some tasks (empty = all).
+    """
+
+    name: str
+    kind: str
+    default: Any
+    help: str
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    choices: tuple[Any, ...] = ()
+    optional_label: str | None = None
+    tasks: tuple[str, ...] = ()
+    label: str | None = None
+    advanced: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in PARAM_KINDS:
+            raise ValueError(f"Param {self.name}: kind must be one of {PARAM_KINDS}.")
+        if self.kind == "choice" and not self.choices:
+            raise ValueError(f"Param {self.name}: a choice needs choices.")
+
+    @property
+    def title(self) -> str:
+        return self.label or self.name.replace("_", " ")
+
+    def applies_to(self, task: str | None) -> bool:
+        return task is None or not self.tasks or task in self.tasks
+
+    def validate(self, value: Any) -> Any:
+        """Return ``value`` coerced to this parameter's type, or raise a TreevizError sentence."""
+        if value is None:
+            if self.optional_label is not None:
+                return None
+            raise TreevizError(f"Parameter '{self.name}' needs a value.")
+        if self.kind == "bool":
+            if isinstance(value, bool):
+                return value
+            raise TreevizError(f"Parameter '{self.name}' must be true or false, got {value!r}.")
+        if self.kind == "choice":
+            if value in self.choices:
+                return value
+            allowed = ", ".join(repr(c) for c in self.choices)
+            raise TreevizError(f"Parameter '{self.name}' must be one of {allowed}; got {value!r}.")
+        try:
+            if isinstance(value, bool):
+                raise ValueError
+            number = float(value)
+            if self.kind == "int":
+                if not float(number).is_integer():
+                    raise ValueError
+                number = int(number)
+        except (TypeError, ValueError):
+            kind = "a whole number" if self.kind == "int" else "a number"
+            raise TreevizError(f"Parameter '{self.name}' must be {kind}, got {value!r}.") from None
+        if isinstance(number, float) and not math.isfinite(number):
+            raise TreevizError(f"Parameter '{self.name}' must be a finite number, got {value!r}.")
+        if self.low is not None and number < self.low:
+            raise TreevizError(f"Parameter '{self.name}' must be at least {self.low:g}; got {value!r}.")
+        if self.high is not None and number > self.high:
+            raise TreevizError(f"Parameter '{self.name}' must be at most {self.high:g}; got {value!r}.")
+        return number
+
+
+@dataclass(frozen=True)
+class Family:
+    """A model family: estimator classes per task, hyperparameters, presets and a description."""
+
+    key: str
+    label: str
+    description: str
+    estimators: Mapping[str, str]  # task -> "module:Class"
+    params: tuple[Param, ...]
+    presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    paper: str = ""
+    uses_torch: bool = False
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return tuple(self.estimators)
+
+    def params_for(self, task: str | None = None) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.applies_to(task))
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def estimator_class(self, task: str) -> type:
+        if task not in self.estimators:
+            tasks = ", ".join(self.tasks)
+            raise TreevizError(f"{self.label} does not do {task}; it supports {tasks}.")
+        module, _, name = self.estimators[task].partition(":")
+        return getattr(importlib.import_module(module), name)
+
+    def class_by_name(self, name: str) -> type:
+        for task, ref in self.estimators.items():
+            if ref.partition(":")[2] == name:
+                return self.estimator_class(task)
+        raise TreevizError(f"{name!r} is not an estimator of the {self.label} family.")
+
+    def task_of_class(self, cls: type) -> str:
+        for task, ref in self.estimators.items():
+            if ref.partition(":")[2] == cls.__name__:
+                return task
+        raise TreevizError(f"{cls.__name__} is not an estimator of the {self.label} family.")
+
+    def defaults(self, task: str | None = None, preset: str | None = None) -> dict[str, Any]:
+        values = {p.name: p.default for p in self.params_for(task)}
+        if preset is not None:
+            if preset not in self.presets:
+                raise TreevizError(f"{self.label} has no preset {preset!r}.")
+            values.update({k: v for k, v in self.presets[preset].items() if k in values})
+        return values
+
+    def validate_params(self, values: Mapping[str, Any], task: str | None = None) -> dict[str, Any]:
+        """Check every value against the schema; unknown names are an error."""
+        known = {p.name: p for p in self.params_for(task)}
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise TreevizError(
+                f"{self.label} has no parameter(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(known))}."
+            )
+        return {name: known[name].validate(v) for name, v in values.items()}
+
+    def make(self, task: str, params: Mapping[str, Any] | None = None, **extra: Any) -> Any:
+        """An unfitted estimator for ``task`` from defaults updated with validated ``params``."""
+        values = self.defaults(task)
+        values.update(self.validate_params(params or {}, task))
+        values.update(extra)
+        return self.estimator_class(task)(**values)
+
+
+# --------------------------------------------------------------------------- the families
+_SEED = Param("random_state", "int", 0, "Seed for every random choice, for reproducible runs.",
+              low=0, high=2**31 - 1, optional_label="random", advanced=True)
+
+CART = Family(
+    key="cart",
+    label="CART (scikit-learn)",
+    description=(
+        "Greedy axis-aligned decision tree from scikit-learn: the baseline every optimisation-based "
+        "tree is compared with. Each split tests one feature against a threshold."
+    ),
+    estimators={
+        "classification": "models.cart:CARTClassifier",
+        "regression": "models.cart:CARTRegressor",
+    },
+    params=(
+        Param("max_depth", "int", None, "Deepest level the tree may grow to.", low=1, high=64,
+              optional_label="unlimited"),
+        Param("min_samples_split", "int", 2, "Fewest samples a node needs to be split.", low=2,
+              high=100_000),
+        Param("min_samples_leaf", "int", 1, "Fewest samples every leaf must keep.", low=1,
+              high=100_000),
+        Param("criterion", "choice", "gini", "Impurity measure a split minimises.",
+              choices=("gini", "entropy", "log_loss"), tasks=("classification",)),
+        Param("criterion", "choice", "squared_error", "Impurity measure a split minimises.",
+              choices=("squared_error", "friedman_mse", "absolute_error", "poisson"),
+              tasks=("regression",)),
+        Param("ccp_alpha", "float", 0.0,
+              "Cost-complexity pruning strength: larger values prune more (0 = no pruning).",
+              low=0.0, high=1e6, label="pruning strength (ccp_alpha)"),
+        Param("max_leaf_nodes", "int", None, "Largest number of leaves (best-first growth).",
+              low=2, high=1_000_000, optional_label="unlimited", advanced=True),
+        _SEED,
+    ),
+    presets={"quick": {"max_depth": 4}, "deep": {"max_depth": 8, "min_samples_leaf": 2}},
+)
+
+FAMILIES: dict[str, Family] = {f.key: f for f in (CART,)}
+
+
+def get_family(key: str) -> Family:
+    try:
+        return FAMILIES[key]
+    except KeyError:
+        known = ", ".join(FAMILIES)
+        raise TreevizError(f"There is no model family {key!r}; known families: {known}.") from None
+
+
+def families_for_task(task: str) -> list[Family]:
+    return [f for f in FAMILIES.values() if task in f.estimators]
+
+
+def family_of_class(cls: type) -> Family:
+    for fam in FAMILIES.values():
+        for ref in fam.estimators.values():
+            module, _, name = ref.partition(":")
+            if name == cls.__name__ and cls.__module__ == module:
+                return fam
+    raise TreevizError(f"{cls.__name__} is not a registered treeviz estimator.")
+
+
+def all_estimator_classes() -> Iterable[tuple[Family, str, type]]:
+    """(family, task, class) for every registered estimator (imports them)."""
+    for fam in FAMILIES.values():
+        for task in fam.estimators:
+            yield fam, task, fam.estimator_class(task)
+
+
+def signature_defaults(cls: type) -> dict[str, Any]:
+    """The defaults of ``cls.__init__`` (used to check the registry agrees with the code)."""
+    sig = inspect.signature(cls.__init__)
+    return {
+        name: p.default
+        for name, p in sig.parameters.items()
+        if name != "self" and p.default is not inspect.Parameter.empty
+    }

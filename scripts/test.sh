@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Install everything the test suite needs, then run all of it (unit, app and browser tests).
+# Extra arguments go to pytest, e.g. `bash scripts/test.sh tests/treeviz -x`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x /usr/bin/chromium ]; then
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+$PY -m pip install -q --disable-pip-version-check -r requirements.txt
+exec $PY -m pytest "$@"

@@ -1,0 +1,131 @@
+"""Dataset: a table made ready for modelling (numeric features, optional target).
+
+A :class:`Dataset` is what the catalogue and the upload path both produce. Its features are
+already numeric (categoricals one-hot encoded) but *not* imputed or scaled: missing values stay
+NaN until :func:`treeviz.data.preprocess.prepare` fits imputation and scaling on the training
+split only.
+
+Targets
+-------
+* classification: ``y`` holds class indices ``0..K-1`` into ``class_names`` (sorted, as
+  ``np.unique`` would sort the original labels);
+* regression: ``y`` holds float values;
+* clustering: ``y`` is None, or (for synthetic sets with known groups) reference class indices
+  used only for evaluation, never for training.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from treeviz.errors import TreevizError
+
+TASKS = ("classification", "regression", "clustering")
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """Numeric features and an optional target, with names and provenance."""
+
+    name: str
+    X: np.ndarray
+    y: np.ndarray | None
+    feature_names: tuple[str, ...]
+    task: str
+    target_name: str | None = None
+    class_names: tuple[str, ...] | None = None
+    image_shape: tuple[int, int] | None = None
+    description: str = ""
+    source: str = ""
+    notes: tuple[str, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        X = np.asarray(self.X, dtype=np.float64)
+        if X.ndim != 2:
+            raise TreevizError(f"Dataset '{self.name}' needs a 2-D feature table, got shape {X.shape}.")
+        object.__setattr__(self, "X", X)
+        if len(self.feature_names) != X.shape[1]:
+            raise TreevizError(
+                f"Dataset '{self.name}' has {X.shape[1]} feature columns but "
+                f"{len(self.feature_names)} names."
+            )
+        object.__setattr__(self, "feature_names", tuple(str(n) for n in self.feature_names))
+        if self.task not in TASKS:
+            raise TreevizError(f"Unknown task {self.task!r}; use one of {', '.join(TASKS)}.")
+        if self.y is not None:
+            y = np.asarray(self.y)
+            if y.shape[0] != X.shape[0]:
+                raise TreevizError(f"Dataset '{self.name}' has {X.shape[0]} rows but {y.shape[0]} targets.")
+            if self.task in ("classification", "clustering"):
+                if self.class_names is None:
+                    raise TreevizError(f"Dataset '{self.name}' has class indices but no class names.")
+                y = y.astype(np.int64)
+                if y.size and (y.min() < 0 or y.max() >= len(self.class_names)):
+                    raise TreevizError(f"Dataset '{self.name}' has class indices outside its class names.")
+            else:
+                y = y.astype(np.float64)
+            object.__setattr__(self, "y", y)
+        elif self.task != "clustering":
+            raise TreevizError(f"A {self.task} dataset needs a target column.")
+        if self.class_names is not None:
+            object.__setattr__(self, "class_names", tuple(str(c) for c in self.class_names))
+        if self.image_shape is not None:
+            h, w = (int(v) for v in self.image_shape)
+            if h * w != X.shape[1]:
+                raise TreevizError(
+                    f"Image shape {h}×{w} does not match the {X.shape[1]} features of '{self.name}'."
+                )
+            object.__setattr__(self, "image_shape", (h, w))
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.X.shape[1])
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.class_names) if self.class_names is not None else 0
+
+    @property
+    def y_labels(self) -> np.ndarray | None:
+        """Class names per row (classification), the values (regression), or None."""
+        if self.y is None:
+            return None
+        if self.class_names is not None:
+            return np.asarray(self.class_names, dtype=object)[self.y]
+        return self.y
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 (hex, first 16 chars) of the values, names and task: same data, same print."""
+        h = hashlib.sha256()
+        h.update(json.dumps([self.task, list(self.feature_names), self.target_name,
+                             list(self.class_names or ())]).encode())
+        h.update(np.ascontiguousarray(self.X).tobytes())
+        if self.y is not None:
+            h.update(np.ascontiguousarray(self.y).tobytes())
+        return h.hexdigest()[:16]
+
+    def summary(self) -> dict[str, Any]:
+        """Small JSON-ready description (for run records and the UI)."""
+        return {
+            "name": self.name,
+            "task": self.task,
+            "n_samples": self.n_samples,
+            "n_features": self.n_features,
+            "n_classes": self.n_classes,
+            "target_name": self.target_name,
+            "image_shape": list(self.image_shape) if self.image_shape else None,
+            "fingerprint": self.fingerprint,
+            "source": self.source,
+            "missing_values": int(np.isnan(self.X).sum()),
+        }

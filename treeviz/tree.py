@@ -1,0 +1,690 @@
+"""The Tree: one neutral description of a learned tree, shared by every model family.
+
+However a family learns (greedy CART, TAO, argmin differentiation, gradient descent), its
+``to_tree()`` ends in a :class:`Tree`, and everything downstream (routing, per-node statistics,
+rules, counts, figures, JSON) reads only this object.
+
+Conventions (one for every family)
+----------------------------------
+* Nodes are numbered ``0 .. n_nodes-1``; node 0 is the root. ``children_left[i] == -1`` and
+  ``children_right[i] == -1`` at a leaf.
+* A decision node ``i`` computes the decision value ``s_i(x) = weight[i] @ x + bias[i]``.
+  **Hard routing sends x right iff s_i(x) > 0** (so s = 0 goes left, as in scikit-learn's
+  ``x[f] <= threshold`` goes left). An axis-aligned split on feature ``f`` at threshold ``t``
+  is the one-hot row ``weight[i] = e_f`` with ``bias[i] = -t``.
+* **Soft routing** sends x right with probability ``S(s_i(x))`` where ``S`` is the logistic
+  sigmoid or the smooth-step of width ``activation_width`` (Hazimeh et al. 2020). Families whose
+  paper routes *left* with ``S(w x + b)`` store ``weight = -w`` and ``bias = -b``.
+* ``leaf_value[i]`` is the output of leaf ``i`` (class scores or regression values); it is NaN at
+  decision nodes. A linear leaf adds ``leaf_weight[i] @ x``.
+* ``active[i]`` in [0, 1] is a pruning strength shown in figures and counts (0 = pruned). It
+  does not change routing: a family whose prediction depends on pruning (latent trees predict
+  from a head on ``[x; z]``) says so in ``meta["prediction"]``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, fields
+from functools import cached_property
+from typing import Any, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from treeviz.errors import TreevizError
+
+ROUTINGS = ("hard", "soft")
+ACTIVATIONS = ("sigmoid", "smoothstep")
+TASKS = ("classification", "regression", "clustering")
+FORMAT_VERSION = 1
+
+# Above this density a dense matmul beats a sparse one for decision values.
+_SPARSE_DENSITY = 0.1
+# Rows of X processed at once when computing decision values, to bound memory.
+_CHUNK_ROWS = 8192
+
+
+@dataclass(frozen=True)
+class PathStep:
+    """One decision node on a sample's root-to-leaf path."""
+
+    node: int
+    depth: int
+    value: float  # decision value s(x) = weight @ x + bias
+    goes_right: bool
+    p_right: float  # 1.0 / 0.0 for hard routing
+    rule: str  # the condition that holds for this sample, e.g. "petal width > 0.8"
+
+
+@dataclass(frozen=True)
+class NodeStats:
+    """Per-node statistics of a data set routed through a tree.
+
+    ``count[i]`` is the number of samples reaching node ``i`` (a sum of reach probabilities for
+    soft routing). ``class_counts[i, k]`` counts samples of class index ``k`` (classification).
+    ``value_mean`` / ``value_std`` are the mean and standard deviation of the target among the
+    samples reaching each node (regression), NaN where no sample arrives.
+    """
+
+    count: np.ndarray
+    class_counts: np.ndarray | None = None
+    value_mean: np.ndarray | None = None
+    value_std: np.ndarray | None = None
+
+    @property
+    def class_fraction(self) -> np.ndarray | None:
+        if self.class_counts is None:
+            return None
+        total = self.class_counts.sum(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(total > 0, self.class_counts / np.where(total > 0, total, 1), 0.0)
+
+
+def smoothstep(t: np.ndarray, width: float = 1.0) -> np.ndarray:
+    """The smooth-step S(t) = 3u^2 - 2u^3 with u = clip(t / width + 1/2, 0, 1).
+
+    Exactly 0 for t <= -width/2 and exactly 1 for t >= width/2.
+    """
+    u = np.clip(np.asarray(t, dtype=np.float64) / width + 0.5, 0.0, 1.0)
+    return u * u * (3.0 - 2.0 * u)
+
+
+def sigmoid(t: np.ndarray) -> np.ndarray:
+    """Numerically stable logistic function."""
+    t = np.asarray(t, dtype=np.float64)
+    out = np.empty_like(t)
+    pos = t >= 0
+    out[pos] = 1.0 / (1.0 + np.exp(-t[pos]))
+    e = np.exp(t[~pos])
+    out[~pos] = e / (1.0 + e)
+    return out
+
+
+def _as_array(value: Any, dtype: Any, name: str, ndim: int) -> np.ndarray:
+    arr = np.array(value, dtype=dtype, copy=True)
+    if arr.ndim != ndim:
+        raise ValueError(f"Tree.{name} must be {ndim}-D, got shape {arr.shape}.")
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class Tree:
+    """A learned binary tree in the one convention every family converts to (see module doc)."""
+
+    children_left: np.ndarray
+    children_right: np.ndarray
+    weight: np.ndarray
+    bias: np.ndarray
+    leaf_value: np.ndarray
+    active: np.ndarray | None = None
+    routing: str = "hard"
+    activation: str = "sigmoid"
+    activation_width: float = 1.0
+    leaf_weight: np.ndarray | None = None
+    feature_names: tuple[str, ...] = ()
+    output_names: tuple[str, ...] = ()
+    task: str = "classification"
+    family: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ construction
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        left = _as_array(self.children_left, np.int64, "children_left", 1)
+        right = _as_array(self.children_right, np.int64, "children_right", 1)
+        n = left.shape[0]
+        if n == 0:
+            raise ValueError("A Tree needs at least one node.")
+        weight = _as_array(self.weight, np.float64, "weight", 2)
+        bias = _as_array(self.bias, np.float64, "bias", 1)
+        leaf_value = np.array(self.leaf_value, dtype=np.float64, copy=True)
+        if leaf_value.ndim == 1:
+            leaf_value = leaf_value[:, None]
+        leaf_value.setflags(write=False)
+        active = (
+            np.ones(n)
+            if self.active is None
+            else np.clip(np.asarray(self.active, dtype=np.float64), 0.0, 1.0)
+        )
+        active = _as_array(active, np.float64, "active", 1)
+        for name, arr in (("children_right", right), ("bias", bias), ("active", active)):
+            if arr.shape[0] != n:
+                raise ValueError(f"Tree.{name} has {arr.shape[0]} entries for {n} nodes.")
+        if weight.shape[0] != n or leaf_value.shape[0] != n:
+            raise ValueError("Tree.weight and Tree.leaf_value need one row per node.")
+        set_(self, "children_left", left)
+        set_(self, "children_right", right)
+        set_(self, "weight", weight)
+        set_(self, "bias", bias)
+        set_(self, "leaf_value", leaf_value)
+        set_(self, "active", active)
+        if self.leaf_weight is not None:
+            lw = _as_array(self.leaf_weight, np.float64, "leaf_weight", 3)
+            if lw.shape != (n, leaf_value.shape[1], weight.shape[1]):
+                raise ValueError(
+                    f"Tree.leaf_weight must have shape {(n, leaf_value.shape[1], weight.shape[1])},"
+                    f" got {lw.shape}."
+                )
+            set_(self, "leaf_weight", lw)
+        if self.routing not in ROUTINGS:
+            raise ValueError(f"Tree.routing must be one of {ROUTINGS}, got {self.routing!r}.")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"Tree.activation must be one of {ACTIVATIONS}.")
+        if self.task not in TASKS:
+            raise ValueError(f"Tree.task must be one of {TASKS}, got {self.task!r}.")
+        d = weight.shape[1]
+        names = tuple(str(s) for s in self.feature_names) or tuple(f"x{j}" for j in range(d))
+        if len(names) != d:
+            raise ValueError(f"Tree has {d} features but {len(names)} feature names.")
+        set_(self, "feature_names", names)
+        k = leaf_value.shape[1]
+        outs = tuple(str(s) for s in self.output_names) or tuple(f"y{j}" for j in range(k))
+        if len(outs) != k:
+            raise ValueError(f"Tree has {k} outputs but {len(outs)} output names.")
+        set_(self, "output_names", outs)
+        set_(self, "meta", dict(self.meta))
+        self._check_structure()
+
+    def _check_structure(self) -> None:
+        left, right = self.children_left, self.children_right
+        n = left.shape[0]
+        is_leaf = left < 0
+        if np.any(is_leaf != (right < 0)):
+            raise ValueError("Every node must have either two children or none.")
+        kids = np.concatenate([left[~is_leaf], right[~is_leaf]])
+        if kids.size and (kids.min() < 1 or kids.max() >= n):
+            raise ValueError("Child indices must point to existing non-root nodes.")
+        if np.unique(kids).size != kids.size or kids.size != n - 1:
+            raise ValueError("Every node except the root must have exactly one parent.")
+        # Reachability from the root rules out cycles (n-1 edges + connected = a tree).
+        if self.node_depth.min() < 0:
+            raise ValueError("Some nodes are not reachable from the root.")
+        leaves = np.flatnonzero(is_leaf)
+        if not np.all(np.isfinite(self.leaf_value[leaves])):
+            raise ValueError("Every leaf needs a finite leaf_value.")
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def n_nodes(self) -> int:
+        return int(self.children_left.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.weight.shape[1])
+
+    @property
+    def n_outputs(self) -> int:
+        return int(self.leaf_value.shape[1])
+
+    @cached_property
+    def is_leaf(self) -> np.ndarray:
+        return self.children_left < 0
+
+    @cached_property
+    def leaves(self) -> np.ndarray:
+        return np.flatnonzero(self.is_leaf)
+
+    @cached_property
+    def decision_nodes(self) -> np.ndarray:
+        return np.flatnonzero(~self.is_leaf)
+
+    @property
+    def n_leaves(self) -> int:
+        return int(self.leaves.size)
+
+    @cached_property
+    def parent(self) -> np.ndarray:
+        parent = np.full(self.n_nodes, -1, dtype=np.int64)
+        internal = self.decision_nodes
+        parent[self.children_left[internal]] = internal
+        parent[self.children_right[internal]] = internal
+        return parent
+
+    @cached_property
+    def node_depth(self) -> np.ndarray:
+        """Depth of each node (root = 0); -1 for a node not reachable from the root."""
+        depth = np.full(self.n_nodes, -1, dtype=np.int64)
+        depth[0] = 0
+        frontier = np.array([0])
+        level = 0
+        while frontier.size:
+            internal = frontier[self.children_left[frontier] >= 0]
+            frontier = np.concatenate(
+                [self.children_left[internal], self.children_right[internal]]
+            )
+            level += 1
+            if frontier.size and (depth[frontier] >= 0).any():
+                raise ValueError("The child arrays contain a cycle.")
+            depth[frontier] = level
+            if level > self.n_nodes:
+                raise ValueError("The child arrays contain a cycle.")
+        return depth
+
+    @property
+    def max_depth(self) -> int:
+        return int(self.node_depth.max())
+
+    @cached_property
+    def levels(self) -> list[np.ndarray]:
+        """Node ids at each depth, root level first."""
+        order = np.argsort(self.node_depth, kind="stable")
+        cuts = np.searchsorted(self.node_depth[order], np.arange(1, self.max_depth + 1))
+        return np.split(order, cuts)
+
+    def ancestors(self, node: int) -> list[int]:
+        """Node ids from the root down to ``node`` (inclusive)."""
+        out = [int(node)]
+        while self.parent[out[-1]] >= 0:
+            out.append(int(self.parent[out[-1]]))
+        return out[::-1]
+
+    def subtree_nodes(self, node: int, max_levels: int | None = None) -> np.ndarray:
+        """Node ids of the subtree rooted at ``node`` down to ``max_levels`` levels below it."""
+        out, frontier, level = [np.array([node])], np.array([node]), 0
+        while frontier.size and (max_levels is None or level < max_levels):
+            internal = frontier[self.children_left[frontier] >= 0]
+            frontier = np.concatenate([self.children_left[internal], self.children_right[internal]])
+            out.append(frontier)
+            level += 1
+        return np.sort(np.concatenate(out))
+
+    def is_axis_aligned(self) -> np.ndarray:
+        """Per node: True where the split uses exactly one feature (always False at leaves)."""
+        nnz = np.count_nonzero(self.weight, axis=1)
+        return (nnz == 1) & ~self.is_leaf
+
+    # ------------------------------------------------------------------ routing
+    def _check_X(self, X: Any) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim == 1:
+            X = X[None, :]
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise TreevizError(
+                f"The tree expects {self.n_features} features but the data has "
+                f"{X.shape[-1] if X.ndim else 0}; use data prepared the same way as for training."
+            )
+        if not np.all(np.isfinite(X)):
+            raise TreevizError(
+                "The data contains missing or infinite values; prepare it the same way as the "
+                "training data (the Data page imputes missing values) before routing it."
+            )
+        return X
+
+    @cached_property
+    def _sparse_weight(self) -> sp.csr_matrix | None:
+        density = np.count_nonzero(self.weight) / max(1, self.weight.size)
+        return sp.csr_matrix(self.weight) if density < _SPARSE_DENSITY else None
+
+    def decision_values(self, X: Any) -> np.ndarray:
+        """``s = X @ weight.T + bias`` for every node, shape (n_samples, n_nodes).
+
+        Values at leaves are meaningless (their weight rows are zero) and left as ``bias``.
+        """
+        X = self._check_X(X)
+        out = np.empty((X.shape[0], self.n_nodes))
+        ws = self._sparse_weight
+        for start in range(0, X.shape[0], _CHUNK_ROWS):
+            block = X[start : start + _CHUNK_ROWS]
+            if ws is not None:
+                out[start : start + block.shape[0]] = (ws @ block.T).T
+            else:
+                out[start : start + block.shape[0]] = block @ self.weight.T
+        out += self.bias
+        return out
+
+    def _hard_paths(self, S: np.ndarray) -> np.ndarray:
+        n = S.shape[0]
+        paths = np.full((n, self.max_depth + 1), -1, dtype=np.int64)
+        node = np.zeros(n, dtype=np.int64)
+        paths[:, 0] = 0
+        rows = np.arange(n)
+        for level in range(1, self.max_depth + 1):
+            moving = ~self.is_leaf[node]
+            if not moving.any():
+                break
+            idx = rows[moving]
+            cur = node[idx]
+            go_right = S[idx, cur] > 0
+            node[idx] = np.where(go_right, self.children_right[cur], self.children_left[cur])
+            paths[idx, level] = node[idx]
+        return paths
+
+    def paths(self, X: Any) -> np.ndarray:
+        """Hard root-to-leaf paths, shape (n_samples, max_depth + 1), padded with -1.
+
+        For soft trees this is the most probable branch at every node (S(s) > 1/2 iff s > 0).
+        """
+        return self._hard_paths(self.decision_values(X))
+
+    def apply(self, X: Any) -> np.ndarray:
+        """Leaf id reached by each sample under hard routing, shape (n_samples,)."""
+        paths = self.paths(X)
+        last = (paths >= 0).sum(axis=1) - 1
+        return paths[np.arange(paths.shape[0]), last]
+
+    def decision_path(self, X: Any) -> sp.csr_matrix:
+        """Node-membership indicator (n_samples, n_nodes) of the hard paths, like scikit-learn."""
+        paths = self.paths(X)
+        rows, cols = np.nonzero(paths >= 0)
+        return sp.csr_matrix(
+            (np.ones(rows.size, dtype=np.int8), (rows, paths[rows, cols])),
+            shape=(paths.shape[0], self.n_nodes),
+        )
+
+    def right_probability(self, S: np.ndarray) -> np.ndarray:
+        """P(go right) for decision values ``S`` under this tree's routing."""
+        if self.routing == "hard":
+            return (S > 0).astype(np.float64)
+        if self.activation == "smoothstep":
+            return smoothstep(S, self.activation_width)
+        return sigmoid(S)
+
+    def reach_probability(self, X: Any) -> np.ndarray:
+        """Probability that each sample reaches each node, shape (n_samples, n_nodes).
+
+        Hard routing gives 0/1 entries; soft routing multiplies branch probabilities down each path.
+        """
+        S = self.decision_values(X)
+        p_right = self.right_probability(S)
+        reach = np.zeros_like(S)
+        reach[:, 0] = 1.0
+        for nodes in self.levels:
+            internal = nodes[~self.is_leaf[nodes]]
+            if internal.size == 0:
+                continue
+            p = reach[:, internal]
+            reach[:, self.children_right[internal]] = p * p_right[:, internal]
+            reach[:, self.children_left[internal]] = p * (1.0 - p_right[:, internal])
+        return reach
+
+    def predict_value(self, X: Any) -> np.ndarray:
+        """The tree's output per sample, shape (n_samples, n_outputs).
+
+        Hard routing: the value of the leaf reached. Soft routing: the leaf values weighted by the
+        probability of reaching each leaf. Linear leaves add ``leaf_weight[leaf] @ x``.
+        """
+        X = self._check_X(X)
+        if self.routing == "hard":
+            leaf = self.apply(X)
+            out = self.leaf_value[leaf].copy()
+            if self.leaf_weight is not None:
+                out += np.einsum("nkd,nd->nk", self.leaf_weight[leaf], X)
+            return out
+        reach = self.reach_probability(X)[:, self.leaves]
+        out = reach @ self.leaf_value[self.leaves]
+        if self.leaf_weight is not None:
+            per_leaf = np.einsum("lkd,nd->nlk", self.leaf_weight[self.leaves], X)
+            out += np.einsum("nl,nlk->nk", reach, per_leaf)
+        return out
+
+    # ------------------------------------------------------------------ statistics
+    def node_stats(self, X: Any, y: Any = None, *, soft: bool | None = None) -> NodeStats:
+        """Counts (and class counts or target mean/std) of the samples reaching each node.
+
+        Parameters
+        ----------
+        X : array (n_samples, n_features)
+        y : array, optional
+            Class indices ``0..n_outputs-1`` for classification, or target values (1-D) for
+            regression. Ignored for clustering.
+        soft : bool, optional
+            Weight samples by their reach probability. Defaults to True for soft trees.
+        """
+        soft = self.routing == "soft" if soft is None else soft
+        X = self._check_X(X)
+        if soft:
+            weights = self.reach_probability(X)  # (n, n_nodes)
+        else:
+            weights = self.decision_path(X).toarray().astype(np.float64)
+        count = weights.sum(axis=0)
+        if y is None or self.task == "clustering":
+            return NodeStats(count=count)
+        y = np.asarray(y)
+        if y.shape[0] != X.shape[0]:
+            raise TreevizError(f"X has {X.shape[0]} rows but y has {y.shape[0]}.")
+        if self.task == "classification":
+            y = y.astype(np.int64)
+            k = self.n_outputs
+            if y.size and (y.min() < 0 or y.max() >= k):
+                raise TreevizError(f"Class indices must lie in 0..{k - 1} for this tree.")
+            onehot = np.zeros((y.size, k))
+            onehot[np.arange(y.size), y] = 1.0
+            return NodeStats(count=count, class_counts=weights.T @ onehot)
+        yv = y.astype(np.float64).reshape(y.shape[0], -1)[:, 0]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = (weights.T @ yv) / count
+            second = (weights.T @ (yv * yv)) / count
+        std = np.sqrt(np.maximum(second - mean * mean, 0.0))
+        return NodeStats(count=count, value_mean=mean, value_std=std)
+
+    # ------------------------------------------------------------------ rules
+    def node_rule(self, node: int, goes_right: bool = True, *, max_terms: int = 4,
+                  precision: int = 4) -> str:
+        """Human-readable condition for taking the right (or left) branch at ``node``."""
+        if self.is_leaf[node]:
+            raise ValueError(f"Node {node} is a leaf and has no rule.")
+        w, b = self.weight[node], float(self.bias[node])
+        nz = np.flatnonzero(w)
+        fmt = f"{{:.{precision}g}}"
+        if nz.size == 0:
+            # A constant split: every sample goes the same way.
+            return "always" if (b > 0) == goes_right else "never"
+        if nz.size == 1:
+            j = nz[0]
+            c = float(w[j])
+            threshold = -b / c
+            # c*x + b > 0  <=>  x > -b/c (c > 0)  or  x < -b/c (c < 0)
+            right_is_greater = c > 0
+            op = (">" if right_is_greater else "<") if goes_right else ("≤" if right_is_greater else "≥")
+            return f"{self.feature_names[j]} {op} {fmt.format(threshold)}"
+        order = nz[np.argsort(-np.abs(w[nz]), kind="stable")]
+        shown = order[:max_terms]
+        terms = []
+        for i, j in enumerate(shown):
+            c = float(w[j])
+            sign = "−" if c < 0 else ("+" if i else "")
+            terms.append(f"{sign} {fmt.format(abs(c))}·{self.feature_names[j]}".strip())
+        if order.size > max_terms:
+            terms.append(f"+ … ({order.size - max_terms} more)")
+        if b != 0:
+            terms.append(("− " if b < 0 else "+ ") + fmt.format(abs(b)))
+        op = ">" if goes_right else "≤"
+        return f"{' '.join(terms)} {op} 0"
+
+    def sample_path(self, x: Any) -> list[PathStep]:
+        """The decision nodes on one sample's (most probable) path, root first."""
+        X = self._check_X(x)
+        if X.shape[0] != 1:
+            raise TreevizError("sample_path takes exactly one sample.")
+        S = self.decision_values(X)
+        p_right = self.right_probability(S)[0]
+        steps = []
+        for node in self._hard_paths(S)[0]:
+            if node < 0 or self.is_leaf[node]:
+                break
+            right = bool(S[0, node] > 0)
+            steps.append(
+                PathStep(
+                    node=int(node),
+                    depth=int(self.node_depth[node]),
+                    value=float(S[0, node]),
+                    goes_right=right,
+                    p_right=float(p_right[node]),
+                    rule=self.node_rule(int(node), right),
+                )
+            )
+        return steps
+
+    def rule_text(self, x: Any) -> str:
+        """The decision path of one sample as an IF ... THEN ... rule."""
+        X = self._check_X(x)
+        steps = self.sample_path(X)
+        leaf = int(self.apply(X)[0])
+        conds = " AND ".join(s.rule for s in steps) or "TRUE"
+        return f"IF {conds} THEN {self.leaf_summary(leaf)}"
+
+    def leaf_summary(self, leaf: int) -> str:
+        """What a leaf predicts, in words (class and score, or value)."""
+        value = self.leaf_value[leaf]
+        if self.leaf_weight is not None and np.any(self.leaf_weight[leaf]):
+            return f"leaf {leaf}: linear model"
+        if self.task == "classification":
+            k = int(np.argmax(value))
+            return f"class = {self.output_names[k]} (score {value[k]:.3g}, leaf {leaf})"
+        if self.n_outputs == 1:
+            return f"{self.output_names[0]} = {value[0]:.4g} (leaf {leaf})"
+        return f"leaf {leaf}: " + ", ".join(f"{n} = {v:.3g}" for n, v in zip(self.output_names, value))
+
+    def rules(self, *, max_terms: int = 4) -> list[str]:
+        """Every root-to-leaf path as an IF ... THEN ... rule (leaves in id order)."""
+        out = []
+        for leaf in self.leaves:
+            path = self.ancestors(int(leaf))
+            conds = [
+                self.node_rule(a, path[i + 1] == self.children_right[a], max_terms=max_terms)
+                for i, a in enumerate(path[:-1])
+            ]
+            out.append(f"IF {' AND '.join(conds) or 'TRUE'} THEN {self.leaf_summary(int(leaf))}")
+        return out
+
+    # ------------------------------------------------------------------ size and cost
+    def _counted(self) -> np.ndarray:
+        return self.active > 0
+
+    def n_nonzero_weights(self) -> int:
+        """Nonzero split weights over active decision nodes (leaf weights excluded)."""
+        nodes = self.decision_nodes[self._counted()[self.decision_nodes]]
+        return int(np.count_nonzero(self.weight[nodes]))
+
+    def n_params(self) -> int:
+        """Parameter count following the TAO thesis, Appendix A (``tao.md`` §10).
+
+        Decision node: nonzero weights + 1 bias (axis-aligned = 2). Constant leaf: n_outputs.
+        Linear leaf: nonzero leaf weights + n_outputs. Only active nodes count. Feature indexes of
+        sparse weights are not counted (see :meth:`n_index_params`).
+        """
+        counted = self._counted()
+        dec = self.decision_nodes[counted[self.decision_nodes]]
+        leaves = self.leaves[counted[self.leaves]]
+        total = int(np.count_nonzero(self.weight[dec])) + dec.size
+        total += leaves.size * self.n_outputs
+        if self.leaf_weight is not None:
+            total += int(np.count_nonzero(self.leaf_weight[leaves]))
+        return int(total)
+
+    def n_index_params(self) -> int:
+        """Feature indexes needed to store sparse split weights (shown beside n_params)."""
+        return self.n_nonzero_weights()
+
+    def flops(self, X: Any) -> float:
+        """Mean inference FLOPs per sample (``tao.md`` §10).
+
+        Sum over decision nodes on the sample's path of nnz(weight), plus nnz(leaf weights) for a
+        linear leaf; axis-aligned nodes count 1 and constant leaves 0. Soft trees visit every
+        node, so each sample pays for the whole tree.
+        """
+        X = self._check_X(X)
+        nnz_node = np.count_nonzero(self.weight, axis=1).astype(np.float64)
+        if self.leaf_weight is not None:
+            nnz_node = nnz_node + np.count_nonzero(self.leaf_weight.reshape(self.n_nodes, -1), axis=1)
+        if self.routing == "soft":
+            return float(nnz_node.sum())
+        paths = self.paths(X)
+        per_sample = np.where(paths >= 0, nnz_node[np.maximum(paths, 0)], 0.0).sum(axis=1)
+        return float(per_sample.mean()) if per_sample.size else 0.0
+
+    # ------------------------------------------------------------------ serialisation
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (NaN written as null) that :meth:`from_dict` turns back exactly."""
+
+        def enc(a: np.ndarray | None) -> Any:
+            if a is None:
+                return None
+            if np.isinf(a).any():
+                raise ValueError("A Tree with infinite parameters cannot be written as JSON.")
+            obj = a.astype(object)  # Python floats: json writes them with an exact repr
+            obj[np.isnan(a)] = None
+            return obj.tolist()
+
+        return {
+            "format": "treeviz.Tree",
+            "version": FORMAT_VERSION,
+            "children_left": self.children_left.tolist(),
+            "children_right": self.children_right.tolist(),
+            "weight": enc(self.weight),
+            "bias": enc(self.bias),
+            "leaf_value": enc(self.leaf_value),
+            "active": enc(self.active),
+            "leaf_weight": enc(self.leaf_weight),
+            "routing": self.routing,
+            "activation": self.activation,
+            "activation_width": self.activation_width,
+            "feature_names": list(self.feature_names),
+            "output_names": list(self.output_names),
+            "task": self.task,
+            "family": self.family,
+            "meta": self.meta,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Tree":
+        if not isinstance(data, dict) or data.get("format") != "treeviz.Tree":
+            raise TreevizError("This is not a treeviz tree description (missing 'format').")
+        if int(data.get("version", 0)) > FORMAT_VERSION:
+            raise TreevizError(
+                f"This tree was written by a newer treeviz (format {data['version']}); "
+                "upgrade treeviz to read it."
+            )
+
+        def dec(v: Any) -> np.ndarray | None:
+            if v is None:
+                return None
+            return np.array(_none_to_nan(v), dtype=np.float64)
+
+        names = {f.name for f in fields(cls)}
+        kwargs = {k: data[k] for k in names if k in data}
+        for key in ("weight", "bias", "leaf_value", "active", "leaf_weight"):
+            kwargs[key] = dec(data.get(key))
+        kwargs["feature_names"] = tuple(data.get("feature_names", ()))
+        kwargs["output_names"] = tuple(data.get("output_names", ()))
+        try:
+            return cls(**kwargs)
+        except (ValueError, TypeError) as err:
+            raise TreevizError(f"The tree description is inconsistent: {err}") from err
+
+    def to_json(self, **dumps_kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, **dumps_kwargs)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Tree":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise TreevizError(f"The tree file is not valid JSON ({err.msg}, line {err.lineno}).") from err
+        return cls.from_dict(data)
+
+    def equals(self, other: "Tree") -> bool:
+        """Exact equality of structure, parameters and names (NaN equal to NaN)."""
+        if not isinstance(other, Tree):
+            return False
+        for f in fields(self):
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+                if a is None or b is None or a.shape != b.shape:
+                    return False
+                if not np.array_equal(a, b, equal_nan=a.dtype.kind == "f"):
+                    return False
+            elif a != b:
+                return False
+        return True
+
+
+def _none_to_nan(v: Any) -> Any:
+    if v is None:
+        return math.nan
+    if isinstance(v, list):
+        return [_none_to_nan(u) for u in v]
+    return v
