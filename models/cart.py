@@ -67,10 +67,12 @@ def tree_from_sklearn(
     bias[internal] = -float64_threshold(st.threshold[internal])
     value = st.value[:, :, :]  # (n_nodes, n_outputs, n_classes)
     if task == "classification":
-        scores = value[:, 0, :].astype(np.float64)
-        total = scores.sum(axis=1, keepdims=True)
-        total[total == 0.0] = 1.0
-        leaf_value = scores / total  # the exact arithmetic of DecisionTreeClassifier.predict_proba
+        # scikit-learn >= 1.4 stores class fractions in tree_.value and predict_proba returns
+        # them as they are; older versions stored weighted counts, normalised here.
+        leaf_value = np.array(value[:, 0, :], dtype=np.float64)
+        total = leaf_value.sum(axis=1)
+        if not np.allclose(total[total > 0], 1.0):
+            leaf_value /= np.where(total > 0, total, 1.0)[:, None]
     else:
         leaf_value = value[:, :, 0].astype(np.float64)
     leaf_value = leaf_value.copy()

@@ -485,8 +485,8 @@ class Tree:
         terms = []
         for i, j in enumerate(shown):
             c = float(w[j])
-            sign = "−" if c < 0 else ("+" if i else "")
-            terms.append(f"{sign} {fmt.format(abs(c))}·{self.feature_names[j]}".strip())
+            sign = ("−" if c < 0 else "+") + " " if i else ("−" if c < 0 else "")
+            terms.append(f"{sign}{fmt.format(abs(c))}·{self.feature_names[j]}")
         if order.size > max_terms:
             terms.append(f"+ … ({order.size - max_terms} more)")
         if b != 0:

@@ -1,0 +1,93 @@
+"""Model files: config.json + weights.safetensors, folder or zip; no code runs on load."""
+
+import io
+import json
+import pickle
+import zipfile
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_diabetes
+
+from models.cart import CARTClassifier, CARTRegressor
+from models.persist import load_model, model_bytes, read_config, save_model, zip_bytes
+from treeviz.errors import TreevizError
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X, y = load_breast_cancer(return_X_y=True)
+    names = np.array(["malignant", "benign"], dtype=object)[y]
+    return CARTClassifier(max_depth=6, min_samples_leaf=2).fit(X, names), X
+
+
+@pytest.mark.parametrize("suffix", ["", ".zip"])
+def test_round_trip_gives_identical_predictions(tmp_path, fitted, suffix):
+    est, X = fitted
+    path = save_model(est, tmp_path / f"model{suffix}", context={"fingerprint": "abc"})
+    back = load_model(path)
+    Xt = X * 1.001
+    np.testing.assert_array_equal(back.predict_proba(Xt), est.predict_proba(Xt))
+    np.testing.assert_array_equal(back.predict(Xt), est.predict(Xt))
+    assert back.get_params() == est.get_params()
+    assert back.history_ == est.history_
+    assert back.model_context_ == {"fingerprint": "abc"}
+    assert back.to_tree().equals(est.to_tree())
+    cfg = read_config(path)
+    assert cfg["family"] == "cart" and cfg["estimator"] == "CARTClassifier"
+
+
+def test_regressor_round_trip_from_bytes():
+    X, y = load_diabetes(return_X_y=True)
+    est = CARTRegressor(max_depth=4).fit(X, y)
+    back = load_model(zip_bytes(model_bytes(est)))
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
+
+
+def test_files_are_json_and_safetensors_only(tmp_path, fitted):
+    est, _ = fitted
+    path = save_model(est, tmp_path / "m")
+    files = sorted(p.name for p in (tmp_path / "m").iterdir())
+    assert files == ["config.json", "weights.safetensors"]
+    json.loads((tmp_path / "m" / "config.json").read_text())
+    assert path.endswith("m")
+
+
+def _zip(files):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def test_malicious_or_foreign_files_are_refused_with_sentences(fitted):
+    est, _ = fitted
+    good = model_bytes(est)
+
+    class Boom:
+        def __reduce__(self):
+            return (print, ("pwned",))
+
+    with pytest.raises(TreevizError, match="lacks config.json, weights.safetensors"):
+        load_model(_zip({"model.pkl": pickle.dumps(Boom())}))
+    with pytest.raises(TreevizError, match="not a zip"):
+        load_model(b"hello world")
+    cfg = json.loads(good["config.json"])
+    cfg["estimator"] = "os.system"
+    with pytest.raises(TreevizError, match="not an estimator of the CART"):
+        load_model(_zip({"config.json": json.dumps(cfg), "weights.safetensors": good["weights.safetensors"]}))
+    cfg = json.loads(good["config.json"])
+    cfg["family"] = "evil"
+    with pytest.raises(TreevizError, match="no model family"):
+        load_model(_zip({"config.json": json.dumps(cfg), "weights.safetensors": good["weights.safetensors"]}))
+    cfg = json.loads(good["config.json"])
+    cfg["params"]["max_depth"] = "import os"
+    with pytest.raises(TreevizError, match="whole number"):
+        load_model(_zip({"config.json": json.dumps(cfg), "weights.safetensors": good["weights.safetensors"]}))
+    with pytest.raises(TreevizError, match="damaged"):
+        load_model(_zip({"config.json": good["config.json"], "weights.safetensors": b"\x00" * 40}))
+    with pytest.raises(TreevizError, match="not valid JSON"):
+        load_model(_zip({"config.json": b"{", "weights.safetensors": good["weights.safetensors"]}))
+    with pytest.raises(TreevizError, match="no model file"):
+        load_model("/nonexistent/model.zip")

@@ -1,0 +1,304 @@
+"""The shared Tree: structure checks, routing (hard and soft), statistics, rules, counts, JSON."""
+
+import json
+
+import numpy as np
+import pytest
+
+from treeviz.errors import TreevizError
+from treeviz.tree import Tree, sigmoid, smoothstep
+
+NAN = np.nan
+
+
+def small_tree(**kw):
+    """Root splits on a (x0 > 0.5); node 2 splits on b (x1 > 0.5).
+
+         0
+        / \\
+       1   2
+          / \\
+         3   4
+    """
+    args = dict(
+        children_left=[1, -1, 3, -1, -1],
+        children_right=[2, -1, 4, -1, -1],
+        weight=[[1.0, 0.0], [0, 0], [0.0, 1.0], [0, 0], [0, 0]],
+        bias=[-0.5, 0, -0.5, 0, 0],
+        leaf_value=[[NAN, NAN], [1.0, 0.0], [NAN, NAN], [0.0, 1.0], [0.25, 0.75]],
+        feature_names=("a", "b"),
+        output_names=("no", "yes"),
+    )
+    args.update(kw)
+    return Tree(**args)
+
+
+def random_tree(rng, depth, d, k=3, routing="hard", activation="sigmoid"):
+    """A complete oblique tree with random weights, in breadth-first numbering."""
+    n = 2 ** (depth + 1) - 1
+    left = np.array([2 * i + 1 if 2 * i + 1 < n else -1 for i in range(n)])
+    right = np.array([2 * i + 2 if 2 * i + 2 < n else -1 for i in range(n)])
+    internal = left >= 0
+    weight = rng.normal(size=(n, d)) * internal[:, None]
+    bias = rng.normal(size=n) * internal
+    leaf_value = np.where(internal[:, None], NAN, rng.random((n, k)))
+    return Tree(left, right, weight, bias, leaf_value, routing=routing, activation=activation)
+
+
+# ---------------------------------------------------------------- structure
+def test_structure_properties():
+    t = small_tree()
+    assert t.n_nodes == 5 and t.n_features == 2 and t.n_outputs == 2
+    assert t.leaves.tolist() == [1, 3, 4]
+    assert t.decision_nodes.tolist() == [0, 2]
+    assert t.parent.tolist() == [-1, 0, 0, 2, 2]
+    assert t.node_depth.tolist() == [0, 1, 1, 2, 2]
+    assert t.max_depth == 2
+    assert [lv.tolist() for lv in t.levels] == [[0], [1, 2], [3, 4]]
+    assert t.ancestors(4) == [0, 2, 4]
+    assert t.subtree_nodes(2).tolist() == [2, 3, 4]
+    assert t.subtree_nodes(0, max_levels=1).tolist() == [0, 1, 2]
+    assert t.is_axis_aligned().tolist() == [True, False, True, False, False]
+
+
+@pytest.mark.parametrize(
+    "left,right,msg",
+    [
+        ([1, -1, -1], [-1, -1, -1], "two children or none"),
+        ([1, 1, -1], [2, 2, -1], "exactly one parent"),
+        ([1, -1, 0], [2, -1, 1], "non-root|parent"),
+        ([5, -1, -1], [2, -1, -1], "existing"),
+    ],
+)
+def test_invalid_structures_are_rejected(left, right, msg):
+    n = len(left)
+    with pytest.raises(ValueError, match=msg):
+        Tree(left, right, np.zeros((n, 1)), np.zeros(n), np.zeros((n, 1)))
+
+
+def test_leaf_values_must_be_finite():
+    with pytest.raises(ValueError, match="finite leaf_value"):
+        small_tree(leaf_value=[[NAN, NAN], [NAN, 0.0], [NAN, NAN], [0, 1], [0, 1]])
+
+
+def test_arrays_are_read_only():
+    t = small_tree()
+    with pytest.raises(ValueError):
+        t.weight[0, 0] = 3.0
+
+
+# ---------------------------------------------------------------- routing
+def test_hard_routing_follows_the_rule_right_iff_positive():
+    t = small_tree()
+    X = np.array([[0.2, 0.9], [0.9, 0.1], [0.9, 0.9], [0.5, 0.9], [0.51, 0.5]])
+    # x0 = 0.5 gives s = 0 exactly: goes LEFT (s > 0 is required to go right)
+    assert t.apply(X).tolist() == [1, 3, 4, 1, 3]
+    paths = t.paths(X)
+    assert paths.tolist() == [[0, 1, -1], [0, 2, 3], [0, 2, 4], [0, 1, -1], [0, 2, 3]]
+    ind = t.decision_path(X).toarray()
+    assert ind.tolist()[2] == [1, 0, 1, 0, 1]
+
+
+def test_routing_matches_a_naive_loop_on_random_oblique_trees():
+    rng = np.random.default_rng(0)
+    for depth in (1, 3, 6):
+        t = random_tree(rng, depth, d=5)
+        X = rng.normal(size=(300, 5))
+        expect = []
+        for x in X:
+            node = 0
+            while t.children_left[node] >= 0:
+                s = t.weight[node] @ x + t.bias[node]
+                node = t.children_right[node] if s > 0 else t.children_left[node]
+            expect.append(node)
+        assert t.apply(X).tolist() == expect
+
+
+def test_sparse_and_dense_decision_values_agree():
+    rng = np.random.default_rng(1)
+    n, d = 31, 200
+    t_dense = random_tree(rng, 4, d)
+    # one-hot rows make the weight matrix sparse (density < 10%), switching the code path
+    w = np.zeros((n, d))
+    w[np.arange(n), rng.integers(0, d, n)] = 1.0
+    w[t_dense.is_leaf] = 0.0
+    t_sparse = Tree(t_dense.children_left, t_dense.children_right, w, t_dense.bias, t_dense.leaf_value)
+    assert t_sparse._sparse_weight is not None and t_dense._sparse_weight is None
+    X = rng.normal(size=(50, d))
+    np.testing.assert_allclose(t_sparse.decision_values(X), X @ w.T + t_dense.bias, atol=1e-12)
+
+
+def test_soft_routing_reach_probabilities():
+    rng = np.random.default_rng(2)
+    for activation in ("sigmoid", "smoothstep"):
+        t = random_tree(rng, 4, d=3, routing="soft", activation=activation)
+        X = rng.normal(size=(40, 3))
+        reach = t.reach_probability(X)
+        assert reach.shape == (40, t.n_nodes)
+        np.testing.assert_allclose(reach[:, t.leaves].sum(axis=1), 1.0, atol=1e-12)
+        # every node's reach equals the sum over its two children
+        for i in t.decision_nodes:
+            np.testing.assert_allclose(
+                reach[:, i], reach[:, t.children_left[i]] + reach[:, t.children_right[i]], atol=1e-12
+            )
+
+
+def test_soft_routing_hand_example_from_the_skinny_trees_spec():
+    # Depth 2, S(root)=0.7, S(1)=0.2, S(2)=0.9 are probabilities of going LEFT in the paper;
+    # the Tree stores the negated scores so that it gives P(right) = 1 - S.
+    logit = lambda p: np.log(p / (1 - p))  # noqa: E731
+    p_left = {0: 0.7, 1: 0.2, 2: 0.9}
+    bias = np.zeros(7)
+    for node, p in p_left.items():
+        bias[node] = -logit(p)
+    t = Tree(
+        [1, 3, 5, -1, -1, -1, -1], [2, 4, 6, -1, -1, -1, -1], np.zeros((7, 1)), bias,
+        np.eye(7)[:, 3:] * 1.0 + np.where(np.arange(7)[:, None] < 3, NAN, 0.0), routing="soft",
+    )
+    reach = t.reach_probability(np.zeros((1, 1)))[0, 3:]
+    np.testing.assert_allclose(reach, [0.14, 0.56, 0.27, 0.03], atol=1e-12)
+
+
+def test_smoothstep_values_and_hard_routing_outside_the_band():
+    t_vals = np.array([-0.6, -0.5, -0.25, 0, 0.25, 0.5, 0.6])
+    np.testing.assert_allclose(smoothstep(t_vals), [0, 0, 0.15625, 0.5, 0.84375, 1, 1], atol=0)
+    assert sigmoid(np.array([-1000.0, 0.0, 1000.0])).tolist() == [0.0, 0.5, 1.0]
+    # with |s| >= width/2 everywhere, a smooth-step tree routes exactly like a hard one
+    t = small_tree(routing="soft", activation="smoothstep", activation_width=0.1)
+    X = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
+    reach = t.reach_probability(X)
+    assert set(np.unique(reach)) <= {0.0, 1.0}
+    np.testing.assert_array_equal(t.predict_value(X), small_tree().predict_value(X))
+
+
+def test_predict_value_hard_soft_and_linear_leaves():
+    t = small_tree()
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0]])
+    np.testing.assert_array_equal(t.predict_value(X), [[1, 0], [0, 1], [0.25, 0.75]])
+    lw = np.zeros((5, 2, 2))
+    lw[3] = [[1.0, 0.0], [0.0, 2.0]]
+    t_lin = small_tree(leaf_weight=lw)
+    np.testing.assert_allclose(t_lin.predict_value(X)[1], [0.0 + 1.0, 1.0 + 0.0])
+    soft = small_tree(routing="soft")
+    out = soft.predict_value(X)
+    reach = soft.reach_probability(X)
+    np.testing.assert_allclose(out, reach[:, soft.leaves] @ soft.leaf_value[soft.leaves])
+
+
+def test_bad_inputs_to_routing_are_sentences():
+    t = small_tree()
+    with pytest.raises(TreevizError, match="expects 2 features"):
+        t.apply(np.zeros((3, 4)))
+    with pytest.raises(TreevizError, match="missing or infinite"):
+        t.apply(np.array([[np.nan, 0.0]]))
+
+
+# ---------------------------------------------------------------- statistics
+def test_node_stats_classification_and_regression():
+    t = small_tree()
+    X = np.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [1.0, 1.0]])
+    y = np.array([0, 0, 1, 1, 0])
+    s = t.node_stats(X, y)
+    assert s.count.tolist() == [5, 2, 3, 1, 2]
+    assert s.class_counts.tolist() == [[3, 2], [2, 0], [1, 2], [0, 1], [1, 1]]
+    np.testing.assert_allclose(s.class_fraction[2], [1 / 3, 2 / 3])
+    reg = small_tree(task="regression", leaf_value=[[NAN], [1.0], [NAN], [2.0], [3.0]], output_names=("v",))
+    yv = np.array([1.0, 3.0, 2.0, 4.0, 6.0])
+    r = reg.node_stats(X, yv)
+    np.testing.assert_allclose(r.value_mean, [3.2, 2.0, 4.0, 2.0, 5.0])
+    np.testing.assert_allclose(r.value_std[1], 1.0)
+
+
+def test_soft_node_stats_sum_reach_probabilities():
+    rng = np.random.default_rng(3)
+    t = random_tree(rng, 3, d=2, k=2, routing="soft")
+    X = rng.normal(size=(30, 2))
+    y = rng.integers(0, 2, 30)
+    s = t.node_stats(X, y)
+    np.testing.assert_allclose(s.count, t.reach_probability(X).sum(axis=0))
+    np.testing.assert_allclose(s.class_counts.sum(axis=1), s.count)
+    assert s.count[0] == pytest.approx(30)
+
+
+# ---------------------------------------------------------------- rules
+def test_rules_for_axis_aligned_and_oblique_nodes():
+    t = small_tree()
+    assert t.node_rule(0) == "a > 0.5"
+    assert t.node_rule(0, goes_right=False) == "a ≤ 0.5"
+    neg = small_tree(weight=[[-2.0, 0.0], [0, 0], [0.0, 1.0], [0, 0], [0, 0]], bias=[1.0, 0, -0.5, 0, 0])
+    # -2a + 1 > 0  <=>  a < 0.5
+    assert neg.node_rule(0) == "a < 0.5"
+    obl = small_tree(weight=[[0.5, -1.5], [0, 0], [0.0, 1.0], [0, 0], [0, 0]], bias=[0.25, 0, -0.5, 0, 0])
+    assert obl.node_rule(0) == "−1.5·b + 0.5·a + 0.25 > 0"
+    assert obl.node_rule(0, goes_right=False) == "−1.5·b + 0.5·a + 0.25 ≤ 0"
+    x = np.array([0.9, 0.1])
+    steps = t.sample_path(x)
+    assert [(s.node, s.goes_right) for s in steps] == [(0, True), (2, False)]
+    assert steps[0].value == pytest.approx(0.4)
+    assert t.rule_text(x) == "IF a > 0.5 AND b ≤ 0.5 THEN class = yes (score 1, leaf 3)"
+    assert len(t.rules()) == t.n_leaves
+    assert t.rules()[0] == "IF a ≤ 0.5 THEN class = no (score 1, leaf 1)"
+
+
+def test_oblique_rule_truncates_long_hyperplanes():
+    w = np.zeros((3, 10))
+    w[0] = np.arange(1, 11)
+    t = Tree([1, -1, -1], [2, -1, -1], w, [0.0, 0, 0], [[NAN], [0.0], [1.0]], task="regression")
+    rule = t.node_rule(0, max_terms=3)
+    assert rule.startswith("10·x9 + 9·x8 + 8·x7 + … (7 more)")
+
+
+# ---------------------------------------------------------------- counts
+def test_parameter_nonzero_and_flop_counts_by_hand():
+    t = small_tree()
+    # decision nodes: 2 x (1 nonzero + 1 bias) = 4; constant leaves: 3 x 2 outputs = 6
+    assert t.n_params() == 10
+    assert t.n_nonzero_weights() == 2
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    # paths visit 1, 2, 2, 1 decision nodes with one nonzero each
+    assert t.flops(X) == pytest.approx(1.5)
+    obl = small_tree(weight=[[0.5, -1.5], [0, 0], [0.0, 1.0], [0, 0], [0, 0]])
+    assert obl.n_params() == 3 + 2 + 6
+    # pruned nodes do not count
+    pruned = small_tree(active=[1, 1, 0, 0, 0])
+    assert pruned.n_params() == 2 + 2
+    # linear leaves count their nonzeros and are paid for on the path
+    lw = np.zeros((5, 2, 2))
+    lw[1] = [[1.0, 0.0], [0.0, 2.0]]
+    lin = small_tree(leaf_weight=lw)
+    assert lin.n_params() == 10 + 2
+    assert lin.flops(np.array([[0.0, 0.0]])) == pytest.approx(1 + 2)
+
+
+# ---------------------------------------------------------------- JSON
+def test_json_round_trip_is_exact():
+    rng = np.random.default_rng(4)
+    t = random_tree(rng, 5, d=7, routing="soft", activation="smoothstep")
+    t = Tree(
+        t.children_left, t.children_right, t.weight, t.bias, t.leaf_value,
+        active=rng.random(t.n_nodes), routing="soft", activation="smoothstep", activation_width=0.7,
+        feature_names=[f"f{i}" for i in range(7)], output_names=["a", "b", "c"],
+        task="classification", family="test", meta={"note": "hi", "lambda": 0.1},
+    )
+    text = t.to_json()
+    json.loads(text)  # standard JSON: NaN written as null
+    assert "NaN" not in text
+    back = Tree.from_json(text)
+    assert back.equals(t)
+    X = rng.normal(size=(20, 7))
+    np.testing.assert_array_equal(back.predict_value(X), t.predict_value(X))
+
+
+def test_from_json_rejects_foreign_documents():
+    with pytest.raises(TreevizError, match="not valid JSON"):
+        Tree.from_json("{nope")
+    with pytest.raises(TreevizError, match="not a treeviz tree"):
+        Tree.from_json('{"a": 1}')
+    d = small_tree().to_dict()
+    d["children_left"] = [1, 1, 3, -1, -1]
+    with pytest.raises(TreevizError, match="inconsistent"):
+        Tree.from_dict(d)
+    d = small_tree().to_dict()
+    d["version"] = 99
+    with pytest.raises(TreevizError, match="newer treeviz"):
+        Tree.from_dict(d)
