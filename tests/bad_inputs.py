@@ -1,0 +1,121 @@
+"""Bad uploads, shared by the data-layer tests and the app tests.
+
+``BAD_INPUTS[name] = (filename, data, options, expected)``:
+
+* ``filename``, ``data``: what the user uploads (``read_table(filename, data)``);
+* ``options``: keyword arguments for :class:`treeviz.data.upload.TableOptions`;
+* ``expected``: a substring (case-sensitive) of what the user must be told. For names in
+  :data:`FATAL` it is in the :class:`~treeviz.errors.TreevizError` message; for the others
+  (:data:`NOTE_ONLY`) the upload succeeds and it is in one of ``Dataset.notes``.
+
+Some cases need an environment variable while they are read (``BAD_INPUT_ENV[name]``; with
+pytest use ``monkeypatch.setenv``): ``oversized`` is only oversized under a 0.01 MB limit.
+:func:`load` runs the whole upload path for one case.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import zipfile
+import zlib
+
+from treeviz.data.dataset import Dataset
+from treeviz.data.upload import TableOptions, read_table, table_to_dataset
+
+
+def _csv(rows: list[list[object]]) -> bytes:
+    return "".join(",".join(str(v) for v in row) + "\n" for row in rows).encode("utf-8")
+
+
+def _table(n: int = 20, **extra_columns) -> bytes:
+    """A valid table with numeric ``a``, ``b`` and a two-class target ``y``, plus extra columns."""
+    header = ["a", "b", *extra_columns, "y"]
+    rows = [header]
+    for i in range(n):
+        rows.append([i, (i * 7) % 5, *(col[i] for col in extra_columns.values()), "yes" if i % 2 else "no"])
+    return _csv(rows)
+
+
+def _png() -> bytes:
+    """A real 1×1 grey PNG."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    ihdr = struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00\x80"))
+            + chunk(b"IEND", b""))
+
+
+def _zip() -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("inside.csv", _table().decode())
+    return buf.getvalue()
+
+
+def _target_with_gaps() -> bytes:
+    """20 rows; the target is empty in rows 0, 5, 10 and 15."""
+    return _csv([["a", "y"]] + [[i, "" if i % 5 == 0 else i % 2] for i in range(20)])
+
+
+def _latin1() -> bytes:
+    cities = ["Málaga", "Zürich", "Köln", "São Paulo", "Besançon"] * 4
+    rows = [["city", "size", "y"]] + [[c, i, "ja" if i % 2 else "não"] for i, c in enumerate(cities)]
+    return "".join(",".join(map(str, r)) + "\n" for r in rows).encode("latin-1")
+
+
+OVERSIZED_LIMIT_MB = "0.01"
+
+BAD_INPUTS: dict[str, tuple[str, bytes, dict, str]] = {
+    # -- the file itself (read_table)
+    "empty": ("empty.csv", b"", {"target": "y"}, "empty"),
+    "whitespace_only": ("blank.csv", b"  \n\n\t\n", {"target": "y"}, "empty"),
+    "header_only": ("header.csv", b"a,b,y\n", {"target": "y"}, "no data rows"),
+    "oversized": ("big.csv", _table(2000), {"target": "y"}, "over the upload limit"),
+    "png_named_csv": ("picture.csv", _png(), {"target": "y"}, "PNG image, not a CSV"),
+    "zip_named_csv": ("archive.csv", _zip(), {"target": "y"}, "zip archive"),
+    "nul_bytes": ("nul.csv", b"a,b,y\n1,\x00\x00\x00,2\n" * 5, {"target": "y"}, "binary data"),
+    "unknown_extension": ("table.xlsx", _table(), {"target": "y"}, "not a CSV or Parquet file"),
+    "fake_parquet": ("table.parquet", _table(), {"target": "y"}, "not one"),
+    "latin1_encoding": ("accents.csv", _latin1(), {"target": "y"}, "not valid UTF-8"),
+    "unparseable": ("ragged.csv", b"a,b,y\n1,2,x\n3,4,y\n5,6,7,z\n", {"target": "y"}, "line 4 has 4 fields"),
+    "duplicate_columns": ("dups.csv", b"a,b,a,y\n" + b"1,2,3,x\n" * 12, {"target": "y"},
+                          "'a' appear more than once"),
+    # -- the table (table_to_dataset)
+    "one_row": ("one.csv", b"a,b,y\n1,2,x\n", {"target": "y"}, "only 1 usable row"),
+    "too_few_rows": ("few.csv", _table(5), {"target": "y"}, "at least 10"),
+    "missing_target_column": ("t.csv", _table(), {"target": "label"}, "no column 'label'"),
+    "single_class": ("single.csv", _csv([["a", "y"]] + [[i, "same"] for i in range(20)]), {"target": "y"},
+                     "single class"),
+    "too_many_classes": ("ids.csv", _csv([["a", "y"]] + [[i, f"id{i}"] for i in range(300)]),
+                         {"target": "y"}, "too many classes"),
+    "target_with_nan": ("nan.csv", _target_with_gaps(), {"target": "y"}, "4 missing value(s)"),
+    "inf_values": ("inf.csv", _table(a2=["inf" if i in (3, 7) else i for i in range(20)]), {"target": "y"},
+                   "Column 'a2' has 2 infinite value(s)"),
+    "regression_text_target": ("text.csv", _table(), {"target": "y", "task": "regression"}, "not numeric"),
+    "no_usable_feature": ("nofeat.csv", _csv([["c", "y"]] + [[1, i % 2] for i in range(20)]),
+                          {"target": "y"}, "No usable feature"),
+    # -- loads, with a note
+    "all_nan_column": ("allnan.csv", _table(empty=[""] * 20), {"target": "y"},
+                       "Dropped 1 column(s) with no values at all: 'empty'"),
+    "constant_column": ("const.csv", _table(same=[4] * 20), {"target": "y"},
+                        "Dropped 1 constant column(s)"),
+    "many_levels": ("levels.csv", _table(5000, code=[f"k{i:05d}" for i in range(5000)]), {"target": "y"},
+                    "'code' (5000 levels)"),
+    "missing_category": ("cat.csv", _table(colour=["", "red", "blue", "red"] * 5), {"target": "y"},
+                         "encoded as the level '(missing)'"),
+    "drop_missing_target": ("nan.csv", _target_with_gaps(), {"target": "y", "drop_missing_target": True},
+                            "Dropped 4 row(s)"),
+}
+
+NOTE_ONLY = frozenset({"all_nan_column", "constant_column", "many_levels", "missing_category",
+                       "drop_missing_target"})
+FATAL = frozenset(BAD_INPUTS) - NOTE_ONLY
+BAD_INPUT_ENV: dict[str, dict[str, str]] = {"oversized": {"TREEVIZ_MAX_UPLOAD_MB": OVERSIZED_LIMIT_MB}}
+
+
+def load(name: str) -> Dataset:
+    """Run one case through ``read_table`` and ``table_to_dataset`` (set ``BAD_INPUT_ENV`` first)."""
+    filename, data, options, _ = BAD_INPUTS[name]
+    return table_to_dataset(read_table(filename, data), filename, TableOptions(**options))

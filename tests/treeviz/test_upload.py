@@ -1,0 +1,522 @@
+"""The upload path: every bad input gets one plain sentence; good inputs become the right Dataset."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import re
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.bad_inputs import BAD_INPUT_ENV, BAD_INPUTS, FATAL, NOTE_ONLY, load
+from treeviz.data.upload import (
+    MAX_UPLOAD_MB,
+    TableOptions,
+    detect_task,
+    inspect_table,
+    max_upload_mb,
+    read_table,
+    suggest_target,
+    table_to_dataset,
+)
+from treeviz.errors import TreevizError
+
+
+def assert_sentence(message: str) -> None:
+    """A message for users: one or two plain sentences, no traceback or exception-class dump."""
+    assert message and len(message) < 400, message
+    assert message[0].isupper() or message[0] == "'", message
+    assert message.rstrip().endswith("."), message
+    assert "\n" not in message, message
+    for bad in ("Traceback", "Error:", "Exception", "errno", "File \"", "pandas", "pyarrow", "C error"):
+        assert bad not in message, message
+
+
+def error_of(func, *args, **kwargs) -> str:
+    with pytest.raises(TreevizError) as info:
+        func(*args, **kwargs)
+    assert_sentence(str(info.value))
+    return str(info.value)
+
+
+def dataset(df: pd.DataFrame, **options) -> object:
+    return table_to_dataset(df, "t", TableOptions(**options))
+
+
+def frame(n: int = 20, **columns) -> pd.DataFrame:
+    data = {"a": np.arange(n, dtype=float), "b": np.arange(n) % 3}
+    data.update(columns)
+    data.setdefault("y", np.where(np.arange(n) % 2, "yes", "no"))
+    return pd.DataFrame(data)
+
+
+# ---------------------------------------------------------------------------- the shared fixtures
+
+
+@pytest.mark.parametrize("name", sorted(FATAL))
+def test_bad_input_stops_with_a_sentence(name, monkeypatch):
+    for key, value in BAD_INPUT_ENV.get(name, {}).items():
+        monkeypatch.setenv(key, value)
+    message = error_of(load, name)
+    assert BAD_INPUTS[name][3] in message
+
+
+@pytest.mark.parametrize("name", sorted(NOTE_ONLY))
+def test_tolerable_input_loads_with_a_note(name):
+    ds = load(name)
+    assert any(BAD_INPUTS[name][3] in note for note in ds.notes), ds.notes
+    for note in ds.notes:
+        assert_sentence(note)
+
+
+def test_fixture_table_is_fine_without_the_small_limit():
+    filename, data, options, _ = BAD_INPUTS["oversized"]
+    assert read_table(filename, data).shape == (2000, 3)
+
+
+# ---------------------------------------------------------------------------- read_table errors
+
+
+def test_empty_file():
+    assert "empty" in error_of(read_table, "e.csv", b"")
+
+
+def test_whitespace_only_file():
+    assert "empty" in error_of(read_table, "e.csv", b"\n  \r\n\t")
+
+
+def test_header_only_file():
+    message = error_of(read_table, "h.csv", b"a,b,c\n")
+    assert "no data rows" in message and "empty" in message
+
+
+def test_oversized_file_names_its_size_and_the_limit(monkeypatch):
+    monkeypatch.setenv("TREEVIZ_MAX_UPLOAD_MB", "0.001")  # read at call time, not import time
+    message = error_of(read_table, "big.csv", b"a,b\n" + b"1,2\n" * 1000)
+    assert "0.00382 MB" in message and "0.001 MB" in message
+
+
+def test_default_limit_and_bad_limit_variable(monkeypatch):
+    monkeypatch.delenv("TREEVIZ_MAX_UPLOAD_MB", raising=False)
+    assert max_upload_mb() == MAX_UPLOAD_MB == 200
+    monkeypatch.setenv("TREEVIZ_MAX_UPLOAD_MB", "lots")
+    assert "positive number" in error_of(max_upload_mb)
+
+
+def test_gzip_that_unpacks_beyond_the_limit(monkeypatch):
+    monkeypatch.setenv("TREEVIZ_MAX_UPLOAD_MB", "1")
+    bomb = gzip.compress(b"a,b\n" + b"0,0\n" * 600_000)
+    assert len(bomb) < 1024 * 1024
+    assert "unpacks to more than" in error_of(read_table, "bomb.csv.gz", bomb)
+
+
+def test_png_named_csv():
+    assert "PNG image" in error_of(read_table, "x.csv", BAD_INPUTS["png_named_csv"][1])
+
+
+def test_zip_named_csv():
+    assert "zip archive" in error_of(read_table, "x.csv", BAD_INPUTS["zip_named_csv"][1])
+
+
+def test_nul_bytes():
+    assert "binary data" in error_of(read_table, "x.csv", b"a,b\n\x00\x01\x02,3\n")
+
+
+def test_random_binary_noise():
+    noise = np.random.default_rng(0).integers(0, 256, 4000, dtype=np.uint8).tobytes()
+    assert "binary data" in error_of(read_table, "noise.csv", noise)
+
+
+def test_unknown_extension():
+    assert "not a CSV or Parquet file" in error_of(read_table, "table.json", b'{"a": 1}')
+
+
+def test_csv_named_parquet():
+    assert "not one" in error_of(read_table, "t.parquet", b"a,b\n1,2\n")
+
+
+def test_truncated_parquet():
+    buf = io.BytesIO()
+    frame().to_parquet(buf)
+    assert "not a readable Parquet file" in error_of(read_table, "t.parquet", buf.getvalue()[:200])
+
+
+def test_bad_gzip():
+    assert "not a valid gzip file" in error_of(read_table, "t.csv.gz", b"\x1f\x8b\x08\x00broken")
+
+
+def test_latin1_fails_on_auto_and_reads_when_chosen():
+    data = BAD_INPUTS["latin1_encoding"][1]
+    message = error_of(read_table, "accents.csv", data)
+    assert "UTF-8" in message and "latin-1" in message and "line 2" in message
+    df = read_table("accents.csv", data, encoding="latin-1")
+    assert df["city"].iloc[0] == "Málaga"
+    assert read_table("accents.csv", data, encoding="cp1252")["city"].iloc[1] == "Zürich"
+
+
+def test_cp1252_undefined_byte():
+    assert "not valid cp1252" in error_of(read_table, "t.csv", b"a,b\n1,\x81\n", encoding="cp1252")
+
+
+def test_unknown_encoding_option():
+    assert "Unknown encoding" in error_of(read_table, "t.csv", b"a\n1\n", encoding="utf-32")
+
+
+@pytest.mark.parametrize("encoded", [
+    "a,ñ\n1,2\n".encode("utf-8-sig"), "a,ñ\n1,2\n".encode("utf-16"), "a,ñ\n1,2\n".encode("utf-8"),
+])
+def test_utf8_bom_and_utf16_bom_are_read(encoded):
+    assert list(read_table("t.csv", encoded).columns) == ["a", "ñ"]
+
+
+def test_unparseable_csv_names_the_line():
+    message = error_of(read_table, "r.csv", b"a,b,c\n1,2,3\n4,5,6\n7,8,9,10\n")
+    assert "line 4 has 4 fields" in message and "header has 3" in message
+
+
+def test_row_longer_than_header_everywhere_is_not_silently_an_index():
+    message = error_of(read_table, "r.csv", b"a,b\n1,2,3\n4,5,6\n")
+    assert "line 2 has 3 fields" in message
+
+
+def test_unbalanced_quote():
+    assert "could not be read as CSV" in error_of(read_table, "q.csv", b'a,b\n"1,2\n3,4\n')
+
+
+def test_duplicate_columns_named_from_the_raw_header():
+    message = error_of(read_table, "d.csv", b"x,a,b,a,x\n1,2,3,4,5\n")
+    assert "'a', 'x'" in message and "a.1" not in message
+
+
+def test_duplicate_columns_after_stripping_spaces():
+    assert "'a'" in error_of(read_table, "d.csv", b"a, a\n1,2\n")
+
+
+def test_duplicate_columns_in_parquet():
+    table = pa.Table.from_arrays([pa.array([1, 2]), pa.array([3, 4])], names=["x", "x"])
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    assert "'x' appear more than once" in error_of(read_table, "d.parquet", buf.getvalue())
+
+
+def test_duplicate_columns_in_a_dataframe():
+    df = pd.DataFrame([[1, 2, 3]] * 12, columns=["a", "a", "y"])
+    assert "'a'" in error_of(dataset, df, target="y")
+
+
+# ---------------------------------------------------------------------------- read_table successes
+
+
+@pytest.mark.parametrize("filename, data", [
+    ("c.csv", b"a,b,c\n1,2,x\n3,4,y\n"),
+    ("s.csv", b"a;b;c\n1;2;x\n3;4;y\n"),
+    ("t.tsv", b"a\tb\tc\n1\t2\tx\n3\t4\ty\n"),
+    ("t.txt", b"a\tb\tc\n1\t2\tx\n3\t4\ty\n"),
+    ("q.csv", b'a,b,c\n1,2,"x, with comma"\n3,4,y\n'),
+])
+def test_delimiters_are_sniffed(filename, data):
+    df = read_table(filename, data)
+    assert list(df.columns) == ["a", "b", "c"] and df.shape == (2, 3)
+    assert df["a"].tolist() == [1, 3]
+
+
+def test_semicolon_csv_with_decimal_commas():
+    df = read_table("eu.csv", b"a;b\n1,5;x\n2,25;y\n")
+    assert df["a"].tolist() == [1.5, 2.25]
+
+
+def test_single_column_csv():
+    assert read_table("one.csv", b"value\n1\n2\n3\n")["value"].tolist() == [1, 2, 3]
+
+
+def test_gzipped_csv():
+    df = read_table("t.csv.gz", gzip.compress(b"a,b\n1,2\n3,4\n"))
+    assert df.shape == (2, 2)
+
+
+@pytest.mark.parametrize("filename", ["t.parquet", "t.pq", "renamed.bin"])
+def test_parquet_by_extension_or_magic_bytes(filename):
+    buf = io.BytesIO()
+    frame().to_parquet(buf)
+    df = read_table(filename, buf.getvalue())
+    assert df.shape == (20, 3)
+    assert list(df["y"][:2]) == ["no", "yes"]
+
+
+def test_column_names_are_stripped():
+    assert list(read_table("t.csv", b" a , b\n1,2\n").columns) == ["a", "b"]
+
+
+# ---------------------------------------------------------------------------- table_to_dataset errors
+
+
+def test_missing_target_column_lists_available_columns():
+    message = error_of(dataset, frame(), target="label")
+    assert "'a', 'b', 'y'" in message
+
+
+def test_missing_target_column_list_is_truncated():
+    df = pd.DataFrame({f"c{i}": range(12) for i in range(35)})
+    message = error_of(dataset, df, target="nope")
+    assert "'c19'" in message and "'c20'" not in message and "and 15 more" in message
+
+
+def test_target_with_missing_values():
+    df = frame(y=["a", None, "b", "a"] * 5)
+    message = error_of(dataset, df, target="y")
+    assert "5 missing value(s)" in message and "drop rows with a missing target" in message
+
+
+def test_drop_missing_target_drops_rows_with_a_note():
+    df = frame(y=["a", None, "b", "a"] * 5)
+    ds = dataset(df, target="y", drop_missing_target=True)
+    assert ds.n_samples == 15
+    assert "Dropped 5 row(s) whose target 'y' was missing." in ds.notes
+
+
+def test_single_class():
+    assert "single class ('x')" in error_of(dataset, frame(y=["x"] * 20), target="y")
+
+
+def test_too_many_classes_suggests_regression():
+    df = frame(200, y=[f"c{i}" for i in range(200)])
+    message = error_of(dataset, df, target="y", task="classification")
+    assert "200 distinct values" in message and "regression" in message
+
+
+def test_single_row():
+    assert "only 1 usable row" in error_of(dataset, frame(1), target="y")
+
+
+def test_fewer_than_min_rows():
+    assert "at least 30" in error_of(dataset, frame(20), target="y", min_rows=30)
+    assert dataset(frame(20), target="y", min_rows=20).n_samples == 20
+
+
+def test_rows_left_after_dropping_missing_targets_are_counted():
+    df = frame(12, y=["a", "b"] + [None] * 10)
+    assert "only 2 usable row" in error_of(dataset, df, target="y", drop_missing_target=True)
+
+
+def test_infinite_values_name_column_and_count():
+    df = frame(a=[np.inf, -np.inf, np.inf] + list(range(17)))
+    message = error_of(dataset, df, target="y")
+    assert "Column 'a' has 3 infinite value(s)" in message and "empty" in message
+
+
+def test_infinite_regression_target():
+    df = frame(y=[np.inf] + [float(i) for i in range(19)])
+    assert "Column 'y' has 1 infinite" in error_of(dataset, df, target="y", task="regression")
+
+
+def test_no_usable_feature_left():
+    df = pd.DataFrame({"const": [1] * 20, "empty": [np.nan] * 20, "y": [0, 1] * 10})
+    assert "No usable feature" in error_of(dataset, df, target="y")
+
+
+def test_only_the_target_column():
+    assert "No usable feature" in error_of(dataset, frame()[["y"]], target="y")
+
+
+def test_non_numeric_regression_target():
+    assert "not numeric" in error_of(dataset, frame(), target="y", task="regression")
+
+
+def test_supervised_task_without_target():
+    assert "needs a target column" in error_of(dataset, frame(), target=None, task="regression")
+
+
+def test_not_a_dataframe():
+    assert "DataFrame" in error_of(table_to_dataset, [[1, 2]], "t", TableOptions())
+
+
+def test_empty_dataframe():
+    assert "empty" in error_of(dataset, pd.DataFrame({"a": []}), target=None)
+
+
+@pytest.mark.parametrize("kwargs, expected", [
+    ({"task": "ranking"}, "Unknown task"), ({"image": "maybe"}, "image option"),
+    ({"max_levels": 0}, "at least 1"), ({"min_rows": 1}, "at least 2"),
+])
+def test_bad_options(kwargs, expected):
+    assert expected in error_of(TableOptions, **kwargs)
+
+
+# ---------------------------------------------------------------------------- notes and encoding
+
+
+def test_all_nan_column_dropped_with_note():
+    ds = dataset(frame(e=[np.nan] * 20), target="y")
+    assert "e" not in ds.feature_names
+    assert any("no values at all: 'e'" in n for n in ds.notes)
+
+
+def test_constant_column_dropped_with_note():
+    ds = dataset(frame(k=[7] * 20, t=["same"] * 20), target="y")
+    assert "k" not in ds.feature_names and not any(f.startswith("t=") for f in ds.feature_names)
+    assert any("2 constant column(s)" in n and "'k', 't'" in n for n in ds.notes)
+
+
+def test_high_cardinality_text_left_out_with_levels():
+    ds = dataset(frame(60, name=[f"n{i}" for i in range(60)]), target="y")
+    assert not any(f.startswith("name") for f in ds.feature_names)
+    assert any("'name' (60 levels)" in n for n in ds.notes)
+    assert ds.meta["columns_left_out"]["name"].startswith("60 distinct")
+    assert "name=n1" in dataset(frame(60, name=[f"n{i}" for i in range(60)]), target="y",
+                                max_levels=60).feature_names
+
+
+def test_one_hot_with_missing_level():
+    ds = dataset(frame(colour=["red", None, "blue", "red"] * 5), target="y")
+    names = list(ds.feature_names)
+    assert names == ["a", "b", "colour=blue", "colour=red", "colour=(missing)"]
+    block = ds.X[:, 2:]
+    assert np.array_equal(block.sum(axis=1), np.ones(20))
+    assert block[1].tolist() == [0, 0, 1] and block[2].tolist() == [1, 0, 0]
+    assert any("5 missing value(s), encoded as the level '(missing)'" in n for n in ds.notes)
+
+
+def test_bool_and_category_columns_are_one_hot():
+    df = frame(flag=[True, False] * 10, size=pd.Categorical(["s", "m", "l", "m"] * 5))
+    names = dataset(df, target="y").feature_names
+    assert {"flag=False", "flag=True", "size=l", "size=m", "size=s"} <= set(names)
+
+
+def test_numeric_missing_values_stay_nan():
+    ds = dataset(frame(a=[np.nan, 1.0, 2.0, np.nan] * 5), target="y")
+    assert np.isnan(ds.X[:, 0]).sum() == 10
+
+
+def test_numeric_looking_strings_become_numbers():
+    df = frame(num=[" 1.5", "2", None, "-3e2"] * 5, mixed=["1", "x", "2", "3"] * 5)
+    ds = dataset(df.astype({"num": object}), target="y")
+    col = ds.feature_names.index("num")
+    assert ds.X[:4, col].tolist()[:2] == [1.5, 2.0] and np.isnan(ds.X[2, col]) and ds.X[3, col] == -300
+    assert "mixed=x" in ds.feature_names
+
+
+def test_numeric_text_with_inf_is_reported():
+    assert "infinite" in error_of(dataset, frame(v=["1", "inf"] * 10), target="y")
+
+
+def test_classification_classes_sorted_as_numbers():
+    ds = dataset(frame(y=[10, 2, 3, 2] * 5), target="y")
+    assert ds.task == "classification" and ds.class_names == ("2", "3", "10")
+    assert ds.y[:4].tolist() == [2, 0, 1, 0]
+    assert ds.y_labels[:2].tolist() == ["10", "2"]
+
+
+def test_integer_classes_with_missing_are_named_without_decimals():
+    ds = dataset(frame(y=[1.0, 2.0, None, 1.0] * 5), target="y", drop_missing_target=True)
+    assert ds.class_names == ("1", "2")
+
+
+def test_text_classes_sorted():
+    ds = dataset(frame(y=["b", "a", "c", "a"] * 5), target="y")
+    assert ds.class_names == ("a", "b", "c") and ds.y[:3].tolist() == [1, 0, 2]
+
+
+def test_regression_target():
+    ds = dataset(frame(y=np.linspace(0, 1, 20)), target="y")
+    assert ds.task == "regression" and ds.class_names is None and ds.y.dtype == np.float64
+
+
+def test_no_target_is_clustering():
+    ds = dataset(frame(), target=None)
+    assert ds.task == "clustering" and ds.y is None and ds.target_name is None
+    assert ds.feature_names == ("a", "b", "y=no", "y=yes")
+
+
+def test_clustering_with_reference_groups():
+    ds = dataset(frame(), target="y", task="clustering")
+    assert ds.task == "clustering" and ds.class_names == ("no", "yes")
+
+
+def test_dataset_records_source_description_and_options():
+    ds = table_to_dataset(frame(), "mine.csv", TableOptions(target="y"), source="upload")
+    assert ds.source == "upload" and "20 rows, 3 columns" in ds.description
+    assert ds.meta["options"]["target"] == "y"
+
+
+def test_input_frame_is_not_modified():
+    df = frame(num=["1", "2"] * 10)
+    before = df.copy()
+    dataset(df, target="y")
+    pd.testing.assert_frame_equal(df, before)
+
+
+# ---------------------------------------------------------------------------- images
+
+
+def pixels(side: int, n: int = 12, high: int = 255) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    values = rng.integers(0, high + 1, size=(n, side * side)).astype(float)
+    values[:, 0] = 0  # a constant corner pixel, as in real digit images
+    df = pd.DataFrame(values, columns=[f"p{i}" for i in range(side * side)])
+    df["label"] = ["a", "b"] * (n // 2)
+    return df
+
+
+def test_image_detected_and_constant_pixels_kept():
+    ds = dataset(pixels(8), target="label")
+    assert ds.image_shape == (8, 8) and ds.n_features == 64
+    assert not any("constant" in n for n in ds.notes)
+
+
+@pytest.mark.parametrize("df", [pixels(7), pixels(8, high=300)])
+def test_not_an_image_when_small_or_out_of_range(df):
+    ds = dataset(df, target="label")
+    assert ds.image_shape is None and ds.n_features == df.shape[1] - 2  # constant pixel dropped
+
+
+def test_image_option_yes_and_no():
+    assert dataset(pixels(7), target="label", image="yes").image_shape == (7, 7)
+    assert dataset(pixels(8), target="label", image="no").image_shape is None
+    message = error_of(dataset, frame(), target="y", image="yes")
+    assert "square number" in message
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+@pytest.mark.parametrize("values, task", [
+    (["a", "b"], "classification"), ([True, False], "classification"),
+    (pd.Categorical(["x", "y"]), "classification"), ([1, 2, 3, 2], "classification"),
+    ([1.0, 2.0, np.nan], "classification"), (list(range(25)), "regression"),
+    ([0.5, 1.5, 2.0], "regression"), (["1", "2", "1"], "classification"), (["0.5", "1.25"], "regression"),
+])
+def test_detect_task(values, task):
+    assert detect_task(pd.Series(values)) == task
+
+
+@pytest.mark.parametrize("columns, expected", [
+    (["a", "b", "Species", "c"], "Species"), (["x", "label", "z"], "label"), (["y", "x"], "y"),
+    (["a", "income_class", "b"], "income_class"), (["a", "b", "c"], "c"), ([], None),
+])
+def test_suggest_target(columns, expected):
+    assert suggest_target(pd.DataFrame(columns=columns)) == expected
+
+
+def test_inspect_table_roles_match_the_conversion():
+    df = frame(60, e=[np.nan] * 60, k=[1] * 60, name=[f"n{i}" for i in range(60)],
+               colour=["r", "g", None] * 20, num=["1", "2"] * 30)
+    info = inspect_table(df, target="y").set_index("column")
+    assert list(info.columns) == ["dtype", "missing", "distinct", "example", "role", "detail"]
+    assert info.loc["y", "role"] == "target candidate"
+    assert info.loc["a", "role"] == "feature" and info.loc["num", "role"] == "feature"
+    assert info.loc["colour", "role"] == "one-hot" and info.loc["colour", "missing"] == 20
+    for col in ("e", "k", "name"):
+        assert info.loc[col, "role"] == "left out"
+    assert info.loc["name", "distinct"] == 60 and info.loc["a", "example"] == "0.0"
+    ds = dataset(df, target="y")
+    kept = {re.sub("=.*", "", f) for f in ds.feature_names}
+    assert kept == set(info.index[info["role"].isin(["feature", "one-hot"])])
+
+
+def test_inspect_table_suggests_a_target():
+    info = inspect_table(frame()).set_index("column")
+    assert info.loc["y", "role"] == "target candidate"

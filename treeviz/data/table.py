@@ -1,0 +1,441 @@
+"""A table (pandas DataFrame) to a :class:`~treeviz.data.dataset.Dataset`.
+
+The second half of the upload path (:mod:`treeviz.data.upload` reads the file and re-exports
+everything here). Rules, stated once:
+
+* numbers written as text become numbers when the whole non-missing column converts;
+* non-numeric columns (text, categorical, boolean, dates) with at most ``max_levels`` distinct
+  values are one-hot encoded into features named ``column=level``; a missing value becomes its own
+  level ``(missing)``; columns with more levels are left out;
+* columns with no values, and constant columns, are dropped, except in image data where every
+  pixel is kept so the image keeps its shape;
+* numeric missing values stay NaN here (imputed on the training split by ``prepare``);
+* classification targets become indices into the sorted unique labels (as text).
+
+Problems that stop the conversion raise :class:`~treeviz.errors.TreevizError`; the rest become
+the Dataset's ``notes``. :func:`inspect_table` runs the same column plan, so what the Data page
+promises is what :func:`table_to_dataset` does.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from treeviz.data.dataset import TASKS, Dataset
+from treeviz.errors import TreevizError
+
+MISSING_LEVEL = "(missing)"
+MAX_CLASSES = 100
+MAX_INTEGER_CLASSES = 20
+_TARGET_NAMES = ("target", "label", "labels", "class", "classes", "y", "species", "outcome", "response",
+                 "category", "diagnosis", "survived", "churn", "quality", "grade")
+_NOT_NUMBER_TEXT = {"boolean", "datetime", "datetime64", "date", "time", "timedelta", "timedelta64",
+                    "period", "interval", "bytes", "empty", "categorical"}
+
+
+def duplicate_column_error(name: str, duplicates: list[str]) -> TreevizError:
+    """The error for a table whose header repeats column names."""
+    shown = ", ".join(f"'{d}'" for d in duplicates[:10])
+    return TreevizError(f"In '{name}' the column name(s) {shown} appear more than once. "
+                        "Rename the columns so every name is unique, then upload again.")
+
+
+@dataclass(frozen=True)
+class TableOptions:
+    """How a table becomes a Dataset.
+
+    Parameters
+    ----------
+    target : str or None
+        The target column; None means no target (the task becomes clustering).
+    task : {"auto", "classification", "regression", "clustering"}
+        ``"auto"`` uses :func:`detect_task`. With ``"clustering"`` and a target, the target is kept
+        only as reference groups for evaluation.
+    drop_missing_target : bool
+        Drop rows whose target is missing (with a note) instead of stopping with a message.
+    max_levels : int
+        Non-numeric columns with more distinct values than this are left out.
+    image : {"auto", "yes", "no"}
+        Treat the features as a square grey-scale image (pixels kept even when constant).
+    min_rows : int
+        Fewest rows a usable table has.
+    """
+
+    target: str | None = None
+    task: str = "auto"
+    drop_missing_target: bool = False
+    max_levels: int = 50
+    image: str = "auto"
+    min_rows: int = 10
+
+    def __post_init__(self) -> None:
+        if self.task not in ("auto", *TASKS):
+            raise TreevizError(f"Unknown task {self.task!r}; use auto, {', '.join(TASKS)}.")
+        if self.image not in ("auto", "yes", "no"):
+            raise TreevizError(f"The image option must be auto, yes or no, not {self.image!r}.")
+        if int(self.max_levels) < 1:
+            raise TreevizError("The largest number of categorical levels must be at least 1.")
+        if int(self.min_rows) < 2:
+            raise TreevizError("The smallest number of rows must be at least 2.")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready copy (for run records)."""
+        return asdict(self)
+
+
+def _is_numeric(s: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype)
+
+
+def _as_float(s: pd.Series) -> np.ndarray:
+    return s.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _to_numeric_if_all(s: pd.Series) -> pd.Series:
+    """``s`` as float numbers when every non-missing value is a number (or its text), else ``s``."""
+    if _is_numeric(s) or isinstance(s.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(s.dtype):
+        return s
+    if not (pd.api.types.is_object_dtype(s.dtype) or pd.api.types.is_string_dtype(s.dtype)):
+        return s
+    present = s.dropna()
+    if present.empty or pd.api.types.infer_dtype(present, skipna=True) in _NOT_NUMBER_TEXT:
+        return s
+    converted = pd.to_numeric(present.astype(str).str.strip(), errors="coerce")
+    if converted.isna().any():
+        return s
+    out = pd.Series(np.nan, index=s.index, name=s.name, dtype=np.float64)
+    out[present.index] = converted.to_numpy(dtype=np.float64)
+    return out
+
+
+def detect_task(series: pd.Series) -> str:
+    """Guess the task a target column implies.
+
+    Parameters
+    ----------
+    series : pandas.Series
+        The target column.
+
+    Returns
+    -------
+    str
+        ``"classification"`` for text, boolean, categorical or integer-valued columns with at most
+        20 distinct values; ``"regression"`` for other numeric columns.
+    """
+    s = _to_numeric_if_all(pd.Series(series))
+    if not _is_numeric(s):
+        return "classification"
+    values = _as_float(s)
+    values = values[np.isfinite(values)]
+    if values.size and np.all(values == np.round(values)) and np.unique(values).size <= MAX_INTEGER_CLASSES:
+        return "classification"
+    return "regression"
+
+
+def suggest_target(df: pd.DataFrame) -> str | None:
+    """Guess which column is the target.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The table.
+
+    Returns
+    -------
+    str or None
+        A column named like target, label, class, y, species, outcome, diagnosis, ... (or ending in
+        ``_target``/``_label``/``_class``); otherwise the last column; None without columns.
+    """
+    columns = [str(c) for c in df.columns]
+    if not columns:
+        return None
+    lowered = {c.strip().lower(): c for c in columns}
+    for wanted in _TARGET_NAMES:
+        if wanted in lowered:
+            return lowered[wanted]
+    for c in columns:
+        if re.search(r"(^|_)(target|label|class)$", c.strip().lower()):
+            return c
+    return columns[-1]
+
+
+def _image_shape(features: pd.DataFrame, mode: str) -> tuple[int, int] | None:
+    if mode == "no" or features.shape[1] == 0:
+        return None
+    d = features.shape[1]
+    side = math.isqrt(d)
+    numeric = all(_is_numeric(features[c]) for c in features.columns)
+    if mode == "yes":
+        if not numeric or side * side != d:
+            raise TreevizError(f"Image data needs a square number of numeric feature columns (like "
+                               f"64 = 8×8), but this table has {d} feature column(s). Set the image "
+                               "option to no.")
+        return side, side
+    if not numeric or side * side != d or side < 8:
+        return None
+    values = features.to_numpy(dtype=np.float64, na_value=np.nan)
+    if np.isfinite(values).all() and values.min() >= 0 and values.max() <= 255:
+        return side, side
+    return None
+
+
+class ColumnPlan(NamedTuple):
+    """What the conversion does with one feature column."""
+
+    column: str
+    role: str  # "feature", "one-hot" or "left out"
+    reason: str  # "numeric", "pixel", "levels", "empty", "constant" or "too many levels"
+    detail: str  # a short phrase for the Data page
+
+
+def _feature_plan(col: str, s: pd.Series, max_levels: int, is_image: bool) -> ColumnPlan:
+    if is_image:
+        return ColumnPlan(col, "feature", "pixel", "pixel of an image (kept even if constant)")
+    n_missing = int(s.isna().sum())
+    if n_missing == len(s):
+        return ColumnPlan(col, "left out", "empty", "no values at all")
+    n_levels = int(s.nunique(dropna=True))
+    constant = ColumnPlan(col, "left out", "constant", "a single distinct value")
+    if _is_numeric(s):
+        return constant if n_levels <= 1 else ColumnPlan(col, "feature", "numeric", "numeric")
+    if n_levels > max_levels:
+        return ColumnPlan(col, "left out", "too many levels",
+                          f"{n_levels} distinct values, more than {max_levels}")
+    if n_levels + (n_missing > 0) <= 1:
+        return constant
+    extra = f" plus '{MISSING_LEVEL}'" if n_missing else ""
+    return ColumnPlan(col, "one-hot", "levels", f"{n_levels} level(s){extra}")
+
+
+def _level_strings(s: pd.Series) -> pd.Series:
+    return s.astype(str).where(s.notna(), MISSING_LEVEL)
+
+
+def _one_hot(col: str, s: pd.Series) -> tuple[np.ndarray, list[str]]:
+    text = _level_strings(s)
+    levels = sorted(set(text) - {MISSING_LEVEL}) + ([MISSING_LEVEL] if (text == MISSING_LEVEL).any() else [])
+    codes = pd.Categorical(text, categories=levels).codes
+    block = (codes[:, None] == np.arange(len(levels))[None, :]).astype(np.float64)
+    return block, [f"{col}={lvl}" for lvl in levels]
+
+
+def _unique_labels(values: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]] | None:
+    try:
+        uniq, y = np.unique(values, return_inverse=True)
+    except TypeError:  # labels of mixed types cannot be ordered
+        return None
+    names = tuple(str(u) for u in uniq)
+    return (y, names) if len(set(names)) == len(names) else None
+
+
+def _encode_classes(s: pd.Series) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Class indices into the sorted unique labels (numbers sorted as numbers, 2 before 10)."""
+    values = s.to_numpy()
+    if _is_numeric(s):
+        values = _as_float(s)
+        if np.all(values == np.round(values)):
+            values = values.astype(np.int64)  # "3", not "3.0", as the class name
+    found = _unique_labels(values)
+    if found is None:  # mixed types, or labels that are equal as text (1 and "1")
+        found = _unique_labels(np.asarray([str(v) for v in values], dtype=object))
+    y, names = found
+    return np.asarray(y, dtype=np.int64).ravel(), names
+
+
+def _columns_text(columns: list[str], limit: int = 20) -> str:
+    shown = ", ".join(f"'{c}'" for c in columns[:limit])
+    return shown + (f" and {len(columns) - limit} more" if len(columns) > limit else "")
+
+
+def _check_infinite(df: pd.DataFrame) -> None:
+    for col in df.columns:
+        if _is_numeric(df[col]):
+            n_inf = int(np.isinf(_as_float(df[col])).sum())
+            if n_inf:
+                raise TreevizError(f"Column '{col}' has {n_inf} infinite value(s) (inf or -inf). "
+                                   "Replace them with numbers, or leave those cells empty so they count "
+                                   "as missing.")
+
+
+def _resolve_target(df: pd.DataFrame, options: TableOptions, notes: list[str]) -> tuple[pd.DataFrame, str]:
+    """Check the target column and its missing values; returns the kept rows and the task."""
+    target = options.target
+    if target is None:
+        if options.task in ("classification", "regression"):
+            raise TreevizError(f"{options.task.capitalize()} needs a target column. "
+                               "Choose one, or choose clustering as the task.")
+        return df, "clustering"
+    if target not in df.columns:
+        raise TreevizError(f"There is no column '{target}' in the table. "
+                           f"Choose the target from: {_columns_text(list(df.columns))}.")
+    n_missing = int(df[target].isna().sum())
+    if n_missing and not options.drop_missing_target:
+        raise TreevizError(f"The target column '{target}' has {n_missing} missing value(s). Fill them in, "
+                           "or tick 'drop rows with a missing target' to leave those rows out.")
+    if n_missing:
+        df = df.loc[df[target].notna()].reset_index(drop=True)
+        notes.append(f"Dropped {n_missing} row(s) whose target '{target}' was missing.")
+    task = detect_task(df[target]) if options.task == "auto" else options.task
+    return df, task
+
+
+def _target_array(s: pd.Series, task: str) -> tuple[np.ndarray, tuple[str, ...] | None]:
+    name = s.name
+    if task == "regression":
+        if not _is_numeric(s):
+            raise TreevizError(f"The target '{name}' is not numeric, so it cannot be used for regression. "
+                               "Choose classification as the task, or another target column.")
+        return _as_float(s), None
+    y, class_names = _encode_classes(s)
+    if len(class_names) > MAX_CLASSES:
+        raise TreevizError(f"The target '{name}' has {len(class_names)} distinct values, too many classes "
+                           f"(at most {MAX_CLASSES}). If it is a quantity, choose regression as the task.")
+    if len(class_names) < 2 and task == "classification":
+        raise TreevizError(f"The target '{name}' has a single class ('{class_names[0]}'), so there is "
+                           "nothing to classify. Choose another target or a table with at least two classes.")
+    return y, class_names
+
+
+def _plan(features: pd.DataFrame, options: TableOptions) -> tuple[list[ColumnPlan], tuple[int, int] | None]:
+    """The plan for every feature column, and the image shape (or None)."""
+    shape = _image_shape(features, options.image)
+    is_image = shape is not None
+    plan = [_feature_plan(c, features[c], int(options.max_levels), is_image) for c in features.columns]
+    return plan, shape
+
+
+def _plan_notes(plan: list[ColumnPlan], features: pd.DataFrame) -> list[str]:
+    def named(reason: str) -> list[str]:
+        return [p.column for p in plan if p.reason == reason]
+
+    notes: list[str] = []
+    if empty := named("empty"):
+        notes.append(f"Dropped {len(empty)} column(s) with no values at all: {_columns_text(empty, 10)}.")
+    if const := named("constant"):
+        notes.append(f"Dropped {len(const)} constant column(s) (a single distinct value): "
+                     f"{_columns_text(const, 10)}.")
+    if wide := named("too many levels"):
+        shown = ", ".join(f"'{c}' ({features[c].nunique()} levels)" for c in wide[:10])
+        notes.append(f"Left out {len(wide)} non-numeric column(s) with too many distinct values to one-hot "
+                     f"encode: {shown}.")
+    for c in named("levels"):
+        if n_missing := int(features[c].isna().sum()):
+            notes.append(f"Column '{c}' has {n_missing} missing value(s), encoded as the level "
+                         f"'{MISSING_LEVEL}'.")
+    return notes
+
+
+def table_to_dataset(df: pd.DataFrame, name: str, options: TableOptions, *, source: str = "") -> Dataset:
+    """Turn a table into a :class:`Dataset` (numeric features, encoded target, notes).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The table, e.g. from :func:`read_table`. It is not modified.
+    name : str
+        Name of the resulting dataset (usually the file name).
+    options : TableOptions
+        Target column, task and encoding choices.
+    source : str
+        Provenance shown in the app and stored in run records.
+
+    Returns
+    -------
+    Dataset
+        Features as float64 with missing values left as NaN (imputed later by
+        :func:`treeviz.data.preprocess.prepare`); one-hot columns are named ``column=level``.
+
+    Raises
+    ------
+    TreevizError
+        For a missing target column, missing target values, too few rows, infinite values, a
+        single or too many classes, a non-numeric regression target, or no usable feature.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise TreevizError("The table must be a DataFrame; read files with read_table first.")
+    columns = [str(c).strip() for c in df.columns]
+    dups = sorted({c for c in columns if columns.count(c) > 1})
+    if dups:
+        raise duplicate_column_error(name, dups)
+    if df.shape[0] == 0 or df.shape[1] == 0:
+        raise TreevizError(f"The table '{name}' is empty. Choose a table with a header row and data rows.")
+    df = df.set_axis(columns, axis=1).reset_index(drop=True)
+    df = pd.DataFrame({c: _to_numeric_if_all(df[c]) for c in columns})
+    notes: list[str] = []
+    n_uploaded = len(df)
+    df, task = _resolve_target(df, options, notes)
+    if len(df) < options.min_rows:
+        raise TreevizError(f"The table has only {len(df)} usable row(s), but at least {options.min_rows} are "
+                           "needed to train and test a model. Add more rows.")
+    _check_infinite(df)
+    target = options.target
+    y, class_names = (None, None) if target is None else _target_array(df[target], task)
+    features = df.drop(columns=[target]) if target is not None else df
+    plan, shape = _plan(features, options)
+    notes.extend(_plan_notes(plan, features))
+    blocks, names = [], []
+    for col, role, *_ in plan:
+        if role == "feature":
+            blocks.append(_as_float(features[col])[:, None])
+            names.append(col)
+        elif role == "one-hot":
+            block, block_names = _one_hot(col, features[col])
+            blocks.append(block)
+            names.extend(block_names)
+    if not blocks:
+        raise TreevizError("No usable feature column is left (empty, constant and high-cardinality "
+                           "columns are left out). Upload a table with at least one numeric column or "
+                           "a text column with few distinct values.")
+    return Dataset(
+        name=name, X=np.hstack(blocks), y=y, feature_names=tuple(names), task=task, target_name=target,
+        class_names=class_names, image_shape=shape, source=source, notes=tuple(notes),
+        description=f"Table '{name}': {n_uploaded} rows, {len(columns)} columns.",
+        meta={"columns_left_out": {p.column: p.detail for p in plan if p.role == "left out"},
+              "rows_in_table": n_uploaded, "options": options.to_dict()},
+    )
+
+
+def inspect_table(df: pd.DataFrame, target: str | None = None, *, max_levels: int = 50) -> pd.DataFrame:
+    """One row per column describing what the upload would do with it (for the Data page).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The table as read by :func:`read_table`.
+    target : str, optional
+        The target column; defaults to :func:`suggest_target`.
+    max_levels : int
+        Same meaning as :attr:`TableOptions.max_levels`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``column, dtype, missing, distinct, example, role, detail``; ``role`` is one of
+        ``"target candidate"``, ``"feature"``, ``"one-hot"``, ``"left out"``.
+    """
+    if target is None:
+        target = suggest_target(df)
+    table = pd.DataFrame({str(c).strip(): _to_numeric_if_all(df[c]) for c in df.columns})
+    features = table.drop(columns=[target]) if target in table.columns else table
+    plan, _ = _plan(features, TableOptions(max_levels=max_levels))
+    roles = {p.column: (p.role, p.detail) for p in plan}
+    rows = []
+    for raw_col, col in zip(df.columns, table.columns):
+        s = df[raw_col]
+        present = s.dropna()
+        if col == target:
+            role, why = "target candidate", detect_task(s)
+        else:
+            role, why = roles.get(col, ("left out", ""))
+        rows.append({
+            "column": col, "dtype": str(table[col].dtype), "missing": int(s.isna().sum()),
+            "distinct": int(s.nunique(dropna=True)),
+            "example": str(present.iloc[0])[:40] if len(present) else "", "role": role, "detail": why,
+        })
+    return pd.DataFrame(rows, columns=["column", "dtype", "missing", "distinct", "example", "role", "detail"])
