@@ -1,0 +1,673 @@
+"""The run store: every trained model, with what is needed to reopen it after a restart.
+
+Layout under the store's root (:func:`default_root`)::
+
+    runs/<run_id>/run.json              RunRecord (family, params, metrics, data fingerprints, ...)
+    runs/<run_id>/history.json          the estimator's history_ (for training curves)
+    runs/<run_id>/config.json           }  the model file of :mod:`models.persist`, so a run
+    runs/<run_id>/weights.safetensors   }  folder (and its export zip) is also a model file
+    datasets/<fingerprint>/dataset.json         names, task, class names, provenance
+    datasets/<fingerprint>/arrays.safetensors   X and y
+
+Every write is atomic: files go into a hidden temporary folder (``.tmp-*``) in the same parent,
+are fsynced, and the folder is renamed into place, so a crash leaves either nothing or a
+complete run. Nothing is cached in memory: two ``RunStore`` objects on one root (two browser
+tabs, two app processes) always see each other's runs. Nothing here pickles or unpickles.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import re
+import secrets
+import shutil
+import tempfile
+import time
+import zipfile
+import zlib
+from dataclasses import asdict, dataclass, fields, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from treeviz.data.dataset import Dataset
+from treeviz.data.preprocess import PrepConfig, PreparedData, prepare
+from treeviz.errors import TreevizError
+
+RUN_FORMAT = "treeviz.run"
+RUN_VERSION = 1
+RUN_JSON, HISTORY_JSON = "run.json", "history.json"
+CONFIG_JSON, WEIGHTS = "config.json", "weights.safetensors"
+DATASET_JSON, ARRAYS = "dataset.json", "arrays.safetensors"
+STATUSES = ("finished", "cancelled")
+TMP_PREFIX = ".tmp-"
+TRASH_PREFIX = ".trash-"
+#: A hidden temporary folder older than this (seconds) is reported as left over by a crash.
+STALE_TMP_S = 600.0
+#: Import limits: total unpacked bytes, and number of members, of a run zip.
+MAX_IMPORT_BYTES = 1024**3
+MAX_IMPORT_MEMBERS = 32
+PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib", ".pt", ".pth", ".sav", ".dill")
+RUN_ID_RE = re.compile(r"^\d{8}-\d{6}-\d{6}-[0-9a-f]{6}$")
+FINGERPRINT_RE = re.compile(r"^[0-9a-f]{16}$")
+_DS_PREFIX = "dataset/"
+
+
+def default_root() -> Path:
+    """The store's root: ``$TREEVIZ_HOME``, else ``$XDG_DATA_HOME/treeviz``, else
+    ``~/.local/share/treeviz``."""
+    home = os.environ.get("TREEVIZ_HOME")
+    if home:
+        return Path(home).expanduser()
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "share"
+    return base / "treeviz"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """Everything about one stored run except the model's arrays (this is ``run.json``)."""
+
+    run_id: str
+    name: str
+    family: str
+    estimator: str
+    task: str
+    params: dict[str, Any]
+    dataset: dict[str, Any]
+    dataset_fingerprint: str
+    prep: dict[str, Any]
+    prepared_fingerprint: str
+    metrics: dict[str, Any]
+    n_nodes: int | None
+    n_leaves: int | None
+    depth: int | None
+    created: str
+    duration_s: float
+    status: str = "finished"
+    notes: tuple[str, ...] = ()
+    treeviz_version: str = ""
+
+    def __hash__(self) -> int:  # dict fields are unhashable; a run is identified by its id
+        return hash((self.run_id, self.name, self.status))
+
+    @property
+    def dataset_name(self) -> str:
+        return str(self.dataset.get("name", "?"))
+
+    @property
+    def created_at(self) -> datetime:
+        return datetime.fromisoformat(self.created)
+
+    @property
+    def prep_config(self) -> PrepConfig:
+        return PrepConfig.from_dict(self.prep)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"format": RUN_FORMAT, "version": RUN_VERSION, **asdict(self)}
+        out["notes"] = list(self.notes)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "RunRecord":
+        """Parse and check a ``run.json`` dict; raises a TreevizError sentence if it is not one."""
+        if not isinstance(data, dict) or data.get("format") != RUN_FORMAT:
+            raise TreevizError("run.json is not a treeviz run record.")
+        if not isinstance(data.get("version"), int):
+            raise TreevizError("run.json has no valid version number.")
+        if data["version"] > RUN_VERSION:
+            raise TreevizError("This run was saved by a newer treeviz; upgrade treeviz to open it.")
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name not in data:
+                if f.name in ("status", "notes", "treeviz_version"):
+                    continue
+                raise TreevizError(f"run.json lacks the field '{f.name}'.")
+            values[f.name] = data[f.name]
+        try:
+            for key in ("params", "dataset", "prep", "metrics"):
+                if not isinstance(values[key], dict):
+                    raise TypeError(key)
+            for key in ("run_id", "name", "family", "estimator", "task", "created",
+                        "dataset_fingerprint", "prepared_fingerprint"):
+                if not isinstance(values[key], str):
+                    raise TypeError(key)
+            for key in ("n_nodes", "n_leaves", "depth"):
+                values[key] = None if values[key] is None else int(values[key])
+            values["duration_s"] = float(values["duration_s"])
+            values["notes"] = tuple(str(n) for n in values.get("notes", ()))
+            datetime.fromisoformat(values["created"])
+        except (TypeError, ValueError) as err:
+            raise TreevizError(f"run.json has a malformed field ({err}).") from None
+        if not RUN_ID_RE.fullmatch(values["run_id"]):
+            raise TreevizError(f"run.json has an invalid run id {values['run_id']!r}.")
+        for key in ("dataset_fingerprint", "prepared_fingerprint"):
+            if not FINGERPRINT_RE.fullmatch(values[key]):
+                raise TreevizError(f"run.json has an invalid {key.replace('_', ' ')}.")
+        if values.get("status", "finished") not in STATUSES:
+            raise TreevizError(f"run.json has an unknown status {values['status']!r}.")
+        return cls(**values)
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """A unique id that sorts by creation time: ``YYYYMMDD-HHMMSS-micros-<6 hex>`` (UTC)."""
+    now = now or datetime.now(timezone.utc)
+    return f"{now:%Y%m%d-%H%M%S}-{now.microsecond:06d}-{secrets.token_hex(3)}"
+
+
+def tree_size(estimator: Any) -> dict[str, int | None]:
+    """``n_nodes``, ``n_leaves`` and ``depth`` of the estimator's tree(s) (summed / max over an
+    ensemble); None values when the model describes no tree."""
+    try:
+        trees = estimator.to_trees()
+        return {"n_nodes": int(sum(t.n_nodes for t in trees)),
+                "n_leaves": int(sum(t.n_leaves for t in trees)),
+                "depth": int(max(t.max_depth for t in trees))}
+    except Exception:  # a model without a tree still gets stored
+        return {"n_nodes": None, "n_leaves": None, "depth": None}
+
+
+class RunStore:
+    """Runs and their data sets in a folder; safe to share between threads and processes.
+
+    Parameters
+    ----------
+    root
+        The store's folder; :func:`default_root` when None. Created on the first write.
+
+    Attributes
+    ----------
+    problems : list of str
+        Sentences about folders the last :meth:`list` skipped (damaged or left over by a crash).
+    """
+
+    def __init__(self, root: str | os.PathLike | None = None) -> None:
+        self.root = Path(root).expanduser() if root is not None else default_root()
+        self.runs_dir = self.root / "runs"
+        self.datasets_dir = self.root / "datasets"
+        self.problems: list[str] = []
+
+    def __repr__(self) -> str:
+        return f"RunStore({str(self.root)!r})"
+
+    # ------------------------------------------------------------------ saving
+    def save(self, estimator: Any, prepared: PreparedData, *, name: str | None = None,
+             family: str | None = None, task: str | None = None,
+             params: Mapping[str, Any] | None = None, metrics: Mapping[str, Any] | None = None,
+             duration_s: float = 0.0, status: str = "finished",
+             notes: Iterable[str] = ()) -> RunRecord:
+        """Store a fitted estimator with its data and return the new :class:`RunRecord`.
+
+        ``family`` defaults to the estimator's registry family, ``task`` to the data set's,
+        ``params`` to ``estimator.get_params()``. The data set is stored once per fingerprint.
+        """
+        from models.persist import model_bytes
+        from models.registry import family_of_class, get_family
+
+        import treeviz
+
+        if status not in STATUSES:
+            raise TreevizError(f"Unknown run status {status!r}; use one of {', '.join(STATUSES)}.")
+        fam = get_family(family) if family else family_of_class(type(estimator))
+        dataset = prepared.dataset
+        self.store_dataset(dataset)
+        now = datetime.now(timezone.utc)
+        run_id = new_run_id(now)
+        if name is None:
+            name = self._default_name(fam.label, dataset.name)
+        record = RunRecord(
+            run_id=run_id, name=_clean_name(name), family=fam.key,
+            estimator=type(estimator).__name__, task=task or dataset.task,
+            params=_jsonable(dict(params if params is not None else estimator.get_params(deep=False))),
+            dataset=_jsonable(dataset.summary()), dataset_fingerprint=dataset.fingerprint,
+            prep=prepared.config.to_dict(), prepared_fingerprint=prepared.fingerprint,
+            metrics=_clean_metrics(metrics or {}), **tree_size(estimator),
+            created=now.isoformat(timespec="milliseconds"), duration_s=float(duration_s),
+            status=status, notes=tuple(str(n) for n in notes), treeviz_version=treeviz.__version__,
+        )
+        context = {"run_id": run_id, "dataset_fingerprint": record.dataset_fingerprint,
+                   "prepared_fingerprint": record.prepared_fingerprint,
+                   "feature_names": list(dataset.feature_names), "dataset_name": dataset.name}
+        files = model_bytes(estimator, context=context)
+        files[HISTORY_JSON] = _dumps(list(getattr(estimator, "history_", [])))
+        return self._publish_run(record, files)
+
+    def _publish_run(self, record: RunRecord, files: dict[str, bytes]) -> RunRecord:
+        for _ in range(5):  # a clash of ids is all but impossible; never overwrite one anyway
+            files[RUN_JSON] = _dumps(record.to_dict())
+            if _publish_folder(files, self.runs_dir, record.run_id):
+                return record
+            record = replace(record, run_id=new_run_id())
+        raise TreevizError(f"Could not find a free run id in {self.runs_dir}.")  # pragma: no cover
+
+    def _default_name(self, family_label: str, dataset_name: str) -> str:
+        short = family_label.split(" (")[0]
+        prefix = f"{short} on {dataset_name} #"
+        taken = [r.name for r in self.list()]
+        n = 1 + sum(1 for t in taken if t.startswith(prefix))
+        while f"{prefix}{n}" in taken:
+            n += 1
+        return f"{prefix}{n}"
+
+    # ------------------------------------------------------------------ data sets
+    def store_dataset(self, dataset: Dataset) -> str:
+        """Store ``dataset`` under its fingerprint (once) and return the fingerprint."""
+        from safetensors.numpy import save
+
+        fp = dataset.fingerprint
+        final = self.datasets_dir / fp
+
+        def complete() -> bool:
+            return (final / DATASET_JSON).is_file() and (final / ARRAYS).is_file()
+
+        if complete():
+            return fp
+        arrays = {"X": np.ascontiguousarray(dataset.X)}
+        if dataset.y is not None:
+            arrays["y"] = np.ascontiguousarray(dataset.y)
+        info = {
+            "format": "treeviz.dataset", "version": 1, "fingerprint": fp, "name": dataset.name,
+            "task": dataset.task, "feature_names": list(dataset.feature_names),
+            "target_name": dataset.target_name,
+            "class_names": None if dataset.class_names is None else list(dataset.class_names),
+            "image_shape": None if dataset.image_shape is None else list(dataset.image_shape),
+            "description": dataset.description, "source": dataset.source,
+            "notes": list(dataset.notes), "meta": _jsonable(dict(dataset.meta)),
+        }
+        if final.exists() and not complete():  # damaged by hand: move it aside, never trust it
+            _discard(final, self.datasets_dir, missing_ok=True)
+        _publish_folder({DATASET_JSON: _dumps(info), ARRAYS: save(arrays)}, self.datasets_dir, fp)
+        return fp
+
+    def load_dataset(self, fingerprint: str) -> Dataset:
+        """The stored data set with this fingerprint (checked against its arrays)."""
+        if not FINGERPRINT_RE.fullmatch(str(fingerprint)):
+            raise TreevizError(f"{fingerprint!r} is not a data set fingerprint.")
+        folder = self.datasets_dir / fingerprint
+        try:
+            info_bytes = (folder / DATASET_JSON).read_bytes()
+            arrays_bytes = (folder / ARRAYS).read_bytes()
+        except OSError:
+            raise TreevizError(
+                f"The data set {fingerprint} is not in the run store {self.root}; "
+                "import the run with its data, or load the data set again and retrain."
+            ) from None
+        return _dataset_from_bytes(info_bytes, arrays_bytes, fingerprint)
+
+    # ------------------------------------------------------------------ reading
+    def list(self) -> list[RunRecord]:
+        """Every readable run, newest first; skipped folders are described in :attr:`problems`."""
+        records, problems = [], []
+        try:
+            entries = sorted(os.scandir(self.runs_dir), key=lambda e: e.name)
+        except FileNotFoundError:
+            entries = []
+        now = time.time()
+        for entry in entries:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            if entry.name.startswith("."):
+                try:
+                    age = now - entry.stat(follow_symlinks=False).st_mtime
+                except OSError:
+                    continue
+                if entry.name.startswith((TMP_PREFIX, TRASH_PREFIX)) and age > STALE_TMP_S:
+                    problems.append(
+                        f"The folder {entry.name} was left by a save or delete that did not finish; "
+                        "it is ignored (RunStore.remove_leftovers() deletes it)."
+                    )
+                continue
+            try:
+                records.append(self._read_record(entry.name))
+            except TreevizError as err:
+                problems.append(f"The run folder {entry.name} was skipped: {err}")
+            except Exception as err:  # noqa: BLE001 - one bad folder never breaks the listing
+                problems.append(f"The run folder {entry.name} was skipped: it is unreadable "
+                                f"({type(err).__name__}).")
+        self.problems = problems
+        records.sort(key=lambda r: (r.created, r.run_id), reverse=True)
+        return records
+
+    def _run_dir(self, run_id: str) -> Path:
+        if not isinstance(run_id, str) or not RUN_ID_RE.fullmatch(run_id):
+            raise TreevizError(f"{run_id!r} is not a run id.")
+        path = self.runs_dir / run_id
+        if not path.is_dir():
+            raise TreevizError(
+                f"There is no run {run_id} in {self.runs_dir}; it may have been deleted in another tab."
+            )
+        return path
+
+    def _read_record(self, run_id: str) -> RunRecord:
+        path = self._run_dir(run_id)
+        missing = [n for n in (RUN_JSON, CONFIG_JSON, WEIGHTS) if not (path / n).is_file()]
+        if missing:
+            raise TreevizError(f"it lacks {', '.join(missing)}.")
+        try:
+            data = json.loads((path / RUN_JSON).read_bytes().decode("utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            raise TreevizError("its run.json is not readable JSON.") from None
+        record = RunRecord.from_dict(data)
+        if record.run_id != run_id:
+            raise TreevizError(f"its run.json names another run ({record.run_id}).")
+        return record
+
+    def get(self, run_id: str) -> RunRecord:
+        """The record of one run; a TreevizError sentence if it is missing or damaged."""
+        try:
+            return self._read_record(run_id)
+        except TreevizError as err:
+            text = str(err)
+            if text[:1].islower():
+                raise TreevizError(f"The run {run_id} cannot be opened: {text}") from None
+            raise
+
+    def exists(self, run_id: str) -> bool:
+        return bool(isinstance(run_id, str) and RUN_ID_RE.fullmatch(run_id)
+                    and (self.runs_dir / run_id).is_dir())
+
+    def load_model(self, run_id: str) -> Any:
+        """The run's fitted estimator, loaded with :func:`models.persist.load_model`."""
+        from models.persist import load_model
+
+        return load_model(self._run_dir(run_id))
+
+    def history(self, run_id: str) -> list[dict[str, Any]]:
+        """The estimator's ``history_`` records (without loading the model)."""
+        try:
+            data = json.loads((self._run_dir(run_id) / HISTORY_JSON).read_bytes())
+        except (OSError, ValueError):
+            return []
+        return [r for r in data if isinstance(r, dict)] if isinstance(data, list) else []
+
+    def load_prepared(self, run_id: str) -> PreparedData:
+        """The run's data, split and preprocessed exactly as when it was trained."""
+        record = self.get(run_id)
+        dataset = self.load_dataset(record.dataset_fingerprint)
+        if record.dataset.get("name") and record.dataset["name"] != dataset.name:
+            dataset = replace(dataset, name=str(record.dataset["name"]))
+        prepared = prepare(dataset, PrepConfig.from_dict(record.prep))
+        if prepared.fingerprint != record.prepared_fingerprint:
+            raise TreevizError(
+                f"The data of run '{record.name}' cannot be rebuilt exactly (its preprocessing "
+                "fingerprint differs); retrain the model on the data set instead."
+            )
+        return prepared
+
+    # ------------------------------------------------------------------ changing
+    def rename(self, run_id: str, name: str) -> RunRecord:
+        """Give a run a new display name (atomic rewrite of its run.json)."""
+        record = replace(self.get(run_id), name=_clean_name(name))
+        try:
+            _replace_file(self._run_dir(run_id) / RUN_JSON, _dumps(record.to_dict()))
+        except FileNotFoundError:
+            raise TreevizError(f"The run {run_id} was deleted (perhaps in another tab).") from None
+        return record
+
+    def delete(self, run_id: str) -> None:
+        """Remove a run (its data set stays: other runs may share it)."""
+        _discard(self._run_dir(run_id), self.runs_dir)
+
+    def remove_leftovers(self, older_than_s: float = STALE_TMP_S) -> int:
+        """Delete hidden temporary folders left by crashed saves; returns how many."""
+        count, now = 0, time.time()
+        for parent in (self.runs_dir, self.datasets_dir):
+            for entry in (parent.iterdir() if parent.is_dir() else ()):
+                if entry.name.startswith((TMP_PREFIX, TRASH_PREFIX)) and entry.is_dir():
+                    if now - entry.stat().st_mtime > older_than_s:
+                        shutil.rmtree(entry, ignore_errors=True)
+                        count += 1
+        return count
+
+    # ------------------------------------------------------------------ zip export / import
+    def export_zip(self, run_id: str, *, include_dataset: bool = True) -> bytes:
+        """A zip of the run (model files, run.json, history.json and, by default, its data set).
+
+        The zip is also a model file: :func:`models.persist.load_model` opens it directly.
+        """
+        path = self._run_dir(run_id)
+        record = self.get(run_id)
+        files = {n: (path / n).read_bytes() for n in (RUN_JSON, HISTORY_JSON, CONFIG_JSON, WEIGHTS)
+                 if (path / n).is_file()}
+        ds = self.datasets_dir / record.dataset_fingerprint
+        if include_dataset and (ds / DATASET_JSON).is_file() and (ds / ARRAYS).is_file():
+            for n in (DATASET_JSON, ARRAYS):
+                files[_DS_PREFIX + n] = (ds / n).read_bytes()
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            for n, data in files.items():  # fixed dates: the same run gives the same bytes
+                zf.writestr(zipfile.ZipInfo(n, date_time=(1980, 1, 1, 0, 0, 0)), data,
+                            compress_type=zipfile.ZIP_DEFLATED)
+        return buf.getvalue()
+
+    def import_zip(self, data: bytes) -> RunRecord:
+        """Add a run from :meth:`export_zip` bytes, after checking every part of it.
+
+        The model must load through :func:`models.persist.load_model` (JSON + safetensors, a
+        registered class); pickles are never opened; members with unsafe paths or sizes
+        refuse the whole file. The run keeps its id unless this store already has it.
+        """
+        from models.persist import load_model, zip_bytes
+
+        files = _read_import_zip(data)
+        try:
+            record = RunRecord.from_dict(json.loads(files[RUN_JSON].decode("utf-8")))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise TreevizError("The zip's run.json is not valid JSON.") from None
+        try:
+            model = load_model(zip_bytes({CONFIG_JSON: files[CONFIG_JSON], WEIGHTS: files[WEIGHTS]}))
+        except TreevizError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a stranger's file: refuse, never crash
+            raise TreevizError(f"The zip's model cannot be loaded ({type(err).__name__}: {err}); "
+                               "the file was refused.") from None
+        if type(model).__name__ != record.estimator or model.family != record.family:
+            raise TreevizError(
+                f"The zip's run.json describes a {record.estimator} but its model is a "
+                f"{type(model).__name__}; the file was refused."
+            )
+        n_features = record.dataset.get("n_features")
+        if n_features is not None and getattr(model, "n_features_in_", n_features) != n_features:
+            raise TreevizError("The zip's model and its data set disagree on the number of features.")
+        if _DS_PREFIX + DATASET_JSON in files and _DS_PREFIX + ARRAYS in files:
+            dataset = _dataset_from_bytes(files[_DS_PREFIX + DATASET_JSON],
+                                          files[_DS_PREFIX + ARRAYS], record.dataset_fingerprint)
+            self.store_dataset(dataset)
+        if self.exists(record.run_id):
+            record = replace(record, run_id=new_run_id())
+        out = {n: files[n] for n in (CONFIG_JSON, WEIGHTS)}
+        out[HISTORY_JSON] = files.get(HISTORY_JSON, _dumps(list(getattr(model, "history_", []))))
+        return self._publish_run(record, out)
+
+
+# ---------------------------------------------------------------------- helpers
+def _clean_name(name: Any) -> str:
+    text = " ".join(str(name).split())
+    if not text:
+        raise TreevizError("A run name cannot be empty.")
+    if len(text) > 200:
+        raise TreevizError("A run name can have at most 200 characters.")
+    return text
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON values (numpy scalars/arrays -> Python; anything else -> its text)."""
+    return json.loads(json.dumps(value, default=_json_default))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    return str(value)
+
+
+def _clean_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """Metric values as JSON: numbers (NaN and infinities become None), anything else as text."""
+    out: dict[str, Any] = {}
+    for key, value in metrics.items():
+        try:
+            number = float(value)
+            out[str(key)] = number if math.isfinite(number) else None
+        except (TypeError, ValueError):
+            out[str(key)] = None if value is None else str(value)
+    return out
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, indent=1, default=_json_default).encode("utf-8")
+
+
+def _fsync_dir(path: Path) -> None:
+    if os.name != "posix":  # pragma: no cover - Windows cannot open a folder for fsync
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    with open(path, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _publish_folder(files: Mapping[str, bytes], parent: Path, name: str) -> bool:
+    """Write ``files`` into a temporary folder in ``parent``, then rename it to ``parent/name``.
+
+    Returns False (writing nothing) if ``parent/name`` already exists: nothing is overwritten.
+    """
+    parent.mkdir(parents=True, exist_ok=True)
+    final = parent / name
+    tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{name}-", dir=parent))
+    try:
+        for rel, data in files.items():
+            target = tmp / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _write_synced(target, data)
+        for folder in {(tmp / rel).parent for rel in files}:
+            _fsync_dir(folder)
+        if final.exists():
+            return False
+        try:
+            os.rename(tmp, final)  # fails on an existing non-empty folder: never overwrites
+        except OSError:
+            if final.exists():
+                return False
+            raise
+        _fsync_dir(parent)
+        return True
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _replace_file(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    os.close(fd)
+    try:
+        _write_synced(Path(tmp), data)
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _discard(folder: Path, parent: Path, missing_ok: bool = False) -> None:
+    """Rename ``folder`` out of sight first (atomic), then delete it."""
+    trash = parent / f"{TRASH_PREFIX}{folder.name}-{secrets.token_hex(4)}"
+    try:
+        os.rename(folder, trash)
+    except FileNotFoundError:
+        if missing_ok:
+            return
+        raise TreevizError(f"{folder.name} was already deleted (perhaps in another tab).") from None
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def _dataset_from_bytes(info_bytes: bytes, arrays_bytes: bytes, fingerprint: str) -> Dataset:
+    from safetensors import SafetensorError
+    from safetensors.numpy import load
+
+    try:
+        info = json.loads(info_bytes.decode("utf-8"))
+        arrays = load(arrays_bytes)
+        dataset = Dataset(
+            name=str(info["name"]), X=arrays["X"], y=arrays.get("y"),
+            feature_names=tuple(info["feature_names"]), task=str(info["task"]),
+            target_name=info.get("target_name"),
+            class_names=None if info.get("class_names") is None else tuple(info["class_names"]),
+            image_shape=None if info.get("image_shape") is None else tuple(info["image_shape"]),
+            description=str(info.get("description", "")), source=str(info.get("source", "")),
+            notes=tuple(str(n) for n in info.get("notes", ())), meta=dict(info.get("meta") or {}),
+        )
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, SafetensorError) as err:
+        if isinstance(err, TreevizError):
+            raise
+        raise TreevizError(f"The stored data set {fingerprint} is damaged ({err}).") from None
+    if dataset.fingerprint != fingerprint:
+        raise TreevizError(
+            f"The stored data set {fingerprint} does not match its fingerprint; it was changed "
+            "after the run was saved, so the run's data cannot be rebuilt exactly."
+        )
+    return dataset
+
+
+def _read_import_zip(data: bytes) -> dict[str, bytes]:
+    """The members of a run zip, checked for traversal, size and pickles."""
+    allowed = (RUN_JSON, HISTORY_JSON, CONFIG_JSON, WEIGHTS, _DS_PREFIX + DATASET_JSON, _DS_PREFIX + ARRAYS)
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(bytes(data)))
+    except (zipfile.BadZipFile, ValueError):
+        raise TreevizError("This file is not a zip archive; a treeviz run export is a .zip file.") from None
+    with zf:
+        infos = [i for i in zf.infolist() if not i.is_dir()]
+        if len(infos) > MAX_IMPORT_MEMBERS:
+            raise TreevizError(f"This zip has {len(infos)} files, too many for a treeviz run; it was refused.")
+        for info in infos:
+            name = info.filename
+            parts = name.replace("\\", "/").split("/")
+            if name.startswith(("/", "\\")) or "\\" in name or ":" in name or ".." in parts:
+                raise TreevizError(
+                    f"The zip member {name!r} points outside the archive, so the file was refused."
+                )
+        if sum(i.file_size for i in infos) > MAX_IMPORT_BYTES:
+            raise TreevizError(
+                f"This zip unpacks to more than {MAX_IMPORT_BYTES / 1024**2:.0f} MiB, too large "
+                "for a treeviz run; it was refused."
+            )
+        by_name = {i.filename: i for i in infos}
+        tops = {n.split("/", 1)[0] for n in by_name}
+        if RUN_JSON not in by_name and len(tops) == 1 and all("/" in n for n in by_name):
+            top = tops.pop() + "/"  # zipped a whole folder: look inside it
+            by_name = {n[len(top):]: i for n, i in by_name.items()}
+        missing = [n for n in (RUN_JSON, CONFIG_JSON, WEIGHTS) if n not in by_name]
+        if missing:
+            pickles = [n for n in by_name if n.lower().endswith(PICKLE_SUFFIXES)]
+            if pickles:
+                raise TreevizError(
+                    f"This zip holds a pickled model ({pickles[0]}), which treeviz never opens "
+                    "because a pickle can run code; export the run from treeviz instead."
+                )
+            if RUN_JSON in missing and CONFIG_JSON in by_name and WEIGHTS in by_name:
+                raise TreevizError(
+                    "This zip is a model file without a run record; open it with "
+                    "models.persist.load_model instead of importing it as a run."
+                )
+            raise TreevizError(f"This zip is not a treeviz run export: it lacks {', '.join(missing)}.")
+        try:
+            return {n: zf.read(by_name[n]) for n in allowed if n in by_name}
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, zlib.error) as err:
+            raise TreevizError(f"This zip is damaged ({err}); export the run again.") from None
