@@ -278,11 +278,37 @@ class RunStore:
             "image_shape": None if dataset.image_shape is None else list(dataset.image_shape),
             "description": dataset.description, "source": dataset.source,
             "notes": list(dataset.notes), "meta": _jsonable(dict(dataset.meta)),
+            "n_samples": dataset.n_samples, "n_features": dataset.n_features,
         }
         if final.exists() and not complete():  # damaged by hand: move it aside, never trust it
             _discard(final, self.datasets_dir, missing_ok=True)
         _publish_folder({DATASET_JSON: _dumps(info), ARRAYS: save(arrays)}, self.datasets_dir, fp)
         return fp
+
+    def list_datasets(self) -> list[dict[str, Any]]:
+        """Summaries of the stored data sets, newest first (unreadable folders are skipped).
+
+        Each is ``{"fingerprint", "name", "task", "n_samples", "n_features", "source"}``.
+        """
+        out = []
+        entries = list(os.scandir(self.datasets_dir)) if self.datasets_dir.is_dir() else []
+        for entry in entries:
+            if not FINGERPRINT_RE.fullmatch(entry.name):
+                continue
+            try:
+                info = json.loads((Path(entry.path) / DATASET_JSON).read_bytes())
+                mtime = entry.stat().st_mtime
+                if not (Path(entry.path) / ARRAYS).is_file():
+                    continue
+            except (OSError, ValueError):
+                continue
+            out.append((mtime, {
+                "fingerprint": entry.name, "name": str(info.get("name", entry.name)),
+                "task": str(info.get("task", "")), "n_samples": info.get("n_samples", "?"),
+                "n_features": info.get("n_features", len(info.get("feature_names", []))),
+                "source": str(info.get("source", "")),
+            }))
+        return [summary for _, summary in sorted(out, key=lambda t: t[0], reverse=True)]
 
     def load_dataset(self, fingerprint: str) -> Dataset:
         """The stored data set with this fingerprint (checked against its arrays)."""

@@ -420,6 +420,23 @@ class Tree:
             out += np.einsum("nl,nlk->nk", reach, per_leaf)
         return out
 
+    def class_index(self, labels: Any) -> np.ndarray:
+        """Positions of class labels (compared as strings) in ``output_names``.
+
+        Estimators may order classes differently from a dataset, so statistics and figures map
+        labels through this rather than assuming the dataset's class order.
+        """
+        labels = np.asarray(labels).astype(str)
+        uniq, inverse = np.unique(labels, return_inverse=True)
+        lookup = {name: i for i, name in enumerate(self.output_names)}
+        missing = [str(u) for u in uniq if u not in lookup]
+        if missing:
+            raise TreevizError(
+                f"Class {missing[0]!r} is not one of this tree's outputs "
+                f"({', '.join(self.output_names[:10])}); use the data the tree was trained on."
+            )
+        return np.array([lookup[u] for u in uniq], dtype=np.int64)[inverse.reshape(-1)]
+
     # ------------------------------------------------------------------ statistics
     def node_stats(self, X: Any, y: Any = None, *, soft: bool | None = None) -> NodeStats:
         """Counts (and class counts or target mean/std) of the samples reaching each node.
@@ -436,10 +453,11 @@ class Tree:
         soft = self.routing == "soft" if soft is None else soft
         X = self._check_X(X)
         if soft:
-            weights = self.reach_probability(X)  # (n, n_nodes)
+            weights = self.reach_probability(X)  # (n, n_nodes), dense
         else:
-            weights = self.decision_path(X).toarray().astype(np.float64)
-        count = weights.sum(axis=0)
+            # sparse (n, n_nodes) membership: deep trees on large data stay cheap
+            weights = self.decision_path(X).astype(np.float64)
+        count = np.asarray(weights.sum(axis=0)).reshape(-1)
         if y is None or self.task == "clustering":
             return NodeStats(count=count)
         y = np.asarray(y)
@@ -450,13 +468,13 @@ class Tree:
             k = self.n_outputs
             if y.size and (y.min() < 0 or y.max() >= k):
                 raise TreevizError(f"Class indices must lie in 0..{k - 1} for this tree.")
-            onehot = np.zeros((y.size, k))
-            onehot[np.arange(y.size), y] = 1.0
-            return NodeStats(count=count, class_counts=weights.T @ onehot)
+            onehot = sp.csr_matrix((np.ones(y.size), (np.arange(y.size), y)), shape=(y.size, k))
+            counts = weights.T @ onehot
+            return NodeStats(count=count, class_counts=counts.toarray() if sp.issparse(counts) else counts)
         yv = y.astype(np.float64).reshape(y.shape[0], -1)[:, 0]
         with np.errstate(invalid="ignore", divide="ignore"):
-            mean = (weights.T @ yv) / count
-            second = (weights.T @ (yv * yv)) / count
+            mean = np.asarray(weights.T @ yv).reshape(-1) / count
+            second = np.asarray(weights.T @ (yv * yv)).reshape(-1) / count
         std = np.sqrt(np.maximum(second - mean * mean, 0.0))
         return NodeStats(count=count, value_mean=mean, value_std=std)
 

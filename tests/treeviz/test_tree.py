@@ -302,3 +302,11 @@ def test_from_json_rejects_foreign_documents():
     d["version"] = 99
     with pytest.raises(TreevizError, match="newer treeviz"):
         Tree.from_dict(d)
+
+
+def test_class_index_maps_labels_by_name():
+    t = small_tree()
+    assert t.class_index(["yes", "no", "yes"]).tolist() == [1, 0, 1]
+    assert t.class_index(np.array([], dtype=object)).tolist() == []
+    with pytest.raises(TreevizError, match="'maybe' is not one of"):
+        t.class_index(["maybe"])

@@ -32,6 +32,12 @@ from treeviz.errors import TreevizError
 
 SCALINGS = ("none", "standard", "quantile")
 
+MISSING_VALUE_POLICY = (
+    "Missing values: a missing target stops the upload unless you drop those rows; missing numeric "
+    "features are replaced by the training-split median; a missing category becomes its own level "
+    "'(missing)'; columns with no values at all are dropped."
+)
+
 
 @dataclass(frozen=True)
 class PrepConfig:

@@ -1,0 +1,41 @@
+"""Plotly figure builders. Each reads a :class:`treeviz.tree.Tree` (plus numpy data) and returns a
+``plotly.graph_objects.Figure``; none imports torch or Streamlit.
+
+==========================  ===================================================================
+module                      figures
+==========================  ===================================================================
+:mod:`.tree_diagram`        :func:`tree_figure` (node-link diagram), :func:`node_from_selection`
+:mod:`.weights`             :func:`top_weights_figure`, :func:`weights_heatmap`,
+                            :func:`weight_image_figure`, :func:`weight_images_grid`
+:mod:`.routing`             :func:`class_flow_figure` (Sankey), :func:`class_split_bars`
+:mod:`.curves`              :func:`training_curves`
+:mod:`.style`               palette, colour scales and shared layout helpers
+==========================  ===================================================================
+"""
+
+from treeviz.plots.curves import training_curves
+from treeviz.plots.routing import class_flow_figure, class_split_bars
+from treeviz.plots.style import CLASS_PALETTE, DIVERGING, class_color
+from treeviz.plots.tree_diagram import NODE_TRACE_NAME, node_from_selection, tree_figure
+from treeviz.plots.weights import (
+    top_weights_figure,
+    weight_image_figure,
+    weight_images_grid,
+    weights_heatmap,
+)
+
+__all__ = [
+    "CLASS_PALETTE",
+    "DIVERGING",
+    "NODE_TRACE_NAME",
+    "class_color",
+    "class_flow_figure",
+    "class_split_bars",
+    "node_from_selection",
+    "top_weights_figure",
+    "training_curves",
+    "tree_figure",
+    "weight_image_figure",
+    "weight_images_grid",
+    "weights_heatmap",
+]

@@ -1,0 +1,128 @@
+"""Training curves from an estimator's ``history_`` (a list of dicts of numbers, one per epoch)."""
+
+from __future__ import annotations
+
+import math
+from numbers import Real
+from typing import Any, Mapping, Sequence
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from treeviz.errors import TreevizError
+from treeviz.plots import style
+
+# Groups of keys that share a y scale, in display order: (title, substrings, exact/suffix rule).
+_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Loss", ("loss", "objective", "nll", "mse", "mae", "energy", "cost")),
+    ("Score / error", ("score", "acc", "r2", "purity", "auc", "f1", "precision", "recall", "error", "err")),
+    ("Counts", ("n_", "nnz", "count", "nodes", "leaves", "features", "depth", "params", "nonzero",
+                "selected", "active")),
+    ("Time (s)", ("time", "seconds", "duration")),
+)
+
+
+def _group_of(key: str) -> str:
+    k = key.lower()
+    if k.endswith("_s") and not k.endswith("_acc_s"):
+        return "Time (s)"
+    for title, parts in _GROUPS:
+        if title == "Counts":
+            if k.startswith("n_") or any(p in k for p in parts[1:]):
+                return title
+        elif any(p in k for p in parts):
+            return title
+    return key  # a key of its own
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, Real):
+        return None
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def training_curves(
+    history: Sequence[Mapping[str, Any]] | None,
+    *,
+    x: str = "epoch",
+    keys: Sequence[str] | None = None,
+    title: str = "Training curves",
+    height: int | None = None,
+) -> go.Figure:
+    """Curves of the numbers recorded during training, one panel per group of like quantities.
+
+    Parameters
+    ----------
+    history : list of dict
+        An estimator's ``history_``; keys differ between families (``loss``, ``train_score``,
+        ``val_score``, ``n_active_nodes``, ``nnz``, ...). Non-numeric values are ignored and
+        missing or non-finite values leave gaps.
+    x : str
+        The key for the x axis; when some record lacks it, the record number (1, 2, ...) is used.
+    keys : list of str, optional
+        The keys to plot (default: every numeric key except ``x``).
+    title : str
+
+    Returns
+    -------
+    go.Figure
+        One ``lines+markers`` trace per key (named by the key); keys sharing a scale share a panel
+        (losses; scores and errors; counts; times; anything else alone). An empty history gives a
+        figure with the note "no training history". ``fig.layout.meta["groups"]`` maps each
+        panel title to its keys.
+    """
+    records = [r for r in (history or []) if isinstance(r, Mapping)]
+    numeric: list[str] = []
+    for r in records:
+        for k, v in r.items():
+            if k != x and k not in numeric and _number(v) is not None:
+                numeric.append(k)
+    if keys is not None:
+        missing = [k for k in keys if k not in numeric]
+        if missing:
+            raise TreevizError(
+                f"The training history has no numbers under {missing}; it has {numeric or 'none'}."
+            )
+        numeric = list(keys)
+    if not records or not numeric:
+        return style.message_figure("no training history", title=title)
+
+    xs = [_number(r.get(x)) for r in records]
+    if any(v is None for v in xs):
+        xs, x_title = list(range(1, len(records) + 1)), "record"
+    else:
+        x_title = x
+    groups: dict[str, list[str]] = {}
+    for k in numeric:
+        groups.setdefault(_group_of(k), []).append(k)
+    order = [t for t, _ in _GROUPS if t in groups] + [t for t in groups if t not in dict(_GROUPS)]
+    rows = len(order)
+    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, subplot_titles=order,
+                        vertical_spacing=min(0.08, 0.35 / max(rows - 1, 1)))
+    single = len(records) == 1
+    color_i = 0
+    for row, group in enumerate(order, start=1):
+        for k in groups[group]:
+            ys = [_number(r.get(k)) for r in records]
+            color = style.line_color(color_i)
+            color_i += 1
+            fig.add_trace(go.Scatter(
+                x=xs, y=ys, mode="lines+markers", name=k, legendgroup=group,
+                legendgrouptitle=dict(text=group) if k == groups[group][0] else None,
+                line=dict(color=color, width=2), marker=dict(color=color, size=10 if single else 6),
+                connectgaps=False,
+                hovertemplate=f"<b>{k}</b><br>{x_title} %{{x}}: %{{y:.5~g}}<extra></extra>",
+            ), row=row, col=1)
+        fig.update_yaxes(showgrid=True, gridcolor="#ECEEF1", zeroline=False, row=row, col=1)
+    fig.update_xaxes(showgrid=True, gridcolor="#ECEEF1", zeroline=False)
+    fig.update_xaxes(title=dict(text=x_title), row=rows, col=1)
+    if single:  # one point: give the x axis some room so the marker is not on the edge
+        fig.update_xaxes(range=[xs[0] - 1, xs[0] + 1])
+    style.apply_style(fig, title=title, subtitle=f"{len(records)} record{'s' if len(records) != 1 else ''}",
+                      height=height or int(min(140 + 210 * rows, 1100)))
+    fig.update_layout(hovermode="x unified" if not single else "closest", legend=dict(tracegroupgap=14),
+                      margin=style.MARGIN_SUBPLOTS,
+                      meta=dict(groups={g: groups[g] for g in order}, x=x_title))
+    fig.update_annotations(font=dict(size=13))
+    return fig

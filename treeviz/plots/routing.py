@@ -1,0 +1,216 @@
+"""How the classes travel through a tree: a Sankey of class flows and per-node left/right splits."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from treeviz.errors import TreevizError
+from treeviz.plots import style
+from treeviz.tree import NodeStats, Tree
+
+MAX_SPLIT_PANELS = 16
+MAX_SPLIT_CLASSES = 15
+
+
+def _class_stats(tree: Tree, X: Any, y: Any, stats: NodeStats | None) -> NodeStats:
+    if tree.task != "classification":
+        raise TreevizError("Class routing needs a classification tree.")
+    if stats is None:
+        if X is None or y is None:
+            raise TreevizError("Class routing needs data: pass X and y (or precomputed stats).")
+        Xc, yc = style.check_data(tree, X, y)
+        stats = tree.node_stats(Xc, yc)
+    if stats.class_counts is None:
+        raise TreevizError("Class routing needs class labels; the statistics have no class counts.")
+    return stats
+
+
+def class_flow_figure(
+    tree: Tree,
+    X: Any,
+    y: Any,
+    *,
+    max_levels: int = 4,
+    class_names: Sequence[str] | None = None,
+    stats: NodeStats | None = None,
+    height: int | None = None,
+) -> go.Figure:
+    """Sankey diagram of the samples of each class flowing from the root down the tree.
+
+    Parameters
+    ----------
+    tree : Tree
+        A classification tree.
+    X, y : array
+        Data and class indices (or class names). Ignored when ``stats`` is given.
+    max_levels : int
+        Show nodes down to this depth (root = depth 0).
+    class_names : list of str, optional
+        Names for the classes (default: the tree's ``output_names``).
+    stats : NodeStats, optional
+        Precomputed ``tree.node_stats(X, y)``.
+
+    Returns
+    -------
+    go.Figure
+        One Sankey trace. Its nodes are tree nodes reached by at least one sample (labels
+        ``"node i (n=…)"``, ``customdata`` = node id); each link goes parent → child for one class,
+        with ``value`` = the number of samples of that class reaching the child and the class
+        colour. Links into the nodes of one depth add up, per class, to the samples of that class
+        reaching that depth. ``fig.layout.meta["nodes"]`` lists the node id of each Sankey node.
+    """
+    stats = _class_stats(tree, X, y, stats)
+    names = style.class_names(tree, class_names)
+    if max_levels < 1:
+        raise TreevizError("Show at least one level below the root (max_levels >= 1).")
+    count, cc = stats.count, stats.class_counts
+    nodes = [int(v) for v in tree.subtree_nodes(0, max_levels) if count[v] > 0]
+    nodes.sort(key=lambda v: (tree.node_depth[v], v))
+    index = {v: i for i, v in enumerate(nodes)}
+    labels, node_colors = [], []
+    for v in nodes:
+        labels.append(f"node {v} (n={style.fmt_count(float(count[v]))})")
+        node_colors.append(style.class_color(int(np.argmax(cc[v]))))
+    src, tgt, val, link_colors, link_labels = [], [], [], [], []
+    for v in nodes:
+        p = int(tree.parent[v])
+        if p < 0 or p not in index:
+            continue
+        for k in np.flatnonzero(cc[v] > 0):
+            src.append(index[p])
+            tgt.append(index[v])
+            val.append(float(cc[v, k]))
+            link_colors.append(style.rgba(style.class_color(int(k)), 0.45))
+            link_labels.append(names[k])
+    fig = go.Figure(go.Sankey(
+        arrangement="snap",
+        node=dict(label=labels, color=node_colors, customdata=nodes, pad=12, thickness=16, align="left",
+                  line=dict(color="white", width=0.5),
+                  hovertemplate="<b>%{label}</b><br>%{value:,.4~g} samples<extra></extra>"),
+        link=dict(source=src, target=tgt, value=val, color=link_colors, label=link_labels,
+                  hovertemplate="<b>%{label}</b>: %{value:,.4~g} samples<br>"
+                                "%{source.label} → %{target.label}<extra></extra>"),
+        textfont=dict(family=style.FONT_FAMILY, size=11, color=style.INK),
+    ))
+    depth = min(int(max_levels), tree.max_depth)
+    style.apply_style(fig, title="Class flow through the tree",
+                      subtitle=f"depths 0–{depth} · {style.fmt_count(float(count[0]))} samples · "
+                               "link width = samples of one class",
+                      height=height or int(np.clip(120 + 40 * max(len(nodes) / max(depth, 1), 6), 420, 900)))
+    # Legend of class colours (the Sankey trace has none of its own).
+    for k in sorted({int(k) for k in np.flatnonzero(cc[0] > 0)})[:20]:
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=names[k], hoverinfo="skip",
+                                 marker=dict(size=11, symbol="square", color=style.class_color(k))))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    fig.update_layout(meta=dict(nodes=nodes), legend=dict(itemclick=False, itemdoubleclick=False),
+                      showlegend=len(fig.data) > 1)
+    return fig
+
+
+def _nice_ticks(lim: float) -> list[float]:
+    if lim <= 0:
+        return [0.0]
+    raw = lim / 3
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(s * mag for s in (1, 2, 5, 10) if s * mag >= raw)
+    n = int(lim // step)
+    return [i * step for i in range(-n, n + 1)]
+
+
+def class_split_bars(
+    tree: Tree,
+    X: Any,
+    y: Any,
+    *,
+    max_levels: int = 3,
+    class_names: Sequence[str] | None = None,
+    normalize: bool = False,
+    stats: NodeStats | None = None,
+    height: int | None = None,
+) -> go.Figure:
+    """For each decision node, how the samples of every class split left vs right.
+
+    One panel per decision node above depth ``max_levels`` (root first, at most 16 panels). In a
+    panel each class is one horizontal bar: the hatched part to the left of zero counts the samples
+    of that class that go left, the solid part to the right those that go right.
+
+    Parameters
+    ----------
+    tree : Tree
+        A classification tree.
+    X, y : array
+        Data and class indices (or class names). Ignored when ``stats`` is given.
+    max_levels : int
+        Show decision nodes at depths ``0 .. max_levels - 1``.
+    class_names : list of str, optional
+    normalize : bool
+        Show the share of each class going left / right instead of counts.
+    stats : NodeStats, optional
+
+    Returns
+    -------
+    go.Figure
+        Two bar traces per panel (``"left"`` with negated values, then ``"right"``);
+        ``fig.layout.meta["nodes"]`` lists the panel nodes in order.
+    """
+    stats = _class_stats(tree, X, y, stats)
+    names = style.class_names(tree, class_names)
+    cc = stats.class_counts
+    nodes = [int(v) for lvl in tree.levels[: max(1, int(max_levels))] for v in lvl
+             if not tree.is_leaf[v] and stats.count[v] > 0]
+    total = len(nodes)
+    nodes = nodes[:MAX_SPLIT_PANELS]
+    if not nodes:
+        return style.message_figure("No decision node is reached by the data.", title="Class splits")
+    cols = min(3, len(nodes))
+    rows = math.ceil(len(nodes) / cols)
+    titles = []
+    for v in nodes:
+        t = f"node {v}: right if {tree.node_rule(v, max_terms=2, precision=3)}"
+        titles.append(t if len(t) <= 52 else t[:51] + "…")
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.12,
+                        vertical_spacing=min(0.12, 0.3 / rows))
+    for i, v in enumerate(nodes):
+        r, c = divmod(i, cols)
+        present = np.flatnonzero(cc[v] > 0)
+        present = np.sort(present[np.argsort(-cc[v, present], kind="stable")][:MAX_SPLIT_CLASSES])
+        left = cc[tree.children_left[v], present]
+        right = cc[tree.children_right[v], present]
+        tot = left + right
+        denom = np.where(tot > 0, tot, 1.0)
+        ynames = [names[k] for k in present]
+        colors = [style.class_color(int(k)) for k in present]
+        for side, counts, sign in (("left", left, -1), ("right", right, 1)):
+            share = counts / denom
+            vals = share if normalize else counts
+            fig.add_trace(go.Bar(
+                x=(sign * vals).tolist(), y=ynames, orientation="h", name=f"goes {side}",
+                legendgroup=side, showlegend=i == 0,
+                marker=dict(color=colors, line=dict(width=0),
+                            pattern=dict(shape="/" if side == "left" else "", fgcolor="white", solidity=0.3)),
+                customdata=np.column_stack([counts, share]).tolist(),
+                hovertemplate=f"<b>%{{y}}</b> at node {v}<br>goes {side}: %{{customdata[0]:,.4~g}} "
+                              "(%{customdata[1]:.0%} of the class)<extra></extra>",
+            ), row=r + 1, col=c + 1)
+        lim = 1.0 if normalize else float(max(left.max(initial=0), right.max(initial=0), 1))
+        ticks = _nice_ticks(lim)
+        fig.update_xaxes(range=[-lim * 1.05, lim * 1.05], tickvals=ticks,
+                         ticktext=[f"{abs(t):.0%}" if normalize else f"{abs(t):,.4g}" for t in ticks],
+                         zeroline=True, zerolinecolor="#5F6670", zerolinewidth=1.5, row=r + 1, col=c + 1)
+        fig.update_yaxes(type="category", autorange="reversed", automargin=True, row=r + 1, col=c + 1)
+    sub = "hatched = goes left, solid = goes right"
+    sub += " · share of each class" if normalize else " · samples"
+    if total > len(nodes):
+        sub += f" · first {len(nodes)} of {total} decision nodes"
+    style.apply_style(fig, title="How each class splits at each node", subtitle=sub,
+                      height=height or int(np.clip(140 + 230 * rows, 360, 1200)))
+    fig.update_layout(barmode="relative", bargap=0.2, meta=dict(nodes=nodes), margin=style.MARGIN_SUBPLOTS,
+                      legend=dict(orientation="h", x=1, xanchor="right", y=1.02, yanchor="bottom"))
+    fig.update_annotations(font=dict(size=12))
+    return fig

@@ -1,0 +1,230 @@
+"""The look shared by every treeviz figure: palettes, colour scales, fonts and small helpers.
+
+* :data:`CLASS_PALETTE` — 12 colours for classes, built from the Okabe–Ito set (safe for the
+  common forms of colour blindness) extended with dark colours from Paul Tol's "muted" set; class
+  ``k`` always gets ``CLASS_PALETTE[k % 12]`` in every figure.
+* :data:`DIVERGING` — red (negative) → white (zero) → blue (positive), ColorBrewer RdBu with a
+  pure white centre. Use it with symmetric limits (``zmid=0``) so white means exactly zero.
+* :data:`SEQUENTIAL` (viridis) for continuous values, :data:`ACTIVE_SCALE` for pruning strength.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
+
+from treeviz.errors import TreevizError
+
+CLASS_PALETTE: tuple[str, ...] = (
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#009E73",  # bluish green
+    "#CC79A7",  # reddish purple
+    "#56B4E9",  # sky blue
+    "#D55E00",  # vermillion
+    "#F0E442",  # yellow
+    "#332288",  # indigo
+    "#882255",  # wine
+    "#999933",  # olive
+    "#AA4499",  # purple
+    "#117733",  # dark green
+)
+
+# Curves: the class palette without yellow, which is too faint for a thin line on white.
+LINE_PALETTE: tuple[str, ...] = tuple(c for c in CLASS_PALETTE if c != "#F0E442")
+
+POSITIVE = "#2166AC"  # weights that push a sample right
+NEGATIVE = "#B2182B"  # weights that push a sample left
+DIVERGING: list[list[Any]] = [
+    [0.0, "#67001F"],
+    [0.1, "#B2182B"],
+    [0.2, "#D6604D"],
+    [0.3, "#F4A582"],
+    [0.4, "#FDDBC7"],
+    [0.5, "#FFFFFF"],
+    [0.6, "#D1E5F0"],
+    [0.7, "#92C5DE"],
+    [0.8, "#4393C3"],
+    [0.9, "#2166AC"],
+    [1.0, "#053061"],
+]
+SEQUENTIAL = "Viridis"
+ACTIVE_SCALE: list[list[Any]] = [[0.0, "#DEEBF7"], [0.5, "#6BAED6"], [1.0, "#08306B"]]
+
+NEUTRAL = "#C9CED6"  # nodes without a colour (no data reached them)
+PRUNED = "#A0A4AB"  # pruned / inactive nodes and their edges
+EDGE = "#9AA3AE"
+HIGHLIGHT = "#FFB000"  # one sample's path
+INK = "#262730"  # text (Streamlit's default text colour)
+FONT_FAMILY = "Inter, 'Source Sans Pro', 'Segoe UI', Helvetica, Arial, sans-serif"
+FONT = dict(family=FONT_FAMILY, size=13, color=INK)
+MARGIN = dict(l=40, r=30, t=70, b=40)
+MARGIN_SUBPLOTS = dict(l=40, r=30, t=110, b=40)  # room for title, subtitle and panel titles
+FRAME = dict(showline=True, mirror=True, linecolor="#B8BEC6", linewidth=1)  # box around images
+
+
+def class_color(k: int) -> str:
+    """The colour of class index ``k`` (the palette repeats after 12 classes)."""
+    return CLASS_PALETTE[int(k) % len(CLASS_PALETTE)]
+
+
+def line_color(i: int) -> str:
+    """The colour of the ``i``-th curve."""
+    return LINE_PALETTE[int(i) % len(LINE_PALETTE)]
+
+
+def class_colors(n: int) -> list[str]:
+    """Colours of classes ``0..n-1``."""
+    return [class_color(k) for k in range(n)]
+
+
+def rgba(color: str, alpha: float) -> str:
+    """``'#RRGGBB'`` (or ``'rgb(r, g, b)'``) as an ``'rgba(r, g, b, alpha)'`` string."""
+    c = color.strip()
+    if c.startswith("#") and len(c) == 7:
+        r, g, b = (int(c[i : i + 2], 16) for i in (1, 3, 5))
+    elif c.startswith("rgb"):
+        r, g, b = (int(float(v)) for v in c[c.index("(") + 1 : c.index(")")].split(",")[:3])
+    else:
+        raise ValueError(f"Unsupported colour {color!r}.")
+    return f"rgba({r}, {g}, {b}, {alpha:g})"
+
+
+def scale_colors(values: np.ndarray, scale: Any, vmin: float, vmax: float,
+                 missing: str = NEUTRAL) -> list[str]:
+    """Colours of ``values`` on a plotly colour scale over ``[vmin, vmax]`` (NaN -> ``missing``)."""
+    values = np.asarray(values, dtype=np.float64)
+    span = vmax - vmin if vmax > vmin else 1.0
+    t = np.clip((values - vmin) / span, 0.0, 1.0)
+    finite = np.isfinite(t)
+    out = [missing] * values.size
+    if finite.any():
+        sampled = sample_colorscale(scale, t[finite].tolist())
+        for i, col in zip(np.flatnonzero(finite).tolist(), sampled):
+            out[i] = col
+    return out
+
+
+def symmetric_limit(values: np.ndarray) -> float:
+    """``max |values|`` (1 when all are zero), for colour limits symmetric around 0."""
+    values = np.asarray(values, dtype=np.float64)
+    finite = values[np.isfinite(values)]
+    m = float(np.max(np.abs(finite))) if finite.size else 0.0
+    return m if m > 0 else 1.0
+
+
+def fmt_num(v: float, digits: int = 4) -> str:
+    """A number in ``digits`` significant digits, with a proper minus sign."""
+    if v is None or not np.isfinite(v):
+        return "–"
+    return f"{v:.{digits}g}".replace("-", "−")
+
+
+def fmt_count(v: float) -> str:
+    """A sample count: an integer when it is one (hard routing), else one decimal (soft)."""
+    if abs(v - round(v)) < 1e-9:
+        return f"{int(round(v)):,}"
+    return f"{v:,.1f}"
+
+
+def class_names(tree: Any, names: Sequence[str] | None = None) -> list[str]:
+    """Class names for the figures: ``names`` if given, else the tree's ``output_names``."""
+    if names is not None:
+        names = [str(n) for n in names]
+        if len(names) != tree.n_outputs:
+            raise TreevizError(
+                f"The tree has {tree.n_outputs} classes but {len(names)} class names were given."
+            )
+        return names
+    return list(tree.output_names)
+
+
+def class_indices(tree: Any, y: Any) -> np.ndarray:
+    """Class indices ``0..K-1`` (positions in ``tree.output_names``) from ``y``.
+
+    ``y`` may hold class labels equal to the tree's ``output_names`` (compared as strings, so the
+    estimator's class order is respected even when it differs from a data set's), or class
+    indices when the names are not numbers (e.g. ``("malignant", "benign")`` with ``y`` in 0/1).
+    """
+    y = np.asarray(y).reshape(-1)
+    if y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+        y = y.astype(np.int64)
+    names = list(tree.output_names)
+    try:
+        return tree.class_index(y)
+    except TreevizError:
+        if y.dtype.kind not in "iu" or all(_is_int(n) for n in names):
+            raise
+    if y.size and (y.min() < 0 or y.max() >= len(names)):
+        raise TreevizError(f"Class indices must lie in 0..{len(names) - 1} for this tree.")
+    return y.astype(np.int64)
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
+def check_data(tree: Any, X: Any, y: Any = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """``X`` as a float array and ``y`` as class indices (classification) or floats."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim == 1:
+        X = X[None, :]
+    if y is None:
+        return X, None
+    y = class_indices(tree, y) if tree.task == "classification" else np.asarray(y, dtype=np.float64)
+    if y.shape[0] != X.shape[0]:
+        raise TreevizError(f"The data has {X.shape[0]} rows but {y.shape[0]} labels.")
+    return X, y
+
+
+def apply_style(fig: go.Figure, *, title: str | None = None, subtitle: str | None = None,
+                height: int | None = None, **layout: Any) -> go.Figure:
+    """Apply the shared template, fonts, margins and hover style to ``fig`` (in place)."""
+    ttl: dict[str, Any] = dict(x=0.01, xanchor="left", font=dict(size=16))
+    if title is not None:
+        ttl["text"] = title
+    if subtitle:
+        ttl["subtitle"] = dict(text=subtitle, font=dict(size=12, color="#5F6670"))
+    fig.update_layout(
+        template="plotly_white",
+        font=FONT,
+        title=ttl,
+        margin=MARGIN,
+        hoverlabel=dict(bgcolor="white", bordercolor="#D0D4DA", font=dict(family=FONT_FAMILY, size=12,
+                                                                         color=INK), align="left"),
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+    )
+    if height is not None:
+        fig.update_layout(height=int(height))
+    if layout:
+        fig.update_layout(**layout)
+    return fig
+
+
+def message_figure(message: str, *, title: str | None = None, height: int = 320) -> go.Figure:
+    """An empty figure that says ``message`` in its middle (e.g. "no training history")."""
+    fig = go.Figure()
+    fig.add_annotation(text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
+                       font=dict(size=15, color="#5F6670"))
+    apply_style(fig, title=title, height=height)
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return fig
+
+
+def check_node(tree: Any, node: int, *, decision: bool = False) -> int:
+    """``node`` as an int, checked to exist (and to be a decision node when asked)."""
+    node = int(node)
+    if not 0 <= node < tree.n_nodes:
+        raise TreevizError(f"Node {node} does not exist; the tree has nodes 0..{tree.n_nodes - 1}.")
+    if decision and tree.is_leaf[node]:
+        raise TreevizError(f"Node {node} is a leaf and has no split weights; pick a decision node.")
+    return node

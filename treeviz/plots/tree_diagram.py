@@ -1,0 +1,371 @@
+"""The tree diagram: nodes as one scatter trace (selectable), edges as a few line traces.
+
+Trace order in the returned figure (``fig.layout.meta`` repeats the important indexes):
+
+1. edge traces, one per width bucket (at most 8), then one dashed trace for edges into pruned
+   nodes (``pruned="dashed"``);
+2. ``"sample path"`` — the highlighted path, when ``highlight`` is given;
+3. ``"nodes"`` — ONE marker trace, one point per shown node, ``customdata[i] = [node id, depth,
+   samples]``; this is the only trace with ``customdata``, so a selected point's
+   ``customdata[0]`` is the node id (see :func:`node_from_selection`);
+4. ``"selected"`` — a ring around the selected node;
+5. legend-only entries (class colours, pruned marker) or an invisible trace carrying the
+   colour bar; they have no points.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import plotly.graph_objects as go
+
+from treeviz.errors import TreevizError
+from treeviz.layout import layout_arrays
+from treeviz.plots import style
+from treeviz.plots.node_info import class_fractions, hover_text, node_values, subtree_sizes
+from treeviz.tree import NodeStats, Tree
+
+NODE_TRACE_NAME = "nodes"
+COLOR_MODES = ("auto", "class", "value", "active")
+PRUNED_MODES = ("dashed", "hidden")
+MAX_MIX_NODES = 100  # class-mix bars are drawn up to this many shown nodes
+MAX_LABEL_LEAVES = 40  # leaf labels are drawn up to this many shown leaves
+_N_WIDTH_BUCKETS = 7  # plus one bucket for edges into empty nodes = at most 8 edge traces
+
+
+def _resolve_mode(tree: Tree, color_by: str, stats: NodeStats | None) -> str:
+    if color_by not in COLOR_MODES:
+        raise TreevizError(f"color_by must be one of {', '.join(COLOR_MODES)}, not {color_by!r}.")
+    if color_by == "auto":
+        if tree.task == "classification":
+            return "class"
+        if tree.task == "regression":
+            return "value"
+        return "active"
+    if color_by == "class" and tree.task != "classification":
+        raise TreevizError("Colouring by class needs a classification tree; use 'value' or 'active'.")
+    if color_by == "value" and tree.task != "regression":
+        raise TreevizError("Colouring by value needs a regression tree; use 'class' or 'active'.")
+    return color_by
+
+
+def _edge_xy(pairs: Iterable[tuple[int, int]], px: Mapping[int, tuple[float, float]]) -> tuple[list, list]:
+    xs: list[float | None] = []
+    ys: list[float | None] = []
+    for p, c in pairs:
+        xs += [px[p][0], px[c][0], None]
+        ys += [px[p][1], px[c][1], None]
+    return xs, ys
+
+
+def _scatter(**props: Any) -> dict[str, Any]:
+    # Traces are collected as dicts and validated once by go.Figure(data=...): building go.Scatter
+    # objects and adding them validates every per-node array twice (slow for 5000-node trees).
+    return dict(type="scatter", **props)
+
+
+def _add_edges(traces: list[dict], edges: list[tuple[int, int, bool]], pos: dict,
+               stats: NodeStats | None, root_count: float) -> list[int]:
+    """Edge line traces: one per width bucket (width grows with the child's samples), plus one
+    dashed trace for edges into pruned nodes. Returns the indexes of the traces added."""
+    first = len(traces)
+    solid = [(p, c) for p, c, d in edges if not d]
+    if stats is not None and root_count > 0:
+        buckets: dict[int, list[tuple[int, int]]] = {}
+        for p, c in solid:
+            f = float(stats.count[c]) / root_count
+            b = 0 if f <= 0 else max(1, min(_N_WIDTH_BUCKETS, int(np.ceil(f * _N_WIDTH_BUCKETS - 1e-9))))
+            buckets.setdefault(b, []).append((p, c))
+        for b in sorted(buckets):
+            ex, ey = _edge_xy(buckets[b], pos)
+            label = "no samples" if b == 0 else \
+                f"{(b - 1) / _N_WIDTH_BUCKETS:.0%}–{b / _N_WIDTH_BUCKETS:.0%} of samples"
+            width = 0.8 if b == 0 else 1.0 + 1.5 * (b - 1)
+            traces.append(_scatter(x=ex, y=ey, mode="lines", name=f"edges: {label}", hoverinfo="skip",
+                                   line=dict(color=style.EDGE, width=width), showlegend=False))
+    elif solid:
+        ex, ey = _edge_xy(solid, pos)
+        traces.append(_scatter(x=ex, y=ey, mode="lines", name="edges", hoverinfo="skip",
+                               line=dict(color=style.EDGE, width=1.6), showlegend=False))
+    dashed = [(p, c) for p, c, d in edges if d]
+    if dashed:
+        ex, ey = _edge_xy(dashed, pos)
+        traces.append(_scatter(x=ex, y=ey, mode="lines", name="edges: pruned", hoverinfo="skip",
+                               line=dict(color=style.PRUNED, width=1.2, dash="dash"), showlegend=False))
+    return list(range(first, len(traces)))
+
+
+def _path_xy(path: list[int], shown: set, parent: np.ndarray, pos: dict) -> tuple[list, list]:
+    """Polyline through the shown nodes of a path, broken where two are not parent and child."""
+    hx: list[float | None] = []
+    hy: list[float | None] = []
+    prev = None
+    for v in path:
+        if v not in shown:
+            prev = None
+            continue
+        if prev is not None and parent[v] != prev:
+            hx.append(None)
+            hy.append(None)
+        hx.append(pos[v][0])
+        hy.append(pos[v][1])
+        prev = v
+    return hx, hy
+
+
+def _mix_shapes(node_list: list[int], fractions: np.ndarray, skip: np.ndarray, pos: dict,
+                msize: float) -> list[dict]:
+    """Stacked bars of the class mix under each node: 0.7 data units wide (never overlapping,
+    since nodes on a level are >= 1 apart), a few pixels high just below the marker."""
+    shapes = []
+    top, bottom = msize / 2 + 3, msize / 2 + 9
+    for i, v in enumerate(node_list):
+        frac = fractions[v]
+        if skip[i] or not np.isfinite(frac).all():
+            continue
+        left = pos[v][0] - 0.35
+        for k in np.flatnonzero(frac > 0):
+            w = 0.7 * float(frac[k])
+            shapes.append(dict(type="rect", xref="x", yref="y", ysizemode="pixel", yanchor=pos[v][1],
+                               x0=left, x1=left + w, y0=-top, y1=-bottom, line=dict(width=0),
+                               fillcolor=style.class_color(int(k)), layer="above"))
+            left += w
+    return shapes
+
+
+def _leaf_labels(tree: Tree, leaves: list[int], pos: dict, names: list[str], shift: float) -> list[dict]:
+    out = []
+    for v in leaves:
+        lv = tree.leaf_value[v]
+        text = names[int(np.argmax(lv))] if tree.task == "classification" else style.fmt_num(lv[0], 3)
+        text = text if len(text) <= 14 else text[:13] + "…"
+        out.append(dict(x=pos[v][0], y=pos[v][1], text=text, showarrow=False, yanchor="top", yshift=-shift,
+                        textangle=0 if len(leaves) <= 12 else -90, font=dict(size=11, color=style.INK)))
+    return out
+
+
+def tree_figure(
+    tree: Tree,
+    *,
+    X: Any = None,
+    y: Any = None,
+    stats: NodeStats | None = None,
+    root: int = 0,
+    max_levels: int | None = None,
+    color_by: str = "auto",
+    highlight: Iterable[int] | None = None,
+    selected: int | None = None,
+    pruned: str = "dashed",
+    show_mix: bool = True,
+    height: int | None = None,
+) -> go.Figure:
+    """Draw a tree (or a depth window of it) as an interactive node-link diagram.
+
+    Parameters
+    ----------
+    tree : Tree
+    X, y : array, optional
+        Data to route through the tree for per-node statistics (``y`` as class indices or class
+        names, or regression targets). Ignored when ``stats`` is given.
+    stats : NodeStats, optional
+        Precomputed ``tree.node_stats(X, y)``. Without stats or data, only leaf values colour.
+    root, max_levels : int
+        The window: the subtree of ``root`` down to ``max_levels`` levels below it (None = all).
+    color_by : {"auto", "class", "value", "active"}
+        Majority class (with class-mix bars), mean target, or pruning strength; "auto" picks
+        class / value / active for classification / regression / clustering trees.
+    highlight : list of int, optional
+        Node ids of one sample's path (e.g. ``tree.paths(x)[0]``; -1 entries are ignored).
+    selected : int, optional
+        A node drawn with a ring.
+    pruned : {"dashed", "hidden"}
+        Draw pruned nodes (``active == 0``) hollow and grey with dashed edges, or leave them
+        (and their subtrees) out.
+    show_mix : bool
+        Draw a stacked bar of the class mix under each node (class colouring, at most 100 nodes).
+    height : int, optional
+        Figure height in pixels (default grows with the number of levels shown).
+
+    Returns
+    -------
+    go.Figure
+        See the module docstring for the trace order; ``fig.layout.meta["node_trace"]`` is the
+        index of the node trace and ``fig.layout.meta["nodes"]`` the node id of each point.
+    """
+    if pruned not in PRUNED_MODES:
+        raise TreevizError(f"pruned must be 'dashed' or 'hidden', not {pruned!r}.")
+    root = style.check_node(tree, root)
+    if stats is None and X is not None:
+        Xc, yc = style.check_data(tree, X, y)
+        stats = tree.node_stats(Xc, yc)
+    mode = _resolve_mode(tree, color_by, stats)
+    keep = tree.active > 0 if pruned == "hidden" else None
+    nodes, x, ny = layout_arrays(tree, root, max_levels, keep=keep)
+    node_list = nodes.tolist()
+    pos = {v: (float(a), float(b)) for v, a, b in zip(node_list, x.tolist(), ny.tolist())}
+    m = len(node_list)
+    names = style.class_names(tree) if tree.task == "classification" else []
+    dashed = (tree.active[nodes] == 0) if pruned == "dashed" else np.zeros(m, dtype=bool)
+    is_leaf = tree.is_leaf[nodes]
+    shown = set(node_list)
+    # Decision nodes on the window's last level: their subtrees continue outside the window.
+    window_cut = ~is_leaf & (max_levels is not None) & (-ny >= (max_levels or 0))
+    cut = np.where(window_cut, subtree_sizes(tree)[nodes] - 1, 0)
+    root_count = float(stats.count[root]) if stats is not None else 0.0
+
+    # ---- node colours
+    fractions = class_fractions(tree, stats) if mode == "class" else None
+    colorbar = None
+    if mode == "class":
+        colors = [style.NEUTRAL] * m
+        if fractions is not None:
+            for i, v in enumerate(node_list):
+                if np.isfinite(fractions[v]).all():
+                    colors[i] = style.class_color(int(np.argmax(fractions[v])))
+    elif mode == "value":
+        vals = node_values(tree, stats)[nodes]
+        finite = vals[np.isfinite(vals)]
+        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+        colors = style.scale_colors(vals, style.SEQUENTIAL, lo, hi)
+        title = f"mean {tree.output_names[0]}" if stats is not None and stats.value_mean is not None \
+            else f"leaf {tree.output_names[0]}"
+        colorbar = (style.SEQUENTIAL, lo, hi, title)
+    else:
+        colors = style.scale_colors(tree.active[nodes], style.ACTIVE_SCALE, 0.0, 1.0)
+        colorbar = (style.ACTIVE_SCALE, 0.0, 1.0, "active")
+    # Pruned nodes: white fill (hides the edges behind) with a grey outline.
+    colors = ["white" if d else c for c, d in zip(colors, dashed)]
+
+    traces: list[dict[str, Any]] = []
+    parent = tree.parent
+    edge_traces = _add_edges(traces, [(int(parent[v]), v, bool(dashed[i])) for i, v in enumerate(node_list)
+                                   if v != root], pos, stats, root_count)
+
+    # ---- highlighted path
+    path = [int(v) for v in (highlight if highlight is not None else []) if int(v) >= 0]
+    on_path = set(v for v in path if v in shown)
+    if path:
+        hx, hy = _path_xy(path, shown, parent, pos)
+        traces.append(_scatter(x=hx, y=hy, mode="lines", name="sample path", hoverinfo="skip",
+                               line=dict(color=style.HIGHLIGHT, width=5), opacity=0.95, showlegend=True))
+
+    # ---- nodes
+    msize = float(np.clip(30 - 3 * np.log2(m + 1), 7, 20))
+    symbols = ["square" if leaf else ("triangle-down" if cut_here else "circle")
+               for leaf, cut_here in zip(is_leaf, window_cut)]
+    line_color: Any = "white"
+    line_width: Any = 1.0
+    if on_path or dashed.any():  # per-node outlines only when needed (each array costs validation time)
+        line_color = [style.INK if v in on_path else (style.PRUNED if dashed[i] else "white")
+                      for i, v in enumerate(node_list)]
+        line_width = [2.5 if v in on_path else (1.5 if dashed[i] else 1.0) for i, v in enumerate(node_list)]
+    counts = [None if stats is None else (int(round(c)) if abs(c - round(c)) < 1e-9 else round(float(c), 3))
+              for c in (stats.count[nodes].tolist() if stats is not None else [0.0] * m)]
+    depth = tree.node_depth[nodes].tolist()
+    hover = [hover_text(tree, v, stats, root_count, names, int(cut[i])) for i, v in enumerate(node_list)]
+    node_trace = len(traces)
+    traces.append(_scatter(
+        x=x.tolist(), y=ny.tolist(), mode="markers", name=NODE_TRACE_NAME,
+        customdata=[[v, d, c] for v, d, c in zip(node_list, depth, counts)],
+        hovertext=hover,
+        hovertemplate="<b>node %{customdata[0]}</b> · depth %{customdata[1]}<br>%{hovertext}<extra></extra>",
+        marker=dict(size=msize, color=colors, symbol=symbols, opacity=1.0,
+                    line=dict(color=line_color, width=line_width)),
+        showlegend=False,
+    ))
+
+    # ---- selected ring
+    if selected is not None and int(selected) in shown:
+        sx, sy = pos[int(selected)]
+        traces.append(_scatter(x=[sx], y=[sy], mode="markers", name="selected", hoverinfo="skip",
+                               marker=dict(size=msize + 14, symbol="circle-open", color=style.INK,
+                                           line=dict(width=3, color=style.INK)), showlegend=False))
+
+    # ---- legend / colour bar
+    if mode == "class" and fractions is not None and len(names) <= 20:
+        used = sorted({int(np.argmax(fractions[v])) for v in node_list if np.isfinite(fractions[v]).all()})
+        for k in used:
+            traces.append(_scatter(x=[None], y=[None], mode="markers", name=names[k], hoverinfo="skip",
+                                   marker=dict(size=11, symbol="square", color=style.class_color(k))))
+    if colorbar is not None:
+        scale, lo, hi, cb_title = colorbar
+        traces.append(_scatter(x=[None], y=[None], mode="markers", name=cb_title, hoverinfo="skip",
+                               showlegend=False,
+                               marker=dict(color=[lo], cmin=lo, cmax=hi, colorscale=scale, showscale=True,
+                                           colorbar=dict(title=dict(text=cb_title), thickness=14, len=0.6,
+                                                         y=0.0, yanchor="bottom"))))
+    if dashed.any():
+        traces.append(_scatter(x=[None], y=[None], mode="lines+markers", name="pruned (active = 0)",
+                               hoverinfo="skip", line=dict(color=style.PRUNED, dash="dash", width=1.2),
+                               marker=dict(size=10, symbol="circle", color="white",
+                                           line=dict(color=style.PRUNED, width=1.5))))
+    if window_cut.any():
+        traces.append(_scatter(x=[None], y=[None], mode="markers", name="subtree continues below",
+                               hoverinfo="skip",
+                               marker=dict(size=10, symbol="triangle-down", color="#5F6670")))
+
+    # ---- class-mix bars and leaf labels
+    shapes = []
+    if mode == "class" and show_mix and fractions is not None and m <= MAX_MIX_NODES:
+        shapes = _mix_shapes(node_list, fractions, dashed, pos, msize)
+    leaves = [v for v, leaf in zip(node_list, is_leaf) if leaf]
+    annotations = []
+    if len(leaves) <= MAX_LABEL_LEAVES:
+        annotations = _leaf_labels(tree, leaves, pos, names, (msize / 2 + 9 if shapes else msize / 2) + 3)
+
+    # ---- layout
+    levels = int(-ny.min()) + 1 if m else 1
+    whole = root == 0 and (max_levels is None or max_levels >= tree.max_depth)
+    d0 = int(tree.node_depth[root])
+    if whole:
+        window = f"whole tree · {'all ' if m == tree.n_nodes else f'{m} of '}{tree.n_nodes} nodes"
+    else:
+        window = (f"window: subtree of node {root}, depths {d0}–{d0 + levels - 1} of 0–{tree.max_depth}"
+                  f" · {m} of {tree.n_nodes} nodes shown")
+    if pruned == "hidden" and (tree.active == 0).any():
+        window += " · pruned nodes hidden"
+    mode_text = {"class": "majority class", "value": "mean target", "active": "pruning strength"}[mode]
+    family = tree.family.upper() if len(tree.family) <= 4 else tree.family.capitalize()
+    title = f"{family + ' tree' if family else 'Tree'} · depth {tree.max_depth}"
+    fig = go.Figure(data=traces)
+    style.apply_style(fig, title=title, subtitle=f"{window} · colour: {mode_text}",
+                      height=height or int(np.clip(140 + 95 * levels, 380, 900)))
+    pad_bottom = 0.9 if annotations and len(leaves) > 12 else (0.6 if annotations or shapes else 0.4)
+    xmin, xmax = (float(x.min()), float(x.max())) if m else (0.0, 0.0)
+    fig.update_layout(
+        shapes=shapes, annotations=annotations, dragmode="pan", hovermode="closest",
+        clickmode="event+select", uirevision=f"tree-{root}-{max_levels}-{pruned}",
+        legend=dict(itemclick=False, itemdoubleclick=False, bgcolor="rgba(255,255,255,0.8)"),
+        meta=dict(node_trace=node_trace, edge_traces=edge_traces, nodes=node_list, color_by=mode,
+                  root=root, max_levels=max_levels),
+    )
+    fig.update_xaxes(visible=False, showgrid=False, zeroline=False, range=[xmin - 0.9, xmax + 0.9])
+    fig.update_yaxes(visible=False, showgrid=False, zeroline=False, range=[-(levels - 1) - pad_bottom, 0.45])
+    return fig
+
+
+def node_from_selection(selection: Any) -> int | None:
+    """The node id picked in a Streamlit selection event of :func:`tree_figure`, or None.
+
+    Accepts the value returned by ``st.plotly_chart(fig, on_select="rerun")``, its
+    ``.selection``, or a plain dict with a ``"points"`` list. The node trace is the only trace
+    whose points carry ``customdata``, whose first entry is the node id.
+    """
+    if selection is None:
+        return None
+    if not isinstance(selection, Mapping) or "points" not in selection:
+        selection = getattr(selection, "selection", None) or (selection.get("selection")
+                                                               if isinstance(selection, Mapping) else None)
+    points = (selection or {}).get("points", []) if isinstance(selection, Mapping) else \
+        getattr(selection, "points", [])
+    for point in points or []:
+        cd = point.get("customdata") if isinstance(point, Mapping) else None
+        if cd is None:
+            continue
+        first = cd[0] if isinstance(cd, (list, tuple)) else cd
+        try:
+            return int(first)
+        except (TypeError, ValueError):
+            continue
+    return None
