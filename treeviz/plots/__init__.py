@@ -9,11 +9,14 @@ module                      figures
                             :func:`weight_image_figure`, :func:`weight_images_grid`
 :mod:`.routing`             :func:`class_flow_figure` (Sankey), :func:`class_split_bars`
 :mod:`.curves`              :func:`training_curves`
+:mod:`.data`                :func:`class_balance_figure`, :func:`target_histogram`,
+                            :func:`sample_images_figure` (before any model)
 :mod:`.style`               palette, colour scales and shared layout helpers
 ==========================  ===================================================================
 """
 
 from treeviz.plots.curves import training_curves
+from treeviz.plots.data import class_balance_figure, sample_images_figure, target_histogram
 from treeviz.plots.routing import class_flow_figure, class_split_bars
 from treeviz.plots.style import CLASS_PALETTE, DIVERGING, class_color
 from treeviz.plots.tree_diagram import NODE_TRACE_NAME, node_from_selection, tree_figure
@@ -28,10 +31,13 @@ __all__ = [
     "CLASS_PALETTE",
     "DIVERGING",
     "NODE_TRACE_NAME",
+    "class_balance_figure",
     "class_color",
     "class_flow_figure",
     "class_split_bars",
     "node_from_selection",
+    "sample_images_figure",
+    "target_histogram",
     "top_weights_figure",
     "training_curves",
     "tree_figure",

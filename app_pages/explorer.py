@@ -1,0 +1,165 @@
+"""Tree explorer: the tree diagram, a node panel, and one sample's path through the tree."""
+
+import pandas as pd
+import streamlit as st
+
+from treeviz.plots import (
+    class_balance_figure,
+    node_from_selection,
+    top_weights_figure,
+    tree_figure,
+    weight_image_figure,
+)
+from treeviz.run_view import PARTS
+from treeviz.ui import state
+from treeviz.ui.errors import user_errors
+
+NODE = "explorer.node"
+ROOT = "explorer.root"
+
+st.title("Tree explorer")
+run_id = state.current_run_id()
+if run_id is None:
+    st.info("No run to show yet: train a model on the Train page, or pick a run in the sidebar.")
+    st.stop()
+
+
+def on_tree_select() -> None:
+    """A click on a node selects it (runs before the page, so the node input can follow)."""
+    node = node_from_selection(st.session_state.get("explorer.tree"))
+    if node is not None:
+        st.session_state[NODE] = node
+
+
+def zoom_to_selected() -> None:
+    st.session_state[ROOT] = st.session_state.get(NODE, 0)
+
+
+def zoom_to_root() -> None:
+    st.session_state[ROOT] = 0
+
+
+with user_errors("opening the run"):
+    record = state.store().get(run_id)
+    st.caption(f"**{record.name}** · {record.family} · trained on {record.dataset_name} · "
+               f"{record.created_at:%Y-%m-%d %H:%M}")
+    controls = st.columns([1, 1, 1, 1])
+    part = controls[0].selectbox("Data for statistics", PARTS, index=0, key="explorer.part",
+                                 help="Which split is routed through the tree for counts and colours.")
+    view = state.run_view(run_id, part)
+    tree = view.tree
+    if view.n_rows == 0:
+        st.info(f"The {part} split is empty for this run; statistics use no data.")
+
+    # ---------------------------------------------------------- headline numbers
+    metrics = st.columns(7)
+    m = record.metrics
+    score_key = next((k for k in ("test_accuracy", "test_r2", "val_accuracy", "train_accuracy", "train_r2")
+                      if m.get(k) is not None), None)
+    if score_key:
+        metrics[0].metric(score_key.replace("_", " "), f"{m[score_key]:.3f}")
+    metrics[1].metric("Nodes", tree.n_nodes)
+    metrics[2].metric("Leaves", tree.n_leaves)
+    metrics[3].metric("Depth", tree.max_depth)
+    metrics[4].metric("Parameters", tree.n_params())
+    metrics[5].metric("Nonzero weights", tree.n_nonzero_weights())
+    if view.n_rows:
+        metrics[6].metric("FLOPs / sample", f"{tree.flops(view.X):.2f}",
+                          help="Nonzero weights met on the root-to-leaf path, averaged over the split.")
+    if tree.meta.get("prediction", "leaf_value") != "leaf_value":
+        st.info("This family predicts from a head on the tree's node memberships, not from the leaf "
+                "values; leaf colours show the data that reaches each leaf.")
+
+    # ---------------------------------------------------------- view controls
+    color_options = ["auto", "class", "active"] if tree.task == "classification" else ["auto", "value", "active"]
+    color_by = controls[1].selectbox("Colour nodes by", color_options, key="explorer.color")
+    has_pruned = bool((tree.active == 0).any())
+    pruned = controls[2].radio("Pruned nodes", ("dashed", "hidden"), horizontal=True, key="explorer.pruned",
+                               disabled=not has_pruned,
+                               help="Nodes whose pruning strength is 0." if has_pruned else "This tree has none.")
+    if tree.max_depth > 1:
+        levels = controls[3].slider("Levels shown", 1, tree.max_depth, min(tree.max_depth, 6),
+                                    key="explorer.levels", help="Depth window below the subtree root.")
+    else:
+        levels = 1
+    root = int(st.session_state.get(ROOT, 0))
+    if not 0 <= root < tree.n_nodes:
+        root = 0
+
+    # ---------------------------------------------------------- one sample's path
+    path_cols = st.columns([1, 1, 2])
+    show_path = path_cols[0].checkbox("Highlight a sample's path", key="explorer.show_path",
+                                      disabled=view.n_rows == 0)
+    row = int(path_cols[1].number_input(f"Row of the {part} split", 0, max(0, view.n_rows - 1), 0,
+                                        key="explorer.row", disabled=view.n_rows == 0))
+    highlight = None
+    if show_path and view.n_rows:
+        path = tree.paths(view.X[row])[0]
+        highlight = [int(v) for v in path if v >= 0]
+
+    if not 0 <= int(st.session_state.get(NODE, 0)) < tree.n_nodes:
+        st.session_state[NODE] = 0  # e.g. another run with fewer nodes was picked
+    selected = int(st.session_state.get(NODE, 0))
+    fig = tree_figure(tree, stats=view.stats, root=root, max_levels=levels, color_by=color_by,
+                      highlight=highlight, selected=selected, pruned=pruned)
+    st.plotly_chart(fig, key="explorer.tree", on_select=on_tree_select, selection_mode="points",
+                    config={"scrollZoom": True})
+    nav = st.columns([1, 1, 3])
+    nav[0].button("Zoom to selected node", on_click=zoom_to_selected, key="explorer.zoom")
+    nav[1].button("Back to the root", on_click=zoom_to_root, key="explorer.unzoom", disabled=root == 0)
+    nav[2].caption(f"Showing the subtree of node {root}, {levels} level(s) deep. Click a node to "
+                   "inspect it; scroll to zoom, drag to pan.")
+
+    # ---------------------------------------------------------- node panel
+    st.subheader("Node")
+    node = int(st.number_input("Selected node", 0, tree.n_nodes - 1, key=NODE,
+                               help="Click a node in the diagram, or type its number."))
+    left, right = st.columns(2)
+    with left:
+        kind = "leaf" if tree.is_leaf[node] else "decision node"
+        facts = {"node": node, "kind": kind, "depth": int(tree.node_depth[node]),
+                 "pruning strength (active)": round(float(tree.active[node]), 4)}
+        if view.stats is not None:
+            facts[f"{part} samples"] = round(float(view.stats.count[node]), 2)
+            if view.stats.value_mean is not None and view.stats.count[node] > 0:
+                facts["mean target"] = round(float(view.stats.value_mean[node]), 4)
+                facts["target std"] = round(float(view.stats.value_std[node]), 4)
+        st.dataframe(pd.DataFrame({"": list(facts), "value": [str(v) for v in facts.values()]}),
+                     hide_index=True)
+        if tree.is_leaf[node]:
+            st.markdown(f"**Predicts:** {tree.leaf_summary(node)}")
+        else:
+            st.markdown(f"**Right if** `{tree.node_rule(node, True)}`  \n**Left if** "
+                        f"`{tree.node_rule(node, False)}`")
+        path_rules = [tree.node_rule(a, b == tree.children_right[a])
+                      for a, b in zip(tree.ancestors(node)[:-1], tree.ancestors(node)[1:])]
+        if path_rules:
+            st.caption("Reached when: " + " AND ".join(path_rules))
+    with right:
+        if view.stats is not None and view.stats.class_counts is not None:
+            st.plotly_chart(class_balance_figure(view.stats.class_counts[node], tree.output_names,
+                                                 height=260), key="explorer.node_mix")
+    if not tree.is_leaf[node]:
+        w_left, w_right = st.columns(2)
+        w_left.plotly_chart(top_weights_figure(tree, node, k=10), key="explorer.top_weights")
+        image_shape = view.prepared.dataset.image_shape
+        if image_shape is not None:
+            w_right.plotly_chart(weight_image_figure(tree, node, image_shape), key="explorer.weight_image")
+
+    # ---------------------------------------------------------- sample path details
+    if show_path and view.n_rows:
+        st.subheader(f"Path of {part} row {row}")
+        steps = tree.sample_path(view.X[row])
+        st.dataframe(pd.DataFrame([{"node": s.node, "depth": s.depth, "condition that holds": s.rule,
+                                    "w·x + b": round(s.value, 4), "P(right)": round(s.p_right, 4)}
+                                   for s in steps]), hide_index=True)
+        truth = view.true_label(row)
+        st.markdown(f"**Prediction:** {view.predicted_label(row)}"
+                    + (f" · **true:** {truth}" if truth is not None else ""))
+        st.code(tree.rule_text(view.X[row]), language=None, wrap_lines=True)
+
+    with st.expander(f"All {tree.n_leaves} rules"):
+        rules = tree.rules()
+        st.code("\n".join(rules[:500]) + ("\n…" if len(rules) > 500 else ""), language=None)
+        st.download_button("Download rules (.txt)", "\n".join(rules), file_name=f"{record.name}_rules.txt",
+                           key="explorer.rules_download")

@@ -1,0 +1,96 @@
+"""Runs page: every trained model on disk; open, rename, delete, export and import."""
+
+import pandas as pd
+import streamlit as st
+
+from treeviz.plots import training_curves
+from treeviz.ui import state
+from treeviz.ui.errors import user_errors
+from treeviz.ui.sidebar import headline_metric
+
+st.title("Runs")
+store = state.store()
+st.caption(f"Runs are kept in {store.root} (set TREEVIZ_HOME to use another folder).")
+
+with st.expander("Import a run (.zip exported from treeviz)"):
+    upload = st.file_uploader("Run archive", type=["zip"], key="runs.import")
+    if upload is not None and st.button("Import", key="runs.import_go"):
+        with user_errors("importing the run"):
+            record = store.import_zip(upload.getvalue())
+            st.success(f"Imported '{record.name}'.")
+
+runs = store.list()
+for problem in store.problems:
+    st.warning(problem)
+if not runs:
+    st.info("No runs yet. Train a model on the Train page; it is saved here automatically.")
+    st.stop()
+
+table = pd.DataFrame(
+    [
+        {
+            "name": r.name,
+            "family": r.family,
+            "dataset": r.dataset_name,
+            "task": r.task,
+            "metric": headline_metric(r),
+            "nodes": r.n_nodes,
+            "depth": r.depth,
+            "status": r.status,
+            "created": r.created_at.strftime("%Y-%m-%d %H:%M"),
+            "seconds": round(r.duration_s, 2),
+            "id": r.run_id,
+        }
+        for r in runs
+    ]
+)
+st.dataframe(table, hide_index=True)
+
+ids = [r.run_id for r in runs]
+by_id = {r.run_id: r for r in runs}
+chosen = state.current_run_id()
+run_id = st.selectbox("Run", ids, index=ids.index(chosen) if chosen in ids else 0,
+                      format_func=lambda i: by_id[i].name, key="runs.chosen")
+rec = by_id[run_id]
+
+
+def open_in_explorer() -> None:
+    state.select_run(run_id)
+
+
+c1, c2, c3 = st.columns(3)
+if c1.button("Open in Tree explorer", key="runs.open", on_click=open_in_explorer):
+    st.switch_page("app_pages/explorer.py")
+c2.download_button(
+    "Download run (.zip)",
+    data=lambda: store.export_zip(run_id),
+    file_name=f"{rec.name.replace(' ', '_').replace('#', '')}.zip",
+    mime="application/zip",
+    key="runs.download",
+    help="Model (config.json + weights.safetensors), run record, history and its data set.",
+)
+with c3.popover("Rename or delete"):
+    new_name = st.text_input("New name", value=rec.name, key=f"runs.name.{run_id}")
+    if st.button("Rename", key="runs.rename"):
+        with user_errors("renaming the run"):
+            store.rename(run_id, new_name)
+            st.rerun()
+    confirm = st.checkbox("Yes, delete this run for good", key=f"runs.confirm.{run_id}")
+    if st.button("Delete", key="runs.delete", disabled=not confirm):
+        with user_errors("deleting the run"):
+            store.delete(run_id)
+            st.rerun()
+
+left, right = st.columns(2)
+with left:
+    st.markdown("**Parameters**")
+    st.json(rec.params, expanded=False)
+    st.markdown("**Metrics**")
+    st.json(rec.metrics, expanded=False)
+    st.caption(f"Dataset {rec.dataset_name} (fingerprint {rec.dataset_fingerprint}); "
+               f"preprocessing {rec.prep}.")
+    for note in rec.notes:
+        st.info(note)
+with right:
+    with user_errors("reading the training history"):
+        st.plotly_chart(training_curves(store.history(run_id)), key="runs.curves")

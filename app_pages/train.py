@@ -1,0 +1,94 @@
+"""Train page: pick a family and its hyperparameters, train in the background, watch progress."""
+
+import streamlit as st
+
+from models.registry import families_for_task
+from treeviz.plots import training_curves
+from treeviz.training import job_fn
+from treeviz.ui import state
+from treeviz.ui.errors import user_errors
+from treeviz.ui.forms import param_form
+
+st.title("Train")
+ds = state.current_dataset()
+st.caption(f"Dataset: **{ds.name}** ({ds.task}, {ds.n_samples} rows × {ds.n_features} features). "
+           "Change it on the Data page.")
+
+families = families_for_task(ds.task)
+if not families:
+    st.info(f"No model family handles {ds.task} yet; pick a classification or regression dataset.")
+    st.stop()
+
+labels = {f.key: f.label for f in families}
+key = st.selectbox("Model family", list(labels), format_func=labels.get, key="train.family")
+family = next(f for f in families if f.key == key)
+st.caption(family.description)
+presets = ["defaults", *family.presets]
+preset = st.selectbox("Preset", presets, key=f"train.preset.{family.key}",
+                      help="A starting point for the values below; edit any of them.")
+values = family.defaults(ds.task, None if preset == "defaults" else preset)
+params = param_form(family, ds.task, values, key=f"train.{family.key}.{preset}")
+name = st.text_input("Run name (optional)", key="train.name",
+                     help="Shown in the run list; a name like 'CART on iris #3' is made up otherwise.")
+
+
+def start_training() -> None:
+    with user_errors("starting training"):
+        clean = family.validate_params(params, ds.task)
+        prepared = state.current_prepared()
+        fn = job_fn(family.key, ds.task, clean, prepared, store=state.store(), device=state.device(),
+                    name=name.strip() or None)
+        job = state.jobs().submit(fn, label=f"{family.label} on {ds.name}")
+        st.session_state[state.JOB_ID] = job.id
+
+
+st.button("Train", type="primary", on_click=start_training, key="train.start")
+
+
+def open_run(run_id: str) -> None:
+    state.select_run(run_id)
+
+
+def show_job() -> None:
+    job = state.current_job()
+    if job is None:
+        return
+    snap = job.snapshot()
+    st.subheader(snap.label)
+    st.progress(min(1.0, snap.progress), text=f"{snap.status} · {snap.elapsed:.1f} s")
+    if snap.records:
+        st.plotly_chart(training_curves(snap.records), key="train.curves")
+    if snap.status in ("queued", "running"):
+        st.button("Cancel", on_click=state.jobs().cancel, args=(snap.id,), key="train.cancel")
+        return
+    if snap.status == "failed":
+        st.error(snap.message)
+        return
+    record = snap.result
+    if snap.status == "cancelled":
+        if record is None:
+            st.warning("Training was cancelled before a usable model existed; nothing was saved.")
+            return
+        st.warning(f"Training was cancelled; the model as it stood was saved as '{record.name}'.")
+    else:
+        st.success(f"Finished: saved as '{record.name}'.")
+    shown = {k: round(v, 4) for k, v in record.metrics.items() if isinstance(v, (int, float))}
+    st.json(shown | {"nodes": record.n_nodes, "leaves": record.n_leaves, "depth": record.depth},
+            expanded=False)
+    if st.button("Open in Tree explorer", key="train.open", on_click=open_run, args=(record.run_id,)):
+        st.switch_page("app_pages/explorer.py")
+
+
+current = state.current_job()
+active = current is not None and not current.done
+
+
+@st.fragment(run_every=0.5 if active else None)
+def job_panel() -> None:
+    show_job()
+    job = state.current_job()
+    if active and job is not None and job.done:
+        st.rerun()  # a full rerun stops the polling and refreshes the sidebar's run list
+
+
+job_panel()

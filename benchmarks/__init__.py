@@ -1,0 +1,1 @@
+"""Speed and accuracy measurements; run with `python -m benchmarks.run NAME [--quick]`."""

@@ -1,0 +1,64 @@
+"""A trained model's tree with one split of its data routed through it (what explorers show)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from treeviz.data import PreparedData
+from treeviz.tree import NodeStats, Tree
+
+PARTS = ("train", "val", "test")
+
+
+@dataclass(frozen=True, eq=False)
+class RunView:
+    """The model, its tree, the rows of one split, their labels in the tree's class order, and node stats.
+
+    ``labels`` are what the estimator was fitted on (class names or target values, None for
+    clustering); ``y_tree`` are the same as class indices into ``tree.output_names``
+    (classification) or floats (regression); ``stats`` is None when the split is empty.
+    """
+
+    model: Any
+    tree: Tree
+    prepared: PreparedData
+    part: str
+    X: np.ndarray
+    labels: np.ndarray | None
+    y_tree: np.ndarray | None
+    stats: NodeStats | None
+
+    @classmethod
+    def build(cls, model: Any, prepared: PreparedData, part: str) -> "RunView":
+        if part not in PARTS:
+            raise ValueError(f"part must be one of {PARTS}")
+        tree = model.to_tree()
+        X = prepared.X(part)
+        labels = prepared.labels(part)
+        if labels is None or tree.task == "clustering":
+            y_tree = None
+        elif tree.task == "classification":
+            y_tree = tree.class_index(labels)
+        else:
+            y_tree = np.asarray(labels, dtype=np.float64)
+        stats = tree.node_stats(X, y_tree) if X.shape[0] else None
+        return cls(model, tree, prepared, part, X, labels, y_tree, stats)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.X.shape[0])
+
+    def predicted_label(self, row: int) -> str:
+        """The model's prediction for one row, in words (from the model, which for some families
+        is not the tree's leaf value)."""
+        value = np.asarray(self.model.predict(self.X[row : row + 1])).reshape(-1)[0]
+        return f"{value:.4g}" if isinstance(value, (float, np.floating)) else str(value)
+
+    def true_label(self, row: int) -> str | None:
+        if self.labels is None:
+            return None
+        v = self.labels[row]
+        return f"{v:.4g}" if isinstance(v, (float, np.floating)) else str(v)

@@ -1,0 +1,59 @@
+"""Hyperparameter forms generated from the registry (no family-specific widgets here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from models.registry import Family, Param
+
+
+def _widget(p: Param, value: Any, key: str) -> Any:
+    label = p.title
+    if p.optional_label is not None:
+        unset = st.checkbox(f"{label}: {p.optional_label}", value=value is None, key=f"{key}__none",
+                            help=p.help)
+        if unset:
+            return None
+        if value is None:
+            value = p.low if p.low is not None else (1 if p.kind == "int" else 0.0)
+    if p.kind == "bool":
+        return st.checkbox(label, value=bool(value), key=key, help=p.help)
+    if p.kind == "choice":
+        index = p.choices.index(value) if value in p.choices else 0
+        return st.selectbox(label, p.choices, index=index, key=key, help=p.help)
+    if p.kind == "int":
+        return int(
+            st.number_input(label, value=int(value), step=1,
+                            min_value=int(p.low) if p.low is not None else None,
+                            max_value=int(p.high) if p.high is not None else None,
+                            key=key, help=p.help)
+        )
+    return float(
+        st.number_input(label, value=float(value), format="%g",
+                        min_value=float(p.low) if p.low is not None else None,
+                        max_value=float(p.high) if p.high is not None else None,
+                        key=key, help=p.help)
+    )
+
+
+def param_form(family: Family, task: str, values: dict[str, Any], *, key: str) -> dict[str, Any]:
+    """Render one widget per hyperparameter of ``family`` for ``task``; return the chosen values.
+
+    ``values`` seeds the widgets (defaults or a preset). Parameters marked ``advanced`` go into an
+    expander. Widget keys include ``key`` so that switching family or preset resets them.
+    """
+    out: dict[str, Any] = {}
+    params = family.params_for(task)
+    basic = [p for p in params if not p.advanced]
+    advanced = [p for p in params if p.advanced]
+    cols = st.columns(2)
+    for i, p in enumerate(basic):
+        with cols[i % 2]:
+            out[p.name] = _widget(p, values.get(p.name, p.default), f"{key}.{p.name}")
+    if advanced:
+        with st.expander("Advanced parameters"):
+            for p in advanced:
+                out[p.name] = _widget(p, values.get(p.name, p.default), f"{key}.{p.name}")
+    return out

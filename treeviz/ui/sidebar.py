@@ -1,0 +1,47 @@
+"""The sidebar every page shares: current dataset, run selector, device."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from models.base import available_devices
+from treeviz.runs import RunRecord
+from treeviz.ui import state
+
+
+def run_label(rec: RunRecord) -> str:
+    """One line naming a run: its name, status and headline metric."""
+    metric = headline_metric(rec)
+    status = "" if rec.status == "finished" else f" [{rec.status}]"
+    return f"{rec.name}{status}" + (f" · {metric}" if metric else "")
+
+
+def headline_metric(rec: RunRecord) -> str:
+    m = rec.metrics
+    for key, label in (("test_accuracy", "test acc"), ("test_r2", "test R²"), ("val_accuracy", "val acc"),
+                       ("train_accuracy", "train acc"), ("train_r2", "train R²"), ("test_ari", "test ARI")):
+        if m.get(key) is not None:
+            return f"{label} {m[key]:.3f}"
+    return ""
+
+
+def render() -> None:
+    """Draw the shared sidebar (called by app.py before the page runs)."""
+    with st.sidebar:
+        ds = state.current_dataset()
+        st.markdown(f"**Dataset:** {ds.name}  \n{ds.task}, {ds.n_samples} rows × {ds.n_features} features")
+        runs = state.store().list()
+        if runs:
+            ids = [r.run_id for r in runs]
+            labels = {r.run_id: run_label(r) for r in runs}
+            if st.session_state.get(state.RUN_ID) not in labels:
+                st.session_state[state.RUN_ID] = ids[0]
+            st.selectbox("Run", ids, key=state.RUN_ID, format_func=labels.get,
+                         help="The trained model the Tree explorer and Routing pages show.")
+        else:
+            st.caption("No runs yet: train one on the Train page.")
+        devices = available_devices()
+        if st.session_state.get(state.DEVICE) not in devices:
+            st.session_state[state.DEVICE] = "auto"
+        st.selectbox("Device", devices, key=state.DEVICE,
+                     help="Where torch families train: 'auto' uses a CUDA GPU when one is present.")

@@ -1,0 +1,145 @@
+"""Session state and cached resources shared by the pages.
+
+Session-state keys (everything the app remembers per browser tab):
+
+============================  ==========================================================
+``treeviz.dataset``           the current :class:`~treeviz.data.Dataset`
+``treeviz.prep``              the current :class:`~treeviz.data.PrepConfig`
+``treeviz.run_id``            the run shown by the explorer pages (sidebar selectbox key)
+``treeviz.job_id``            the last training job started from this tab
+``treeviz.device``            device for torch families ("auto", "cpu", "cuda", ...)
+============================  ==========================================================
+
+Runs and jobs are process-wide (cached resources), so a second tab sees the same runs, and runs
+live on disk (:mod:`treeviz.runs`), so they survive an app restart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+import streamlit as st
+
+from treeviz.errors import TreevizError
+from treeviz.data import Dataset, PrepConfig, PreparedData, load_dataset, prepare
+from treeviz.jobs import JobManager
+from treeviz.run_view import RunView
+from treeviz.runs import RunStore, default_root
+
+DATASET = "treeviz.dataset"
+PREP = "treeviz.prep"
+RUN_ID = "treeviz.run_id"
+JOB_ID = "treeviz.job_id"
+DEVICE = "treeviz.device"
+DEFAULT_DATASET = "iris"
+
+
+@st.cache_resource(show_spinner=False)
+def _store(root: str) -> RunStore:
+    return RunStore(root)
+
+
+def store() -> RunStore:
+    """The run store under ``TREEVIZ_HOME`` (or the user's data folder)."""
+    return _store(str(default_root()))
+
+
+@st.cache_resource(show_spinner=False)
+def jobs() -> JobManager:
+    """The process-wide background job manager."""
+    return JobManager()
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def catalogue_dataset(key: str) -> Dataset:
+    return load_dataset(key)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _prepared(fingerprint: str, config: tuple, _dataset: Dataset) -> PreparedData:
+    return prepare(_dataset, PrepConfig(*config))
+
+
+def current_dataset() -> Dataset:
+    """The dataset chosen on the Data page (the default sample until one is chosen)."""
+    if DATASET not in st.session_state:
+        st.session_state[DATASET] = catalogue_dataset(DEFAULT_DATASET)
+    return st.session_state[DATASET]
+
+
+def current_prep() -> PrepConfig:
+    if PREP not in st.session_state:
+        st.session_state[PREP] = PrepConfig()
+    return st.session_state[PREP]
+
+
+def current_prepared() -> PreparedData:
+    """The current dataset split and preprocessed with the current choices (cached)."""
+    ds, cfg = current_dataset(), current_prep()
+    key = (cfg.scaling, cfg.test_size, cfg.val_size, cfg.seed)
+    return _prepared(ds.fingerprint, key, ds)
+
+
+def set_dataset(dataset: Dataset) -> None:
+    st.session_state[DATASET] = dataset
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _run_model(root: str, run_id: str) -> Any:
+    return RunStore(root).load_model(run_id)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _run_prepared(root: str, run_id: str) -> PreparedData:
+    return RunStore(root).load_prepared(run_id)
+
+
+def run_model(run_id: str) -> Any:
+    """The fitted estimator of a stored run (loaded once per process)."""
+    return _run_model(str(default_root()), run_id)
+
+
+def run_prepared(run_id: str) -> PreparedData:
+    """The exact data (split + preprocessing) a stored run was trained on."""
+    return _run_prepared(str(default_root()), run_id)
+
+
+def current_run_id() -> str | None:
+    run_id = st.session_state.get(RUN_ID)
+    if run_id and store().exists(run_id):
+        return run_id
+    return None
+
+
+def select_run(run_id: str) -> None:
+    """Make ``run_id`` the run the explorer pages show (call from a callback or before the
+    sidebar renders)."""
+    st.session_state[RUN_ID] = run_id
+
+
+def current_job():
+    """The last training job started from this tab, or None (also after an app restart)."""
+    job_id = st.session_state.get(JOB_ID)
+    if not job_id:
+        return None
+    try:
+        return jobs().get(job_id)
+    except TreevizError:
+        return None
+
+
+def device() -> str:
+    return st.session_state.get(DEVICE, "auto")
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _run_view(root: str, run_id: str, part: str) -> RunView:
+    model = _run_model(root, run_id)
+    prepared = _run_prepared(root, run_id)
+    return RunView.build(model, prepared, part)
+
+
+def run_view(run_id: str, part: str) -> RunView:
+    """The tree of a run with one data split routed through it (cached per run and split)."""
+    return _run_view(str(default_root()), run_id, part)
