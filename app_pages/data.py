@@ -16,14 +16,17 @@ from treeviz.data import (
 )
 from treeviz.data.preprocess import MISSING_VALUE_POLICY, SCALINGS
 from treeviz.data.upload import ENCODINGS
+from treeviz.errors import TreevizError
 from treeviz.plots import class_balance_figure, sample_images_figure, target_histogram
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 
 SOURCES = ("Sample dataset", "Upload a file", "Saved dataset")
+STICKY_TARGET = "data.sticky_target"  # the target column chosen for the last uploaded file
 NO_TARGET = "(none: clustering)"
 
 st.title("Data")
+state.show_flash()
 current = state.current_dataset()
 origin = "Sample dataset" if current.meta.get("catalogue_key") else "Saved dataset"
 source = st.radio("Source", SOURCES, index=SOURCES.index(origin), horizontal=True, key="data.source")
@@ -55,6 +58,30 @@ def _table_for(upload, encoding: str) -> pd.DataFrame:
     return st.session_state["data.table"][1]
 
 
+def _target_for(upload, df: pd.DataFrame) -> str | None:
+    """The target to preselect for a file: the one used for the previous file if this file has
+    that column (re-uploading a corrected file keeps its target), else a suggestion. When the
+    previous target is missing, the library's sentence says so."""
+    sticky = st.session_state.get(STICKY_TARGET)
+    if st.session_state.get("data.target_file") != upload.file_id:  # a new file
+        st.session_state["data.target_file"] = upload.file_id
+        st.session_state.pop("data.target", None)  # new columns: reset the selectbox
+        st.session_state.pop("data.target_note", None)
+        if sticky is not None and sticky not in df.columns:
+            try:
+                table_to_dataset(df, upload.name, TableOptions(target=sticky))
+            except TreevizError as err:
+                st.session_state["data.target_note"] = (
+                    f"{err} The target is now '{suggest_target(df)}'; change it below if needed."
+                )
+    note = st.session_state.get("data.target_note")
+    if note:
+        st.warning(note)
+    if sticky is not None and sticky in df.columns:
+        return sticky
+    return suggest_target(df)
+
+
 def upload_form() -> None:
     st.caption(
         f"CSV, TSV or Parquet, up to {max_upload_mb():g} MB. One row per sample, one column per "
@@ -68,12 +95,13 @@ def upload_form() -> None:
     with user_errors("reading the file"):
         df = _table_for(upload, encoding)
         columns = list(df.columns)
-        suggested = suggest_target(df)
+        suggested = _target_for(upload, df)
         options = [NO_TARGET] + columns
         c1, c2, c3 = st.columns(3)
         target = c1.selectbox("Target column", options,
                               index=options.index(suggested) if suggested in options else 0,
                               key="data.target")
+        st.session_state[STICKY_TARGET] = None if target == NO_TARGET else target
         task = c2.selectbox("Task", ("auto", "classification", "regression", "clustering"), key="data.task")
         image = c3.selectbox("Image data", ("auto", "yes", "no"), key="data.image",
                              help="Image data (an n×n pixel table) lets node weights be drawn as images.")
@@ -86,8 +114,8 @@ def upload_form() -> None:
         ds = table_to_dataset(df, upload.name, opts, source=f"upload: {upload.name}")
         if ds.fingerprint != current.fingerprint:
             state.store().store_dataset(ds)
-            state.set_dataset(ds)
-            st.success(f"Using {upload.name}: {ds.n_samples} rows, {ds.n_features} features, {ds.task}.")
+            state.set_dataset(ds, f"Using {upload.name}: {ds.n_samples} rows, {ds.n_features} features, "
+                                  f"{ds.task}.")
 
 
 def saved_picker() -> None:

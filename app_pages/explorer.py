@@ -82,6 +82,13 @@ with user_errors("opening the run"):
                                     key="explorer.levels", help="Depth window below the subtree root.")
     else:
         levels = 1
+    affine = view.prepared.affine_scaling() is not None and view.prepared.config.scaling != "none"
+    original_units = st.checkbox(
+        "Rules in the data's own units", value=True, key="explorer.units", disabled=not affine,
+        help="Splits are learned on standardised features; this rewrites each hyperplane exactly in "
+             "the original units. Not available after a quantile transform.",
+    )
+    shown = view.rules_tree(original_units)
     root = int(st.session_state.get(ROOT, 0))
     if not 0 <= root < tree.n_nodes:
         root = 0
@@ -100,7 +107,7 @@ with user_errors("opening the run"):
     if not 0 <= int(st.session_state.get(NODE, 0)) < tree.n_nodes:
         st.session_state[NODE] = 0  # e.g. another run with fewer nodes was picked
     selected = int(st.session_state.get(NODE, 0))
-    fig = tree_figure(tree, stats=view.stats, root=root, max_levels=levels, color_by=color_by,
+    fig = tree_figure(shown, stats=view.stats, root=root, max_levels=levels, color_by=color_by,
                       highlight=highlight, selected=selected, pruned=pruned)
     st.plotly_chart(fig, key="explorer.tree", on_select=on_tree_select, selection_mode="points",
                     config={"scrollZoom": True})
@@ -127,11 +134,11 @@ with user_errors("opening the run"):
         st.dataframe(pd.DataFrame({"": list(facts), "value": [str(v) for v in facts.values()]}),
                      hide_index=True)
         if tree.is_leaf[node]:
-            st.markdown(f"**Predicts:** {tree.leaf_summary(node)}")
+            st.markdown(f"**Predicts:** {shown.leaf_summary(node)}")
         else:
-            st.markdown(f"**Right if** `{tree.node_rule(node, True)}`  \n**Left if** "
-                        f"`{tree.node_rule(node, False)}`")
-        path_rules = [tree.node_rule(a, b == tree.children_right[a])
+            st.markdown(f"**Right if** `{shown.node_rule(node, True)}`  \n**Left if** "
+                        f"`{shown.node_rule(node, False)}`")
+        path_rules = [shown.node_rule(a, b == tree.children_right[a])
                       for a, b in zip(tree.ancestors(node)[:-1], tree.ancestors(node)[1:])]
         if path_rules:
             st.caption("Reached when: " + " AND ".join(path_rules))
@@ -142,6 +149,7 @@ with user_errors("opening the run"):
     if not tree.is_leaf[node]:
         w_left, w_right = st.columns(2)
         w_left.plotly_chart(top_weights_figure(tree, node, k=10), key="explorer.top_weights")
+        w_left.caption("Weights act on the model's (scaled) features, so their sizes compare across features.")
         image_shape = view.prepared.dataset.image_shape
         if image_shape is not None:
             w_right.plotly_chart(weight_image_figure(tree, node, image_shape), key="explorer.weight_image")
@@ -150,16 +158,19 @@ with user_errors("opening the run"):
     if show_path and view.n_rows:
         st.subheader(f"Path of {part} row {row}")
         steps = tree.sample_path(view.X[row])
-        st.dataframe(pd.DataFrame([{"node": s.node, "depth": s.depth, "condition that holds": s.rule,
+        st.dataframe(pd.DataFrame([{"node": s.node, "depth": s.depth,
+                                    "condition that holds": shown.node_rule(s.node, s.goes_right),
                                     "w·x + b": round(s.value, 4), "P(right)": round(s.p_right, 4)}
                                    for s in steps]), hide_index=True)
         truth = view.true_label(row)
         st.markdown(f"**Prediction:** {view.predicted_label(row)}"
                     + (f" · **true:** {truth}" if truth is not None else ""))
-        st.code(tree.rule_text(view.X[row]), language=None, wrap_lines=True)
+        conditions = " AND ".join(shown.node_rule(s.node, s.goes_right) for s in steps) or "TRUE"
+        st.code(f"IF {conditions} THEN {shown.leaf_summary(int(tree.apply(view.X[row])[0]))}",
+                language=None, wrap_lines=True)
 
     with st.expander(f"All {tree.n_leaves} rules"):
-        rules = tree.rules()
+        rules = shown.rules()
         st.code("\n".join(rules[:500]) + ("\n…" if len(rules) > 500 else ""), language=None)
         st.download_button("Download rules (.txt)", "\n".join(rules), file_name=f"{record.name}_rules.txt",
                            key="explorer.rules_download")

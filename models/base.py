@@ -149,6 +149,18 @@ class TreeEstimator(BaseEstimator):
             cb.on_train_end(self)
         self._callbacks = []
 
+    # ------------------------------------------------------------------ names
+    def _set_feature_names(self, feature_names: Sequence[str] | None, n_features: int) -> None:
+        """Store ``feature_names_`` for display (rules, figures): the ``feature_names`` passed to
+        ``fit``, else the column names of a DataFrame (``feature_names_in_``), else x0, x1, ..."""
+        if feature_names is None:
+            names_in = getattr(self, "feature_names_in_", None)
+            feature_names = names_in if names_in is not None else [f"x{j}" for j in range(n_features)]
+        names = tuple(str(n) for n in feature_names)
+        if len(names) != n_features:
+            raise TreevizError(f"{len(names)} feature names were given for {n_features} features.")
+        self.feature_names_ = names
+
     # ------------------------------------------------------------------ the Tree
     def to_tree(self):  # pragma: no cover - every concrete estimator overrides it
         raise TreevizError(f"{type(self).__name__} does not describe a single tree.")

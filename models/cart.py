@@ -12,7 +12,7 @@ routes every float64 input the same way scikit-learn does.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
@@ -107,20 +107,22 @@ class _CARTBase(TreeEstimator):
             random_state=self.random_state,
         )
 
-    def _fit_common(self, X: Any, y: Any, callbacks: Iterable[Callback] | None, eval_set: Any) -> Any:
+    def _fit_common(self, X: np.ndarray, y: np.ndarray, callbacks: Iterable[Callback] | None,
+                    eval_set: Any, feature_names: Any) -> Any:
+        self._set_feature_names(feature_names, X.shape[1])
         self._begin_training(callbacks, total=1)
         try:
             self.estimator_ = self._sk_class(**self._sk_params())
             self.estimator_.fit(X, y)
             self.tree_structure_ = tree_from_sklearn(
                 self.estimator_,
-                feature_names=self._feature_names(),
+                feature_names=self.feature_names_,
                 output_names=self._output_names(),
                 task=self._task,
             )
             record: dict[str, Any] = {
                 "epoch": 1,
-                "train_score": self.score(X, y),
+                "train_score": self._score_arrays(X, y),
                 "n_leaves": self.tree_structure_.n_leaves,
                 "depth": self.tree_structure_.max_depth,
             }
@@ -132,9 +134,8 @@ class _CARTBase(TreeEstimator):
             self._end_training()
         return self
 
-    def _feature_names(self) -> tuple[str, ...] | None:
-        names = getattr(self, "feature_names_in_", None)
-        return tuple(str(n) for n in names) if names is not None else None
+    def _score_arrays(self, X: np.ndarray, y: np.ndarray) -> float:
+        raise NotImplementedError  # pragma: no cover
 
     def _output_names(self) -> tuple[str, ...] | None:
         return None
@@ -159,7 +160,7 @@ class _CARTBase(TreeEstimator):
         t = self.tree_structure_
         learned = {
             "n_features_in_": int(self.n_features_in_),
-            "feature_names": list(t.feature_names),
+            "feature_names": list(self.feature_names_),
             "output_names": list(t.output_names),
             "has_feature_names_in": hasattr(self, "feature_names_in_"),
         }
@@ -174,6 +175,7 @@ class _CARTBase(TreeEstimator):
 
     def _restore_state(self, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         self.n_features_in_ = int(config["n_features_in_"])
+        self.feature_names_ = tuple(config["feature_names"])
         if config.get("has_feature_names_in"):
             self.feature_names_in_ = np.array(config["feature_names"], dtype=object)
         self.tree_structure_ = Tree(
@@ -222,11 +224,27 @@ class CARTClassifier(ClassifierMixin, _CARTBase):
         self.random_state = random_state
 
     def fit(self, X: Any, y: Any, *, callbacks: Iterable[Callback] | None = None,
-            eval_set: tuple[Any, Any] | None = None) -> "CARTClassifier":
+            eval_set: tuple[Any, Any] | None = None,
+            feature_names: Sequence[str] | None = None) -> "CARTClassifier":
+        """Fit the tree.
+
+        Parameters
+        ----------
+        X, y : training data and class labels.
+        callbacks : list of :class:`models.base.Callback`, optional
+        eval_set : (X_val, y_val), optional
+            Scored after fitting and recorded in ``history_`` as ``val_score``.
+        feature_names : list of str, optional
+            Names shown in rules and figures (default: DataFrame columns, else x0, x1, ...).
+        """
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         self.classes_ = np.unique(y)
-        return self._fit_common(X, y, callbacks, eval_set)
+        return self._fit_common(X, y, callbacks, eval_set, feature_names)
+
+    def _score_arrays(self, X: np.ndarray, y: np.ndarray) -> float:
+        proba = self.tree_structure_.predict_value(X)
+        return float(accuracy_score(y, self.classes_.take(np.argmax(proba, axis=1))))
 
     def _output_names(self) -> tuple[str, ...]:
         return tuple(str(c) for c in self.classes_)
@@ -274,10 +292,16 @@ class CARTRegressor(RegressorMixin, _CARTBase):
         self.random_state = random_state
 
     def fit(self, X: Any, y: Any, *, callbacks: Iterable[Callback] | None = None,
-            eval_set: tuple[Any, Any] | None = None) -> "CARTRegressor":
+            eval_set: tuple[Any, Any] | None = None,
+            feature_names: Sequence[str] | None = None) -> "CARTRegressor":
+        """Fit the tree; arguments as for :meth:`CARTClassifier.fit` (y may have several columns)."""
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
         self.n_outputs_ = 1 if y.ndim == 1 else y.shape[1]
-        return self._fit_common(X, y, callbacks, eval_set)
+        return self._fit_common(X, y, callbacks, eval_set, feature_names)
+
+    def _score_arrays(self, X: np.ndarray, y: np.ndarray) -> float:
+        out = self.tree_structure_.predict_value(X)
+        return float(r2_score(y, out[:, 0] if out.shape[1] == 1 else out))
 
     def _output_names(self) -> tuple[str, ...]:
         return ("y",) if self.n_outputs_ == 1 else tuple(f"y{i}" for i in range(self.n_outputs_))

@@ -47,6 +47,12 @@ class RunView:
         stats = tree.node_stats(X, y_tree) if X.shape[0] else None
         return cls(model, tree, prepared, part, X, labels, y_tree, stats)
 
+    def rules_tree(self, original_units: bool = True) -> Tree:
+        """The tree to read rules from: in the data's own units when the preprocessing is affine
+        (none / standard scaling) and ``original_units`` is set, else in model units."""
+        affine = self.prepared.affine_scaling() if original_units else None
+        return self.tree if affine is None else self.tree.in_input_units(*affine)
+
     @property
     def n_rows(self) -> int:
         return int(self.X.shape[0])

@@ -174,6 +174,8 @@ def train_run(family_key: str, task: str, params: Mapping[str, Any] | None,
         fit_kwargs["callbacks"] = callbacks
     if task != "clustering" and prepared.X_val.shape[0] > 0 and _accepts(estimator.fit, "eval_set"):
         fit_kwargs["eval_set"] = (prepared.X_val, prepared.labels("val"))
+    if _accepts(estimator.fit, "feature_names"):
+        fit_kwargs["feature_names"] = prepared.dataset.feature_names
     y_train = None if task == "clustering" else prepared.labels("train")
     start = time.perf_counter()
     estimator.fit(prepared.X_train, y_train, **fit_kwargs)

@@ -614,6 +614,33 @@ class Tree:
         per_sample = np.where(paths >= 0, nnz_node[np.maximum(paths, 0)], 0.0).sum(axis=1)
         return float(per_sample.mean()) if per_sample.size else 0.0
 
+    def in_input_units(self, mean: Any, scale: Any) -> "Tree":
+        """The same tree for inputs before an affine scaling ``x_model = (x - mean) / scale``.
+
+        Hyperplanes are rewritten exactly in the original units: ``w·((x - μ)/σ) + b`` equals
+        ``(w/σ)·x + (b - Σ w μ/σ)``, so rules read in the data's own units (e.g. "petal width >
+        0.8"). Routing raw inputs through the result agrees with routing scaled inputs through
+        this tree up to floating-point rounding at the thresholds; use it to *show* rules.
+        """
+        mean = np.asarray(mean, dtype=np.float64).reshape(-1)
+        scale = np.asarray(scale, dtype=np.float64).reshape(-1)
+        if mean.shape != (self.n_features,) or scale.shape != (self.n_features,):
+            raise TreevizError(f"The scaling needs {self.n_features} means and scales.")
+        if np.any(scale == 0) or not np.all(np.isfinite(scale)):
+            raise TreevizError("Scales must be finite and nonzero.")
+        weight = self.weight / scale
+        bias = self.bias - weight @ mean
+        leaf_weight, leaf_value = self.leaf_weight, self.leaf_value
+        if leaf_weight is not None:
+            leaf_weight = leaf_weight / scale
+            leaf_value = leaf_value - np.where(self.is_leaf[:, None], leaf_weight @ mean, 0.0)
+        return self._replace(weight=weight, bias=bias, leaf_weight=leaf_weight, leaf_value=leaf_value)
+
+    def _replace(self, **changes: Any) -> "Tree":
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(changes)
+        return Tree(**values)
+
     # ------------------------------------------------------------------ serialisation
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (NaN written as null) that :meth:`from_dict` turns back exactly."""

@@ -101,3 +101,26 @@ def test_cancel_from_a_callback_is_recorded():
     est = CARTClassifier(max_depth=2).fit(X, y, callbacks=[Stop()])
     assert est.stopped_early_ is True
     assert est.predict(X).shape == y.shape
+
+
+def test_feature_names_for_display_and_dataframes():
+    import warnings
+
+    import pandas as pd
+
+    from treeviz.errors import TreevizError
+
+    X, y = load_iris(return_X_y=True)
+    names = ["sepal length", "sepal width", "petal length", "petal width"]
+    est = CARTClassifier(max_depth=1).fit(X, y, feature_names=names)
+    assert est.to_tree().feature_names == tuple(names)
+    assert est.to_tree().node_rule(0).startswith("petal")
+    df = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est2 = CARTClassifier(max_depth=2).fit(df, y, eval_set=(df, y))
+        est2.predict(df)
+    assert est2.to_tree().feature_names == ("a", "b", "c", "d")
+    assert CARTClassifier(max_depth=1).fit(X, y).to_tree().feature_names[0] == "x0"
+    with pytest.raises(TreevizError, match="3 feature names"):
+        CARTClassifier().fit(X, y, feature_names=names[:3])

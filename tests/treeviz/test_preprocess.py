@@ -148,3 +148,15 @@ def test_too_few_rows_for_the_split():
     ds = Dataset(name="tiny", X=np.zeros((3, 1)), y=None, feature_names=("a",), task="clustering")
     with pytest.raises(TreevizError, match="too few rows"):
         prepare(ds, PrepConfig(test_size=0.5, val_size=0.3))
+
+
+def test_affine_scaling_maps_raw_features_to_model_features():
+    from treeviz.data import load_dataset
+
+    ds = load_dataset("iris")
+    prepared = prepare(ds, PrepConfig(scaling="standard"))
+    mean, scale = prepared.affine_scaling()
+    np.testing.assert_allclose((ds.X[prepared.train_idx] - mean) / scale, prepared.X_train, atol=1e-12)
+    mean0, scale0 = prepare(ds, PrepConfig(scaling="none")).affine_scaling()
+    assert not mean0.any() and (scale0 == 1).all()
+    assert prepare(ds, PrepConfig(scaling="quantile")).affine_scaling() is None

@@ -310,3 +310,25 @@ def test_class_index_maps_labels_by_name():
     assert t.class_index(np.array([], dtype=object)).tolist() == []
     with pytest.raises(TreevizError, match="'maybe' is not one of"):
         t.class_index(["maybe"])
+
+
+def test_in_input_units_rewrites_hyperplanes_exactly_in_raw_units():
+    rng = np.random.default_rng(5)
+    t = random_tree(rng, 4, d=3)
+    mean, scale = np.array([10.0, -3.0, 0.5]), np.array([2.0, 0.1, 5.0])
+    raw = rng.normal(size=(500, 3)) * scale + mean
+    scaled = (raw - mean) / scale
+    t_raw = t.in_input_units(mean, scale)
+    np.testing.assert_allclose(t_raw.decision_values(raw), t.decision_values(scaled), atol=1e-9)
+    assert np.array_equal(t_raw.apply(raw), t.apply(scaled))
+    # an axis-aligned threshold reads in raw units: z > 0.5 with z = (x - 10) / 2  <=>  x > 11
+    axis = small_tree(bias=[-0.5, 0, -0.5, 0, 0])
+    shown = axis.in_input_units([10.0, 0.0], [2.0, 1.0])
+    assert shown.node_rule(0) == "a > 11"
+    lw = np.zeros((5, 2, 2))
+    lw[3] = [[1.0, 2.0], [0.5, 0.0]]
+    lin = small_tree(leaf_weight=lw)
+    lin_raw = lin.in_input_units(mean[:2], scale[:2])
+    np.testing.assert_allclose(lin_raw.predict_value(raw[:, :2]), lin.predict_value(scaled[:, :2]), atol=1e-9)
+    with pytest.raises(TreevizError, match="nonzero"):
+        t.in_input_units(mean, np.array([1.0, 0.0, 1.0]))

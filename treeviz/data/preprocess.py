@@ -115,6 +115,16 @@ class PreparedData:
         X = self.imputer.transform(X) if self.imputer is not None else X
         return self.scaler.transform(X) if self.scaler is not None else X
 
+    def affine_scaling(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(mean, scale)`` with ``X_model = (X_raw - mean) / scale`` (after imputation), or None
+        when the preprocessing is not affine (quantile transform)."""
+        d = self.dataset.n_features
+        if self.config.scaling == "none":
+            return np.zeros(d), np.ones(d)
+        if self.config.scaling == "standard":
+            return np.asarray(self.scaler.mean_, dtype=np.float64), np.asarray(self.scaler.scale_, dtype=np.float64)
+        return None
+
     @property
     def fingerprint(self) -> str:
         """Identifies dataset + preprocessing choices (same print, same arrays)."""

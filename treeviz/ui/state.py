@@ -8,6 +8,7 @@ Session-state keys (everything the app remembers per browser tab):
 ``treeviz.run_id``            the run shown by the explorer pages (sidebar selectbox key)
 ``treeviz.job_id``            the last training job started from this tab
 ``treeviz.device``            device for torch families ("auto", "cpu", "cuda", ...)
+``treeviz.flash``             a one-shot message for the next run (after a rerun)
 ============================  ==========================================================
 
 Runs and jobs are process-wide (cached resources), so a second tab sees the same runs, and runs
@@ -32,6 +33,7 @@ PREP = "treeviz.prep"
 RUN_ID = "treeviz.run_id"
 JOB_ID = "treeviz.job_id"
 DEVICE = "treeviz.device"
+FLASH = "treeviz.flash"
 DEFAULT_DATASET = "iris"
 
 
@@ -81,8 +83,22 @@ def current_prepared() -> PreparedData:
     return _prepared(ds.fingerprint, key, ds)
 
 
-def set_dataset(dataset: Dataset) -> None:
+def set_dataset(dataset: Dataset, message: str | None = None) -> None:
+    """Make ``dataset`` current and rerun, so the sidebar (drawn before the page) shows it.
+
+    ``message`` is shown once at the top of the next run (see :func:`show_flash`).
+    """
     st.session_state[DATASET] = dataset
+    if message:
+        st.session_state[FLASH] = message
+    st.rerun()
+
+
+def show_flash() -> None:
+    """Show, once, the message left by the previous run (e.g. "Using file.csv ...")."""
+    message = st.session_state.pop(FLASH, None)
+    if message:
+        st.success(message)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

@@ -1,0 +1,70 @@
+"""AppTest helpers: every test gets its own run store (TREEVIZ_HOME) and fresh caches."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+PAGES = {
+    "data": "app_pages/data.py",
+    "train": "app_pages/train.py",
+    "explorer": "app_pages/explorer.py",
+    "routing": "app_pages/routing.py",
+    "runs": "app_pages/runs.py",
+}
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A private run store for one test; caches cleared so nothing leaks between tests."""
+    root = tmp_path / "treeviz-home"
+    monkeypatch.setenv("TREEVIZ_HOME", str(root))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield root
+    st.cache_resource.clear()
+
+
+def new_app() -> AppTest:
+    return AppTest.from_file(APP, default_timeout=60)
+
+
+def open_page(at: AppTest, page: str) -> AppTest:
+    return at.switch_page(PAGES[page]).run()
+
+
+def texts(elements) -> list[str]:
+    return [e.value for e in elements]
+
+
+def assert_clean(at: AppTest) -> None:
+    """No uncaught exception reached the page and no error box is shown."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, texts(at.error)
+
+
+def wait_for_job(at: AppTest, timeout: float = 120.0) -> AppTest:
+    """Rerun the page until the training job has ended (success, warning or error shown)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        at.run()
+        if at.success or at.error or any("cancelled" in w.value for w in at.warning):
+            return at
+        time.sleep(0.2)
+    raise AssertionError("the training job did not finish in time")
+
+
+def chart_specs(at: AppTest) -> list[dict]:
+    """The plotly figures on the page, as dicts."""
+    import json
+
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def node_trace(spec: dict) -> dict:
+    return next(t for t in spec["data"] if t.get("name") == "nodes")

@@ -1,0 +1,152 @@
+"""Acceptance: a CART run on breast_cancer trained from the Train page appears in the Tree explorer
+with sklearn's per-node counts, survives an app restart, and reloads with identical predictions."""
+
+import numpy as np
+import streamlit as st
+from sklearn.tree import DecisionTreeClassifier
+
+from models.persist import load_model
+from tests.app.conftest import assert_clean, chart_specs, new_app, node_trace, open_page, texts, wait_for_job
+from treeviz.runs import RunStore
+
+
+def train_cart_on_breast_cancer(at, depth=6):
+    at.run()
+    at.selectbox(key="data.sample").set_value("breast_cancer").run()
+    assert_clean(at)
+    open_page(at, "train")
+    at.checkbox(key="train.cart.defaults.max_depth__none").uncheck().run()
+    at.number_input(key="train.cart.defaults.max_depth").set_value(depth).run()
+    at.button(key="train.start").click().run()
+    wait_for_job(at)
+    assert_clean(at)
+    assert "Finished" in at.success[0].value
+    return at
+
+
+def sklearn_reference(store, run_id, depth):
+    prepared = store.load_prepared(run_id)
+    ref = DecisionTreeClassifier(max_depth=depth, random_state=0)
+    ref.fit(prepared.X_train, prepared.labels("train"))
+    return prepared, ref
+
+
+def explorer_counts(at):
+    spec = next(s for s in chart_specs(at) if any(t.get("name") == "nodes" for t in s["data"]))
+    trace = node_trace(spec)
+    ids = [int(c[0]) for c in trace["customdata"]]
+    counts = [float(c[2]) for c in trace["customdata"]]
+    return ids, counts
+
+
+def test_cart_run_from_train_page_to_explorer_and_back_after_restart(home):
+    at = train_cart_on_breast_cancer(new_app(), depth=6)
+    store = RunStore(home)
+    (record,) = store.list()
+    assert record.family == "cart" and record.params["max_depth"] == 6
+    assert record.dataset["name"] == "breast_cancer"
+
+    # the Tree explorer shows the run, with sklearn's own per-node counts on the training split
+    open_page(at, "explorer")
+    assert_clean(at)
+    prepared, ref = sklearn_reference(store, record.run_id, depth=6)
+    ids, counts = explorer_counts(at)
+    assert len(ids) == ref.tree_.node_count  # depth 6 fits in the default 6-level window
+    np.testing.assert_array_equal(np.asarray(counts), ref.tree_.n_node_samples[ids])
+
+    # an app restart: a new session and empty caches (a new process); the run is still there
+    st.cache_resource.clear()
+    at2 = new_app()
+    at2.run()
+    assert_clean(at2)
+    assert at2.sidebar.selectbox(key="treeviz.run_id").value == record.run_id
+    open_page(at2, "explorer")
+    assert_clean(at2)
+    ids2, counts2 = explorer_counts(at2)
+    assert (ids2, counts2) == (ids, counts)
+
+    # the model file reloads with predictions identical to scikit-learn's tree
+    model = load_model(store.runs_dir / record.run_id)
+    for part in ("train", "val", "test"):
+        X = prepared.X(part)
+        np.testing.assert_array_equal(model.predict(X), ref.predict(X))
+        np.testing.assert_array_equal(model.predict_proba(X), ref.predict_proba(X))
+
+
+def test_open_in_explorer_button_switches_page(home):
+    at = train_cart_on_breast_cancer(new_app(), depth=3)
+    at.button(key="train.open").click().run()
+    assert_clean(at)
+    assert texts(at.title) == ["Tree explorer"]
+    assert chart_specs(at)
+
+
+def test_a_failing_training_shows_a_sentence_and_the_app_stays_usable(home, monkeypatch):
+    import treeviz.training
+
+    def broken_job_fn(*args, **kwargs):
+        def fn(callbacks):
+            raise RuntimeError("the solver diverged")
+
+        return fn
+
+    monkeypatch.setattr(treeviz.training, "job_fn", broken_job_fn)
+    at = new_app()
+    at.run()
+    open_page(at, "train")
+    at.button(key="train.start").click().run()
+    wait_for_job(at)
+    assert not at.exception
+    (error,) = texts(at.error)
+    assert error == "Training failed: RuntimeError: the solver diverged"
+    assert "Traceback" not in error
+    monkeypatch.undo()
+    at.run()  # callbacks are bound to the previous run's script, so rerun once after the undo
+    at.button(key="train.start").click().run()
+    wait_for_job(at)
+    assert_clean(at)
+    assert at.success
+
+
+def test_cancel_stops_a_running_job(home, monkeypatch):
+    import threading
+
+    import treeviz.training
+    from treeviz.errors import TrainingCancelled
+
+    started = threading.Event()
+
+    def slow_job_fn(*args, **kwargs):
+        def fn(callbacks):
+            for cb in callbacks:
+                cb.on_train_begin(None, 1000)
+            started.set()
+            try:
+                for epoch in range(1000):
+                    threading.Event().wait(0.05)
+                    for cb in callbacks:
+                        cb.on_epoch_end(None, {"epoch": epoch + 1, "loss": 1.0 / (epoch + 1)})
+            except TrainingCancelled:
+                return None
+            return None
+
+        return fn
+
+    monkeypatch.setattr(treeviz.training, "job_fn", slow_job_fn)
+    at = new_app()
+    at.run()
+    open_page(at, "train")
+    at.button(key="train.start").click().run()
+    assert started.wait(30)
+    for _ in range(100):  # wait for a few epochs to be recorded
+        at.run()
+        if at.get("plotly_chart"):
+            break
+        threading.Event().wait(0.1)
+    assert at.get("plotly_chart"), "live training curves are shown while the job runs"
+    assert at.button(key="train.cancel")
+    assert "running" in at.get("progress")[0].proto.text
+    at.button(key="train.cancel").click().run()
+    wait_for_job(at)
+    assert not at.exception
+    assert any("cancelled" in w for w in texts(at.warning))
