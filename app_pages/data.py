@@ -153,16 +153,17 @@ with user_errors("setting the split"):
 st.caption(MISSING_VALUE_POLICY)
 
 # ------------------------------------------------------------------ the current dataset
-st.subheader(f"Current dataset: {ds.name}")
+st.subheader(f"Current dataset: {ds.name} ({ds.task})")
 with user_errors("preparing the dataset"):
     prepared = state.current_prepared()
-    cols = st.columns(5)
+    cols = st.columns(6)
     cols[0].metric("Rows", ds.n_samples)
     cols[1].metric("Features", ds.n_features)
-    cols[2].metric("Task", ds.task)
-    cols[3].metric("Classes" if ds.class_names else "Target", ds.n_classes or (ds.target_name or "none"))
-    cols[4].metric("Train / val / test", f"{prepared.train_idx.size} / {prepared.val_idx.size} / "
-                                         f"{prepared.test_idx.size}")
+    cols[2].metric("Classes", ds.n_classes if ds.class_names else "–",
+                   help=None if ds.class_names else f"Target: {ds.target_name or 'none'}")
+    cols[3].metric("Train rows", prepared.train_idx.size)
+    cols[4].metric("Validation rows", prepared.val_idx.size)
+    cols[5].metric("Test rows", prepared.test_idx.size)
     st.caption(f"Fingerprint {ds.fingerprint} · {ds.source or 'built in'}"
                + (f" · image {ds.image_shape[0]}×{ds.image_shape[1]}" if ds.image_shape else ""))
     for note in prepared.notes:

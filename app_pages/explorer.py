@@ -145,7 +145,8 @@ with user_errors("opening the run"):
     with right:
         if view.stats is not None and view.stats.class_counts is not None:
             st.plotly_chart(class_balance_figure(view.stats.class_counts[node], tree.output_names,
-                                                 height=260), key="explorer.node_mix")
+                                                 title=f"Node {node}: {part} rows per class", height=260),
+                            key="explorer.node_mix")
     if not tree.is_leaf[node]:
         w_left, w_right = st.columns(2)
         w_left.plotly_chart(top_weights_figure(tree, node, k=10), key="explorer.top_weights")

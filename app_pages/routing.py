@@ -31,9 +31,10 @@ with user_errors("routing the data"):
     flow_levels = c2.slider("Sankey depth", 1, max(2, deepest), min(4, deepest), key="routing.levels",
                             disabled=deepest < 2)
     normalize = c3.checkbox("Bars as fractions of each class", key="routing.normalize")
-    st.plotly_chart(class_flow_figure(tree, None, None, stats=view.stats, max_levels=min(flow_levels, deepest)),
+    shown = view.rules_tree()  # split rules in the data's own units where the scaling allows
+    st.plotly_chart(class_flow_figure(shown, None, None, stats=view.stats, max_levels=min(flow_levels, deepest)),
                     key="routing.flow")
     st.caption("Each band is the samples of one class going from a node to its child; band width is "
                "the number of samples.")
-    st.plotly_chart(class_split_bars(tree, None, None, stats=view.stats, max_levels=min(3, deepest),
+    st.plotly_chart(class_split_bars(shown, None, None, stats=view.stats, max_levels=min(3, deepest),
                                      normalize=normalize), key="routing.splits")

@@ -84,9 +84,12 @@ with c3.popover("Rename or delete"):
 left, right = st.columns(2)
 with left:
     st.markdown("**Parameters**")
-    st.json(rec.params, expanded=False)
+    st.dataframe(pd.DataFrame({"parameter": list(rec.params), "value": [str(v) for v in rec.params.values()]}),
+                 hide_index=True)
     st.markdown("**Metrics**")
-    st.json(rec.metrics, expanded=False)
+    st.dataframe(pd.DataFrame({"metric": list(rec.metrics),
+                               "value": [f"{v:.4g}" if isinstance(v, float) else str(v)
+                                         for v in rec.metrics.values()]}), hide_index=True)
     st.caption(f"Dataset {rec.dataset_name} (fingerprint {rec.dataset_fingerprint}); "
                f"preprocessing {rec.prep}.")
     for note in rec.notes:

@@ -335,29 +335,51 @@ class Tree:
         out += self.bias
         return out
 
-    def _hard_paths(self, S: np.ndarray) -> np.ndarray:
-        n = S.shape[0]
+    @cached_property
+    def _sparse_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each node's nonzero weights as padded (n_nodes, m) feature indexes and values, where
+        m is the largest number of nonzeros of any node (1 for axis-aligned trees)."""
+        rows, cols = np.nonzero(self.weight)
+        counts = np.bincount(rows, minlength=self.n_nodes)
+        width = max(1, int(counts.max()) if counts.size else 1)
+        slot = np.arange(rows.size) - np.repeat(np.cumsum(counts) - counts, counts)
+        feat = np.zeros((self.n_nodes, width), dtype=np.int64)
+        val = np.zeros((self.n_nodes, width))
+        feat[rows, slot] = cols
+        val[rows, slot] = self.weight[rows, cols]
+        return feat, val
+
+    def _route(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Hard paths and the decision value at each step, level by level.
+
+        Only the node a sample sits at is evaluated, from that node's nonzero weights, so the
+        cost is n_samples × depth × (nonzeros per node) rather than n_samples × n_nodes × d.
+        Padding slots hold weight 0 on feature 0, which adds an exact 0 (inputs are finite).
+        """
+        n = X.shape[0]
+        feat, val = self._sparse_rows
         paths = np.full((n, self.max_depth + 1), -1, dtype=np.int64)
+        values = np.full((n, self.max_depth), np.nan)
         node = np.zeros(n, dtype=np.int64)
         paths[:, 0] = 0
-        rows = np.arange(n)
+        active = np.arange(n)
         for level in range(1, self.max_depth + 1):
-            moving = ~self.is_leaf[node]
-            if not moving.any():
+            active = active[~self.is_leaf[node[active]]]
+            if active.size == 0:
                 break
-            idx = rows[moving]
-            cur = node[idx]
-            go_right = S[idx, cur] > 0
-            node[idx] = np.where(go_right, self.children_right[cur], self.children_left[cur])
-            paths[idx, level] = node[idx]
-        return paths
+            cur = node[active]
+            s = np.einsum("ij,ij->i", X[active[:, None], feat[cur]], val[cur]) + self.bias[cur]
+            values[active, level - 1] = s
+            node[active] = np.where(s > 0, self.children_right[cur], self.children_left[cur])
+            paths[active, level] = node[active]
+        return paths, values
 
     def paths(self, X: Any) -> np.ndarray:
         """Hard root-to-leaf paths, shape (n_samples, max_depth + 1), padded with -1.
 
         For soft trees this is the most probable branch at every node (S(s) > 1/2 iff s > 0).
         """
-        return self._hard_paths(self.decision_values(X))
+        return self._route(self._check_X(X))[0]
 
     def apply(self, X: Any) -> np.ndarray:
         """Leaf id reached by each sample under hard routing, shape (n_samples,)."""
@@ -517,20 +539,20 @@ class Tree:
         X = self._check_X(x)
         if X.shape[0] != 1:
             raise TreevizError("sample_path takes exactly one sample.")
-        S = self.decision_values(X)
-        p_right = self.right_probability(S)[0]
+        paths, values = self._route(X)
         steps = []
-        for node in self._hard_paths(S)[0]:
+        for level, node in enumerate(paths[0]):
             if node < 0 or self.is_leaf[node]:
                 break
-            right = bool(S[0, node] > 0)
+            s = float(values[0, level])
+            right = s > 0
             steps.append(
                 PathStep(
                     node=int(node),
                     depth=int(self.node_depth[node]),
-                    value=float(S[0, node]),
+                    value=s,
                     goes_right=right,
-                    p_right=float(p_right[node]),
+                    p_right=float(self.right_probability(np.array([s]))[0]),
                     rule=self.node_rule(int(node), right),
                 )
             )

@@ -102,7 +102,11 @@ def test_hard_routing_follows_the_rule_right_iff_positive():
 def test_routing_matches_a_naive_loop_on_random_oblique_trees():
     rng = np.random.default_rng(0)
     for depth in (1, 3, 6):
-        t = random_tree(rng, depth, d=5)
+        dense = random_tree(rng, depth, d=5)
+        # nodes with 0..5 nonzero weights exercise the padded per-level evaluation
+        mask = rng.random(dense.weight.shape) < rng.random((dense.n_nodes, 1))
+        t = Tree(dense.children_left, dense.children_right, dense.weight * mask, dense.bias,
+                 dense.leaf_value)
         X = rng.normal(size=(300, 5))
         expect = []
         for x in X:
@@ -112,6 +116,10 @@ def test_routing_matches_a_naive_loop_on_random_oblique_trees():
                 node = t.children_right[node] if s > 0 else t.children_left[node]
             expect.append(node)
         assert t.apply(X).tolist() == expect
+        steps = t.sample_path(X[0])
+        assert [st.node for st in steps] + [expect[0]] == [v for v in t.paths(X[:1])[0] if v >= 0]
+        S = t.decision_values(X[:1])[0]
+        np.testing.assert_allclose([st.value for st in steps], S[[st.node for st in steps]], atol=1e-12)
 
 
 def test_sparse_and_dense_decision_values_agree():

@@ -14,7 +14,7 @@ from treeviz.plots import style
 
 
 def class_balance_figure(counts: Sequence[float], class_names: Sequence[str], *,
-                         height: int | None = None) -> go.Figure:
+                         title: str = "Rows per class", height: int | None = None) -> go.Figure:
     """Bar chart of the number of rows per class, each bar in its class colour."""
     counts = np.asarray(counts, dtype=np.float64)
     names = [str(c) for c in class_names]
@@ -26,7 +26,7 @@ def class_balance_figure(counts: Sequence[float], class_names: Sequence[str], *,
         customdata=(counts / total * 100).tolist(),
         hovertemplate="<b>%{x}</b><br>%{y} rows (%{customdata:.1f}%)<extra></extra>",
     ))
-    style.apply_style(fig, title="Rows per class", subtitle=f"{int(counts.sum())} rows, {len(names)} classes",
+    style.apply_style(fig, title=title, subtitle=f"{style.fmt_count(float(counts.sum()))} rows, {len(names)} classes",
                       height=height or 320)
     fig.update_xaxes(type="category")
     fig.update_yaxes(title="rows")

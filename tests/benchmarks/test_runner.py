@@ -1,0 +1,33 @@
+"""The benchmark runner works end to end in --quick mode (numbers are not asserted: speed belongs
+in benchmarks, never in tests)."""
+
+import json
+
+import pytest
+
+from benchmarks import run
+from benchmarks.common import format_table
+
+
+def test_quick_cart_benchmark_prints_a_table_and_writes_json(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    assert run.main(["cart_tree", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "route_vs_sklearn" in out and "breast_cancer" in out
+    payload = json.loads((tmp_path / "cart_tree.json").read_text())
+    assert payload["quick"] is True and payload["benchmark"] == "cart_tree"
+    for name in ("iris", "wine", "breast_cancer"):
+        row = payload["results"][name]
+        assert row["nodes"] > 1 and row["fit_ms"] > 0 and row["route_vs_sklearn"] > 0
+
+
+def test_unknown_benchmark_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        run.main(["nope"])
+    assert "unknown benchmark" in capsys.readouterr().err
+
+
+def test_format_table_aligns_columns():
+    text = format_table([{"a": 1, "b": 0.123456}, {"a": 10, "b": 2.0}])
+    lines = text.splitlines()
+    assert lines[0].split() == ["a", "b"] and len({len(line) for line in lines}) == 1

@@ -1,0 +1,107 @@
+"""A real browser against `streamlit run app.py`: server and chromium fixtures, failure screenshots.
+
+Chromium is Debian's (`/usr/bin/chromium`, installed by scripts/test.sh); Playwright never
+downloads a browser (that fails offline).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("TREEVIZ_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = Path(os.environ.get("TREEVIZ_E2E_ARTIFACTS", ROOT / "tests" / "e2e" / "artifacts"))
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    """`streamlit run app.py` on 127.0.0.1 with a private run store; yields its URL."""
+    home = tmp_path_factory.mktemp("treeviz-home")
+    port = _free_port()
+    env = {**os.environ, "TREEVIZ_HOME": str(home), "PYTHONUNBUFFERED": "1"}
+    log_path = ARTIFACTS / f"streamlit-{port}.log"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    log = open(log_path, "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true",
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited early; see {log_path}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        raise RuntimeError(f"streamlit did not answer on {url} within 90 s; see {log_path}")
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: run `bash scripts/test.sh`, which installs Debian's chromium.")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, request):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = context.new_page()
+    pg.set_default_timeout(60_000)
+    request.node._page = pg
+    yield pg
+    context.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """On a failed browser test, save a full-page screenshot to tests/e2e/artifacts/."""
+    outcome = yield
+    report = outcome.get_result()
+    pg = getattr(item, "_page", None)
+    if report.when == "call" and report.failed and pg is not None:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        path = ARTIFACTS / f"{item.name}.png"
+        try:
+            pg.screenshot(path=str(path), full_page=True)
+            report.sections.append(("screenshot", str(path)))
+        except Exception as err:  # noqa: BLE001 - a failed screenshot must not hide the failure
+            report.sections.append(("screenshot", f"could not be saved: {err}"))

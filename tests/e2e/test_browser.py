@@ -1,0 +1,36 @@
+"""Open the app in Debian's chromium, pick a sample dataset, train CART, see the tree."""
+
+import re
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+
+def choose(page, label: str, option: str) -> None:
+    """Pick ``option`` in the Streamlit selectbox labelled ``label``."""
+    box = page.get_by_test_id("stSelectbox").filter(has_text=label).first
+    box.locator("input").click()
+    page.get_by_role("option", name=re.compile(re.escape(option))).first.click()
+
+
+def test_pick_a_sample_train_cart_and_see_the_tree(app_url, page):
+    page.goto(app_url)
+    page.get_by_role("heading", name="Data", exact=True).wait_for()
+    choose(page, "Sample dataset", "Breast cancer")
+    page.get_by_test_id("stSidebar").get_by_text("Dataset: breast_cancer").wait_for()
+
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Train").click()
+    page.get_by_role("heading", name="Train", exact=True).wait_for()
+    page.get_by_role("button", name="Train", exact=True).click()
+    page.get_by_text(re.compile(r"Finished: saved as 'CART on breast_cancer #1'")).wait_for(timeout=120_000)
+
+    page.get_by_role("button", name="Open in Tree explorer").click()
+    page.get_by_role("heading", name="Tree explorer", exact=True).wait_for()
+    plot = page.locator(".js-plotly-plot").first
+    plot.wait_for()
+    # the node markers of the tree diagram are drawn as SVG points
+    points = plot.locator("g.scatterlayer .trace .points path.point")
+    points.first.wait_for()
+    assert points.count() >= 3
+    assert page.get_by_text("Right if").count() >= 1
