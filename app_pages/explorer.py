@@ -9,6 +9,8 @@ from treeviz.plots import (
     top_weights_figure,
     tree_figure,
     weight_image_figure,
+    weight_images_grid,
+    weights_heatmap,
 )
 from treeviz.run_view import PARTS
 from treeviz.ui import state
@@ -154,6 +156,12 @@ with user_errors("opening the run"):
         image_shape = view.prepared.dataset.image_shape
         if image_shape is not None:
             w_right.plotly_chart(weight_image_figure(tree, node, image_shape), key="explorer.weight_image")
+
+    with st.expander("Weights of all decision nodes"):
+        st.plotly_chart(weights_heatmap(tree), key="explorer.heatmap")
+        image_shape = view.prepared.dataset.image_shape
+        if image_shape is not None:
+            st.plotly_chart(weight_images_grid(tree, image_shape), key="explorer.weight_grid")
 
     # ---------------------------------------------------------- sample path details
     if show_path and view.n_rows:

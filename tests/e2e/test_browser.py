@@ -34,3 +34,17 @@ def test_pick_a_sample_train_cart_and_see_the_tree(app_url, page):
     points.first.wait_for()
     assert points.count() >= 3
     assert page.get_by_text("Right if").count() >= 1
+
+    # clicking a node selects it: the node panel follows the click (Streamlit's on_select)
+    node_input = page.get_by_role("spinbutton", name="Selected node")
+    assert node_input.input_value() == "0"
+    traces = plot.locator("g.scatterlayer g.trace")
+    counts = [traces.nth(i).locator("path.point").count() for i in range(traces.count())]
+    nodes = traces.nth(counts.index(max(counts))).locator("path.point")
+    nodes.nth(1).click(force=True)
+    page.wait_for_function(
+        "() => { const el = [...document.querySelectorAll('input')].find("
+        "i => i.getAttribute('aria-label') === 'Selected node'); return el && el.value !== '0'; }",
+        timeout=30_000,
+    )
+    assert node_input.input_value() != "0"
