@@ -9,10 +9,12 @@ Layout under the store's root (:func:`default_root`)::
     datasets/<fingerprint>/dataset.json         names, task, class names, provenance
     datasets/<fingerprint>/arrays.safetensors   X and y
 
-Every write is atomic: files go into a hidden temporary folder (``.tmp-*``) in the same parent,
-are fsynced, and the folder is renamed into place, so a crash leaves either nothing or a
-complete run. Nothing is cached in memory: two ``RunStore`` objects on one root (two browser
-tabs, two app processes) always see each other's runs. Nothing here pickles or unpickles.
+Every write is atomic (:mod:`treeviz.atomic`): files go into a hidden temporary folder
+(``.tmp-*``) in the same parent, are fsynced, and the folder is renamed into place, so a crash
+leaves either nothing or a complete run. A data set's two files are its own stored form
+(:meth:`Dataset.to_files` / :meth:`Dataset.from_files`). Nothing is cached in memory: two
+``RunStore`` objects on one root (two browser tabs, two app processes) always see each other's
+runs. Nothing here pickles or unpickles.
 """
 
 from __future__ import annotations
@@ -24,38 +26,44 @@ import os
 import re
 import secrets
 import shutil
-import tempfile
 import time
 import zipfile
-import zlib
 from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-import numpy as np
-
-from treeviz.data.dataset import Dataset
+from treeviz.atomic import (
+    TMP_PREFIX,
+    TRASH_PREFIX,
+    discard_folder,
+    dumps_json,
+    jsonable,
+    publish_folder,
+    replace_file,
+)
+from treeviz.data.dataset import ARRAYS, DATASET_JSON, Dataset
 from treeviz.data.preprocess import PrepConfig, PreparedData, prepare
 from treeviz.errors import TreevizError
+from treeviz.run_archive import (  # noqa: F401 - the run folder's file names live with the archive format
+    CONFIG_JSON,
+    DATASET_PREFIX,
+    HISTORY_JSON,
+    MAX_IMPORT_BYTES,
+    MAX_IMPORT_MEMBERS,
+    PICKLE_SUFFIXES,
+    RUN_JSON,
+    WEIGHTS,
+    read_run_zip,
+)
 
 RUN_FORMAT = "treeviz.run"
 RUN_VERSION = 1
-RUN_JSON, HISTORY_JSON = "run.json", "history.json"
-CONFIG_JSON, WEIGHTS = "config.json", "weights.safetensors"
-DATASET_JSON, ARRAYS = "dataset.json", "arrays.safetensors"
 STATUSES = ("finished", "cancelled")
-TMP_PREFIX = ".tmp-"
-TRASH_PREFIX = ".trash-"
 #: A hidden temporary folder older than this (seconds) is reported as left over by a crash.
 STALE_TMP_S = 600.0
-#: Import limits: total unpacked bytes, and number of members, of a run zip.
-MAX_IMPORT_BYTES = 1024**3
-MAX_IMPORT_MEMBERS = 32
-PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib", ".pt", ".pth", ".sav", ".dill")
 RUN_ID_RE = re.compile(r"^\d{8}-\d{6}-\d{6}-[0-9a-f]{6}$")
 FINGERPRINT_RE = re.compile(r"^[0-9a-f]{16}$")
-_DS_PREFIX = "dataset/"
 
 
 def default_root() -> Path:
@@ -223,8 +231,8 @@ class RunStore:
         record = RunRecord(
             run_id=run_id, name=_clean_name(name), family=fam.key,
             estimator=type(estimator).__name__, task=task or dataset.task,
-            params=_jsonable(dict(params if params is not None else estimator.get_params(deep=False))),
-            dataset=_jsonable(dataset.summary()), dataset_fingerprint=dataset.fingerprint,
+            params=jsonable(dict(params if params is not None else estimator.get_params(deep=False))),
+            dataset=jsonable(dataset.summary()), dataset_fingerprint=dataset.fingerprint,
             prep=prepared.config.to_dict(), prepared_fingerprint=prepared.fingerprint,
             metrics=_clean_metrics(metrics or {}), **tree_size(estimator),
             created=now.isoformat(timespec="milliseconds"), duration_s=float(duration_s),
@@ -234,13 +242,13 @@ class RunStore:
                    "prepared_fingerprint": record.prepared_fingerprint,
                    "feature_names": list(dataset.feature_names), "dataset_name": dataset.name}
         files = model_bytes(estimator, context=context)
-        files[HISTORY_JSON] = _dumps(list(getattr(estimator, "history_", [])))
+        files[HISTORY_JSON] = dumps_json(list(getattr(estimator, "history_", [])))
         return self._publish_run(record, files)
 
     def _publish_run(self, record: RunRecord, files: dict[str, bytes]) -> RunRecord:
         for _ in range(5):  # a clash of ids is all but impossible; never overwrite one anyway
-            files[RUN_JSON] = _dumps(record.to_dict())
-            if _publish_folder(files, self.runs_dir, record.run_id):
+            files[RUN_JSON] = dumps_json(record.to_dict())
+            if publish_folder(files, self.runs_dir, record.run_id):
                 return record
             record = replace(record, run_id=new_run_id())
         raise TreevizError(f"Could not find a free run id in {self.runs_dir}.")  # pragma: no cover
@@ -257,8 +265,6 @@ class RunStore:
     # ------------------------------------------------------------------ data sets
     def store_dataset(self, dataset: Dataset) -> str:
         """Store ``dataset`` under its fingerprint (once) and return the fingerprint."""
-        from safetensors.numpy import save
-
         fp = dataset.fingerprint
         final = self.datasets_dir / fp
 
@@ -267,22 +273,10 @@ class RunStore:
 
         if complete():
             return fp
-        arrays = {"X": np.ascontiguousarray(dataset.X)}
-        if dataset.y is not None:
-            arrays["y"] = np.ascontiguousarray(dataset.y)
-        info = {
-            "format": "treeviz.dataset", "version": 1, "fingerprint": fp, "name": dataset.name,
-            "task": dataset.task, "feature_names": list(dataset.feature_names),
-            "target_name": dataset.target_name,
-            "class_names": None if dataset.class_names is None else list(dataset.class_names),
-            "image_shape": None if dataset.image_shape is None else list(dataset.image_shape),
-            "description": dataset.description, "source": dataset.source,
-            "notes": list(dataset.notes), "meta": _jsonable(dict(dataset.meta)),
-            "n_samples": dataset.n_samples, "n_features": dataset.n_features,
-        }
+        files = dataset.to_files()
         if final.exists() and not complete():  # damaged by hand: move it aside, never trust it
-            _discard(final, self.datasets_dir, missing_ok=True)
-        _publish_folder({DATASET_JSON: _dumps(info), ARRAYS: save(arrays)}, self.datasets_dir, fp)
+            discard_folder(final, self.datasets_dir, missing_ok=True)
+        publish_folder(files, self.datasets_dir, fp)
         return fp
 
     def list_datasets(self) -> list[dict[str, Any]]:
@@ -323,7 +317,7 @@ class RunStore:
                 f"The data set {fingerprint} is not in the run store {self.root}; "
                 "import the run with its data, or load the data set again and retrain."
             ) from None
-        return _dataset_from_bytes(info_bytes, arrays_bytes, fingerprint)
+        return Dataset.from_files(info_bytes, arrays_bytes, fingerprint)
 
     # ------------------------------------------------------------------ reading
     def list(self) -> list[RunRecord]:
@@ -430,14 +424,14 @@ class RunStore:
         """Give a run a new display name (atomic rewrite of its run.json)."""
         record = replace(self.get(run_id), name=_clean_name(name))
         try:
-            _replace_file(self._run_dir(run_id) / RUN_JSON, _dumps(record.to_dict()))
+            replace_file(self._run_dir(run_id) / RUN_JSON, dumps_json(record.to_dict()))
         except FileNotFoundError:
             raise TreevizError(f"The run {run_id} was deleted (perhaps in another tab).") from None
         return record
 
     def delete(self, run_id: str) -> None:
         """Remove a run (its data set stays: other runs may share it)."""
-        _discard(self._run_dir(run_id), self.runs_dir)
+        discard_folder(self._run_dir(run_id), self.runs_dir)
 
     def remove_leftovers(self, older_than_s: float = STALE_TMP_S) -> int:
         """Delete hidden temporary folders left by crashed saves; returns how many."""
@@ -463,7 +457,7 @@ class RunStore:
         ds = self.datasets_dir / record.dataset_fingerprint
         if include_dataset and (ds / DATASET_JSON).is_file() and (ds / ARRAYS).is_file():
             for n in (DATASET_JSON, ARRAYS):
-                files[_DS_PREFIX + n] = (ds / n).read_bytes()
+                files[DATASET_PREFIX + n] = (ds / n).read_bytes()
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
             for n, data in files.items():  # fixed dates: the same run gives the same bytes
@@ -480,7 +474,7 @@ class RunStore:
         """
         from models.persist import load_model, zip_bytes
 
-        files = _read_import_zip(data)
+        files = read_run_zip(data)
         try:
             record = RunRecord.from_dict(json.loads(files[RUN_JSON].decode("utf-8")))
         except (UnicodeDecodeError, json.JSONDecodeError):
@@ -500,14 +494,14 @@ class RunStore:
         n_features = record.dataset.get("n_features")
         if n_features is not None and getattr(model, "n_features_in_", n_features) != n_features:
             raise TreevizError("The zip's model and its data set disagree on the number of features.")
-        if _DS_PREFIX + DATASET_JSON in files and _DS_PREFIX + ARRAYS in files:
-            dataset = _dataset_from_bytes(files[_DS_PREFIX + DATASET_JSON],
-                                          files[_DS_PREFIX + ARRAYS], record.dataset_fingerprint)
+        if DATASET_PREFIX + DATASET_JSON in files and DATASET_PREFIX + ARRAYS in files:
+            dataset = Dataset.from_files(files[DATASET_PREFIX + DATASET_JSON],
+                                         files[DATASET_PREFIX + ARRAYS], record.dataset_fingerprint)
             self.store_dataset(dataset)
         if self.exists(record.run_id):
             record = replace(record, run_id=new_run_id())
         out = {n: files[n] for n in (CONFIG_JSON, WEIGHTS)}
-        out[HISTORY_JSON] = files.get(HISTORY_JSON, _dumps(list(getattr(model, "history_", []))))
+        out[HISTORY_JSON] = files.get(HISTORY_JSON, dumps_json(list(getattr(model, "history_", []))))
         return self._publish_run(record, out)
 
 
@@ -521,21 +515,6 @@ def _clean_name(name: Any) -> str:
     return text
 
 
-def _jsonable(value: Any) -> Any:
-    """Plain JSON values (numpy scalars/arrays -> Python; anything else -> its text)."""
-    return json.loads(json.dumps(value, default=_json_default))
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    return str(value)
-
-
 def _clean_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
     """Metric values as JSON: numbers (NaN and infinities become None), anything else as text."""
     out: dict[str, Any] = {}
@@ -546,154 +525,3 @@ def _clean_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
         except (TypeError, ValueError):
             out[str(key)] = None if value is None else str(value)
     return out
-
-
-def _dumps(value: Any) -> bytes:
-    return json.dumps(value, indent=1, default=_json_default).encode("utf-8")
-
-
-def _fsync_dir(path: Path) -> None:
-    if os.name != "posix":  # pragma: no cover - Windows cannot open a folder for fsync
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_synced(path: Path, data: bytes) -> None:
-    with open(path, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _publish_folder(files: Mapping[str, bytes], parent: Path, name: str) -> bool:
-    """Write ``files`` into a temporary folder in ``parent``, then rename it to ``parent/name``.
-
-    Returns False (writing nothing) if ``parent/name`` already exists: nothing is overwritten.
-    """
-    parent.mkdir(parents=True, exist_ok=True)
-    final = parent / name
-    tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{name}-", dir=parent))
-    try:
-        for rel, data in files.items():
-            target = tmp / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            _write_synced(target, data)
-        for folder in {(tmp / rel).parent for rel in files}:
-            _fsync_dir(folder)
-        if final.exists():
-            return False
-        try:
-            os.rename(tmp, final)  # fails on an existing non-empty folder: never overwrites
-        except OSError:
-            if final.exists():
-                return False
-            raise
-        _fsync_dir(parent)
-        return True
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _replace_file(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
-    os.close(fd)
-    try:
-        _write_synced(Path(tmp), data)
-        os.replace(tmp, path)
-        _fsync_dir(path.parent)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def _discard(folder: Path, parent: Path, missing_ok: bool = False) -> None:
-    """Rename ``folder`` out of sight first (atomic), then delete it."""
-    trash = parent / f"{TRASH_PREFIX}{folder.name}-{secrets.token_hex(4)}"
-    try:
-        os.rename(folder, trash)
-    except FileNotFoundError:
-        if missing_ok:
-            return
-        raise TreevizError(f"{folder.name} was already deleted (perhaps in another tab).") from None
-    shutil.rmtree(trash, ignore_errors=True)
-
-
-def _dataset_from_bytes(info_bytes: bytes, arrays_bytes: bytes, fingerprint: str) -> Dataset:
-    from safetensors import SafetensorError
-    from safetensors.numpy import load
-
-    try:
-        info = json.loads(info_bytes.decode("utf-8"))
-        arrays = load(arrays_bytes)
-        dataset = Dataset(
-            name=str(info["name"]), X=arrays["X"], y=arrays.get("y"),
-            feature_names=tuple(info["feature_names"]), task=str(info["task"]),
-            target_name=info.get("target_name"),
-            class_names=None if info.get("class_names") is None else tuple(info["class_names"]),
-            image_shape=None if info.get("image_shape") is None else tuple(info["image_shape"]),
-            description=str(info.get("description", "")), source=str(info.get("source", "")),
-            notes=tuple(str(n) for n in info.get("notes", ())), meta=dict(info.get("meta") or {}),
-        )
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError, SafetensorError) as err:
-        if isinstance(err, TreevizError):
-            raise
-        raise TreevizError(f"The stored data set {fingerprint} is damaged ({err}).") from None
-    if dataset.fingerprint != fingerprint:
-        raise TreevizError(
-            f"The stored data set {fingerprint} does not match its fingerprint; it was changed "
-            "after the run was saved, so the run's data cannot be rebuilt exactly."
-        )
-    return dataset
-
-
-def _read_import_zip(data: bytes) -> dict[str, bytes]:
-    """The members of a run zip, checked for traversal, size and pickles."""
-    allowed = (RUN_JSON, HISTORY_JSON, CONFIG_JSON, WEIGHTS, _DS_PREFIX + DATASET_JSON, _DS_PREFIX + ARRAYS)
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(bytes(data)))
-    except (zipfile.BadZipFile, ValueError):
-        raise TreevizError("This file is not a zip archive; a treeviz run export is a .zip file.") from None
-    with zf:
-        infos = [i for i in zf.infolist() if not i.is_dir()]
-        if len(infos) > MAX_IMPORT_MEMBERS:
-            raise TreevizError(f"This zip has {len(infos)} files, too many for a treeviz run; it was refused.")
-        for info in infos:
-            name = info.filename
-            parts = name.replace("\\", "/").split("/")
-            if name.startswith(("/", "\\")) or "\\" in name or ":" in name or ".." in parts:
-                raise TreevizError(
-                    f"The zip member {name!r} points outside the archive, so the file was refused."
-                )
-        if sum(i.file_size for i in infos) > MAX_IMPORT_BYTES:
-            raise TreevizError(
-                f"This zip unpacks to more than {MAX_IMPORT_BYTES / 1024**2:.0f} MiB, too large "
-                "for a treeviz run; it was refused."
-            )
-        by_name = {i.filename: i for i in infos}
-        tops = {n.split("/", 1)[0] for n in by_name}
-        if RUN_JSON not in by_name and len(tops) == 1 and all("/" in n for n in by_name):
-            top = tops.pop() + "/"  # zipped a whole folder: look inside it
-            by_name = {n[len(top):]: i for n, i in by_name.items()}
-        missing = [n for n in (RUN_JSON, CONFIG_JSON, WEIGHTS) if n not in by_name]
-        if missing:
-            pickles = [n for n in by_name if n.lower().endswith(PICKLE_SUFFIXES)]
-            if pickles:
-                raise TreevizError(
-                    f"This zip holds a pickled model ({pickles[0]}), which treeviz never opens "
-                    "because a pickle can run code; export the run from treeviz instead."
-                )
-            if RUN_JSON in missing and CONFIG_JSON in by_name and WEIGHTS in by_name:
-                raise TreevizError(
-                    "This zip is a model file without a run record; open it with "
-                    "models.persist.load_model instead of importing it as a run."
-                )
-            raise TreevizError(f"This zip is not a treeviz run export: it lacks {', '.join(missing)}.")
-        try:
-            return {n: zf.read(by_name[n]) for n in allowed if n in by_name}
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, zlib.error) as err:
-            raise TreevizError(f"This zip is damaged ({err}); export the run again.") from None

@@ -28,7 +28,7 @@ import json
 import math
 from dataclasses import dataclass, field, fields
 from functools import cached_property
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp

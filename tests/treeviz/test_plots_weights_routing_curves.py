@@ -221,8 +221,8 @@ def test_class_split_bars_left_plus_right_equals_node_counts(digits):
             assert -lv == pytest.approx(stats.class_counts[tree.children_left[v], k])
     assert d["layout"]["barmode"] == "relative"
     share = class_split_bars(tree, X, y, max_levels=1, normalize=True).to_dict()
-    l, r = share["data"][0]["x"], share["data"][1]["x"]
-    assert [-a + b for a, b in zip(l, r)] == pytest.approx([1.0] * len(l))
+    lefts, rights = share["data"][0]["x"], share["data"][1]["x"]
+    assert [-a + b for a, b in zip(lefts, rights)] == pytest.approx([1.0] * len(lefts))
 
 
 # --------------------------------------------------------------------------- training curves

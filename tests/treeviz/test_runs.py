@@ -17,6 +17,7 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 
 from models.cart import CARTClassifier
 from models.persist import load_model
+from treeviz import run_archive
 from treeviz import runs as runs_mod
 from treeviz.data.dataset import Dataset
 from treeviz.data.preprocess import PrepConfig, prepare
@@ -298,7 +299,7 @@ def test_import_refuses_unsafe_zips(store, prepared, monkeypatch, tmp_path):
         assert str(info.value).endswith("."), label
     with pytest.raises(TreevizError, match="not a zip"):
         target.import_zip(b"\x80\x04 definitely a pickle")
-    monkeypatch.setattr(runs_mod, "MAX_IMPORT_BYTES", 1024 * 1024)
+    monkeypatch.setattr(run_archive, "MAX_IMPORT_BYTES", 1024 * 1024)
     with pytest.raises(TreevizError, match="too large"):
         target.import_zip(make_zip({**good, "history.json": b" " * (2 * 1024 * 1024)}))
     assert target.list() == [] and not target.runs_dir.exists()

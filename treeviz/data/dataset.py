@@ -12,20 +12,32 @@ Targets
 * regression: ``y`` holds float values;
 * clustering: ``y`` is None, or (for synthetic sets with known groups) reference class indices
   used only for evaluation, never for training.
+
+Stored form
+-----------
+:meth:`Dataset.to_files` and :meth:`Dataset.from_files` define how a data set is kept on disk
+(by :class:`treeviz.runs.RunStore`, and inside a run's export zip): ``dataset.json`` (format
+``treeviz.dataset``, version, fingerprint, names, task, class names, provenance, notes, sizes)
+and ``arrays.safetensors`` (``X``, NaN kept, and ``y`` when there is one). Nothing is pickled.
 """
 
 from __future__ import annotations
 
 import hashlib
+from functools import cached_property
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from treeviz.atomic import dumps_json, jsonable
 from treeviz.errors import TreevizError
 
 TASKS = ("classification", "regression", "clustering")
+#: The stored form's file names (see :meth:`Dataset.to_files`).
+DATASET_JSON, ARRAYS = "dataset.json", "arrays.safetensors"
+DATASET_FORMAT, DATASET_VERSION = "treeviz.dataset", 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,7 +116,7 @@ class Dataset:
             return np.asarray(self.class_names, dtype=object)[self.y]
         return self.y
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
         """SHA-256 (hex, first 16 chars) of the values, names and task: same data, same print."""
         h = hashlib.sha256()
@@ -129,3 +141,83 @@ class Dataset:
             "source": self.source,
             "missing_values": int(np.isnan(self.X).sum()),
         }
+
+    def to_files(self) -> dict[str, bytes]:
+        """The stored form of this data set, as file name to content.
+
+        Returns
+        -------
+        dict of str to bytes
+            ``{"dataset.json": ..., "arrays.safetensors": ...}``: the JSON description (format,
+            version, fingerprint, names, task, class names, image shape, provenance, notes,
+            meta, ``n_samples`` and ``n_features``) and the arrays ``X`` and, if any, ``y``.
+            :meth:`from_files` reads them back.
+        """
+        from safetensors.numpy import save
+
+        arrays = {"X": np.ascontiguousarray(self.X)}
+        if self.y is not None:
+            arrays["y"] = np.ascontiguousarray(self.y)
+        info = {
+            "format": DATASET_FORMAT, "version": DATASET_VERSION, "fingerprint": self.fingerprint,
+            "name": self.name, "task": self.task, "feature_names": list(self.feature_names),
+            "target_name": self.target_name,
+            "class_names": None if self.class_names is None else list(self.class_names),
+            "image_shape": None if self.image_shape is None else list(self.image_shape),
+            "description": self.description, "source": self.source,
+            "notes": list(self.notes), "meta": jsonable(dict(self.meta)),
+            "n_samples": self.n_samples, "n_features": self.n_features,
+        }
+        return {DATASET_JSON: dumps_json(info), ARRAYS: save(arrays)}
+
+    @classmethod
+    def from_files(cls, info_bytes: bytes, arrays_bytes: bytes,
+                   fingerprint: str | None = None) -> "Dataset":
+        """Rebuild a data set from the two files of :meth:`to_files`.
+
+        Parameters
+        ----------
+        info_bytes
+            The content of ``dataset.json``.
+        arrays_bytes
+            The content of ``arrays.safetensors`` (read as safetensors, never unpickled).
+        fingerprint
+            The fingerprint the data set was stored under; when given, the rebuilt data set
+            must have exactly this fingerprint.
+
+        Returns
+        -------
+        Dataset
+            The data set, validated as any other.
+
+        Raises
+        ------
+        TreevizError
+            If the files are damaged, or the data does not match ``fingerprint``.
+        """
+        from safetensors import SafetensorError
+        from safetensors.numpy import load
+
+        label = "" if fingerprint is None else f" {fingerprint}"
+        try:
+            info = json.loads(info_bytes.decode("utf-8"))
+            arrays = load(arrays_bytes)
+            dataset = cls(
+                name=str(info["name"]), X=arrays["X"], y=arrays.get("y"),
+                feature_names=tuple(info["feature_names"]), task=str(info["task"]),
+                target_name=info.get("target_name"),
+                class_names=None if info.get("class_names") is None else tuple(info["class_names"]),
+                image_shape=None if info.get("image_shape") is None else tuple(info["image_shape"]),
+                description=str(info.get("description", "")), source=str(info.get("source", "")),
+                notes=tuple(str(n) for n in info.get("notes", ())), meta=dict(info.get("meta") or {}),
+            )
+        except (UnicodeDecodeError, ValueError, KeyError, TypeError, SafetensorError) as err:
+            if isinstance(err, TreevizError):
+                raise
+            raise TreevizError(f"The stored data set{label} is damaged ({err}).") from None
+        if fingerprint is not None and dataset.fingerprint != fingerprint:
+            raise TreevizError(
+                f"The stored data set {fingerprint} does not match its fingerprint; it was changed "
+                "after the run was saved, so the run's data cannot be rebuilt exactly."
+            )
+        return dataset
