@@ -134,9 +134,6 @@ class _CARTBase(TreeEstimator):
             self._end_training()
         return self
 
-    def _score_arrays(self, X: np.ndarray, y: np.ndarray) -> float:
-        raise NotImplementedError  # pragma: no cover
-
     def _output_names(self) -> tuple[str, ...] | None:
         return None
 
