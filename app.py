@@ -16,6 +16,8 @@ PAGES = [
     st.Page("app_pages/train.py", title="Train", icon=":material/model_training:"),
     st.Page("app_pages/explorer.py", title="Tree explorer", icon=":material/account_tree:"),
     st.Page("app_pages/routing.py", title="Routing", icon=":material/alt_route:"),
+    st.Page("app_pages/pruning.py", title="Pruning / λ path", icon=":material/content_cut:"),
+    st.Page("app_pages/clustering.py", title="Clustering", icon=":material/bubble_chart:"),
     st.Page("app_pages/runs.py", title="Runs", icon=":material/history:"),
 ]
 

@@ -56,7 +56,8 @@ with user_errors("opening the run"):
     # ---------------------------------------------------------- headline numbers
     metrics = st.columns(7)
     m = record.metrics
-    score_key = next((k for k in ("test_accuracy", "test_r2", "val_accuracy", "train_accuracy", "train_r2")
+    score_key = next((k for k in ("test_accuracy", "test_r2", "test_dendrogram_purity", "val_accuracy",
+                                  "train_accuracy", "train_r2")
                       if m.get(k) is not None), None)
     if score_key:
         metrics[0].metric(score_key.replace("_", " "), f"{m[score_key]:.3f}")

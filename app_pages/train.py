@@ -87,7 +87,11 @@ active = current is not None and not current.done
 def job_panel() -> None:
     show_job()
     job = state.current_job()
-    if active and job is not None and job.done:
+    if job is not None and job.done and st.session_state.get("train.applied_job") != job.id:
+        st.session_state["train.applied_job"] = job.id  # once per job
+        record = job.snapshot().result
+        if record is not None:
+            state.select_run_next(record.run_id)  # the new run becomes the one the explorer shows
         st.rerun()  # a full rerun stops the polling and refreshes the sidebar's run list
 
 

@@ -10,7 +10,7 @@ Layout of ``config.json``::
 
     {"format": "treeviz.model", "version": 1,
      "family": "cart", "estimator": "CARTClassifier",
-     "params": {...},            # get_params(), JSON values only
+     "params": {...},            # get_params() without "device", JSON values only
      "learned": {...},           # the estimator's JSON-ready learned attributes
      "history": [...],           # history_
      "context": {...},           # free-form: data fingerprint, feature names, run id, ...
@@ -63,7 +63,9 @@ def model_bytes(estimator: Any, *, context: dict[str, Any] | None = None) -> dic
 
     family = family_of_class(type(estimator))
     learned, arrays = estimator._learned_state()
-    params = estimator.get_params(deep=False)
+    # The device is where a model runs, not part of the model: a file saved on a GPU machine
+    # loads anywhere (estimators default to device="auto").
+    params = {k: v for k, v in estimator.get_params(deep=False).items() if k != "device"}
     config = {
         "format": FORMAT,
         "version": VERSION,

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping
 
 from treeviz.errors import TreevizError
 
-PARAM_KINDS = ("int", "float", "choice", "bool")
+PARAM_KINDS = ("int", "float", "choice", "bool", "text")
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,12 @@ class Param:
             if isinstance(value, bool):
                 return value
             raise TreevizError(f"Parameter '{self.name}' must be true or false, got {value!r}.")
+        if self.kind == "text":
+            if not isinstance(value, str):
+                raise TreevizError(f"Parameter '{self.name}' must be text, got {value!r}.")
+            if len(value) > 1000:
+                raise TreevizError(f"Parameter '{self.name}' is too long (at most 1000 characters).")
+            return value.strip()
         if self.kind == "choice":
             if value in self.choices:
                 return value
@@ -200,7 +206,75 @@ CART = Family(
     presets={"quick": {"max_depth": 4}, "deep": {"max_depth": 8, "min_samples_leaf": 2}},
 )
 
-FAMILIES: dict[str, Family] = {f.key: f for f in (CART,)}
+LATENT = Family(
+    key="latent",
+    label="Latent trees (argmin differentiation)",
+    description=(
+        "Zantedeschi, Kusner & Niculae (ICML 2021): a complete oblique binary tree whose nodes are "
+        "pruned by a quadratic program solved inside the network; predictions come from a learned "
+        "predictor on [x; z]. Larger pruning strength λ switches off more nodes."
+    ),
+    paper="Learning Binary Decision Trees by Argmin Differentiation (ICML 2021)",
+    estimators={
+        "classification": "models.latent.estimators:LatentTreeClassifier",
+        "regression": "models.latent.estimators:LatentTreeRegressor",
+        "clustering": "models.latent.estimators:LatentTreeClustering",
+    },
+    params=(
+        Param("depth", "int", 3, "Depth D of the complete tree (2^D − 1 oblique splits).", low=1, high=10),
+        Param("prune_strength", "float", 1.0,
+              "Pruning strength λ of the QP; it competes with a sum over each batch, so the same λ "
+              "prunes more with smaller batches (0 = no pruning).", low=0.0, high=1e4, log=True,
+              label="pruning strength λ"),
+        Param("split", "choice", "linear", "Split function: linear, or linear followed by ELU.",
+              choices=("linear", "elu")),
+        Param("head", "choice", "linear", "Predictor on [x; z]: one linear layer or an MLP.",
+              choices=("linear", "mlp")),
+        Param("head_layers", "int", 2, "Linear layers of the MLP predictor (widths 64, 128, …).",
+              low=1, high=8),
+        Param("dropout", "float", 0.0, "Dropout between the MLP's layers.", low=0.0, high=0.9),
+        Param("target_features", "text", "0",
+              "Features to reconstruct from the others (indexes or names, comma-separated); "
+              "the tree's leaves are the clusters.", tasks=("clustering",)),
+        Param("learning_rate", "float", 1e-2, "Step size of the optimiser.", low=1e-6, high=1.0, log=True),
+        Param("batch_size", "int", 64, "Samples per training step (and per pruning QP).", low=2,
+              high=1_000_000),
+        Param("max_epochs", "int", 100, "Most passes over the training data.", low=1, high=100_000),
+        Param("patience", "int", 10,
+              "Stop after this many epochs without a better validation loss (best weights kept).",
+              low=0, high=100_000),
+        Param("optimizer", "choice", "qhadam", "QHAdam (the papers) or Adam.", choices=("qhadam", "adam"),
+              advanced=True),
+        Param("lr_patience", "int", 2,
+              "Epochs without validation improvement before the learning rate is divided by 10 "
+              "(0 = never).", low=0, high=100_000, advanced=True),
+        Param("readout", "choice", "code",
+              "How z is read from the pruning vector: 'code' (hard paths, reproduces the published "
+              "numbers) or 'paper' (the exact argmin of the relaxed problem).", choices=("code", "paper"),
+              advanced=True),
+        Param("formulation", "choice", "icml",
+              "ICML 2021 (λ inside the QP) or the 2020 preprint (learned per-node η, penalty λ‖η‖∞).",
+              choices=("icml", "preprint"), advanced=True),
+        Param("inference", "choice", "frozen",
+              "Prediction: 'frozen' solves the pruning once on the training data; 'batch' re-solves it "
+              "on every evaluation batch, as the papers do.", choices=("frozen", "batch"), advanced=True),
+        Param("eval_batch_size", "int", None, "Rows per evaluation batch with inference='batch'.",
+              low=2, high=1_000_000, optional_label="2 × batch size", advanced=True),
+        Param("warm_start", "bool", False, "Continue from the current weights when refitted.",
+              advanced=True),
+        _SEED,
+    ),
+    presets={
+        "quick": {"depth": 3, "max_epochs": 30},
+        "paper": {"depth": 4, "batch_size": 512, "learning_rate": 1e-3, "optimizer": "qhadam",
+                  "max_epochs": 100, "patience": 10, "lr_patience": 2},
+        "clustering (paper)": {"depth": 4, "split": "linear", "head": "linear", "batch_size": 8,
+                               "learning_rate": 1e-3, "prune_strength": 10.0},
+    },
+    uses_torch=True,
+)
+
+FAMILIES: dict[str, Family] = {f.key: f for f in (CART, LATENT)}
 
 
 def get_family(key: str) -> Family:

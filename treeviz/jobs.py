@@ -74,6 +74,8 @@ class Job:
         self._total: int | None = None
         self._epochs = 0
         self._stage_epochs = 0
+        self._n_stages = 1  # fits this job will run (a sweep runs several)
+        self._stage_index = -1
         self._records: list[dict[str, Any]] = []
         self._message: str | None = None
         self._traceback: str | None = None
@@ -115,9 +117,11 @@ class Job:
     def _progress(self) -> float:
         if self._status == "finished":
             return 1.0
-        if self._total:
-            return min(1.0, self._stage_epochs / self._total)
-        return 0.0
+        within = min(1.0, self._stage_epochs / self._total) if self._total else 0.0
+        if self._n_stages <= 1:
+            return within
+        done = min(max(self._stage_index, 0), self._n_stages - 1)
+        return min(1.0, (done + within) / self._n_stages)
 
     @property
     def progress(self) -> float:
@@ -157,6 +161,11 @@ class Job:
         with self._lock:
             self._total = int(total) if total else None
             self._stage_epochs = 0
+            self._stage_index += 1
+
+    def _set_stages(self, n: int) -> None:
+        with self._lock:
+            self._n_stages = max(1, int(n))
 
     def _add_record(self, record: dict[str, Any]) -> None:
         with self._lock:
@@ -213,8 +222,8 @@ class Job:
 class JobCallback(Callback):
     """Feeds a job's progress and records; raises TrainingCancelled once cancel is requested.
 
-    Each ``on_train_begin`` starts a new stage (progress restarts from 0 against its total), so
-    a job that fits several models shows the progress of the current fit.
+    Each ``on_train_begin`` starts a new stage. A job that fits several models calls
+    :meth:`set_stages` first; progress then runs over all stages (else it shows the current fit).
     """
 
     def __init__(self, job: Job) -> None:
@@ -226,6 +235,10 @@ class JobCallback(Callback):
 
     def on_train_begin(self, estimator: Any, total: int | None) -> None:
         self.job._begin_stage(total)
+
+    def set_stages(self, n: int) -> None:
+        """Announce that ``n`` fits will follow (a sweep), so progress spans all of them."""
+        self.job._set_stages(n)
 
     def on_epoch_end(self, estimator: Any, record: dict[str, Any]) -> None:
         self.job._add_record(record)

@@ -100,6 +100,8 @@ class RunRecord:
     status: str = "finished"
     notes: tuple[str, ...] = ()
     treeviz_version: str = ""
+    #: Set for runs of a parameter sweep (a λ path): {"id", "param", "value", "index", "size"}.
+    sweep: dict[str, Any] | None = None
 
     def __hash__(self) -> int:  # dict fields are unhashable; a run is identified by its id
         return hash((self.run_id, self.name, self.status))
@@ -133,7 +135,7 @@ class RunRecord:
         values: dict[str, Any] = {}
         for f in fields(cls):
             if f.name not in data:
-                if f.name in ("status", "notes", "treeviz_version"):
+                if f.name in ("status", "notes", "treeviz_version", "sweep"):
                     continue
                 raise TreevizError(f"run.json lacks the field '{f.name}'.")
             values[f.name] = data[f.name]
@@ -141,6 +143,8 @@ class RunRecord:
             for key in ("params", "dataset", "prep", "metrics"):
                 if not isinstance(values[key], dict):
                     raise TypeError(key)
+            if values.get("sweep") is not None and not isinstance(values["sweep"], dict):
+                raise TypeError("sweep")
             for key in ("run_id", "name", "family", "estimator", "task", "created",
                         "dataset_fingerprint", "prepared_fingerprint"):
                 if not isinstance(values[key], str):
@@ -208,11 +212,12 @@ class RunStore:
              family: str | None = None, task: str | None = None,
              params: Mapping[str, Any] | None = None, metrics: Mapping[str, Any] | None = None,
              duration_s: float = 0.0, status: str = "finished",
-             notes: Iterable[str] = ()) -> RunRecord:
+             notes: Iterable[str] = (), sweep: Mapping[str, Any] | None = None) -> RunRecord:
         """Store a fitted estimator with its data and return the new :class:`RunRecord`.
 
         ``family`` defaults to the estimator's registry family, ``task`` to the data set's,
         ``params`` to ``estimator.get_params()``. The data set is stored once per fingerprint.
+        ``sweep`` tags a run of a parameter sweep (see :mod:`treeviz.sweep`).
         """
         from models.persist import model_bytes
         from models.registry import family_of_class, get_family
@@ -237,6 +242,7 @@ class RunStore:
             metrics=_clean_metrics(metrics or {}), **tree_size(estimator),
             created=now.isoformat(timespec="milliseconds"), duration_s=float(duration_s),
             status=status, notes=tuple(str(n) for n in notes), treeviz_version=treeviz.__version__,
+            sweep=None if sweep is None else jsonable(dict(sweep)),
         )
         context = {"run_id": run_id, "dataset_fingerprint": record.dataset_fingerprint,
                    "prepared_fingerprint": record.prepared_fingerprint,

@@ -23,6 +23,7 @@ from models.base import Callback
 from models.registry import get_family
 from treeviz.data.preprocess import PrepConfig, PreparedData, prepare
 from treeviz.errors import TrainingCancelled, TreevizError
+from treeviz.metrics import dendrogram_purity
 from treeviz.runs import FINGERPRINT_RE, RunRecord, RunStore, tree_size
 
 PARTS = ("train", "val", "test")
@@ -115,6 +116,10 @@ def evaluate(estimator: Any, prepared: PreparedData, task: str | None = None) ->
             ref = prepared.dataset.y[{"train": prepared.train_idx, "val": prepared.val_idx,
                                       "test": prepared.test_idx}[part]]
             out[f"{part}_ari"] = float(adjusted_rand_score(ref, np.asarray(estimator.predict(X))))
+            if hasattr(estimator, "to_tree") and np.bincount(ref).max() >= 2:
+                tree = estimator.to_tree()
+                out[f"{part}_dendrogram_purity"] = dendrogram_purity(tree, X, ref, "standard")
+                out[f"{part}_dendrogram_purity_code"] = dendrogram_purity(tree, X, ref, "code")
     return out
 
 
@@ -156,6 +161,15 @@ def train_run(family_key: str, task: str, params: Mapping[str, Any] | None,
         The stored run's record when ``store`` is given, else the fitted estimator and its
         metrics (scores from :func:`evaluate` plus ``n_nodes``, ``n_leaves``, ``depth``).
     """
+    estimator = build_estimator(family_key, task, params, prepared, device=device)
+    duration, stopped = fit_estimator(estimator, task, prepared, callbacks)
+    return finish_run(estimator, prepared, family_key, task, duration, stopped, store=store, name=name,
+                      notes=notes)
+
+
+def build_estimator(family_key: str, task: str, params: Mapping[str, Any] | None,
+                    prepared: PreparedData, *, device: str | None = None) -> Any:
+    """An unfitted estimator from the registry, checked against the data set's task."""
     family = get_family(family_key)
     cls = family.estimator_class(task)  # a sentence if the family lacks this task
     data_task = prepared.dataset.task
@@ -165,22 +179,36 @@ def train_run(family_key: str, task: str, params: Mapping[str, Any] | None,
             f"data set; choose a {data_task} model or another data set."
         )
     extra = {"device": device} if device is not None and _accepts(cls.__init__, "device") else {}
-    estimator = family.make(task, params or {}, **extra)
+    return family.make(task, params or {}, **extra)
+
+
+def fit_estimator(estimator: Any, task: str, prepared: PreparedData,
+                  callbacks: Iterable[Callback] = ()) -> tuple[float, bool]:
+    """Fit on the training split (validation split as ``eval_set``); returns (seconds, stopped).
+
+    ``stopped`` is True when a callback cancelled training.
+    """
     fit_kwargs: dict[str, Any] = {}
     callbacks = list(callbacks)
     if callbacks:
         if not _accepts(estimator.fit, "callbacks"):
-            raise TreevizError(f"{cls.__name__} cannot report progress, so it cannot run as a job.")
+            raise TreevizError(f"{type(estimator).__name__} cannot report progress, so it cannot run as a job.")
         fit_kwargs["callbacks"] = callbacks
-    if task != "clustering" and prepared.X_val.shape[0] > 0 and _accepts(estimator.fit, "eval_set"):
+    if prepared.X_val.shape[0] > 0 and _accepts(estimator.fit, "eval_set"):
         fit_kwargs["eval_set"] = (prepared.X_val, prepared.labels("val"))
     if _accepts(estimator.fit, "feature_names"):
         fit_kwargs["feature_names"] = prepared.dataset.feature_names
     y_train = None if task == "clustering" else prepared.labels("train")
     start = time.perf_counter()
     estimator.fit(prepared.X_train, y_train, **fit_kwargs)
-    duration = time.perf_counter() - start
-    stopped = bool(getattr(estimator, "stopped_early_", False))
+    return time.perf_counter() - start, bool(getattr(estimator, "stopped_early_", False))
+
+
+def finish_run(estimator: Any, prepared: PreparedData, family_key: str, task: str, duration: float,
+               stopped: bool, *, store: RunStore | None = None, name: str | None = None,
+               notes: Iterable[str] = (), sweep: Mapping[str, Any] | None = None
+               ) -> RunRecord | tuple[Any, dict[str, Any]]:
+    """Score a fitted estimator and store it as a run (or return it with its metrics)."""
     try:
         scores = evaluate(estimator, prepared, task)
     except Exception:
@@ -194,10 +222,10 @@ def train_run(family_key: str, task: str, params: Mapping[str, Any] | None,
     if stopped:
         n = len(getattr(estimator, "history_", []))
         notes += (f"Training was stopped at the user's request after {n} epoch(s).",)
-    return store.save(estimator, prepared, name=name, family=family.key, task=task,
+    return store.save(estimator, prepared, name=name, family=family_key, task=task,
                       params=estimator.get_params(deep=False), metrics=scores,
                       duration_s=duration, status="cancelled" if stopped else "finished",
-                      notes=notes)
+                      notes=notes, sweep=sweep)
 
 
 def job_fn(family_key: str, task: str, params: Mapping[str, Any] | None, prepared: PreparedData,

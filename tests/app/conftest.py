@@ -15,6 +15,8 @@ PAGES = {
     "train": "app_pages/train.py",
     "explorer": "app_pages/explorer.py",
     "routing": "app_pages/routing.py",
+    "pruning": "app_pages/pruning.py",
+    "clustering": "app_pages/clustering.py",
     "runs": "app_pages/runs.py",
 }
 

@@ -20,6 +20,8 @@ def _widget(p: Param, value: Any, key: str) -> Any:
             value = p.low if p.low is not None else (1 if p.kind == "int" else 0.0)
     if p.kind == "bool":
         return st.checkbox(label, value=bool(value), key=key, help=p.help)
+    if p.kind == "text":
+        return st.text_input(label, value=str(value), key=key, help=p.help)
     if p.kind == "choice":
         index = p.choices.index(value) if value in p.choices else 0
         return st.selectbox(label, p.choices, index=index, key=key, help=p.help)

@@ -19,7 +19,8 @@ def run_label(rec: RunRecord) -> str:
 def headline_metric(rec: RunRecord) -> str:
     m = rec.metrics
     for key, label in (("test_accuracy", "test acc"), ("test_r2", "test R²"), ("val_accuracy", "val acc"),
-                       ("train_accuracy", "train acc"), ("train_r2", "train R²"), ("test_ari", "test ARI")):
+                       ("train_accuracy", "train acc"), ("train_r2", "train R²"),
+                       ("test_dendrogram_purity", "test DP"), ("test_ari", "test ARI")):
         if m.get(key) is not None:
             return f"{label} {m[key]:.3f}"
     return ""
@@ -34,6 +35,9 @@ def render() -> None:
         if runs:
             ids = [r.run_id for r in runs]
             labels = {r.run_id: run_label(r) for r in runs}
+            pending = st.session_state.pop(state.NEXT_RUN_ID, None)
+            if pending in labels:
+                st.session_state[state.RUN_ID] = pending
             if st.session_state.get(state.RUN_ID) not in labels:
                 st.session_state[state.RUN_ID] = ids[0]
             st.selectbox("Run", ids, key=state.RUN_ID, format_func=labels.get,

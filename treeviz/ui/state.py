@@ -9,6 +9,7 @@ Session-state keys (everything the app remembers per browser tab):
 ``treeviz.job_id``            the last training job started from this tab
 ``treeviz.device``            device for torch families ("auto", "cpu", "cuda", ...)
 ``treeviz.flash``             a one-shot message for the next run (after a rerun)
+``treeviz.next_run_id``       a run to select in the sidebar on the next script run
 ============================  ==========================================================
 
 Runs and jobs are process-wide (cached resources), so a second tab sees the same runs, and runs
@@ -27,6 +28,8 @@ from treeviz.data import Dataset, PrepConfig, PreparedData, load_dataset, prepar
 from treeviz.jobs import JobManager
 from treeviz.run_view import RunView
 from treeviz.runs import RunStore, default_root
+from treeviz.sweep import sweep_table
+from treeviz.sweep import sweeps as sweep_groups
 
 DATASET = "treeviz.dataset"
 PREP = "treeviz.prep"
@@ -34,6 +37,7 @@ RUN_ID = "treeviz.run_id"
 JOB_ID = "treeviz.job_id"
 DEVICE = "treeviz.device"
 FLASH = "treeviz.flash"
+NEXT_RUN_ID = "treeviz.next_run_id"
 DEFAULT_DATASET = "iris"
 
 
@@ -134,6 +138,12 @@ def select_run(run_id: str) -> None:
     st.session_state[RUN_ID] = run_id
 
 
+def select_run_next(run_id: str) -> None:
+    """Make ``run_id`` the shown run from the next run of the script on (safe at any point:
+    the sidebar applies it before drawing its run selector)."""
+    st.session_state[NEXT_RUN_ID] = run_id
+
+
 def current_job():
     """The last training job started from this tab, or None (also after an app restart)."""
     job_id = st.session_state.get(JOB_ID)
@@ -159,3 +169,19 @@ def _run_view(root: str, run_id: str, part: str) -> RunView:
 def run_view(run_id: str, part: str) -> RunView:
     """The tree of a run with one data split routed through it (cached per run and split)."""
     return _run_view(str(default_root()), run_id, part)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _sweep_rows(root: str, sweep_id: str, run_ids: tuple[str, ...]) -> list[dict[str, Any]]:
+    store = RunStore(root)
+    return sweep_table(store, [store.get(r) for r in run_ids])
+
+
+def sweeps() -> dict[str, list[Any]]:
+    """Stored λ paths (sweeps), newest first."""
+    return sweep_groups(store())
+
+
+def sweep_rows(sweep_id: str, run_ids: tuple[str, ...]) -> list[dict[str, Any]]:
+    """One row per point of a stored sweep (cached per sweep and its runs)."""
+    return _sweep_rows(str(default_root()), sweep_id, run_ids)

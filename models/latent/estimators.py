@@ -1,0 +1,594 @@
+"""Latent-tree estimators: classification, regression and self-supervised hierarchical clustering.
+
+Zantedeschi, Kusner & Niculae, "Learning Binary Decision Trees by Argmin Differentiation"
+(ICML 2021); the 2020 preprint's learned-η pruning is available as ``formulation="preprint"``.
+Spec: ``shared/specs/latent_trees.md``.
+
+Prediction
+----------
+The tree is a layer: predictions come from the predictor f_φ on [x; z], not from leaf values.
+z depends on the pruning vector a, which the papers recompute on every evaluation batch; these
+estimators default to ``inference="frozen"``: a is solved once, after training, on the training
+data with λ scaled to the batch size (n_train / batch_size), and reused for every prediction, so
+a sample's prediction never depends on which other samples are predicted with it.
+``inference="batch"`` reproduces the papers' protocol (a per evaluation batch of
+``eval_batch_size`` rows, 2 × batch_size by default).
+
+``to_tree()`` gives the shared :class:`treeviz.tree.Tree`: each split's BatchNorm folded into an
+affine rule (go left iff w̃·x + b̃ < 0, the paper's convention; the Tree sends s = 0 right), the
+frozen a as ``active`` (0 = pruned), and as leaf values the class shares / mean target of the
+training points reaching each leaf (for display: ``meta["prediction"] == "head"``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import torch
+from sklearn.base import ClassifierMixin, ClusterMixin, RegressorMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from models.base import Callback, TreeEstimator, decode_labels, encode_labels, resolve_device, seed_everything
+from models.latent import heap
+from models.latent.layers import LatentTreeNet, count_parameters
+from models.latent.train_loop import Problem, as_tensor, fit_net, predict_outputs
+from treeviz.errors import TreevizError
+from treeviz.tree import Tree
+
+
+class _LatentTreeBase(TreeEstimator):
+    family = "latent"
+    _task = ""
+
+    def __init__(self, depth=3, prune_strength=1.0, split="linear", head="linear", head_layers=2,
+                 dropout=0.0, readout="code", formulation="icml", optimizer="qhadam",
+                 learning_rate=1e-2, batch_size=64, max_epochs=100, patience=10, lr_patience=2,
+                 inference="frozen", eval_batch_size=None, warm_start=False, device="auto",
+                 random_state=0):
+        self.depth = depth
+        self.prune_strength = prune_strength
+        self.split = split
+        self.head = head
+        self.head_layers = head_layers
+        self.dropout = dropout
+        self.readout = readout
+        self.formulation = formulation
+        self.optimizer = optimizer
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.lr_patience = lr_patience
+        self.inference = inference
+        self.eval_batch_size = eval_batch_size
+        self.warm_start = warm_start
+        self.device = device
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ checks
+    def _check_params(self) -> None:
+        def bad(msg: str) -> None:
+            raise ValueError(msg)
+
+        if not (isinstance(self.depth, (int, np.integer)) and 1 <= self.depth <= 10):
+            bad(f"depth must be a whole number from 1 to 10, got {self.depth!r}.")
+        if not (np.isfinite(self.prune_strength) and self.prune_strength >= 0):
+            bad(f"prune_strength must be a number >= 0, got {self.prune_strength!r}.")
+        choices = {"split": ("linear", "elu"), "head": ("linear", "mlp"), "readout": ("code", "paper"),
+                   "formulation": ("icml", "preprint"), "optimizer": ("qhadam", "adam"),
+                   "inference": ("frozen", "batch")}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                bad(f"{name} must be one of {allowed}, got {getattr(self, name)!r}.")
+        for name, low in (("batch_size", 2), ("max_epochs", 1), ("head_layers", 1)):
+            if int(getattr(self, name)) < low:
+                bad(f"{name} must be at least {low}, got {getattr(self, name)!r}.")
+        if not 0.0 <= float(self.dropout) < 1.0:
+            bad(f"dropout must be in [0, 1), got {self.dropout!r}.")
+        if not float(self.learning_rate) > 0:
+            bad(f"learning_rate must be positive, got {self.learning_rate!r}.")
+
+    def _X(self, X: Any, *, reset: bool) -> np.ndarray:
+        X = validate_data(self, X, reset=reset, dtype=np.float64)
+        return X
+
+    # ------------------------------------------------------------------ training
+    def _train(self, X: np.ndarray, Y: np.ndarray, problem_fns: dict[str, Any], n_outputs: int,
+               eval_set: tuple[np.ndarray, np.ndarray] | None, callbacks: Iterable[Callback] | None,
+               feature_names: Sequence[str] | None, n_inputs: int | None = None) -> None:
+        self._check_params()
+        if X.shape[0] < 2:
+            raise ValueError(f"Latent trees need at least 2 samples to train (got {X.shape[0]} sample).")
+        self._set_feature_names(feature_names, self.n_features_in_)
+        device = resolve_device(self.device)
+        rng = seed_everything(self.random_state)
+        generator = torch.Generator().manual_seed(int(rng.integers(2**31 - 1)))
+        self._net64 = None
+        reuse = bool(self.warm_start) and hasattr(self, "net_") and self._same_architecture(n_outputs)
+        if not reuse:
+            self.net_ = self._build_net(n_inputs or X.shape[1], n_outputs).to(device)
+        else:
+            self.net_.to(device)
+            self.net_.prune_strength = float(self.prune_strength)
+        problem = Problem(X=as_tensor(X, device), Y=problem_fns["targets"](Y, device),
+                          loss=problem_fns["loss"], score=problem_fns["score"])
+        if eval_set is not None:
+            problem.X_val = as_tensor(eval_set[0], device)
+            problem.Y_val = problem_fns["targets"](eval_set[1], device)
+        self._begin_training(callbacks, total=int(self.max_epochs))
+        try:
+            a, best_epoch = fit_net(
+                self.net_, problem, batch_size=int(self.batch_size), max_epochs=int(self.max_epochs),
+                patience=int(self.patience), lr_patience=int(self.lr_patience), optimizer=self.optimizer,
+                learning_rate=float(self.learning_rate), generator=generator, record=self._record,
+                init_bias=not reuse,
+            )
+        finally:
+            self._end_training()
+        self.net_.eval()
+        self.pruning_ = a.detach().cpu().numpy().astype(np.float64)
+        self.best_epoch_ = int(best_epoch)
+        self.n_parameters_ = count_parameters(self.net_)
+        self.device_ = device
+
+    def _architecture(self) -> dict[str, Any]:
+        return dict(depth=int(self.depth), split=self.split, head=self.head, head_layers=int(self.head_layers),
+                    dropout=float(self.dropout), readout=self.readout, formulation=self.formulation)
+
+    def _same_architecture(self, n_outputs: int) -> bool:
+        return getattr(self, "architecture_", None) == {**self._architecture(), "n_outputs": n_outputs}
+
+    def _build_net(self, n_inputs: int, n_outputs: int) -> LatentTreeNet:
+        self.architecture_ = {**self._architecture(), "n_outputs": n_outputs}
+        self.n_net_inputs_ = int(n_inputs)
+        return LatentTreeNet(n_inputs, n_outputs, int(self.depth), prune_strength=float(self.prune_strength),
+                             split=self.split, head=self.head, head_layers=int(self.head_layers),
+                             dropout=float(self.dropout), readout=self.readout, formulation=self.formulation)
+
+    # ------------------------------------------------------------------ prediction
+    def _net_inputs(self, X: np.ndarray) -> np.ndarray:
+        return X
+
+    def _inference_net(self) -> LatentTreeNet:
+        """A float64 copy of the trained network for prediction.
+
+        Training runs in float32; predicting in float64 makes a row's output independent of the
+        other rows it is predicted with (float32 matrix products round differently with the
+        batch's shape), which scikit-learn's invariance checks require.
+        """
+        net = getattr(self, "_net64", None)
+        if net is None:
+            import copy
+
+            net = copy.deepcopy(self.net_).double().eval()
+            self._net64 = net
+        return net
+
+    def _inputs64(self, X: Any) -> torch.Tensor:
+        X = self._X(X, reset=False)
+        return torch.tensor(self._net_inputs(X), dtype=torch.float64, device=self.device_)
+
+    def _outputs(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "net_")
+        Xt = self._inputs64(X)
+        net = self._inference_net()
+        if self.inference == "frozen":
+            a = torch.tensor(self.pruning_, dtype=torch.float64, device=self.device_)
+            out = predict_outputs(net, Xt, a)
+        else:
+            size = int(self.eval_batch_size or 2 * int(self.batch_size))
+            out = predict_outputs(net, Xt, None, batch_mode_size=size)
+        return out.detach().cpu().numpy()
+
+    def tree_state(self, X: Any) -> dict[str, np.ndarray]:
+        """Split scores s, rewards q, pruning a and traversal z of ``X`` (as used to predict)."""
+        check_is_fitted(self, "net_")
+        Xt = self._inputs64(X)
+        a = torch.tensor(self.pruning_, dtype=torch.float64, device=self.device_)
+        with torch.no_grad():
+            state = self._inference_net().tree_state(Xt, a=a if self.inference == "frozen" else None)
+        return {k: v.detach().cpu().numpy() for k, v in state.items()}
+
+    # ------------------------------------------------------------------ the Tree
+    def _tree_weights(self) -> tuple[np.ndarray, np.ndarray]:
+        w, b = self._inference_net().splits.folded()
+        return w.detach().cpu().numpy(), b.detach().cpu().numpy()
+
+    def _empty_tree(self, leaf_value: np.ndarray, output_names: Sequence[str]) -> Tree:
+        depth = int(self.depth)
+        left, right = heap.children_arrays(depth)
+        n_nodes, n_split = heap.n_nodes(depth), heap.n_splits(depth)
+        w_split, b_split = self._tree_weights()
+        weight = np.zeros((n_nodes, self.n_features_in_))
+        weight[:n_split, self._input_columns()] = w_split
+        bias = np.zeros(n_nodes)
+        bias[:n_split] = b_split
+        return Tree(
+            children_left=left, children_right=right, weight=weight, bias=bias, leaf_value=leaf_value,
+            active=self.pruning_, routing="hard", feature_names=self.feature_names_,
+            output_names=tuple(output_names), task=self._task, family="latent",
+            meta={
+                "prediction": "head",
+                "prune_strength": float(self.prune_strength),
+                "readout": self.readout,
+                "formulation": self.formulation,
+                "inference": self.inference,
+                "pruning_reference": "training data, λ scaled by n / batch_size",
+                "batch_size": int(self.batch_size),
+                "split": self.split,
+                "n_parameters": int(self.n_parameters_),
+            },
+        )
+
+    def _input_columns(self) -> np.ndarray:
+        return np.arange(self.n_features_in_)
+
+    def _leaf_values(self, X: np.ndarray, stats_targets: np.ndarray | None, n_out: int) -> np.ndarray:
+        """Per-leaf class shares / mean target of the reference rows (display only)."""
+        n_nodes = heap.n_nodes(int(self.depth))
+        placeholder = np.where(np.asarray(heap.children_arrays(int(self.depth))[0])[:, None] < 0,
+                               0.0, np.nan) * np.ones((n_nodes, n_out))
+        tree = self._empty_tree(placeholder, [f"y{i}" for i in range(n_out)])
+        values = np.full((n_nodes, n_out), np.nan)
+        leaves = tree.leaves
+        if self._task == "classification":
+            stats = tree.node_stats(X, stats_targets)
+            counts = stats.class_counts
+            prior = counts[0] / max(1.0, counts[0].sum())
+            with np.errstate(invalid="ignore", divide="ignore"):
+                shares = counts / counts.sum(axis=1, keepdims=True)
+            values[leaves] = np.where(counts[leaves].sum(axis=1, keepdims=True) > 0, shares[leaves], prior)
+        elif self._task == "regression":
+            Y = stats_targets.reshape(X.shape[0], -1)
+            leaf_of = tree.apply(X)
+            overall = Y.mean(axis=0)
+            for leaf in leaves:
+                rows = leaf_of == leaf
+                values[leaf] = Y[rows].mean(axis=0) if rows.any() else overall
+        else:
+            leaf_of = tree.apply(X)
+            counts = np.bincount(leaf_of, minlength=n_nodes)
+            values[leaves, 0] = counts[leaves] / max(1, X.shape[0])
+        return values
+
+    # ------------------------------------------------------------------ persistence
+    def _learned_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        check_is_fitted(self, "net_")
+        learned = {
+            "n_features_in_": int(self.n_features_in_),
+            "feature_names": list(self.feature_names_),
+            "has_feature_names_in": hasattr(self, "feature_names_in_"),
+            "architecture_": self.architecture_,
+            "n_net_inputs_": int(self.n_net_inputs_),
+            "best_epoch_": int(self.best_epoch_),
+            "n_parameters_": int(self.n_parameters_),
+        }
+        arrays = {f"net.{k}": v.detach().cpu().numpy() for k, v in self.net_.state_dict().items()}
+        arrays["pruning_"] = self.pruning_
+        arrays["leaf_value_"] = self.leaf_value_
+        return learned, arrays
+
+    def _restore_state(self, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        self.n_features_in_ = int(config["n_features_in_"])
+        self.feature_names_ = tuple(config["feature_names"])
+        if config.get("has_feature_names_in"):
+            self.feature_names_in_ = np.array(config["feature_names"], dtype=object)
+        arch = dict(config["architecture_"])
+        for key in ("depth", "split", "head", "head_layers", "dropout", "readout", "formulation"):
+            if arch.get(key) != self._architecture()[key]:
+                raise KeyError(f"architecture '{key}' ({arch.get(key)!r} vs parameter {self._architecture()[key]!r})")
+        self.device_ = resolve_device(self.device)
+        self.net_ = self._build_net(int(config["n_net_inputs_"]), int(arch["n_outputs"]))
+        state = {k[4:]: torch.from_numpy(np.array(v)) for k, v in arrays.items() if k.startswith("net.")}
+        self.net_.load_state_dict(state)
+        self.net_.to(self.device_).eval()
+        self._net64 = None
+        self.pruning_ = np.asarray(arrays["pruning_"], dtype=np.float64)
+        self.leaf_value_ = np.asarray(arrays["leaf_value_"], dtype=np.float64)
+        self.best_epoch_ = int(config.get("best_epoch_", 0))
+        self.n_parameters_ = int(config.get("n_parameters_", count_parameters(self.net_)))
+
+
+# ---------------------------------------------------------------------------- classification
+def _ce_loss(binary: bool):
+    if binary:
+        bce = torch.nn.BCEWithLogitsLoss()
+        return lambda out, y: bce(out[:, 0], y)
+    ce = torch.nn.CrossEntropyLoss()
+    return lambda out, y: ce(out, y)
+
+
+def _accuracy(binary: bool):
+    def score(out: torch.Tensor, y: torch.Tensor) -> float:
+        pred = (out[:, 0] > 0).float() if binary else out.argmax(dim=1)
+        return float((pred == y).float().mean())
+
+    return score
+
+
+class LatentTreeClassifier(ClassifierMixin, _LatentTreeBase):
+    """Latent (pruned) binary tree with a learned predictor on [x; z], for classification.
+
+    Binary problems use one logit and a logistic loss (as in the papers); more classes use K
+    logits and cross-entropy (the natural extension; the papers report only binary tasks).
+
+    Parameters
+    ----------
+    depth : int
+        Depth D of the complete tree (2^D − 1 oblique splits).
+    prune_strength : float
+        λ of the pruning QP (per batch: it competes with a sum over the batch, so the same λ
+        prunes more at smaller batch sizes); 0 switches pruning off.
+    split : {"linear", "elu"}
+        Split function: linear, or linear followed by ELU.
+    head : {"linear", "mlp"}; head_layers : int; dropout : float
+        The predictor on [x; z].
+    readout : {"code", "paper"}
+        How z is read from a (see :func:`models.latent.pruning.readout`).
+    formulation : {"icml", "preprint"}
+        ICML 2021 (λ inside the QP) or the 2020 preprint (learned η, penalty λ‖η‖_∞).
+    optimizer : {"qhadam", "adam"}; learning_rate : float; batch_size : int
+    max_epochs, patience : int
+        Early stopping on the validation loss of ``eval_set`` (best weights kept).
+    lr_patience : int
+        Epochs without validation improvement before the learning rate is divided by 10.
+    inference : {"frozen", "batch"}; eval_batch_size : int or None
+    warm_start : bool
+        Reuse the current weights when fit is called again (used by λ paths).
+    device : "auto", "cpu" or "cuda"; random_state : int
+    """
+
+    _task = "classification"
+
+    def fit(self, X: Any, y: Any, *, callbacks: Iterable[Callback] | None = None,
+            eval_set: tuple[Any, Any] | None = None,
+            feature_names: Sequence[str] | None = None) -> "LatentTreeClassifier":
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if classes.size < 2:
+            raise ValueError(f"LatentTreeClassifier needs at least 2 classes; got 1 class ({classes[0]!r}).")
+        if not (self.warm_start and hasattr(self, "classes_") and np.array_equal(classes, self.classes_)):
+            self.classes_ = classes
+        binary = self.classes_.size == 2
+
+        def targets(labels: np.ndarray, device: str) -> torch.Tensor:
+            idx = np.searchsorted(self.classes_, labels)
+            return torch.as_tensor(idx, dtype=torch.float32 if binary else torch.long, device=device)
+
+        ev = None
+        if eval_set is not None:
+            ev = (self._X(eval_set[0], reset=False), np.asarray(eval_set[1]))
+        fns = {"targets": targets, "loss": _ce_loss(binary), "score": _accuracy(binary)}
+        self._train(X, y, fns, 1 if binary else self.classes_.size, ev, callbacks, feature_names)
+        self.leaf_value_ = self._leaf_values(X, np.searchsorted(self.classes_, y), self.classes_.size)
+        return self
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        out = self._outputs(X)
+        return out[:, 0] if out.shape[1] == 1 else out
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        out = self._outputs(X)
+        if out.shape[1] == 1:
+            p = 1.0 / (1.0 + np.exp(-out[:, 0]))
+            return np.column_stack([1.0 - p, p])
+        out = out - out.max(axis=1, keepdims=True)
+        e = np.exp(out)
+        return e / e.sum(axis=1, keepdims=True)
+
+    def predict(self, X: Any) -> np.ndarray:
+        out = self._outputs(X)
+        idx = (out[:, 0] > 0).astype(int) if out.shape[1] == 1 else out.argmax(axis=1)
+        return self.classes_.take(idx)
+
+    def to_tree(self) -> Tree:
+        check_is_fitted(self, "net_")
+        return self._empty_tree(self.leaf_value_, [str(c) for c in self.classes_])
+
+    def _learned_state(self):
+        learned, arrays = super()._learned_state()
+        learned["classes_"] = encode_labels(self.classes_)
+        return learned, arrays
+
+    def _restore_state(self, config, arrays):
+        self.classes_ = decode_labels(config["classes_"])
+        super()._restore_state(config, arrays)
+
+
+# ---------------------------------------------------------------------------- regression
+def _r2(out: torch.Tensor, y: torch.Tensor) -> float:
+    resid = ((out - y) ** 2).sum()
+    total = ((y - y.mean(dim=0)) ** 2).sum()
+    return float(1.0 - resid / total) if float(total) > 0 else 0.0
+
+
+class LatentTreeRegressor(RegressorMixin, _LatentTreeBase):
+    """Latent (pruned) binary tree with a learned predictor on [x; z], for regression.
+
+    Targets are standardised for training (MSE loss, as in the papers) and predictions are put
+    back in the original units. Parameters as for :class:`LatentTreeClassifier`.
+    """
+
+    _task = "regression"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def fit(self, X: Any, y: Any, *, callbacks: Iterable[Callback] | None = None,
+            eval_set: tuple[Any, Any] | None = None,
+            feature_names: Sequence[str] | None = None) -> "LatentTreeRegressor":
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
+        Y = y.reshape(y.shape[0], -1)
+        self.n_outputs_ = Y.shape[1] if y.ndim == 2 else 1
+        if not (self.warm_start and hasattr(self, "y_mean_")):
+            self.y_mean_ = Y.mean(axis=0)
+            std = Y.std(axis=0)
+            self.y_std_ = np.where(std > 0, std, 1.0)
+
+        def targets(values: np.ndarray, device: str) -> torch.Tensor:
+            v = np.asarray(values, dtype=np.float64).reshape(len(values), -1)
+            return torch.as_tensor((v - self.y_mean_) / self.y_std_, dtype=torch.float32, device=device)
+
+        mse = torch.nn.MSELoss()
+        ev = None
+        if eval_set is not None:
+            ev = (self._X(eval_set[0], reset=False), np.asarray(eval_set[1], dtype=np.float64))
+        fns = {"targets": targets, "loss": mse, "score": _r2}
+        self._train(X, Y, fns, Y.shape[1], ev, callbacks, feature_names)
+        self.leaf_value_ = self._leaf_values(X, Y, Y.shape[1])
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        out = self._outputs(X) * self.y_std_ + self.y_mean_
+        return out[:, 0] if self.n_outputs_ == 1 else out
+
+    def to_tree(self) -> Tree:
+        check_is_fitted(self, "net_")
+        names = ["y"] if self.n_outputs_ == 1 else [f"y{i}" for i in range(self.n_outputs_)]
+        return self._empty_tree(self.leaf_value_, names)
+
+    def _learned_state(self):
+        learned, arrays = super()._learned_state()
+        learned["n_outputs_"] = int(self.n_outputs_)
+        arrays["y_mean_"] = np.asarray(self.y_mean_, dtype=np.float64)
+        arrays["y_std_"] = np.asarray(self.y_std_, dtype=np.float64)
+        return learned, arrays
+
+    def _restore_state(self, config, arrays):
+        self.n_outputs_ = int(config["n_outputs_"])
+        self.y_mean_ = np.asarray(arrays["y_mean_"])
+        self.y_std_ = np.asarray(arrays["y_std_"])
+        super()._restore_state(config, arrays)
+
+
+# ---------------------------------------------------------------------------- clustering
+def parse_target_features(spec: str, feature_names: Sequence[str]) -> np.ndarray:
+    """Column indexes from "0,1", "2" or feature names "RI, Na" (for the self-supervised task)."""
+    parts = [p.strip() for p in str(spec).split(",") if p.strip()]
+    if not parts:
+        raise TreevizError("Name at least one feature to reconstruct (for example '0,1').")
+    out = []
+    for part in parts:
+        if part.lstrip("-").isdigit():
+            j = int(part)
+            if not 0 <= j < len(feature_names):
+                raise TreevizError(f"There is no feature {j}; the data has {len(feature_names)} features (0..{len(feature_names) - 1}).")
+        elif part in feature_names:
+            j = list(feature_names).index(part)
+        else:
+            raise TreevizError(f"There is no feature named {part!r}.")
+        out.append(j)
+    cols = np.unique(np.asarray(out, dtype=np.int64))
+    if cols.size >= len(feature_names):
+        raise TreevizError("At least one feature must remain as input; reconstruct fewer features.")
+    return cols
+
+
+class LatentTreeClustering(ClusterMixin, _LatentTreeBase):
+    """Self-supervised hierarchical clustering with a latent tree ([ICML] §4.2).
+
+    A few features (``target_features``) are held out and regressed from the others through the
+    tree (MSE, linear predictor on [x_in; z]); no labels are used. Each point's cluster is the
+    leaf at the end of its hard path; the tree's internal nodes form the hierarchy (dendrogram)
+    over the leaves. ``labels_`` / ``predict`` give consecutive cluster ids (0..k−1 over the
+    occupied leaves); ``cluster_leaves_`` maps them to Tree node ids.
+
+    Parameters
+    ----------
+    target_features : str
+        Comma-separated indexes or names of the features to reconstruct (Glass in the paper:
+        "0,1", refractive index and sodium).
+    Other parameters as for :class:`LatentTreeClassifier`; the papers use linear splits and a
+    linear predictor here.
+    """
+
+    _task = "clustering"
+
+    def __init__(self, depth=3, prune_strength=1.0, split="linear", head="linear", head_layers=2,
+                 dropout=0.0, readout="code", formulation="icml", optimizer="qhadam",
+                 learning_rate=1e-2, batch_size=64, max_epochs=100, patience=10, lr_patience=2,
+                 inference="frozen", eval_batch_size=None, warm_start=False, device="auto",
+                 random_state=0, target_features="0"):
+        super().__init__(depth=depth, prune_strength=prune_strength, split=split, head=head,
+                         head_layers=head_layers, dropout=dropout, readout=readout,
+                         formulation=formulation, optimizer=optimizer, learning_rate=learning_rate,
+                         batch_size=batch_size, max_epochs=max_epochs, patience=patience,
+                         lr_patience=lr_patience, inference=inference, eval_batch_size=eval_batch_size,
+                         warm_start=warm_start, device=device, random_state=random_state)
+        self.target_features = target_features
+
+    def _input_columns(self) -> np.ndarray:
+        return np.setdiff1d(np.arange(self.n_features_in_), self.target_columns_)
+
+    def _net_inputs(self, X: np.ndarray) -> np.ndarray:
+        return X[:, self._input_columns()]
+
+    def fit(self, X: Any, y: Any = None, *, callbacks: Iterable[Callback] | None = None,
+            eval_set: tuple[Any, Any] | None = None,
+            feature_names: Sequence[str] | None = None) -> "LatentTreeClustering":
+        X = validate_data(self, X, dtype=np.float64)
+        if X.shape[1] < 2:
+            raise ValueError("Self-supervised clustering needs at least 2 features: one to reconstruct, "
+                             f"one as input (got {X.shape[1]} feature(s)).")
+        names = list(feature_names) if feature_names is not None else [f"x{j}" for j in range(X.shape[1])]
+        self.target_columns_ = parse_target_features(self.target_features, names)
+        T = X[:, self.target_columns_]
+        self.t_mean_ = T.mean(axis=0)
+        std = T.std(axis=0)
+        self.t_std_ = np.where(std > 0, std, 1.0)
+
+        def targets(rows: np.ndarray, device: str) -> torch.Tensor:
+            t = np.asarray(rows, dtype=np.float64)[:, self.target_columns_]
+            return torch.as_tensor((t - self.t_mean_) / self.t_std_, dtype=torch.float32, device=device)
+
+        ev = None
+        if eval_set is not None:
+            Xv = self._X(eval_set[0], reset=False)
+            ev = (Xv[:, self._input_columns()], Xv)
+        fns = {"targets": targets, "loss": torch.nn.MSELoss(), "score": _r2}
+        self._train(X[:, self._input_columns()], X, fns, self.target_columns_.size, ev, callbacks,
+                    feature_names, n_inputs=X.shape[1] - self.target_columns_.size)
+        self.leaf_value_ = self._leaf_values(X, None, 1)
+        leaf_of = self._tree_for_routing().apply(X)
+        self.cluster_leaves_ = np.unique(leaf_of)
+        self.labels_ = np.searchsorted(self.cluster_leaves_, leaf_of)
+        return self
+
+    def _tree_for_routing(self) -> Tree:
+        return self._empty_tree(self.leaf_value_, ["share of points"])
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Cluster id of each row (its leaf; −1 for a leaf no training point reached)."""
+        check_is_fitted(self, "net_")
+        X = self._X(X, reset=False)
+        leaf_of = self._tree_for_routing().apply(X)
+        pos = np.searchsorted(self.cluster_leaves_, leaf_of)
+        pos = np.minimum(pos, self.cluster_leaves_.size - 1)
+        return np.where(self.cluster_leaves_[pos] == leaf_of, pos, -1)
+
+    def to_tree(self) -> Tree:
+        check_is_fitted(self, "net_")
+        return self._tree_for_routing()
+
+    def reconstruct(self, X: Any) -> np.ndarray:
+        """The held-out features as the model reconstructs them (original units)."""
+        out = self._outputs(X)
+        return out * self.t_std_ + self.t_mean_
+
+    def _learned_state(self):
+        learned, arrays = super()._learned_state()
+        arrays["target_columns_"] = self.target_columns_.astype(np.int64)
+        arrays["t_mean_"], arrays["t_std_"] = self.t_mean_, self.t_std_
+        arrays["cluster_leaves_"] = self.cluster_leaves_.astype(np.int64)
+        return learned, arrays
+
+    def _restore_state(self, config, arrays):
+        self.target_columns_ = np.asarray(arrays["target_columns_"], dtype=np.int64)
+        self.t_mean_, self.t_std_ = np.asarray(arrays["t_mean_"]), np.asarray(arrays["t_std_"])
+        self.cluster_leaves_ = np.asarray(arrays["cluster_leaves_"], dtype=np.int64)
+        super()._restore_state(config, arrays)

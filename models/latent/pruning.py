@@ -1,0 +1,780 @@
+"""The pruning layer of latent trees: path rewards, the pruning QP, and the read-out of ``z``.
+
+Latent trees (Zantedeschi, Kusner & Niculae, ICML 2021, "Learning Binary Decision Trees by
+Argmin Differentiation") route a batch through a complete binary tree (heap order, see
+:mod:`models.latent.heap`) and let the batch decide, through a small quadratic program, which
+nodes stay active. The method spec is ``latent_trees.md`` (sections cited as §x.y below).
+One mini-batch goes::
+
+    S (n, 2**D - 1) split scores
+      -> Q = path_rewards(S)            (n, |T|)  path minimum of the signed split scores, q_root = 1
+      -> a = prune(Q, lam)              (|T|,)    a_t in [0, 1] shared by the batch (0 = pruned)
+      -> Z = readout(Q, a, mode)        (n, |T|)  per-sample traversal values, capped by a
+
+**Sign convention.** The paper's: a sample goes LEFT iff its split score ``s < 0``. The reference
+code [CODE] uses the opposite sign; it is the same model family with ``s -> -s``. Only
+:func:`path_rewards` encodes the rule.
+
+**The QP** (eq. 3 of [ICML], written with the unified parameters of §1.10)::
+
+    (Z, a) = argmin  (lam/2) ||a - eta||^2 + 1/2 sum_i ||z_i - q_i - shift||^2
+             s.t.    a_t <= a_parent(t),  z_it <= a_t,  z_it in [0, 1],  a_t in [0, 1]
+
+* [ICML] (the default): ``eta = 0``, ``shift = 1/2``, ``lam > 0`` is the pruning strength.
+  ``lam`` is absolute, not per sample: tiling a batch k times with ``lam`` equals the
+  original batch with ``lam / k`` (§4.4).
+* [PRE] (the 2020 preprint): ``lam = 1`` inside the QP, ``shift = 0``, and a learned per-node
+  preference ``eta`` (penalised outside the QP by ``lam_PRE * ||eta||_inf``). Pass ``eta`` (a
+  tensor that may require grad), ``lam=1.0`` and ``shift=0.0``; ``prune`` then uses the
+  general solver and returns gradients with respect to ``eta`` too.
+
+Eliminating ``Z`` (Prop. 1) leaves a tree-structured isotonic problem in ``a`` alone, solved by
+pool-adjacent-violators (Algorithm 1, :func:`solve_pav`); each pooled group's value is the 1-D
+closed form of Prop. 2. When ``Q`` is tree-consistent (``q_child <= q_parent`` for every sample,
+which :func:`path_rewards` always produces) no group ever merges and the problem separates per
+node (§2.5): :func:`prune_fast` computes it with a handful of vectorised tensor operations on any
+device, differentiable by plain autograd. :func:`prune` picks the right one.
+
+Gradients. The general solver is a :class:`torch.autograd.Function` (:class:`PruneQP`) whose
+backward is the sparse vector-Jacobian product of §3.2 with exact float denominators
+``lam |G| + k*`` (the reference code rounds them to integers, §3.4, which we do not copy); a
+group whose *unclipped* value is ``<= 0`` or ``>= 1`` gets exactly zero gradient. The fast path
+gets the same Jacobian (§3.1) from autograd and applies the same strict mask.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Optional, Union
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch.autograd.function import once_differentiable
+
+from models.latent import heap
+from treeviz.errors import TreevizError
+
+__all__ = [
+    "path_rewards",
+    "path_rewards_reference",
+    "prune",
+    "prune_fast",
+    "solve_pav",
+    "PAVSolution",
+    "PruneQP",
+    "readout",
+    "readout_reference",
+    "pruning_objective",
+    "is_tree_consistent",
+    "READOUT_MODES",
+    "SOLVERS",
+]
+
+READOUT_MODES = ("code", "paper")
+SOLVERS = ("auto", "fast", "general")
+
+Number = Union[int, float]
+
+
+# --------------------------------------------------------------------------------------------
+# validation helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _check_lam(lam: Any) -> float:
+    """λ as a Python float; a sentence-style error unless it is a finite number > 0 (§2.3.6)."""
+    if isinstance(lam, Tensor):
+        if lam.numel() != 1:
+            raise TreevizError(f"The pruning strength lam must be a single number, got a tensor of shape "
+                               f"{tuple(lam.shape)}.")
+        lam = lam.item()
+    try:
+        value = float(lam)
+    except (TypeError, ValueError):
+        raise TreevizError(f"The pruning strength lam must be a number > 0, got {lam!r}.") from None
+    if not math.isfinite(value) or value <= 0.0:
+        raise TreevizError(
+            f"The pruning strength lam must be a finite number > 0, got {lam!r}. With lam = 0 the pruning "
+            "problem has no unique solution; to switch pruning off, skip the pruning layer and use "
+            "z = clip(q, 0, 1) instead."
+        )
+    return value
+
+
+def _check_shift(shift: Any) -> float:
+    try:
+        value = float(shift)
+    except (TypeError, ValueError):
+        raise TreevizError(f"The shift must be a number (1/2 for [ICML], 0 for [PRE]), got {shift!r}.") from None
+    if not math.isfinite(value):
+        raise TreevizError(f"The shift must be a finite number (1/2 for [ICML], 0 for [PRE]), got {shift!r}.")
+    return value
+
+
+def _check_rewards(Q: Any, name: str = "Q") -> int:
+    """Validate an ``(n, |T|)`` floating tensor; return the tree depth."""
+    if not isinstance(Q, Tensor):
+        raise TreevizError(f"{name} must be a torch tensor of shape (n_samples, n_nodes), got {type(Q).__name__}.")
+    if Q.dim() != 2:
+        raise TreevizError(f"{name} must have shape (n_samples, n_nodes); got shape {tuple(Q.shape)}.")
+    if not Q.is_floating_point():
+        raise TreevizError(f"{name} must be a floating-point tensor, got dtype {Q.dtype}.")
+    if Q.shape[0] == 0:
+        raise TreevizError(f"{name} has no rows (an empty batch); pruning needs at least one sample.")
+    try:
+        return heap.depth_from_n_nodes(Q.shape[1])
+    except ValueError as err:
+        raise TreevizError(f"{name} has {Q.shape[1]} columns, which is not the node count 2**(D+1) - 1 of a "
+                           f"complete binary tree.") from err
+
+
+# --------------------------------------------------------------------------------------------
+# path rewards
+# --------------------------------------------------------------------------------------------
+
+
+def _depth_of_scores(S: Any) -> int:
+    if not isinstance(S, Tensor) or S.dim() != 2 or not S.is_floating_point():
+        raise TreevizError("The split scores S must be a floating-point tensor of shape (n_samples, n_splits).")
+    try:
+        return heap.depth_from_n_splits(S.shape[1])
+    except ValueError as err:
+        raise TreevizError(f"S has {S.shape[1]} columns, which is not the split count 2**D - 1 of a complete "
+                           f"binary tree.") from err
+
+
+class _PathRewards(torch.autograd.Function):
+    """``S -> Q`` with a Danskin backward; see :func:`path_rewards`.
+
+    Works node-major: ``Qt`` is ``(|T|, n)`` contiguous and the output is its transpose, so each
+    tree level is a contiguous block of rows. ``signed`` holds, for every non-root node ``t``, the
+    signed score of the edge into it (``-s_parent`` for a left child, ``+s_parent`` for a right
+    child), in heap order, so a level is one broadcast ``minimum``. The backward needs only ``Qt``:
+    the edge into ``t`` attains the path minimum iff ``q_t < q_parent(t)``; otherwise ``t``'s
+    minimum is its parent's and the gradient is carried up. One bottom-up pass over the levels
+    with float masks and fused multiply-adds (few, large tensor operations: on CPU the per-call
+    overhead dominates at these sizes).
+    """
+
+    @staticmethod
+    def forward(ctx: Any, S: Tensor) -> Tensor:  # noqa: D102
+        n, m = S.shape
+        depth = heap.depth_from_n_splits(m)
+        signed = S.new_empty((m, 2, n))
+        signed[:, 1].copy_(S.detach().t())
+        torch.neg(signed[:, 1], out=signed[:, 0])
+        Qt = S.new_empty((2 * m + 1, n))
+        Qt[0] = 1.0
+        for d in range(depth):
+            w = 2**d
+            torch.minimum(
+                Qt[w - 1: 2 * w - 1].unsqueeze(1),
+                signed[w - 1: 2 * w - 1],
+                out=Qt[2 * w - 1: 4 * w - 1].view(w, 2, n),
+            )
+        ctx.save_for_backward(Qt)
+        ctx.depth = depth
+        return Qt.t()
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad_Q: Tensor) -> Tensor:  # noqa: D102
+        (Qt,) = ctx.saved_tensors
+        total, n = Qt.shape
+        m = (total - 1) // 2
+        if m == 0:
+            return grad_Q.new_zeros((n, 0))
+        children = Qt[1:].view(m, 2, n)
+        not_own = torch.ge(children, Qt[:m].unsqueeze(1), out=torch.empty_like(children))  # 1: min is upstream
+        # tot[t] = grad_Q[t] + the gradient its children carry up to it, filled bottom-up
+        tot = grad_Q.t().clone(memory_format=torch.contiguous_format)  # (|T|, n)
+        for d in range(ctx.depth - 1, 0, -1):
+            w = 2**d
+            kids = tot[2 * w - 1: 4 * w - 1].view(w, 2, n)
+            mask = not_own[w - 1: 2 * w - 1]
+            level = tot[w - 1: 2 * w - 1]
+            level.addcmul_(kids[:, 0], mask[:, 0]).addcmul_(kids[:, 1], mask[:, 1])
+        g = tot[1:].view(m, 2, n)
+        g -= g * not_own  # gradient of each edge's signed score where it attains the minimum
+        return (g[:, 1] - g[:, 0]).t()  # +s feeds the right child, -s the left one
+
+
+def path_rewards(S: Tensor) -> Tensor:
+    """Path rewards ``Q`` from split scores ``S`` (§1.3), paper sign convention.
+
+    Parameters
+    ----------
+    S : Tensor, shape (n, 2**D - 1)
+        Split score of every sample at every split node (heap order). A sample goes LEFT at
+        node ``t`` iff ``S[i, t] < 0`` (the paper's rule; the reference code flips the sign).
+
+    Returns
+    -------
+    Tensor, shape (n, 2**(D+1) - 1)
+        ``q_root = 1``; ``q_{2t+1} = min(q_t, -s_t)`` (left child), ``q_{2t+2} = min(q_t, +s_t)``
+        (right child). So ``q_t > 0`` iff the sample's hard path passes through ``t``, and
+        ``q_child <= q_parent`` ("tree-consistent"). Same device and dtype as ``S``.
+
+    Notes
+    -----
+    Computed level by level (a loop over the ``D`` levels only). The result is the transpose of a
+    node-major ``(|T|, n)`` buffer, i.e. a non-contiguous ``(n, |T|)`` view; the pruning fast path
+    sorts node-major rows and so needs no copy. Call ``.contiguous()`` if you need row-major.
+
+    Gradients follow Danskin's theorem: each ``q_it`` sends its gradient to the one split (with
+    sign ``-`` for a left edge, ``+`` for a right edge) attaining the path minimum; the root is a
+    constant. This is what autograd through ``torch.minimum`` gives (see
+    :func:`path_rewards_reference`), implemented as a custom backward because ``minimum``'s
+    autograd formula is ~10x slower on CPU. At an exact tie between a node's own edge and its
+    parent's path minimum (measure zero for real-valued scores) the whole gradient goes to the
+    parent's path, where ``torch.minimum`` would split it in halves; both are valid subgradients.
+    """
+    _depth_of_scores(S)
+    return _PathRewards.apply(S)
+
+
+def path_rewards_reference(S: Tensor) -> Tensor:
+    """Plain-autograd version of :func:`path_rewards` (``torch.minimum`` per level); for tests."""
+    depth = _depth_of_scores(S)
+    n = S.shape[0]
+    q = S.new_ones((n, 1))
+    levels = [q]
+    for d in range(depth):
+        w = 2**d
+        s = S[:, w - 1: 2 * w - 1]
+        q = torch.stack((torch.minimum(q, -s), torch.minimum(q, s)), dim=2).reshape(n, 2 * w)
+        levels.append(q)
+    return torch.cat(levels, dim=1)
+
+
+def is_tree_consistent(Q: Tensor) -> bool:
+    """Whether ``q_child <= q_parent`` holds for every sample and node (NaN counts as "no").
+
+    One vectorised comparison, no index tensors: the children ``1 .. |T|-1`` of the split nodes
+    ``0 .. m-1`` are ``Q[:, 1:]`` viewed as ``(n, m, 2)``. (NumPy on CPU, torch elsewhere.)
+    """
+    _check_rewards(Q)
+    total = Q.shape[1]
+    m = (total - 1) // 2
+    if Q.device.type == "cpu" and Q.dtype in (torch.float32, torch.float64):
+        q = Q.detach().numpy()
+        if m == 0:
+            return bool(np.isfinite(q).all())
+        return bool((q[:, 1:].reshape(q.shape[0], m, 2) <= q[:, :m, None]).all())
+    Q = Q.detach()
+    if m == 0:
+        return bool(torch.isfinite(Q).all())
+    return bool((Q[:, 1:].unflatten(1, (m, 2)) <= Q[:, :m].unsqueeze(2)).all())
+
+
+# --------------------------------------------------------------------------------------------
+# fast path (tree-consistent Q, no eta)
+# --------------------------------------------------------------------------------------------
+
+
+def _fast_solve_numpy(Qt: np.ndarray, lam: float, shift: float) -> tuple[np.ndarray, np.ndarray]:
+    """No-grad part of :func:`prune_fast` on CPU; ``Qt`` is ``(|T|, n)`` C-contiguous.
+
+    Returns ``a`` (clipped, ``(|T|,)``) and the Jacobian weights ``W`` (``(|T|, n)``):
+    ``W[t, i] = 1 / (lam + k*_t)`` if ``(i, t)`` is in node ``t``'s support and ``0 < a_t < 1``
+    (unclipped), else 0.
+    """
+    total, n = Qt.shape
+    rows = np.arange(total)
+    neg_c = np.subtract(Qt.dtype.type(-shift), Qt)  # -(q + shift); sorting it ascending sorts c descending
+    neg = neg_c.copy()
+    neg.sort(axis=1)  # NumPy's vectorised sort; torch.sort is ~30x slower on CPU
+    neg_P = torch.cumsum(torch.from_numpy(neg), 1).numpy()  # -P_k, k = 1..n (torch's cumsum is faster)
+    den = lam + np.arange(1, n + 1, dtype=Qt.dtype)  # lam + k
+    if n > 1:
+        # first k in 1..n-1 with a(k) > c_(k+1), i.e. -P_k / (lam + k) < -c_(k+1); else k = n
+        cond = (neg_P[:, :-1] / den[:-1]) < neg[:, 1:]
+        pos = cond.argmax(axis=1)
+        pos = np.where(cond[rows, pos], pos, n - 1)
+    else:
+        pos = np.zeros(total, dtype=np.int64)
+    a = -neg_P[rows, pos] / den[pos]  # unclipped a(k*); k* = pos + 1 (k = 0 is never needed, see prune_fast)
+    scale = np.where((a > 0) & (a < 1), 1.0 / den[pos], 0.0).astype(Qt.dtype)
+    support = neg_c <= neg[rows, pos][:, None]  # c_it >= c_(k*)
+    return np.clip(a, 0.0, 1.0), np.multiply(support, scale[:, None], dtype=Qt.dtype)
+
+
+def _fast_solve_torch(Qt: Tensor, lam: float, shift: float) -> tuple[Tensor, Tensor]:
+    """Same as :func:`_fast_solve_numpy` with torch ops (GPU, and dtypes NumPy cannot sort)."""
+    total, n = Qt.shape
+    neg_c = (-shift) - Qt
+    neg = torch.sort(neg_c, dim=1).values
+    neg_P = neg.cumsum(1)
+    den = torch.arange(1, n + 1, dtype=Qt.dtype, device=Qt.device).add_(lam)
+    cond = torch.empty((total, n), dtype=Qt.dtype, device=Qt.device)
+    torch.lt(neg_P[:, :-1] / den[:-1], neg[:, 1:], out=cond[:, :-1])
+    cond[:, -1] = 1.0  # k = n always qualifies (c_(n+1) = -inf)
+    pos = cond.argmax(1, keepdim=True)  # the first 1 per row
+    den_k = den[pos]
+    a = -neg_P.gather(1, pos) / den_k
+    scale = torch.where((a > 0) & (a < 1), 1.0 / den_k, torch.zeros_like(a))
+    weights = (neg_c <= neg.gather(1, pos)).to(Qt.dtype).mul_(scale)
+    return a.squeeze(1).clamp_(0.0, 1.0), weights
+
+
+def prune_fast(Q: Tensor, lam: Number, shift: Number = 0.5) -> Tensor:
+    """Per-node closed form of the pruning QP for tree-consistent ``Q`` (§2.5); no eta.
+
+    For tree-consistent ``Q`` (``q_child <= q_parent``, e.g. from :func:`path_rewards`) the
+    pool-adjacent-violators loop never merges, so each ``a_t`` is Prop. 2 on column ``t``
+    alone: with ``c = sort(q_:t + shift, descending)``, ``P_k = c_(1) + ... + c_(k)`` and
+    ``a(k) = P_k / (lam + k)``, ``k*`` is the first ``k`` with ``a(k) > c_(k+1)``
+    (``c_(n+1) = -inf``) and ``a_t = clip(a(k*), 0, 1)``. This function does NOT check
+    tree-consistency (its answer is then not the QP's solution); :func:`prune` checks it.
+
+    Implementation. Sort, cumulative sum and the first-True search (over ``k = 1..n``; when
+    ``k* = 0``, i.e. every ``c < 0``, ``a(1) < 0`` qualifies too and both clip to 0) run without
+    autograd, node-major, vectorised over nodes (NumPy's sort on CPU, ``torch.sort`` on other
+    devices). They give the clipped value and the Jacobian of §3.1 as a weight matrix ``W``:
+    ``1 / (lam + k*_t)`` on node ``t``'s support (the ``k*`` largest entries, i.e.
+    ``c_it >= c_(k*)``; there are no ties at that boundary since ``a(k) <= c_(k)``), zero elsewhere
+    and zero for nodes whose UNCLIPPED value is ``<= 0`` or ``>= 1``. The output is
+    ``s + (a - s.detach())`` with ``s = sum_i W[t, i] q_it``: its value is ``a`` and plain autograd
+    gives exactly ``W`` as the Jacobian, the same as autograd through sort/cumsum/gather/clip but
+    without their backward cost. Runs on ``Q``'s device in ``Q``'s dtype.
+
+    Parameters
+    ----------
+    Q : Tensor, shape (n, |T|)
+        Tree-consistent path rewards.
+    lam : float > 0
+        Pruning strength (absolute, per batch).
+    shift : float
+        ``1/2`` for [ICML] (default); ``0`` gives the [PRE] QP with ``eta = 0``.
+
+    Returns
+    -------
+    Tensor, shape (|T|,): ``a`` in ``[0, 1]``.
+    """
+    lam = _check_lam(lam)
+    shift = _check_shift(shift)
+    _check_rewards(Q)
+    Qt = Q.t()  # node-major view
+    with torch.no_grad():
+        Qt_d = Qt.detach()
+        if not Qt_d.is_contiguous():
+            Qt_d = Qt_d.contiguous()
+        if Qt_d.device.type == "cpu" and Qt_d.dtype in (torch.float32, torch.float64):
+            a_np, w_np = _fast_solve_numpy(Qt_d.numpy(), lam, shift)
+            a, weights = torch.from_numpy(a_np), torch.from_numpy(w_np)
+        else:
+            a, weights = _fast_solve_torch(Qt_d, lam, shift)
+    if not Q.requires_grad:
+        return a
+    s = (Qt * weights).sum(1)
+    return s + (a - s.detach())
+
+
+# --------------------------------------------------------------------------------------------
+# general solver: tree pool-adjacent-violators (Algorithm 1)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PAVSolution:
+    """Everything the general solver computes (NumPy, float64).
+
+    Attributes
+    ----------
+    a : (|T|,) the solution, clipped to [0, 1].
+    a_unclipped : (|T|,) the value of each node's group before clipping.
+    group : (|T|,) int, the group of each node, named by its top node (groups are connected
+        subtrees; a singleton group ``{t}`` is named ``t``).
+    k_star : (|T|,) int, indexed by group name: the support size k* of that group (0 for names
+        that are not groups).
+    denom : (|T|,) float, indexed by group name: ``lam |G| + k*`` (exact float).
+    active : (|T|,) bool, indexed by group name: ``0 < a_unclipped < 1`` (the group passes gradient).
+    support : (n, |T|) int, for each entry ``(i, t)`` the group whose support ``S*_G`` contains it,
+        ``-1`` if none.
+    n_merges : number of PAV merges performed (0 for tree-consistent ``Q`` without eta).
+    lam, shift : the parameters used.
+    """
+
+    a: np.ndarray
+    a_unclipped: np.ndarray
+    group: np.ndarray
+    k_star: np.ndarray
+    denom: np.ndarray
+    active: np.ndarray
+    support: np.ndarray
+    n_merges: int
+    lam: float
+    shift: float
+
+
+def _group_value(desc: np.ndarray, lam: float, size: int, eta_sum: float) -> tuple[float, int]:
+    """Prop. 2 / §1.10 on one group: (unclipped a(k*), k*) from its entries sorted decreasingly."""
+    m = desc.shape[0]
+    P = np.empty(m + 1)
+    P[0] = 0.0
+    np.cumsum(desc, out=P[1:])
+    A = (lam * eta_sum + P) / (lam * size + np.arange(m + 1))
+    cond = np.empty(m + 1, dtype=bool)
+    np.greater(A[:-1], desc, out=cond[:-1])
+    cond[-1] = True  # c_(m+1) = -inf
+    k = int(np.argmax(cond))
+    return float(A[k]), k
+
+
+def _merge_desc(va: np.ndarray, fa: np.ndarray, vb: np.ndarray, fb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merge two decreasingly sorted value arrays (and their flat indices) in linear time."""
+    # position of each b element in the merged array: after the a elements >= it (ties: a first)
+    pos_b = (va.shape[0] - np.searchsorted(va[::-1], vb, side="left")) + np.arange(vb.shape[0])
+    total = va.shape[0] + vb.shape[0]
+    from_b = np.zeros(total, dtype=bool)
+    from_b[pos_b] = True
+    v = np.empty(total)
+    f = np.empty(total, dtype=np.int64)
+    v[pos_b], f[pos_b] = vb, fb
+    v[~from_b], f[~from_b] = va, fa
+    return v, f
+
+
+def solve_pav(
+    Q: np.ndarray,
+    lam: Number,
+    eta: Optional[np.ndarray] = None,
+    shift: Number = 0.5,
+    *,
+    violator: str = "max",
+    ties: str = "low",
+) -> PAVSolution:
+    """Exact solution of the pruning QP for any ``Q`` by tree pool-adjacent-violators (§2.2).
+
+    NumPy, float64; no autograd (:class:`PruneQP` wraps it). Each column of ``C = Q + shift`` is
+    sorted once. Every node starts as its own group with the value of Prop. 2 (§1.10 with eta):
+    ``a(k) = (lam * sum_{t in G} eta_t + P_k) / (lam |G| + k)``, ``k*`` the first ``k >= 0`` with
+    ``a(k) > c_(k+1)``. Then, while some node ``t >= 1`` has ``a_t > a_parent(t)`` (strictly; the
+    root is never a violator), the violator with the MAXIMUM value is merged into its parent's
+    group (its group's sorted entries are merged into the parent group's in linear time) and the
+    merged group's value is recomputed from all of its ``n |G|`` entries. Values are clipped to
+    ``[0, 1]`` once at the end (§2.3.5).
+
+    Parameters
+    ----------
+    Q : array (n, |T|)
+        Path rewards (any values; tree-consistency is not needed).
+    lam : float > 0
+        Pruning strength ([ICML]); use ``1`` for [PRE].
+    eta : array (|T|,), optional
+        [PRE] per-node pruning preferences (default: zeros, i.e. [ICML]).
+    shift : float
+        ``1/2`` for [ICML], ``0`` for [PRE].
+    violator : {"max", "first"}
+        ``"max"`` is Algorithm 1. ``"first"`` (lowest index first) is WRONG on generic ``Q`` and
+        exists only so tests can show the difference (§2.3.1).
+    ties : {"low", "high"}
+        Which of several equal maximal violators to merge first; the result does not depend
+        on it (§2.3.2).
+    """
+    lam = _check_lam(lam)
+    shift = _check_shift(shift)
+    C = np.asarray(Q, dtype=np.float64)
+    if C.ndim != 2 or C.shape[0] == 0:
+        raise TreevizError(f"Q must have shape (n_samples, n_nodes) with n_samples >= 1, got {C.shape}.")
+    if not np.all(np.isfinite(C)):
+        raise TreevizError("The path rewards contain NaN or infinite values; check the split scores for "
+                           "overflow (e.g. a learning rate that is too large).")
+    n, total = C.shape
+    heap.depth_from_n_nodes(total)  # raises for a wrong node count
+    if eta is None:
+        eta_arr = np.zeros(total)
+    else:
+        eta_arr = np.asarray(eta, dtype=np.float64).reshape(-1)
+        if eta_arr.shape[0] != total or not np.all(np.isfinite(eta_arr)):
+            raise TreevizError(f"eta must be {total} finite numbers (one per node), got shape {np.shape(eta)}.")
+    if violator not in ("max", "first") or ties not in ("low", "high"):
+        raise ValueError("violator must be 'max' or 'first' and ties 'low' or 'high'.")
+    Ct = np.add(C.T, shift, order="C")  # (T, n), node-major
+    order = np.argsort(-Ct, axis=1)  # per column: sample indices by decreasing c
+    desc = np.take_along_axis(Ct, order, axis=1)  # (T, n)
+    flat = order * total + np.arange(total)[:, None]  # flat index i * |T| + t of each sorted entry
+
+    # singleton groups, vectorised over nodes
+    P = np.zeros((total, n + 1))
+    np.cumsum(desc, axis=1, out=P[:, 1:])
+    A = (lam * eta_arr[:, None] + P) / (lam + np.arange(n + 1))
+    cond = np.empty((total, n + 1), dtype=bool)
+    np.greater(A[:, :-1], desc, out=cond[:, :-1])
+    cond[:, -1] = True
+    k_star = np.argmax(cond, axis=1)
+    value = A[np.arange(total), k_star]  # per group name (singletons: the node itself)
+    node_value = value.copy()  # per node: the value of its group
+    group = np.arange(total)
+    size = np.ones(total, dtype=np.int64)
+    eta_sum = eta_arr.copy()
+    members: dict[int, list[int]] = {t: [t] for t in range(total)}
+    entries: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # merged groups only
+
+    parents = heap.parents(heap.depth_from_n_nodes(total))
+    n_merges = 0
+    while total > 1:
+        viol = np.flatnonzero(node_value[1:] > node_value[parents[1:]]) + 1
+        if viol.size == 0:
+            break
+        if violator == "first":
+            t = int(viol[0])
+        else:
+            vals = node_value[viol]
+            best = viol[vals == vals.max()]
+            t = int(best[0] if ties == "low" else best[-1])
+        child, par = int(group[t]), int(group[parents[t]])  # child == t: a violator tops its group
+        va, fa = entries.pop(par, (desc[par], flat[par]))
+        vb, fb = entries.pop(child, (desc[child], flat[child]))
+        v, f = _merge_desc(va, fa, vb, fb)
+        entries[par] = (v, f)
+        members[par].extend(members.pop(child))
+        idx = np.asarray(members[par])
+        group[idx] = par
+        size[par] += size[child]
+        eta_sum[par] += eta_sum[child]
+        value[par], k_star[par] = _group_value(v, lam, int(size[par]), float(eta_sum[par]))
+        value[child], k_star[child], size[child] = 0.0, 0, 0
+        node_value[idx] = value[par]
+        n_merges += 1
+
+    is_group = np.zeros(total, dtype=bool)
+    is_group[list(members)] = True
+    k_star = np.where(is_group, k_star, 0)
+    denom = np.where(is_group, lam * size + k_star, 1.0)
+    active = is_group & (value > 0.0) & (value < 1.0)
+    support = np.full(n * total, -1, dtype=np.int64)
+    for g in members:
+        kg = int(k_star[g])
+        if kg:
+            f = entries[g][1] if g in entries else flat[g]
+            support[f[:kg]] = g
+    return PAVSolution(
+        a=np.clip(node_value, 0.0, 1.0),
+        a_unclipped=node_value,
+        group=group,
+        k_star=k_star,
+        denom=denom,
+        active=active,
+        support=support.reshape(n, total),
+        n_merges=n_merges,
+        lam=lam,
+        shift=shift,
+    )
+
+
+class PruneQP(torch.autograd.Function):
+    """General pruning QP as an autograd Function: ``PruneQP.apply(Q, eta, lam, shift) -> a``.
+
+    Forward: :func:`solve_pav` on the CPU in float64 (``Q`` is copied there), ``a`` returned
+    clipped, on ``Q``'s device and dtype. Backward (§3.2, no autograd through the PAV loop): for
+    each final group ``G`` with ``0 < a_G(unclipped) < 1``,
+    ``g = sum_{t in G} grad_a[t] / (lam |G| + k*_G)``; ``grad_Q[i, t'] = g`` for ``(i, t')`` in the
+    support ``S*_G`` and ``grad_eta[t'] = lam * g`` for ``t'`` in ``G``; zero everywhere else
+    (exact float denominators). ``eta`` may be ``None`` ([ICML]).
+    """
+
+    @staticmethod
+    def forward(ctx: Any, Q: Tensor, eta: Optional[Tensor], lam: float, shift: float) -> Tensor:  # noqa: D102
+        eta_np = None if eta is None else eta.detach().to("cpu", torch.float64).numpy()
+        sol = solve_pav(Q.detach().to("cpu", torch.float64).numpy(), lam, eta_np, shift)
+        dev = Q.device
+        ctx.lam = sol.lam
+        ctx.has_eta = eta is not None
+        ctx.eta_dtype = None if eta is None else eta.dtype
+        # coefficient per group name: active / denom (0 for names that are not groups)
+        scale = np.where(sol.active, 1.0 / sol.denom, 0.0)
+        ctx.save_for_backward(
+            torch.from_numpy(sol.group).to(dev),
+            torch.from_numpy(scale).to(dev, Q.dtype),
+            torch.from_numpy(np.where(sol.support < 0, sol.group.shape[0], sol.support)).to(dev),
+        )
+        ctx.n_merges = sol.n_merges
+        return torch.from_numpy(sol.a).to(dev, Q.dtype)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad_a: Tensor) -> tuple[Optional[Tensor], Optional[Tensor], None, None]:  # noqa: D102
+        group, scale, support = ctx.saved_tensors
+        total = group.shape[0]
+        per_group = torch.zeros(total + 1, dtype=scale.dtype, device=scale.device)
+        per_group[:total].index_add_(0, group, grad_a.to(scale.dtype))
+        per_group[:total] *= scale  # g_G (0 for clipped groups and non-group names)
+        grad_Q = per_group[support] if ctx.needs_input_grad[0] else None
+        grad_eta = None
+        if ctx.has_eta and ctx.needs_input_grad[1]:
+            grad_eta = (ctx.lam * per_group[group]).to(ctx.eta_dtype)
+        return grad_Q, grad_eta, None, None
+
+
+# --------------------------------------------------------------------------------------------
+# the public entry point
+# --------------------------------------------------------------------------------------------
+
+
+def prune(
+    Q: Tensor,
+    lam: Number,
+    *,
+    eta: Optional[Union[Tensor, np.ndarray]] = None,
+    shift: Number = 0.5,
+    solver: str = "auto",
+) -> Tensor:
+    """Solve the pruning QP for one batch: the node activities ``a`` (§1.6-§2.5), differentiable.
+
+    Parameters
+    ----------
+    Q : Tensor, shape (n, |T|)
+        Path rewards of the batch (see :func:`path_rewards`), float32 or float64, any device.
+    lam : float > 0
+        Pruning strength, absolute per batch: larger prunes more. ``lam <= 0`` is an error; to
+        train without pruning skip this layer (the reference code does that for ``lam = 0``).
+    eta : Tensor or array, shape (|T|,), optional
+        [PRE] learned per-node preferences (use with ``lam=1.0, shift=0.0``). Gradients flow to
+        it when it requires grad. Forces the general solver.
+    shift : float
+        ``1/2`` ([ICML], default) or ``0`` ([PRE]).
+    solver : {"auto", "fast", "general"}
+        ``"auto"``: the fast per-node path (:func:`prune_fast`) when ``eta`` is None and ``Q``
+        is tree-consistent (one vectorised check), else the general PAV solver (:class:`PruneQP`,
+        computed on the CPU). ``"fast"`` / ``"general"`` force one; ``"fast"`` on a
+        non-tree-consistent ``Q`` or with ``eta`` is an error.
+
+    Returns
+    -------
+    Tensor, shape (|T|,): ``a`` in ``[0, 1]``, on ``Q``'s device and dtype. ``a_t = 0`` means node
+    ``t`` (and, since ``a_child <= a_parent``, its subtree) is pruned for this batch.
+    """
+    lam = _check_lam(lam)
+    shift = _check_shift(shift)
+    _check_rewards(Q)
+    if solver not in SOLVERS:
+        raise TreevizError(f"Unknown pruning solver {solver!r}; use one of {', '.join(SOLVERS)}.")
+    if eta is not None:
+        if solver == "fast":
+            raise TreevizError("The fast pruning path does not support per-node preferences eta; use "
+                               "solver='general' or 'auto'.")
+        if not isinstance(eta, Tensor):
+            eta = torch.as_tensor(np.asarray(eta), dtype=Q.dtype, device=Q.device)
+        if eta.shape != (Q.shape[1],):
+            raise TreevizError(f"eta must have one value per node, shape ({Q.shape[1]},); got {tuple(eta.shape)}.")
+        return PruneQP.apply(Q, eta, lam, shift)
+    if solver == "general":
+        return PruneQP.apply(Q, None, lam, shift)
+    consistent = is_tree_consistent(Q)
+    if solver == "fast" and not consistent:
+        raise TreevizError(
+            "The fast pruning path needs tree-consistent path rewards (q_child <= q_parent for every "
+            "sample, as path_rewards produces), but Q is not; use solver='general' or 'auto'."
+        )
+    if consistent:
+        return prune_fast(Q, lam, shift)
+    return PruneQP.apply(Q, None, lam, shift)
+
+
+# --------------------------------------------------------------------------------------------
+# read-out and objective
+# --------------------------------------------------------------------------------------------
+
+
+class _Readout(torch.autograd.Function):
+    """``z = relu(min(q + delta, cap))`` with ``cap = clip(a, 0, upper)``; see :func:`readout`.
+
+    Works in ``Q``'s memory layout (node-major for ``Q`` from :func:`path_rewards`) and brings the
+    incoming gradient to that layout once, because elementwise kernels that mix a transposed and
+    a row-major operand are 10-25x slower on CPU. Gradient: to ``q`` where ``0 < z < cap`` (the
+    ``q`` term is the minimum), to ``a`` where ``0 < z = cap`` (the cap is active; an exact tie
+    ``q + delta == cap`` counts as the cap), summed over samples.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, Q: Tensor, a: Tensor, delta: float, upper: float) -> Tensor:  # noqa: D102
+        Qt = Q.detach().t()
+        cap = a.detach().clamp(0.0, upper).unsqueeze(1)
+        Zt = torch.minimum(Qt + delta if delta != 0.0 else Qt, cap)
+        Zt.clamp_min_(0.0)
+        ctx.save_for_backward(a, Zt)
+        ctx.upper = upper
+        return Zt.t()
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad_Z: Tensor) -> tuple[Tensor, Tensor, None, None]:  # noqa: D102
+        a, Zt = ctx.saved_tensors
+        cap = a.clamp(0.0, ctx.upper).unsqueeze(1)
+        Gt = grad_Z.t()
+        if Gt.stride() != Zt.stride():
+            Gt = _like_layout(Gt, Zt)
+        G_on = Gt * torch.gt(Zt, 0.0, out=torch.empty_like(Zt))  # gradient where z > 0
+        G_q = G_on * torch.lt(Zt, cap, out=torch.empty_like(Zt))  # ... and the q term is the minimum
+        G_a = (G_on.sum(1) - G_q.sum(1)) * ((a >= 0) & (a <= ctx.upper))
+        return G_q.t(), G_a, None, None
+
+
+def _like_layout(x: Tensor, ref: Tensor) -> Tensor:
+    """A copy of ``x`` with ``ref``'s memory layout (row- or column-major 2-D)."""
+    if ref.is_contiguous():
+        return x.contiguous()
+    return x.t().contiguous().t()
+
+
+def readout(Q: Tensor, a: Tensor, mode: str = "code", shift: Number = 0.5) -> Tensor:
+    """Per-sample traversal values ``Z`` (n, |T|) from path rewards and node activities (§2.4).
+
+    ``mode="code"`` (default): ``z = min(clip(q, 0, 1), a)``. This is what the reference code uses
+    in every released experiment, so it reproduces the published numbers; ``z_it > 0`` only on
+    sample ``i``'s hard root-to-leaf path (and only where ``a_t > 0``), i.e. routing is exactly
+    hard and sparse at train and test time. It is *not* the argmin of eq. (3) in ``z``.
+
+    ``mode="paper"``: ``z = min(max(q + shift, 0), a)`` with ``shift = 1/2`` (Prop. 1), the exact
+    argmin of eq. (3) given ``a`` (use ``shift=0`` for [PRE]). Near a split boundary both children
+    get mass (``z = 1/2`` capped by ``a`` at ``s = 0``); it is sparse only beyond margin 1/2. The
+    solver tests compare this read-out with a generic QP solver.
+
+    ``a`` (in ``[0, 1]``, as :func:`prune` returns) is identical in both modes. Both are computed
+    as ``relu(min(q + delta, a))`` (``delta = 0`` for "code", ``shift`` for "paper"), which equals
+    the formulas above for ``0 <= a <= 1``, with a custom backward that works in ``Q``'s memory
+    layout (see :class:`_Readout`). Gradients reach ``q`` where the ``q`` term is the minimum and
+    ``a`` where the cap ``a_t`` is active, as autograd through ``torch.minimum`` would, except at
+    exact ties ``q + delta == a`` where the whole gradient goes to ``a`` instead of half of it
+    (:func:`readout_reference` is the plain-autograd version). The result has ``Q``'s layout.
+    """
+    if mode == "code":
+        delta, upper = 0.0, 1.0
+    elif mode == "paper":
+        delta, upper = _check_shift(shift), math.inf
+    else:
+        raise TreevizError(f"Unknown read-out mode {mode!r}; use 'code' (reference code) or 'paper' (eq. 3).")
+    return _Readout.apply(Q, a, delta, upper)
+
+
+def readout_reference(Q: Tensor, a: Tensor, mode: str = "code", shift: Number = 0.5) -> Tensor:
+    """Plain-autograd version of :func:`readout`, written exactly as in the spec; for tests."""
+    if mode == "code":
+        return torch.minimum(Q.clamp(0.0, 1.0), a)
+    if mode == "paper":
+        return torch.minimum((Q + float(shift)).clamp_min(0.0), a)
+    raise TreevizError(f"Unknown read-out mode {mode!r}; use 'code' or 'paper'.")
+
+
+def pruning_objective(
+    Q: Tensor,
+    a: Tensor,
+    z: Tensor,
+    lam: Number,
+    eta: Optional[Tensor] = None,
+    shift: Number = 0.5,
+) -> Tensor:
+    """Value of the relaxed QP objective (eq. 3 / §1.10) at ``(a, z)``; for tests and diagnostics.
+
+    ``(lam/2) ||a - eta||^2 + 1/2 sum_i ||z_i - q_i - shift||^2`` (``eta = 0`` unless given). It
+    does not check feasibility (``a_child <= a_parent``, ``0 <= z <= a``).
+    """
+    lam = float(lam)
+    a = torch.as_tensor(a, dtype=Q.dtype, device=Q.device)
+    z = torch.as_tensor(z, dtype=Q.dtype, device=Q.device)
+    diff_a = a if eta is None else a - torch.as_tensor(eta, dtype=Q.dtype, device=Q.device)
+    return 0.5 * lam * (diff_a**2).sum() + 0.5 * ((z - Q - float(shift)) ** 2).sum()

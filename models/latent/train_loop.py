@@ -1,0 +1,161 @@
+"""Mini-batch training of a :class:`~models.latent.layers.LatentTreeNet` (Algorithm 2 of [ICML]).
+
+For each batch: split scores → pruning QP on the batch → z → predictor → loss → backprop
+(through the QP by its own Jacobian). After each epoch the model is evaluated with *frozen
+pruning*: a is solved once on a reference set (the training data, at most ``REFERENCE_ROWS``
+rows) with λ scaled by n_ref / batch_size, which by the batch-replication identity of the QP
+prunes like a training batch would. Early stopping keeps the best-validation weights;
+ReduceLROnPlateau divides the learning rate by 10 after ``lr_patience`` epochs without a
+better validation loss (as in the reference code).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from models.latent import heap
+from models.latent.layers import LatentTreeNet
+from models.latent.qhadam import QHAdam
+
+#: Largest reference set used to freeze the pruning vector and to score the training data.
+REFERENCE_ROWS = 8192
+#: Rows per forward pass at evaluation time (memory bound only; results do not depend on it
+#: with frozen pruning).
+EVAL_CHUNK = 8192
+
+
+@dataclass
+class Problem:
+    """Tensors and functions of one supervised problem, on the training device."""
+
+    X: torch.Tensor
+    Y: torch.Tensor
+    loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    score: Callable[[torch.Tensor, torch.Tensor], float]  # (outputs, targets) -> higher is better
+    X_val: torch.Tensor | None = None
+    Y_val: torch.Tensor | None = None
+
+
+def make_optimizer(name: str, params: Any, lr: float) -> torch.optim.Optimizer:
+    if name == "qhadam":
+        return QHAdam(params, lr=lr, nus=(0.7, 1.0), betas=(0.995, 0.998))
+    if name == "adam":
+        return torch.optim.Adam(params, lr=lr)
+    raise ValueError(f"optimizer must be 'qhadam' or 'adam', got {name!r}")
+
+
+def reference_rows(n: int, generator: torch.Generator) -> torch.Tensor:
+    """Indices of the reference set: all rows, or a seeded sample of ``REFERENCE_ROWS``."""
+    if n <= REFERENCE_ROWS:
+        return torch.arange(n)
+    return torch.randperm(n, generator=generator)[:REFERENCE_ROWS].sort().values
+
+
+@torch.no_grad()
+def frozen_pruning(net: LatentTreeNet, X_ref: torch.Tensor, batch_size: int) -> torch.Tensor:
+    """a solved on the reference set with λ scaled to the training batch size (eval mode)."""
+    was_training = net.training
+    net.eval()
+    scale = X_ref.shape[0] / max(1, batch_size)
+    a = net.tree_state(X_ref, strength_scale=scale)["a"]
+    net.train(was_training)
+    return a
+
+
+@torch.no_grad()
+def predict_outputs(net: LatentTreeNet, X: torch.Tensor, a: torch.Tensor | None, *,
+                    batch_mode_size: int | None = None) -> torch.Tensor:
+    """Raw outputs in eval mode: with a frozen ``a``, or (``a`` None) with a recomputed on
+    consecutive evaluation batches of ``batch_mode_size`` rows, as the reference code does."""
+    was_training = net.training
+    net.eval()
+    chunk = batch_mode_size if a is None else EVAL_CHUNK
+    outs = [net(X[i : i + chunk], a=a)[0] for i in range(0, X.shape[0], max(1, chunk))]
+    net.train(was_training)
+    return torch.cat(outs) if outs else torch.zeros((0, 0), device=X.device)
+
+
+def fit_net(net: LatentTreeNet, problem: Problem, *, batch_size: int, max_epochs: int, patience: int,
+            lr_patience: int, optimizer: str, learning_rate: float, generator: torch.Generator,
+            record: Callable[..., bool], init_bias: bool) -> tuple[torch.Tensor, int]:
+    """Train ``net`` in place; returns (frozen pruning vector, best epoch).
+
+    ``record(**values)`` is called after every epoch (it appends to ``history_`` and runs the
+    callbacks); it returns False to stop (a cancel).
+    """
+    n = problem.X.shape[0]
+    batch_size = int(min(batch_size, n))
+    ref = reference_rows(n, generator).to(problem.X.device)
+    X_ref, Y_ref = problem.X[ref], problem.Y[ref]
+    if init_bias:  # before the optimiser exists, so β stays a trained parameter
+        sample = torch.randperm(n, generator=generator)[: max(batch_size, min(n, 4096))]
+        net.splits.init_bias(problem.X[sample.to(problem.X.device)])
+    opt = make_optimizer(optimizer, net.parameters(), learning_rate)
+    scheduler = (torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=0.1, patience=lr_patience)
+                 if lr_patience > 0 else None)
+    has_val = problem.X_val is not None and problem.X_val.shape[0] > 0
+    best_loss, best_state, best_epoch, waited = math.inf, None, 0, 0
+    n_nodes = heap.n_nodes(net.depth)
+    for epoch in range(1, max_epochs + 1):
+        start = time.perf_counter()
+        net.train()
+        order = torch.randperm(n, generator=generator).to(problem.X.device)
+        total, seen, active_batches = 0.0, 0, []
+        for i in range(0, n, batch_size):
+            idx = order[i : i + batch_size]
+            if idx.numel() < 2 and seen:  # BatchNorm cannot train on one row
+                continue
+            out, state = net(problem.X[idx])
+            loss = problem.loss(out, problem.Y[idx]) + net.penalty()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * idx.numel()
+            seen += idx.numel()
+            active_batches.append(float((state["a"].detach() > 0).sum()) / n_nodes)
+        a = frozen_pruning(net, X_ref, batch_size)
+        out_ref = predict_outputs(net, X_ref, a)
+        values: dict[str, Any] = {
+            "epoch": epoch,
+            "loss": total / max(1, seen),
+            "train_score": problem.score(out_ref, Y_ref),
+            "n_active_nodes": int((a > 0).sum()),
+            "active_fraction": float((a > 0).float().mean()),
+            "a_norm": float(torch.linalg.vector_norm(a)),
+            "batch_active_fraction": float(np.mean(active_batches)) if active_batches else 0.0,
+            "lr": float(opt.param_groups[0]["lr"]),
+        }
+        if has_val:
+            out_val = predict_outputs(net, problem.X_val, a)
+            val_loss = float(problem.loss(out_val, problem.Y_val))
+            values["val_loss"] = val_loss
+            values["val_score"] = problem.score(out_val, problem.Y_val)
+            monitor = val_loss
+        else:
+            monitor = values["loss"]
+        values["seconds"] = time.perf_counter() - start
+        if monitor < best_loss - 1e-12:
+            best_loss, best_epoch, waited = monitor, epoch, 0
+            if has_val:
+                best_state = copy.deepcopy(net.state_dict())
+        else:
+            waited += 1
+        if not record(**values):
+            break
+        if has_val and patience > 0 and waited >= patience:
+            break
+        if scheduler is not None:
+            scheduler.step(monitor)
+    if best_state is not None:
+        net.load_state_dict(best_state)
+    return frozen_pruning(net, X_ref, batch_size), best_epoch
+
+
+def as_tensor(X: np.ndarray, device: str) -> torch.Tensor:
+    return torch.tensor(np.asarray(X), dtype=torch.float32, device=device)  # a copy: inputs may be read-only

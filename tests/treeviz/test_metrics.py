@@ -1,0 +1,71 @@
+"""Dendrogram purity: toy cases of the spec (T17) and the fast formula against the pair loop."""
+
+import numpy as np
+import pytest
+
+from treeviz.errors import TreevizError
+from treeviz.metrics import dendrogram_purity, dendrogram_purity_bruteforce
+from treeviz.tree import Tree
+
+NAN = np.nan
+
+
+def depth2_tree():
+    """x0 splits at the root, x1 below: leaves 3, 4, 5, 6 (heap order)."""
+    left = [1, 3, 5, -1, -1, -1, -1]
+    right = [2, 4, 6, -1, -1, -1, -1]
+    w = np.zeros((7, 2))
+    w[0, 0] = w[1, 1] = w[2, 1] = 1.0
+    leaf = np.where(np.arange(7)[:, None] < 3, NAN, 0.0)
+    return Tree(left, right, w, np.zeros(7), leaf, task="clustering")
+
+
+QUADRANTS = np.array([[-1, -1], [-1, 1], [1, -1], [1, 1]], dtype=float)
+
+
+def points(per_leaf):
+    """Rows in the leaves 3..6 (quadrants) with the given counts."""
+    return np.vstack([np.repeat(QUADRANTS[k : k + 1], n, axis=0) for k, n in enumerate(per_leaf)])
+
+
+@pytest.mark.parametrize("variant", ["standard", "code"])
+def test_toy_cases(variant):
+    tree = depth2_tree()
+    X = points([3, 3, 3, 3])
+    assert dendrogram_purity(tree, X, ["a"] * 12, variant) == pytest.approx(1.0)  # one class
+    pure = ["a"] * 3 + ["b"] * 3 + ["c"] * 3 + ["d"] * 3
+    assert dendrogram_purity(tree, X, pure, variant) == pytest.approx(1.0)  # pure leaves
+    # every leaf holds two classes half and half, and so does every node: purity 0.5
+    X2 = points([4, 4, 4, 4])
+    half = (["a", "a", "b", "b"]) * 4
+    assert dendrogram_purity(tree, X2, half, variant) == pytest.approx(0.5)
+    # ten classes in equal shares everywhere: constant purity 0.1
+    X3 = points([10, 10, 10, 10])
+    tenth = [str(k) for k in range(10)] * 4
+    assert dendrogram_purity(tree, X3, tenth, variant) == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("variant", ["standard", "code"])
+def test_fast_formula_equals_the_pair_loop(variant):
+    rng = np.random.default_rng(0)
+    tree = depth2_tree()
+    for _ in range(5):
+        X = rng.normal(size=(40, 2))
+        labels = rng.integers(0, 3, 40)
+        fast = dendrogram_purity(tree, X, labels, variant)
+        slow = dendrogram_purity_bruteforce(tree, X, labels, variant)
+        assert fast == pytest.approx(slow, abs=1e-12)
+
+
+def test_the_code_variant_counts_self_pairs():
+    tree = depth2_tree()
+    X = points([2, 1, 0, 0])
+    labels = ["a", "a", "a"]
+    # standard: pairs (0,1) in leaf 3 -> purity 1; (0,2), (1,2) via LCA node 1 -> purity 1: DP = 1
+    assert dendrogram_purity(tree, X, labels, "standard") == pytest.approx(1.0)
+    X = points([1, 1, 0, 0])
+    labels = ["a", "b"]
+    with pytest.raises(TreevizError, match="two points of one class"):
+        dendrogram_purity(tree, X, labels, "standard")
+    # the code variant scores each point with itself (leaf purity 1): DP = 1
+    assert dendrogram_purity(tree, X, labels, "code") == pytest.approx(1.0)

@@ -1,0 +1,143 @@
+"""Parameter sweeps: train one model per value of a parameter (a λ path) and compare them.
+
+:func:`run_sweep` fits the values in increasing order. When the estimator supports
+``warm_start`` (the latent trees do), each fit after the first starts from the previous
+weights: only λ changes between points, the architecture and data stay the same, so the
+previous optimum is a sound starting point and the path is traced much faster. Every point is
+stored as its own run, tagged with ``RunRecord.sweep = {"id", "param", "value", "index",
+"size", "warm_start"}``; :func:`sweep_table` gathers a stored sweep back into rows (value,
+active nodes, depth of the active tree, metrics) for the Pruning page.
+
+Local and sequential by design: each point warm-starts from the previous one.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from models.base import Callback
+from models.registry import get_family
+from treeviz.data import PreparedData
+from treeviz.errors import TrainingCancelled, TreevizError
+from treeviz.runs import RunRecord, RunStore
+from treeviz.training import build_estimator, finish_run, fit_estimator
+from treeviz.tree import Tree
+
+
+def value_grid(low: float, high: float, count: int, *, log: bool = True) -> list[float]:
+    """``count`` values from ``low`` to ``high`` (geometric when ``log``), rounded to 4 digits."""
+    if count < 1:
+        raise TreevizError("A sweep needs at least one value.")
+    if not (math.isfinite(low) and math.isfinite(high)) or high < low:
+        raise TreevizError(f"The sweep range [{low}, {high}] is not valid; the end must not be below the start.")
+    if log and low <= 0:
+        raise TreevizError("A logarithmic sweep needs a positive start value.")
+    values = np.geomspace(low, high, count) if log else np.linspace(low, high, count)
+    return sorted({float(f"{v:.4g}") for v in values})
+
+
+def active_depth(tree: Tree) -> int:
+    """Depth of the tree once pruned nodes (active == 0) are removed (0: only the root is left)."""
+    alive = tree.active > 0
+    if not alive[0]:
+        return 0
+    depths = tree.node_depth[alive]
+    return int(depths.max())
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """One point of a sweep: the value, its stored run (if a store was given) and summary."""
+
+    value: float
+    record: RunRecord | None
+    metrics: dict[str, Any]
+    n_active_nodes: int
+    active_depth: int
+    estimator: Any = None
+
+
+def run_sweep(family_key: str, task: str, params: Mapping[str, Any] | None, prepared: PreparedData,
+              values: Sequence[float], *, param: str = "prune_strength", warm_start: bool = True,
+              store: RunStore | None = None, callbacks: Iterable[Callback] = (), device: str | None = None,
+              name: str | None = None) -> list[SweepResult]:
+    """Train one model per value of ``param`` (ascending), warm-started where the estimator allows.
+
+    A cancel stops the sweep after the point being trained (that point is kept, as a cancelled
+    run); the points finished before it are returned and stored as usual.
+    """
+    family = get_family(family_key)
+    if param not in {p.name for p in family.params_for(task)}:
+        raise TreevizError(f"{family.label} has no parameter '{param}' to sweep.")
+    checked = [family.param(param).validate(v) for v in values]
+    values = sorted(set(checked))
+    if not values:
+        raise TreevizError("A sweep needs at least one value.")
+    callbacks = list(callbacks)
+    for cb in callbacks:
+        if hasattr(cb, "set_stages"):
+            cb.set_stages(len(values))
+    estimator = build_estimator(family_key, task, {**dict(params or {}), param: values[0]}, prepared,
+                                device=device)
+    can_warm = warm_start and "warm_start" in estimator.get_params()
+    sweep_id = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+    base = name or f"{family.label.split(' (')[0]} on {prepared.dataset.name}"
+    results: list[SweepResult] = []
+    for index, value in enumerate(values):
+        estimator.set_params(**{param: value})
+        if can_warm:
+            estimator.set_params(warm_start=index > 0)
+        duration, stopped = fit_estimator(estimator, task, prepared, callbacks)
+        tag = {"id": sweep_id, "param": param, "value": value, "index": index, "size": len(values),
+               "warm_start": bool(can_warm and index > 0)}
+        try:
+            out = finish_run(estimator, prepared, family_key, task, duration, stopped, store=store,
+                             name=f"{base} · {param}={value:g}", sweep=tag)
+        except TrainingCancelled:
+            break
+        tree = estimator.to_tree()
+        if store is not None:
+            record, metrics = out, dict(out.metrics)
+        else:
+            record, metrics = None, dict(out[1])
+        results.append(SweepResult(value=value, record=record, metrics=metrics,
+                                   n_active_nodes=int((tree.active > 0).sum()),
+                                   active_depth=active_depth(tree),
+                                   estimator=None if store is not None else _copy(estimator)))
+        if stopped:
+            break
+    return results
+
+
+def _copy(estimator: Any) -> Any:
+    """A snapshot of a fitted estimator (warm starts keep changing the original)."""
+    import copy
+
+    return copy.deepcopy(estimator)
+
+
+def sweeps(store: RunStore) -> dict[str, list[RunRecord]]:
+    """Stored sweeps: sweep id -> its runs ordered by value (newest sweep first)."""
+    groups: dict[str, list[RunRecord]] = {}
+    for record in store.list():
+        if record.sweep and record.sweep.get("id"):
+            groups.setdefault(str(record.sweep["id"]), []).append(record)
+    ordered = sorted(groups.items(), key=lambda kv: max(r.created for r in kv[1]), reverse=True)
+    return {k: sorted(v, key=lambda r: float(r.sweep["value"])) for k, v in ordered}
+
+
+def sweep_table(store: RunStore, records: Sequence[RunRecord]) -> list[dict[str, Any]]:
+    """One row per point: value, active nodes, active depth, node count and every metric."""
+    rows = []
+    for record in records:
+        tree = store.load_model(record.run_id).to_tree()
+        rows.append({"value": float(record.sweep["value"]), "run_id": record.run_id, "name": record.name,
+                     "n_active_nodes": int((tree.active > 0).sum()), "n_nodes": tree.n_nodes,
+                     "active_depth": active_depth(tree), "status": record.status, **record.metrics})
+    return rows
