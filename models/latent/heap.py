@@ -23,32 +23,32 @@ on each call so callers may modify what they get.
 
 from __future__ import annotations
 
-from typing import Union
+import itertools
 
 import numpy as np
 
-IntOrArray = Union[int, np.ndarray]
+IntOrArray = int | np.ndarray
 
 __all__ = [
-    "n_nodes",
-    "n_splits",
-    "n_leaves",
+    "children_arrays",
     "depth_from_n_nodes",
     "depth_from_n_splits",
-    "parent",
-    "parents",
-    "left_child",
-    "right_child",
     "is_leaf",
+    "leaf_nodes",
+    "left_ancestors",
+    "left_child",
+    "level",
+    "n_leaves",
+    "n_nodes",
+    "n_splits",
     "node_depth",
     "node_depths",
-    "level",
-    "split_nodes",
-    "leaf_nodes",
+    "parent",
+    "parents",
     "path_to",
-    "left_ancestors",
     "right_ancestors",
-    "children_arrays",
+    "right_child",
+    "split_nodes",
 ]
 
 
@@ -117,7 +117,7 @@ def right_child(t: IntOrArray) -> IntOrArray:
     return 2 * t + 2
 
 
-def is_leaf(t: IntOrArray, depth: int) -> Union[bool, np.ndarray]:
+def is_leaf(t: IntOrArray, depth: int) -> bool | np.ndarray:
     """Whether node ``t`` is a leaf of the depth-``depth`` tree."""
     if isinstance(t, (int, np.integer)):
         return bool(t >= n_splits(depth))
@@ -177,13 +177,13 @@ def path_to(t: int) -> list[int]:
 def left_ancestors(t: int) -> list[int]:
     """``A_L(t)``: ancestors of ``t`` whose left child is on the root-to-``t`` path (root first)."""
     path = path_to(t)
-    return [u for u, child in zip(path[:-1], path[1:]) if child == 2 * u + 1]
+    return [u for u, child in itertools.pairwise(path) if child == 2 * u + 1]
 
 
 def right_ancestors(t: int) -> list[int]:
     """``A_R(t)``: ancestors of ``t`` whose right child is on the root-to-``t`` path (root first)."""
     path = path_to(t)
-    return [u for u, child in zip(path[:-1], path[1:]) if child == 2 * u + 2]
+    return [u for u, child in itertools.pairwise(path) if child == 2 * u + 2]
 
 
 def children_arrays(depth: int) -> tuple[np.ndarray, np.ndarray]:

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from models.latent import heap
-from models.latent.pruning import path_rewards, prune, readout
+from models.latent.pruning import latent_layer, path_rewards, prune, readout
 
 SPLITS = ("linear", "elu")
 READOUTS = ("code", "paper")
@@ -150,10 +150,15 @@ class LatentTreeNet(nn.Module):
         reference set prune like a training batch).
         """
         s = self.splits(x)
+        lam = self.prune_strength * strength_scale
+        if a is None and self.formulation == "icml" and lam > 0:
+            q, a, z = latent_layer(s, lam, shift=0.5, mode=self.readout_mode)  # fused on CPU
+            return {"s": s, "q": q, "a": a, "z": z}
         q = path_rewards(s)
         if a is None:
             a = self.pruning_vector(q, strength_scale)
-        z = readout(q, a, mode=self.readout_mode)
+        shift = 0.0 if self.formulation == "preprint" else 0.5  # the preprint's QP has no ½ shift
+        z = readout(q, a, mode=self.readout_mode, shift=shift)
         return {"s": s, "q": q, "a": a, "z": z}
 
     def pruning_vector(self, q: torch.Tensor, strength_scale: float = 1.0) -> torch.Tensor:

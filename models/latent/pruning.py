@@ -40,17 +40,35 @@ backward is the sparse vector-Jacobian product of §3.2 with exact float denomin
 ``lam |G| + k*`` (the reference code rounds them to integers, §3.4, which we do not copy); a
 group whose *unclipped* value is ``<= 0`` or ``>= 1`` gets exactly zero gradient. The fast path
 gets the same Jacobian (§3.1) from autograd and applies the same strict mask.
+
+Choices where the paper and the reference code differ (spec §2.3, §2.4, §3.4):
+
+* split sign: the paper's (left iff ``s < 0``);
+* root: ``q_root = 1`` for every sample, as in the code; ``a_root`` is NOT pinned to 1, so
+  ``a_root = 1.5 n / (lam + n) < 1`` when ``n < 2 lam`` and then caps every ``z`` (this is what
+  produced the published numbers; [ICML]'s "z_1 = 1" is not literally true there);
+* read-out: ``"code"`` by default (hard, exactly sparse paths; reproduces the numbers), ``"paper"``
+  (exact argmin of eq. 3) on request; ``a`` is the same in both;
+* Jacobian denominators: exact floats, not the code's integer truncation;
+* ``lam = 0``: an error here (the code silently skips pruning; a caller wanting that skips this
+  layer and uses ``z = clip(q, 0, 1)``);
+* clipping: once, after PAV; the gradient mask uses the unclipped value, strictly inside (0, 1).
+
+Performance notes (CPU). Tensors from :func:`path_rewards` are node-major (an ``(n, |T|)``
+transposed view of a ``(|T|, n)`` buffer) so that per-node work is contiguous; the CPU kernels
+of the three layers run on NumPy views of the tensors' memory where torch's CPU kernels are slow
+at these sizes (sorting, boolean masks, many small calls). Other devices use the same algorithms
+written with torch operations (what a GPU runs); the tests check both back-ends agree.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
@@ -58,25 +76,25 @@ from models.latent import heap
 from treeviz.errors import TreevizError
 
 __all__ = [
+    "READOUT_MODES",
+    "SOLVERS",
+    "PAVSolution",
+    "PruneQP",
+    "is_tree_consistent",
     "path_rewards",
     "path_rewards_reference",
     "prune",
     "prune_fast",
-    "solve_pav",
-    "PAVSolution",
-    "PruneQP",
+    "pruning_objective",
     "readout",
     "readout_reference",
-    "pruning_objective",
-    "is_tree_consistent",
-    "READOUT_MODES",
-    "SOLVERS",
+    "solve_pav",
 ]
 
 READOUT_MODES = ("code", "paper")
 SOLVERS = ("auto", "fast", "general")
 
-Number = Union[int, float]
+Number = int | float
 
 
 # --------------------------------------------------------------------------------------------
@@ -146,60 +164,91 @@ def _depth_of_scores(S: Any) -> int:
                            f"binary tree.") from err
 
 
+def _on_numpy(x: Tensor) -> bool:
+    """Whether to run the elementwise kernels with NumPy: CPU float32/float64 tensors.
+
+    On CPU, NumPy's per-call overhead is a few times lower than torch's and its sort is ~30x
+    faster, which matters at these sizes (a few hundred thousand entries per batch). Other
+    devices and dtypes use the same algorithm written with torch ops.
+    """
+    return x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
+
+
+def _rewards_forward(S: Any, Qt: Any, signed: Any, depth: int, minimum: Any) -> None:
+    """Fill node-major ``Qt`` (|T|, n) from ``S`` (n, m); NumPy arrays or tensors alike.
+
+    ``signed[u, 0] = -s_u`` and ``signed[u, 1] = +s_u`` are the signed scores of the edges into
+    ``u``'s left and right children, so in heap order ``signed`` lists the edge into every
+    non-root node and a level is one broadcast minimum.
+    """
+    n = Qt.shape[1]
+    signed[:, 1] = S.T
+    signed[:, 0] = -signed[:, 1]
+    Qt[0] = 1.0
+    for d in range(depth):
+        w = 2**d
+        minimum(Qt[w - 1: 2 * w - 1, None], signed[w - 1: 2 * w - 1], out=Qt[2 * w - 1: 4 * w - 1].reshape(w, 2, n))
+
+
+def _rewards_backward(tot: Any, not_own: Any, depth: int) -> Any:
+    """Danskin backward of the path minimum; ``tot`` holds grad_Q node-major and is overwritten.
+
+    The edge into node ``t`` attains ``t``'s path minimum iff ``q_t < q_parent(t)``; otherwise
+    (``not_own[t-1] = 1``, i.e. ``q_t >= q_parent(t)``) ``t``'s gradient is carried up to its
+    parent, bottom-up. Returns the gradient of the signed scores, ``(m, 2, n)``.
+    """
+    m, _, n = not_own.shape
+    for d in range(depth - 1, 0, -1):
+        w = 2**d
+        carried = tot[2 * w - 1: 4 * w - 1].reshape(w, 2, n) * not_own[w - 1: 2 * w - 1]
+        level = tot[w - 1: 2 * w - 1]
+        level += carried[:, 0]
+        level += carried[:, 1]
+    g = tot[1:].reshape(m, 2, n)
+    g -= g * not_own  # keep the gradient only where the edge attains the minimum
+    return g
+
+
 class _PathRewards(torch.autograd.Function):
     """``S -> Q`` with a Danskin backward; see :func:`path_rewards`.
 
     Works node-major: ``Qt`` is ``(|T|, n)`` contiguous and the output is its transpose, so each
-    tree level is a contiguous block of rows. ``signed`` holds, for every non-root node ``t``, the
-    signed score of the edge into it (``-s_parent`` for a left child, ``+s_parent`` for a right
-    child), in heap order, so a level is one broadcast ``minimum``. The backward needs only ``Qt``:
-    the edge into ``t`` attains the path minimum iff ``q_t < q_parent(t)``; otherwise ``t``'s
-    minimum is its parent's and the gradient is carried up. One bottom-up pass over the levels
-    with float masks and fused multiply-adds (few, large tensor operations: on CPU the per-call
-    overhead dominates at these sizes).
+    tree level is a contiguous block of rows. The backward needs only ``Qt``.
     """
 
     @staticmethod
-    def forward(ctx: Any, S: Tensor) -> Tensor:  # noqa: D102
+    def forward(ctx: Any, S: Tensor) -> Tensor:
         n, m = S.shape
         depth = heap.depth_from_n_splits(m)
-        signed = S.new_empty((m, 2, n))
-        signed[:, 1].copy_(S.detach().t())
-        torch.neg(signed[:, 1], out=signed[:, 0])
+        S = S.detach()
         Qt = S.new_empty((2 * m + 1, n))
-        Qt[0] = 1.0
-        for d in range(depth):
-            w = 2**d
-            torch.minimum(
-                Qt[w - 1: 2 * w - 1].unsqueeze(1),
-                signed[w - 1: 2 * w - 1],
-                out=Qt[2 * w - 1: 4 * w - 1].view(w, 2, n),
-            )
+        signed = S.new_empty((m, 2, n))
+        if _on_numpy(S):
+            _rewards_forward(S.numpy(), Qt.numpy(), signed.numpy(), depth, np.minimum)
+        else:
+            _rewards_forward(S, Qt, signed, depth, torch.minimum)
         ctx.save_for_backward(Qt)
         ctx.depth = depth
         return Qt.t()
 
     @staticmethod
     @once_differentiable
-    def backward(ctx: Any, grad_Q: Tensor) -> Tensor:  # noqa: D102
+    def backward(ctx: Any, grad_Q: Tensor) -> Tensor:
         (Qt,) = ctx.saved_tensors
         total, n = Qt.shape
         m = (total - 1) // 2
         if m == 0:
             return grad_Q.new_zeros((n, 0))
-        children = Qt[1:].view(m, 2, n)
-        not_own = torch.ge(children, Qt[:m].unsqueeze(1), out=torch.empty_like(children))  # 1: min is upstream
-        # tot[t] = grad_Q[t] + the gradient its children carry up to it, filled bottom-up
-        tot = grad_Q.t().clone(memory_format=torch.contiguous_format)  # (|T|, n)
-        for d in range(ctx.depth - 1, 0, -1):
-            w = 2**d
-            kids = tot[2 * w - 1: 4 * w - 1].view(w, 2, n)
-            mask = not_own[w - 1: 2 * w - 1]
-            level = tot[w - 1: 2 * w - 1]
-            level.addcmul_(kids[:, 0], mask[:, 0]).addcmul_(kids[:, 1], mask[:, 1])
-        g = tot[1:].view(m, 2, n)
-        g -= g * not_own  # gradient of each edge's signed score where it attains the minimum
-        return (g[:, 1] - g[:, 0]).t()  # +s feeds the right child, -s the left one
+        tot = grad_Q.t().to(Qt.dtype).clone(memory_format=torch.contiguous_format)  # (|T|, n), overwritten
+        not_own = torch.ge(Qt[1:].view(m, 2, n), Qt[:m].unsqueeze(1), out=Qt.new_empty((m, 2, n)))
+        # +s feeds the right child and -s the left one; the result is row-major like S usually is
+        if _on_numpy(Qt):
+            g = _rewards_backward(tot.numpy(), not_own.numpy(), ctx.depth)
+            grad_S = np.empty((n, m), dtype=g.dtype)
+            np.subtract(g[:, 1], g[:, 0], out=grad_S.T)
+            return torch.from_numpy(grad_S)
+        g = _rewards_backward(tot, not_own, ctx.depth)
+        return (g[:, 1] - g[:, 0]).t()
 
 
 def path_rewards(S: Tensor) -> Tensor:
@@ -254,20 +303,19 @@ def is_tree_consistent(Q: Tensor) -> bool:
     """Whether ``q_child <= q_parent`` holds for every sample and node (NaN counts as "no").
 
     One vectorised comparison, no index tensors: the children ``1 .. |T|-1`` of the split nodes
-    ``0 .. m-1`` are ``Q[:, 1:]`` viewed as ``(n, m, 2)``. (NumPy on CPU, torch elsewhere.)
+    ``0 .. m-1`` are the node-major rows ``Q.T[1:]`` viewed as ``(m, 2, n)``. (NumPy on CPU, torch
+    elsewhere.)
     """
     _check_rewards(Q)
     total = Q.shape[1]
     m = (total - 1) // 2
-    if Q.device.type == "cpu" and Q.dtype in (torch.float32, torch.float64):
-        q = Q.detach().numpy()
-        if m == 0:
-            return bool(np.isfinite(q).all())
-        return bool((q[:, 1:].reshape(q.shape[0], m, 2) <= q[:, :m, None]).all())
-    Q = Q.detach()
+    Qt = Q.detach().t()  # node-major view: contiguous for Q from path_rewards
     if m == 0:
-        return bool(torch.isfinite(Q).all())
-    return bool((Q[:, 1:].unflatten(1, (m, 2)) <= Q[:, :m].unsqueeze(2)).all())
+        return bool(torch.isfinite(Qt).all())
+    if _on_numpy(Qt):
+        q = Qt.numpy()
+        return bool((q[1:].reshape(m, 2, -1) <= q[:m, None]).all())
+    return bool((Qt[1:].unflatten(0, (m, 2)) <= Qt[:m].unsqueeze(1)).all())
 
 
 # --------------------------------------------------------------------------------------------
@@ -275,35 +323,37 @@ def is_tree_consistent(Q: Tensor) -> bool:
 # --------------------------------------------------------------------------------------------
 
 
-def _fast_solve_numpy(Qt: np.ndarray, lam: float, shift: float) -> tuple[np.ndarray, np.ndarray]:
-    """No-grad part of :func:`prune_fast` on CPU; ``Qt`` is ``(|T|, n)`` C-contiguous.
+def _fast_solve_cpu(Qt: Tensor, lam: float, shift: float) -> tuple[Tensor, Tensor]:
+    """No-grad part of :func:`prune_fast` on CPU (float32/float64); ``Qt`` is ``(|T|, n)`` contiguous.
 
     Returns ``a`` (clipped, ``(|T|,)``) and the Jacobian weights ``W`` (``(|T|, n)``):
     ``W[t, i] = 1 / (lam + k*_t)`` if ``(i, t)`` is in node ``t``'s support and ``0 < a_t < 1``
-    (unclipped), else 0.
+    (unclipped), else 0. NumPy's sort (torch's is ~30x slower on CPU) and NumPy's cheap boolean
+    ops; torch's cumsum and float-valued comparisons, which are the faster ones there.
     """
     total, n = Qt.shape
     rows = np.arange(total)
-    neg_c = np.subtract(Qt.dtype.type(-shift), Qt)  # -(q + shift); sorting it ascending sorts c descending
-    neg = neg_c.copy()
-    neg.sort(axis=1)  # NumPy's vectorised sort; torch.sort is ~30x slower on CPU
-    neg_P = torch.cumsum(torch.from_numpy(neg), 1).numpy()  # -P_k, k = 1..n (torch's cumsum is faster)
-    den = lam + np.arange(1, n + 1, dtype=Qt.dtype)  # lam + k
+    neg_c = (-shift) - Qt  # -(q + shift): sorting it ascending sorts c descending
+    neg = np.sort(neg_c.numpy(), axis=1)
+    neg_a = torch.cumsum(torch.from_numpy(neg), 1).numpy()  # -P_k, k = 1..n
+    inv = 1.0 / (lam + np.arange(1, n + 1, dtype=neg.dtype))  # 1 / (lam + k)
+    neg_a *= inv  # -a(k)
     if n > 1:
-        # first k in 1..n-1 with a(k) > c_(k+1), i.e. -P_k / (lam + k) < -c_(k+1); else k = n
-        cond = (neg_P[:, :-1] / den[:-1]) < neg[:, 1:]
+        # first k in 1..n-1 with a(k) > c_(k+1); k = n (c_(n+1) = -inf) when there is none
+        cond = np.less(neg_a[:, :-1], neg[:, 1:])
         pos = cond.argmax(axis=1)
         pos = np.where(cond[rows, pos], pos, n - 1)
     else:
         pos = np.zeros(total, dtype=np.int64)
-    a = -neg_P[rows, pos] / den[pos]  # unclipped a(k*); k* = pos + 1 (k = 0 is never needed, see prune_fast)
-    scale = np.where((a > 0) & (a < 1), 1.0 / den[pos], 0.0).astype(Qt.dtype)
-    support = neg_c <= neg[rows, pos][:, None]  # c_it >= c_(k*)
-    return np.clip(a, 0.0, 1.0), np.multiply(support, scale[:, None], dtype=Qt.dtype)
+    a = -neg_a[rows, pos]  # unclipped a(k*), k* = pos + 1
+    scale = np.where((a > 0) & (a < 1), inv[pos], 0.0).astype(neg.dtype)
+    weights = torch.le(neg_c, torch.from_numpy(neg[rows, pos]).unsqueeze(1), out=torch.empty_like(neg_c))
+    weights.mul_(torch.from_numpy(scale).unsqueeze(1))  # support c_it >= c_(k*), scaled
+    return torch.from_numpy(np.clip(a, 0.0, 1.0)), weights
 
 
 def _fast_solve_torch(Qt: Tensor, lam: float, shift: float) -> tuple[Tensor, Tensor]:
-    """Same as :func:`_fast_solve_numpy` with torch ops (GPU, and dtypes NumPy cannot sort)."""
+    """Same as :func:`_fast_solve_cpu` with torch ops only (GPU, and dtypes NumPy cannot sort)."""
     total, n = Qt.shape
     neg_c = (-shift) - Qt
     neg = torch.sort(neg_c, dim=1).values
@@ -362,12 +412,8 @@ def prune_fast(Q: Tensor, lam: Number, shift: Number = 0.5) -> Tensor:
         Qt_d = Qt.detach()
         if not Qt_d.is_contiguous():
             Qt_d = Qt_d.contiguous()
-        if Qt_d.device.type == "cpu" and Qt_d.dtype in (torch.float32, torch.float64):
-            a_np, w_np = _fast_solve_numpy(Qt_d.numpy(), lam, shift)
-            a, weights = torch.from_numpy(a_np), torch.from_numpy(w_np)
-        else:
-            a, weights = _fast_solve_torch(Qt_d, lam, shift)
-    if not Q.requires_grad:
+        a, weights = (_fast_solve_cpu if _on_numpy(Qt_d) else _fast_solve_torch)(Qt_d, lam, shift)
+    if not (Q.requires_grad and torch.is_grad_enabled()):
         return a
     s = (Qt * weights).sum(1)
     return s + (a - s.detach())
@@ -395,6 +441,7 @@ class PAVSolution:
     support : (n, |T|) int, for each entry ``(i, t)`` the group whose support ``S*_G`` contains it,
         ``-1`` if none.
     n_merges : number of PAV merges performed (0 for tree-consistent ``Q`` without eta).
+    merges : the merges in order, as ``(child group, parent group)`` pairs.
     lam, shift : the parameters used.
     """
 
@@ -406,6 +453,7 @@ class PAVSolution:
     active: np.ndarray
     support: np.ndarray
     n_merges: int
+    merges: list[tuple[int, int]]
     lam: float
     shift: float
 
@@ -441,7 +489,7 @@ def _merge_desc(va: np.ndarray, fa: np.ndarray, vb: np.ndarray, fb: np.ndarray) 
 def solve_pav(
     Q: np.ndarray,
     lam: Number,
-    eta: Optional[np.ndarray] = None,
+    eta: np.ndarray | None = None,
     shift: Number = 0.5,
     *,
     violator: str = "max",
@@ -515,8 +563,8 @@ def solve_pav(
     entries: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # merged groups only
 
     parents = heap.parents(heap.depth_from_n_nodes(total))
-    n_merges = 0
-    while total > 1:
+    merges: list[tuple[int, int]] = []
+    while True:
         viol = np.flatnonzero(node_value[1:] > node_value[parents[1:]]) + 1
         if viol.size == 0:
             break
@@ -539,7 +587,7 @@ def solve_pav(
         value[par], k_star[par] = _group_value(v, lam, int(size[par]), float(eta_sum[par]))
         value[child], k_star[child], size[child] = 0.0, 0, 0
         node_value[idx] = value[par]
-        n_merges += 1
+        merges.append((child, par))
 
     is_group = np.zeros(total, dtype=bool)
     is_group[list(members)] = True
@@ -547,11 +595,11 @@ def solve_pav(
     denom = np.where(is_group, lam * size + k_star, 1.0)
     active = is_group & (value > 0.0) & (value < 1.0)
     support = np.full(n * total, -1, dtype=np.int64)
-    for g in members:
-        kg = int(k_star[g])
-        if kg:
-            f = entries[g][1] if g in entries else flat[g]
-            support[f[:kg]] = g
+    singles = np.array([g for g in members if g not in entries], dtype=np.int64)
+    top = np.arange(n) < k_star[singles, None]  # the k* largest entries of each singleton's column
+    support[flat[singles][top]] = np.repeat(singles, k_star[singles])
+    for g, (_, f) in entries.items():  # merged groups
+        support[f[: k_star[g]]] = g
     return PAVSolution(
         a=np.clip(node_value, 0.0, 1.0),
         a_unclipped=node_value,
@@ -560,7 +608,8 @@ def solve_pav(
         denom=denom,
         active=active,
         support=support.reshape(n, total),
-        n_merges=n_merges,
+        n_merges=len(merges),
+        merges=merges,
         lam=lam,
         shift=shift,
     )
@@ -578,7 +627,7 @@ class PruneQP(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx: Any, Q: Tensor, eta: Optional[Tensor], lam: float, shift: float) -> Tensor:  # noqa: D102
+    def forward(ctx: Any, Q: Tensor, eta: Tensor | None, lam: float, shift: float) -> Tensor:
         eta_np = None if eta is None else eta.detach().to("cpu", torch.float64).numpy()
         sol = solve_pav(Q.detach().to("cpu", torch.float64).numpy(), lam, eta_np, shift)
         dev = Q.device
@@ -592,12 +641,11 @@ class PruneQP(torch.autograd.Function):
             torch.from_numpy(scale).to(dev, Q.dtype),
             torch.from_numpy(np.where(sol.support < 0, sol.group.shape[0], sol.support)).to(dev),
         )
-        ctx.n_merges = sol.n_merges
         return torch.from_numpy(sol.a).to(dev, Q.dtype)
 
     @staticmethod
     @once_differentiable
-    def backward(ctx: Any, grad_a: Tensor) -> tuple[Optional[Tensor], Optional[Tensor], None, None]:  # noqa: D102
+    def backward(ctx: Any, grad_a: Tensor) -> tuple[Tensor | None, Tensor | None, None, None]:
         group, scale, support = ctx.saved_tensors
         total = group.shape[0]
         per_group = torch.zeros(total + 1, dtype=scale.dtype, device=scale.device)
@@ -619,7 +667,7 @@ def prune(
     Q: Tensor,
     lam: Number,
     *,
-    eta: Optional[Union[Tensor, np.ndarray]] = None,
+    eta: Tensor | np.ndarray | None = None,
     shift: Number = 0.5,
     solver: str = "auto",
 ) -> Tensor:
@@ -691,7 +739,7 @@ class _Readout(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx: Any, Q: Tensor, a: Tensor, delta: float, upper: float) -> Tensor:  # noqa: D102
+    def forward(ctx: Any, Q: Tensor, a: Tensor, delta: float, upper: float) -> Tensor:
         Qt = Q.detach().t()
         cap = a.detach().clamp(0.0, upper).unsqueeze(1)
         Zt = torch.minimum(Qt + delta if delta != 0.0 else Qt, cap)
@@ -702,7 +750,7 @@ class _Readout(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
-    def backward(ctx: Any, grad_Z: Tensor) -> tuple[Tensor, Tensor, None, None]:  # noqa: D102
+    def backward(ctx: Any, grad_Z: Tensor) -> tuple[Tensor, Tensor | None, None, None]:
         a, Zt = ctx.saved_tensors
         cap = a.clamp(0.0, ctx.upper).unsqueeze(1)
         Gt = grad_Z.t()
@@ -710,7 +758,9 @@ class _Readout(torch.autograd.Function):
             Gt = _like_layout(Gt, Zt)
         G_on = Gt * torch.gt(Zt, 0.0, out=torch.empty_like(Zt))  # gradient where z > 0
         G_q = G_on * torch.lt(Zt, cap, out=torch.empty_like(Zt))  # ... and the q term is the minimum
-        G_a = (G_on.sum(1) - G_q.sum(1)) * ((a >= 0) & (a <= ctx.upper))
+        G_a = None
+        if ctx.needs_input_grad[1]:
+            G_a = (G_on.sum(1) - G_q.sum(1)) * ((a >= 0) & (a <= ctx.upper))
         return G_q.t(), G_a, None, None
 
 
@@ -742,6 +792,10 @@ def readout(Q: Tensor, a: Tensor, mode: str = "code", shift: Number = 0.5) -> Te
     exact ties ``q + delta == a`` where the whole gradient goes to ``a`` instead of half of it
     (:func:`readout_reference` is the plain-autograd version). The result has ``Q``'s layout.
     """
+    _check_rewards(Q)
+    if not isinstance(a, Tensor) or a.shape != (Q.shape[1],):
+        raise TreevizError(f"a must be a tensor with one value per node, shape ({Q.shape[1]},); got "
+                           f"{tuple(a.shape) if isinstance(a, Tensor) else type(a).__name__}.")
     if mode == "code":
         delta, upper = 0.0, 1.0
     elif mode == "paper":
@@ -765,7 +819,7 @@ def pruning_objective(
     a: Tensor,
     z: Tensor,
     lam: Number,
-    eta: Optional[Tensor] = None,
+    eta: Tensor | None = None,
     shift: Number = 0.5,
 ) -> Tensor:
     """Value of the relaxed QP objective (eq. 3 / §1.10) at ``(a, z)``; for tests and diagnostics.
@@ -778,3 +832,22 @@ def pruning_objective(
     z = torch.as_tensor(z, dtype=Q.dtype, device=Q.device)
     diff_a = a if eta is None else a - torch.as_tensor(eta, dtype=Q.dtype, device=Q.device)
     return 0.5 * lam * (diff_a**2).sum() + 0.5 * ((z - Q - float(shift)) ** 2).sum()
+
+
+def latent_layer(S: Tensor, lam: Number, *, shift: Number = 0.5,
+                 mode: str = "code") -> tuple[Tensor, Tensor, Tensor]:
+    """The whole pruning layer of the ICML formulation: split scores → (Q, a, Z).
+
+    Equal to ``Q = path_rewards(S); a = prune(Q, lam, shift=shift); Z = readout(Q, a, mode)``
+    (Q from split scores is always tree-consistent, so the fast path applies). On the CPU it runs
+    as one compiled kernel (:mod:`models.latent.fused`, forward and backward), elsewhere as that
+    composition of torch operations.
+    """
+    from models.latent.fused import fused_available, fused_layer
+
+    lam = _check_lam(lam)
+    if fused_available(S):
+        return fused_layer(S, lam, float(shift), mode)
+    Q = path_rewards(S)
+    a = prune_fast(Q, lam, shift)
+    return Q, a, readout(Q, a, mode, shift)
