@@ -79,7 +79,7 @@ with user_errors("opening the run"):
     has_pruned = bool((tree.active == 0).any())
     pruned = controls[2].radio("Pruned nodes", ("dashed", "hidden"), horizontal=True, key="explorer.pruned",
                                disabled=not has_pruned,
-                               help="Nodes whose pruning strength is 0." if has_pruned else "This tree has none.")
+                               help="Nodes whose activity a_t is 0." if has_pruned else "This tree has none.")
     if tree.max_depth > 1:
         levels = controls[3].slider("Levels shown", 1, tree.max_depth, min(tree.max_depth, 6),
                                     key="explorer.levels", help="Depth window below the subtree root.")
@@ -128,7 +128,7 @@ with user_errors("opening the run"):
     with left:
         kind = "leaf" if tree.is_leaf[node] else "decision node"
         facts = {"node": node, "kind": kind, "depth": int(tree.node_depth[node]),
-                 "pruning strength (active)": round(float(tree.active[node]), 4)}
+                 "activity a_t (0 = pruned)": round(float(tree.active[node]), 4)}
         if view.stats is not None:
             facts[f"{part} samples"] = round(float(view.stats.count[node]), 2)
             if view.stats.value_mean is not None and view.stats.count[node] > 0:

@@ -17,7 +17,8 @@ Conventions (one for every family)
   paper routes *left* with ``S(w x + b)`` store ``weight = -w`` and ``bias = -b``.
 * ``leaf_value[i]`` is the output of leaf ``i`` (class scores or regression values); it is NaN at
   decision nodes. A linear leaf adds ``leaf_weight[i] @ x``.
-* ``active[i]`` in [0, 1] is a pruning strength shown in figures and counts (0 = pruned). It
+* ``active[i]`` in [0, 1] is the node's activity (a_t of latent trees), shown in figures and used
+  by counts (0 = pruned). It
   does not change routing: a family whose prediction depends on pruning (latent trees predict
   from a head on ``[x; z]``) says so in ``meta["prediction"]``.
 """

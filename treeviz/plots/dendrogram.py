@@ -90,7 +90,7 @@ def dendrogram_figure(tree: Tree, stats: NodeStats, *, class_names: Sequence[str
             k = int(np.argmax(frac))
             names = list(class_names) if class_names is not None else [str(i) for i in range(frac.size)]
             line += f"<br>majority {names[k]} ({frac[k]:.0%})"
-        line += f"<br>pruning strength {tree.active[v]:.2f}"
+        line += f"<br>activity a_t {tree.active[v]:.2f}"
         hover.append(line)
     fig.add_trace(go.Scatter(
         x=x[shown].tolist(), y=y_end[shown].tolist(), mode="markers", name="nodes",

@@ -5,7 +5,7 @@
   ``k`` always gets ``CLASS_PALETTE[k % 12]`` in every figure.
 * :data:`DIVERGING` — red (negative) → white (zero) → blue (positive), ColorBrewer RdBu with a
   pure white centre. Use it with symmetric limits (``zmid=0``) so white means exactly zero.
-* :data:`SEQUENTIAL` (viridis) for continuous values, :data:`ACTIVE_SCALE` for pruning strength.
+* :data:`SEQUENTIAL` (viridis) for continuous values, :data:`ACTIVE_SCALE` for node activity (``Tree.active``).
 """
 
 from __future__ import annotations

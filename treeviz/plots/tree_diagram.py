@@ -173,7 +173,7 @@ def tree_figure(
     root, max_levels : int
         The window: the subtree of ``root`` down to ``max_levels`` levels below it (None = all).
     color_by : {"auto", "class", "value", "active"}
-        Majority class (with class-mix bars), mean target, or pruning strength; "auto" picks
+        Majority class (with class-mix bars), mean target, or node activity (``active``); "auto" picks
         class / value / active for classification / regression / clustering trees.
     highlight : list of int, optional
         Node ids of one sample's path (e.g. ``tree.paths(x)[0]``; -1 entries are ignored).
@@ -233,7 +233,7 @@ def tree_figure(
         colorbar = (style.SEQUENTIAL, lo, hi, title)
     else:
         colors = style.scale_colors(tree.active[nodes], style.ACTIVE_SCALE, 0.0, 1.0)
-        colorbar = (style.ACTIVE_SCALE, 0.0, 1.0, "active")
+        colorbar = (style.ACTIVE_SCALE, 0.0, 1.0, "activity")
     # Pruned nodes: white fill (hides the edges behind) with a grey outline.
     colors = ["white" if d else c for c, d in zip(colors, dashed)]
 
@@ -325,7 +325,7 @@ def tree_figure(
                   f" · {m} of {tree.n_nodes} nodes shown")
     if pruned == "hidden" and (tree.active == 0).any():
         window += " · pruned nodes hidden"
-    mode_text = {"class": "majority class", "value": "mean target", "active": "pruning strength"}[mode]
+    mode_text = {"class": "majority class", "value": "mean target", "active": "node activity a_t"}[mode]
     family = tree.family.upper() if len(tree.family) <= 4 else tree.family.capitalize()
     title = f"{family + ' tree' if family else 'Tree'} · depth {tree.max_depth}"
     fig = go.Figure(data=traces)
