@@ -161,6 +161,14 @@ class TreeEstimator(BaseEstimator):
             raise TreevizError(f"{len(names)} feature names were given for {n_features} features.")
         self.feature_names_ = names
 
+    def _restore_feature_names(self, config: dict[str, Any]) -> None:
+        """Inverse of the names part of ``_learned_state`` (n_features_in_, feature_names_, and
+        feature_names_in_ when the model was fitted on a DataFrame)."""
+        self.n_features_in_ = int(config["n_features_in_"])
+        self.feature_names_ = tuple(config["feature_names"])
+        if config.get("has_feature_names_in"):
+            self.feature_names_in_ = np.array(config["feature_names"], dtype=object)
+
     # ------------------------------------------------------------------ the Tree
     def to_tree(self):  # pragma: no cover - every concrete estimator overrides it
         raise TreevizError(f"{type(self).__name__} does not describe a single tree.")

@@ -271,10 +271,7 @@ class _LatentTreeBase(TreeEstimator):
         return learned, arrays
 
     def _restore_state(self, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        self.n_features_in_ = int(config["n_features_in_"])
-        self.feature_names_ = tuple(config["feature_names"])
-        if config.get("has_feature_names_in"):
-            self.feature_names_in_ = np.array(config["feature_names"], dtype=object)
+        self._restore_feature_names(config)
         arch = dict(config["architecture_"])
         for key in ("depth", "split", "head", "head_layers", "dropout", "readout", "formulation"):
             if arch.get(key) != self._architecture()[key]:

@@ -172,10 +172,7 @@ def fused_layer(S: torch.Tensor, lam: float, shift: float = 0.5,
     ``mode`` is the read-out ("code": z = min(clip(q, 0, 1), a); "paper": z = min(max(q + shift, 0), a)).
     Q and Z are (n, |T|) views of node-major buffers, like :func:`~models.latent.pruning.path_rewards`.
     """
-    if mode == "code":
-        delta, upper = 0.0, 1.0
-    elif mode == "paper":
-        delta, upper = float(shift), math.inf
-    else:
-        raise ValueError(f"Unknown read-out mode {mode!r}; use 'code' or 'paper'.")
+    from models.latent.pruning import readout_constants
+
+    delta, upper = readout_constants(mode, shift)
     return _FusedLayer.apply(S, float(lam), float(shift), delta, upper)

@@ -796,13 +796,17 @@ def readout(Q: Tensor, a: Tensor, mode: str = "code", shift: Number = 0.5) -> Te
     if not isinstance(a, Tensor) or a.shape != (Q.shape[1],):
         raise TreevizError(f"a must be a tensor with one value per node, shape ({Q.shape[1]},); got "
                            f"{tuple(a.shape) if isinstance(a, Tensor) else type(a).__name__}.")
-    if mode == "code":
-        delta, upper = 0.0, 1.0
-    elif mode == "paper":
-        delta, upper = _check_shift(shift), math.inf
-    else:
-        raise TreevizError(f"Unknown read-out mode {mode!r}; use 'code' (reference code) or 'paper' (eq. 3).")
+    delta, upper = readout_constants(mode, shift)
     return _Readout.apply(Q, a, delta, upper)
+
+
+def readout_constants(mode: str, shift: Number = 0.5) -> tuple[float, float]:
+    """``(delta, upper)`` with ``z = relu(min(q + delta, clip(a, 0, upper)))`` for a read-out mode."""
+    if mode == "code":
+        return 0.0, 1.0
+    if mode == "paper":
+        return _check_shift(shift), math.inf
+    raise TreevizError(f"Unknown read-out mode {mode!r}; use 'code' (reference code) or 'paper' (eq. 3).")
 
 
 def readout_reference(Q: Tensor, a: Tensor, mode: str = "code", shift: Number = 0.5) -> Tensor:
