@@ -160,3 +160,20 @@ def test_affine_scaling_maps_raw_features_to_model_features():
     mean0, scale0 = prepare(ds, PrepConfig(scaling="none")).affine_scaling()
     assert not mean0.any() and (scale0 == 1).all()
     assert prepare(ds, PrepConfig(scaling="quantile")).affine_scaling() is None
+
+
+def test_quantile_scaling_breaks_ties_only_while_fitting():
+    from treeviz.data import Dataset
+
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.integers(0, 2, 200).astype(float), rng.normal(size=200)])
+    ds = Dataset(name="ties", X=X, y=rng.integers(0, 2, 200), feature_names=("bit", "g"),
+                 task="classification", class_names=("a", "b"))
+    prepared = prepare(ds, PrepConfig(scaling="quantile", seed=3))
+    again = prepare(ds, PrepConfig(scaling="quantile", seed=3))
+    np.testing.assert_array_equal(prepared.X_train, again.X_train)  # seeded noise: deterministic
+    # transforming is noise-free: equal inputs give equal outputs, and the binary feature keeps
+    # exactly two values
+    assert np.unique(prepared.X_train[:, 0]).size == 2
+    assert np.isfinite(prepared.X_test).all()
+    assert abs(np.median(prepared.X_train[:, 1])) < 0.2  # a normal output
