@@ -5,6 +5,7 @@ import streamlit as st
 
 from treeviz.plots import (
     class_balance_figure,
+    forest_summary_figure,
     node_from_selection,
     top_weights_figure,
     tree_figure,
@@ -48,8 +49,22 @@ with user_errors("opening the run"):
     controls = st.columns([1, 1, 1, 1])
     part = controls[0].selectbox("Data for statistics", PARTS, index=0, key="explorer.part",
                                  help="Which split is routed through the tree for counts and colours.")
-    view = state.run_view(run_id, part)
+    trees = state.run_model(run_id).to_trees()
+    tree_index = 0
+    if len(trees) > 1:
+        tree_index = st.selectbox(f"Tree of the ensemble ({len(trees)} trees)", list(range(len(trees))),
+                                  key=f"explorer.tree_index.{run_id}", format_func=lambda i: f"tree {i}",
+                                  help="The views below show one tree; the forest summary compares all of them.")
+    view = state.run_view(run_id, part, tree_index)
     tree = view.tree
+    if len(trees) > 1:
+        with st.expander(f"Forest summary: {len(trees)} trees", expanded=False):
+            if view.n_rows:
+                st.plotly_chart(forest_summary_figure(trees, view.X), key="explorer.forest")
+                st.caption(f"Vote agreement on the {part} split. Constant-leaf forests predict by majority vote, "
+                           "linear-leaf forests by averaging class probabilities, regression forests by the mean.")
+            else:
+                st.info(f"The {part} split is empty; pick another split to compare the trees' votes.")
     if view.n_rows == 0:
         st.info(f"The {part} split is empty for this run; statistics use no data.")
 

@@ -1,22 +1,21 @@
-"""Pruning / λ path: train one tree per pruning strength, then see size and scores against λ and
-the tree at each λ."""
+"""Pruning / λ path: train one tree per value of a family's λ (latent trees: pruning strength; TAO:
+ℓ1 penalty), then see size, sparsity and scores against λ and the tree at each λ."""
 
 import pandas as pd
 import streamlit as st
 
 from models.registry import families_for_task
-from treeviz.plots import sweep_figure, tree_figure
+from treeviz.plots import lambda_path_figure, sweep_figure, tree_figure
 from treeviz.sweep import run_sweep, value_grid
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.forms import param_form
 
-PARAM = "prune_strength"
 SWEEP_ID = "pruning.sweep_id"
 
 st.title("Pruning / λ path")
 ds = state.current_dataset()
-families = [f for f in families_for_task(ds.task) if any(p.name == PARAM for p in f.params_for(ds.task))]
+families = [f for f in families_for_task(ds.task) if f.path_param is not None]
 
 with st.expander("Run a new λ path", expanded=not state.store().list()):
     if not families:
@@ -25,13 +24,20 @@ with st.expander("Run a new λ path", expanded=not state.store().list()):
         labels = {f.key: f.label for f in families}
         key = st.selectbox("Model family", list(labels), format_func=labels.get, key="pruning.family")
         family = next(f for f in families if f.key == key)
-        st.caption(f"Dataset **{ds.name}** ({ds.task}). One model per λ, fitted in increasing order of λ, "
-                   "each starting from the previous one's weights (warm start).")
+        PARAM = family.path_param
+        lam_title = family.param(PARAM).title
+        # Latent trees trace the path warm-started (same architecture, only λ changes); TAO starts every λ
+        # from the same initial tree by default: warm-starting a pruned tree can never regrow nodes.
+        warm_default = family.key != "tao"
+        st.caption(f"Dataset **{ds.name}** ({ds.task}). One model per value of {lam_title}, fitted in increasing "
+                   "order. Warm start: each fit starts from the previous one's result; otherwise every λ starts "
+                   "from the same initial model.")
         c1, c2, c3, c4 = st.columns(4)
-        low = c1.number_input("λ from", min_value=1e-4, value=0.1, format="%g", key="pruning.low")
-        high = c2.number_input("λ to", min_value=1e-4, value=100.0, format="%g", key="pruning.high")
-        count = c3.slider("Points", 2, 12, 5, key="pruning.count")
-        warm = c4.checkbox("Warm start", value=True, key="pruning.warm")
+        default_low, default_high = (0.001, 100.0) if family.key == "tao" else (0.1, 100.0)
+        low = c1.number_input("λ from", min_value=1e-6, value=default_low, format="%g", key=f"pruning.low.{key}")
+        high = c2.number_input("λ to", min_value=1e-6, value=default_high, format="%g", key=f"pruning.high.{key}")
+        count = c3.slider("Points", 2, 12, 6 if family.key == "tao" else 5, key="pruning.count")
+        warm = c4.checkbox("Warm start", value=warm_default, key=f"pruning.warm.{key}")
         with st.expander("Other parameters (shared by every point)"):
             values = family.defaults(ds.task, "quick" if "quick" in family.presets else None)
             params = param_form(family, ds.task, values, key=f"pruning.{family.key}")
@@ -103,24 +109,44 @@ with user_errors("showing the λ paths"):
     sweep_id = st.selectbox("λ path", ids, format_func=label.get, key=SWEEP_ID)
     records = all_sweeps[sweep_id]
     rows = state.sweep_rows(sweep_id, tuple(r.run_id for r in records))
+    param = str(records[0].sweep.get("param", "prune_strength"))
+    sparse = param == "l1_penalty"  # TAO: structure is pruned for real; sizes are nonzeros and nodes
+    warm_note = "warm-started from the previous λ" if records[-1].sweep.get("warm_start") else \
+        "every λ from the same initial tree"
     lambdas = [r["value"] for r in rows]
     chosen = st.select_slider("λ", options=lambdas, value=lambdas[len(lambdas) // 2], key=f"pruning.lambda.{sweep_id}",
                               format_func=lambda v: f"{v:g}")
-    st.plotly_chart(sweep_figure(rows, param=PARAM, selected=chosen), key="pruning.figure")
+    if sparse:
+        st.plotly_chart(lambda_path_figure(rows, param=param, selected=chosen), key="pruning.figure")
+    else:
+        st.plotly_chart(sweep_figure(rows, param=param, selected=chosen), key="pruning.figure")
+    st.caption(f"Fits in increasing order of λ, {warm_note}.")
     row = next(r for r in rows if r["value"] == chosen)
     cols = st.columns(4)
-    cols[0].metric("Active nodes", f"{row['n_active_nodes']} / {row['n_nodes']}")
-    cols[1].metric("Depth of the active tree", row["active_depth"])
+    if sparse:
+        cols[0].metric("Decision nodes", int(row.get("n_decision_nodes") or 0))
+        cols[1].metric("Nonzero weights", int(row.get("n_nonzero_weights") or 0))
+        cols[2].metric("FLOPs / sample", f"{row.get('flops', float('nan')):.1f}",
+                       help="Nonzero parameters met on the root-to-leaf path, averaged over the training split.")
+    else:
+        cols[0].metric("Active nodes", f"{row['n_active_nodes']} / {row['n_nodes']}")
+        cols[1].metric("Depth of the active tree", row["active_depth"])
     for i, key in enumerate(k for k in ("test_accuracy", "test_r2", "test_dendrogram_purity") if row.get(k) is not None):
-        cols[2 + i].metric(key.replace("_", " "), f"{row[key]:.3f}")
+        cols[3 if sparse else 2].metric(key.replace("_", " "), f"{row[key]:.3f}")
         break
-    hide = st.radio("Pruned nodes", ("dashed", "hidden"), horizontal=True, key="pruning.pruned")
     view = state.run_view(row["run_id"], "train")
-    st.plotly_chart(tree_figure(view.rules_tree(), stats=view.stats, color_by="active", pruned=hide,
-                                max_levels=min(view.tree.max_depth, 6) or None),
-                    key="pruning.tree")
-    st.caption("Node colour = pruning value a_t solved on the training data with λ scaled to the batch size; "
-               "predictions come from the predictor on [x; z], not from leaf values.")
+    if sparse:
+        st.plotly_chart(tree_figure(view.rules_tree(), stats=view.stats, max_levels=min(view.tree.max_depth, 6) or None),
+                        key="pruning.tree")
+        st.caption(f"The tree at λ = {chosen:g} after TAO's pruning (zero-weight nodes, dead branches and pure "
+                   "subtrees removed). Open it in the Tree explorer for its node weights.")
+    else:
+        hide = st.radio("Pruned nodes", ("dashed", "hidden"), horizontal=True, key="pruning.pruned")
+        st.plotly_chart(tree_figure(view.rules_tree(), stats=view.stats, color_by="active", pruned=hide,
+                                    max_levels=min(view.tree.max_depth, 6) or None),
+                        key="pruning.tree")
+        st.caption("Node colour = pruning value a_t solved on the training data with λ scaled to the batch size; "
+                   "predictions come from the predictor on [x; z], not from leaf values.")
 
     def open_run() -> None:
         state.select_run(row["run_id"])

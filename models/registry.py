@@ -109,6 +109,7 @@ class Family:
     presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     paper: str = ""
     uses_torch: bool = False
+    path_param: str | None = None  # the λ a "λ path" sweeps (Pruning / λ path page)
 
     @property
     def tasks(self) -> tuple[str, ...]:
@@ -272,9 +273,108 @@ LATENT = Family(
                                "learning_rate": 1e-3, "prune_strength": 10.0},
     },
     uses_torch=True,
+    path_param="prune_strength",
 )
 
-FAMILIES: dict[str, Family] = {f.key: f for f in (CART, LATENT)}
+_TAO_TREE_PARAMS = (
+    Param("depth", "int", 4, "Depth Δ of the initial tree; pruning can only shrink it.", low=0, high=16),
+    Param("l1_penalty", "float", 0.01,
+          "λ of the ℓ1 penalty on node weights, in sum form (the loss is summed over samples, not "
+          "averaged): larger λ gives sparser, smaller trees.", low=0.0, high=1e6, log=True,
+          label="ℓ1 penalty λ (sum form)"),
+    Param("leaf", "choice", "constant",
+          "Leaf model: constant (majority class), linear (ℓ1 softmax over the leaf's classes) or softmax "
+          "(softmax tree: only the k most populous classes of the leaf).",
+          choices=("constant", "linear", "softmax"), tasks=("classification",)),
+    Param("leaf", "choice", "constant", "Leaf model: constant (mean) or linear (Lasso).",
+          choices=("constant", "linear"), tasks=("regression",)),
+    Param("leaf_classes", "int", None, "k: classes a softmax leaf models (the leaf's most populous).",
+          low=2, high=100_000, optional_label="all", tasks=("classification",)),
+    Param("max_iter", "int", 20, "Most TAO iterations (passes over all nodes).", low=1, high=1000),
+    Param("node_type", "choice", "oblique",
+          "Decision nodes: sparse oblique hyperplanes (ℓ1 logistic surrogate) or exact axis-aligned splits.",
+          choices=("oblique", "axis"), advanced=True),
+    Param("guard", "choice", "objective",
+          "Keep a node update only if its reduced objective does not increase, so the objective never "
+          "increases ('off' = the thesis's unguarded TAO).", choices=("objective", "off"), advanced=True),
+    Param("order", "choice", "reverse_bfs", "Visiting order of the depth levels.",
+          choices=("reverse_bfs", "bfs"), advanced=True),
+    Param("solver", "choice", "auto",
+          "Decision-node solver: liblinear per node, or a batched torch proximal-gradient solver per depth "
+          "level ('auto': torch on a GPU, scikit-learn on the CPU).", choices=("auto", "sklearn", "torch"),
+          advanced=True),
+    Param("loss", "choice", "zero_one",
+          "Training loss: 0/1, or cross-entropy where a class absent from a leaf costs β.",
+          choices=("zero_one", "cross_entropy"), tasks=("classification",), advanced=True),
+    Param("beta", "float", 100.0, "β: loss of a sample whose class its leaf does not model.", low=1.0,
+          high=1e7, log=True, tasks=("classification",), advanced=True),
+    Param("tol", "float", 1e-4, "Stop when the objective changes by less than this fraction.", low=0.0,
+          high=1.0, advanced=True),
+)
+_TAO_PAPER = "Zharmagambetov, Learning Tree-Based Models with Manifold Regularization (PhD thesis, 2022)"
+
+TAO = Family(
+    key="tao",
+    label="TAO sparse oblique tree",
+    description=(
+        "Tree Alternating Optimization (Carreira-Perpiñán & Tavallali 2018; Zharmagambetov 2022): a "
+        "tree of sparse hyperplanes, optimised node by node on each node's reduced problem. Larger ℓ1 "
+        "penalty λ zeroes weights and prunes whole branches."
+    ),
+    paper=_TAO_PAPER,
+    estimators={
+        "classification": "models.tao.estimators:TAOClassifier",
+        "regression": "models.tao.estimators:TAORegressor",
+    },
+    params=(
+        *_TAO_TREE_PARAMS,
+        Param("init", "choice", "auto",
+              "Initial tree: 'auto' = CART for depth ≤ 2, random otherwise; 'clustering' groups classes "
+              "into leaves (softmax trees).", choices=("auto", "cart", "random", "clustering"),
+              tasks=("classification",)),
+        Param("init", "choice", "auto", "Initial tree: 'auto' = CART for depth ≤ 2, random otherwise.",
+              choices=("auto", "cart", "random"), tasks=("regression",)),
+        Param("warm_start", "bool", False, "Continue from the current tree when refitted.", advanced=True),
+        _SEED,
+    ),
+    presets={
+        "quick": {"depth": 3, "max_iter": 10},
+        "TAO-c (thesis)": {"depth": 8, "l1_penalty": 0.01, "leaf": "constant", "max_iter": 20},
+        "TAO-l (thesis)": {"depth": 5, "l1_penalty": 0.01, "leaf": "linear", "max_iter": 20},
+        "softmax tree": {"depth": 3, "leaf": "softmax", "leaf_classes": 5, "init": "clustering"},
+    },
+    uses_torch=True,
+    path_param="l1_penalty",
+)
+
+TAO_FOREST = Family(
+    key="tao_forest",
+    label="TAO forest",
+    description=(
+        "A forest of TAO trees, each trained on its own 90% subsample from its own random tree; constant "
+        "leaves vote (TAO-c), linear leaves average probabilities (TAO-l)."
+    ),
+    paper=_TAO_PAPER,
+    estimators={
+        "classification": "models.tao.forest:TAOForestClassifier",
+        "regression": "models.tao.forest:TAOForestRegressor",
+    },
+    params=(
+        Param("n_trees", "int", 10, "Number of trees.", low=1, high=1000),
+        Param("subsample", "float", 0.9, "Fraction of the training set each tree sees (without replacement).",
+              low=0.05, high=1.0),
+        *tuple(p if p.name != "depth" else Param("depth", "int", 6, p.help, low=0, high=16)
+               for p in _TAO_TREE_PARAMS),
+        Param("init", "choice", "random", "Initial tree of every member (the thesis: random).",
+              choices=("random", "cart"), advanced=True),
+        _SEED,
+    ),
+    presets={"quick": {"n_trees": 5, "depth": 4, "max_iter": 10},
+             "TAO-l forest (thesis)": {"n_trees": 30, "depth": 7, "leaf": "linear", "l1_penalty": 0.01}},
+    uses_torch=True,
+)
+
+FAMILIES: dict[str, Family] = {f.key: f for f in (CART, LATENT, TAO, TAO_FOREST)}
 
 
 def get_family(key: str) -> Family:

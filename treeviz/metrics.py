@@ -100,3 +100,43 @@ def dendrogram_purity_bruteforce(tree: Tree, X: Any, labels: Any, variant: str =
             total += float((labels[members] == labels[i]).sum()) / float(members.sum())
             count += 1
     return total / count
+
+
+def tree_votes(trees: list[Tree] | tuple[Tree, ...], X: np.ndarray) -> np.ndarray:
+    """Each tree's hard prediction per sample, shape (n_trees, n_samples): the arg max class index
+    (classification) or the first output (regression)."""
+    out = []
+    for tree in trees:
+        values = tree.predict_value(X)
+        out.append(np.argmax(values, axis=1) if tree.task == "classification" else values[:, 0])
+    return np.stack(out)
+
+
+def vote_agreement(trees: list[Tree] | tuple[Tree, ...], X: np.ndarray) -> dict[str, Any]:
+    """How alike an ensemble's trees vote on ``X`` (classification: equal labels; regression:
+    correlation of predictions).
+
+    Returns
+    -------
+    dict
+        ``pairwise`` (n_trees × n_trees fractions, 1 on the diagonal), ``with_ensemble`` (each
+        tree's agreement with the majority vote / mean prediction) and ``mean_pairwise`` (mean
+        over distinct pairs; 1.0 for one tree).
+    """
+    if not trees:
+        raise TreevizError("An ensemble needs at least one tree.")
+    votes = tree_votes(trees, np.asarray(X, dtype=np.float64))
+    t = votes.shape[0]
+    if trees[0].task == "classification":
+        pair = np.array([[np.mean(votes[i] == votes[j]) for j in range(t)] for i in range(t)])
+        k = trees[0].n_outputs
+        counts = np.stack([(votes == c).sum(axis=0) for c in range(k)], axis=1)
+        majority = np.argmax(counts, axis=1)  # ties to the smaller class index
+        with_ens = np.array([np.mean(votes[i] == majority) for i in range(t)])
+    else:
+        pair = np.corrcoef(votes) if t > 1 else np.ones((1, 1))
+        pair = np.nan_to_num(pair, nan=1.0)
+        mean = votes.mean(axis=0)
+        with_ens = np.array([np.nan_to_num(np.corrcoef(votes[i], mean)[0, 1], nan=1.0) for i in range(t)])
+    off = pair[~np.eye(t, dtype=bool)]
+    return {"pairwise": pair, "with_ensemble": with_ens, "mean_pairwise": float(off.mean()) if off.size else 1.0}

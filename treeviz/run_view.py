@@ -32,10 +32,12 @@ class RunView:
     stats: NodeStats | None
 
     @classmethod
-    def build(cls, model: Any, prepared: PreparedData, part: str) -> "RunView":
+    def build(cls, model: Any, prepared: PreparedData, part: str, tree_index: int = 0) -> "RunView":
+        """``tree_index`` picks one tree of an ensemble (0 for single-tree models)."""
         if part not in PARTS:
             raise ValueError(f"part must be one of {PARTS}")
-        tree = model.to_tree()
+        trees = model.to_trees() if tree_index else None
+        tree = model.to_tree() if trees is None else trees[min(max(int(tree_index), 0), len(trees) - 1)]
         X = prepared.X(part)
         labels = prepared.labels(part)
         if labels is None or tree.task == "clustering":

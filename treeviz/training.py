@@ -215,6 +215,7 @@ def finish_run(estimator: Any, prepared: PreparedData, family_key: str, task: st
         if stopped:  # cancelled before the model could predict: nothing worth keeping
             raise TrainingCancelled() from None
         raise
+    scores.update(model_cost(estimator, prepared.X_train))
     metrics = {**scores, **tree_size(estimator)}
     if store is None:
         return estimator, metrics
@@ -226,6 +227,24 @@ def finish_run(estimator: Any, prepared: PreparedData, family_key: str, task: st
                       params=estimator.get_params(deep=False), metrics=scores,
                       duration_s=duration, status="cancelled" if stopped else "finished",
                       notes=notes, sweep=sweep)
+
+
+def model_cost(estimator: Any, X: np.ndarray) -> dict[str, float]:
+    """Size and inference cost of the model's tree(s) (``tao.md`` §10), summed over an ensemble:
+    ``n_decision_nodes``, ``n_nonzero_weights``, ``n_params`` and ``flops`` (mean nonzero
+    parameters met per sample, over ``X``: the training split). Empty for models without trees."""
+    try:
+        trees = estimator.to_trees()
+    except Exception:  # noqa: BLE001 - a model without a tree still gets stored
+        return {}
+    out = {"n_decision_nodes": 0, "n_nonzero_weights": 0, "n_params": 0, "flops": 0.0}
+    for tree in trees:
+        out["n_decision_nodes"] += int(tree.decision_nodes.size)
+        out["n_nonzero_weights"] += tree.n_nonzero_weights()
+        out["n_params"] += tree.n_params()
+        if X.shape[0]:
+            out["flops"] += tree.flops(X)
+    return out
 
 
 def job_fn(family_key: str, task: str, params: Mapping[str, Any] | None, prepared: PreparedData,

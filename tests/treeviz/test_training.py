@@ -12,7 +12,7 @@ from treeviz.data.preprocess import PrepConfig, prepare
 from treeviz.errors import TrainingCancelled, TreevizError
 from treeviz.jobs import JobManager
 from treeviz.runs import RunRecord, RunStore
-from treeviz.training import TrainingRequest, evaluate, job_fn, train_run
+from treeviz.training import TrainingRequest, evaluate, job_fn, model_cost, train_run
 
 
 def breast_cancer() -> Dataset:
@@ -54,7 +54,12 @@ def test_train_without_store_returns_estimator_and_metrics(prepared):
     est, metrics = train_run("cart", "classification", {"max_depth": 3}, prepared, callbacks=[spy])
     assert type(est).__name__ == "CARTClassifier" and est.max_depth == 3
     assert set(metrics) == {"train_accuracy", "val_accuracy", "test_accuracy",
-                            "n_nodes", "n_leaves", "depth"}
+                            "n_nodes", "n_leaves", "depth",
+                            "n_decision_nodes", "n_nonzero_weights", "n_params", "flops"}
+    tree = est.to_tree()
+    assert metrics["n_decision_nodes"] == tree.decision_nodes.size == metrics["n_nonzero_weights"]
+    assert metrics["n_params"] == tree.n_params()
+    assert metrics["flops"] == pytest.approx(tree.flops(prepared.X_train))  # one per axis-aligned split met
     expected = np.mean(est.predict(prepared.X_test) == prepared.labels("test"))
     assert metrics["test_accuracy"] == pytest.approx(expected)
     assert 0.8 < metrics["test_accuracy"] <= 1.0 and metrics["depth"] == 3
@@ -70,9 +75,11 @@ def test_train_with_store_saves_a_run(prepared, tmp_path):
     assert isinstance(record, RunRecord) and record.name == "shallow"
     assert record.status == "finished" and record.duration_s >= 0
     assert record.params["max_depth"] == 2 and record.depth == 2
-    assert set(record.metrics) == {"train_accuracy", "val_accuracy", "test_accuracy"}
+    assert set(record.metrics) == {"train_accuracy", "val_accuracy", "test_accuracy", "n_decision_nodes",
+                                   "n_nonzero_weights", "n_params", "flops"}
     est = store.load_model(record.run_id)
-    assert evaluate(est, store.load_prepared(record.run_id)) == record.metrics
+    reloaded = store.load_prepared(record.run_id)
+    assert {**evaluate(est, reloaded), **model_cost(est, reloaded.X_train)} == record.metrics
 
 
 def test_regression_metrics_and_empty_validation_split(tmp_path):
@@ -80,7 +87,8 @@ def test_regression_metrics_and_empty_validation_split(tmp_path):
     spy = Spy()
     est, metrics = train_run("cart", "regression", {"max_depth": 3}, prep, callbacks=[spy])
     assert set(metrics) == {"train_r2", "train_rmse", "test_r2", "test_rmse",
-                            "n_nodes", "n_leaves", "depth"}
+                            "n_nodes", "n_leaves", "depth",
+                            "n_decision_nodes", "n_nonzero_weights", "n_params", "flops"}
     pred = est.predict(prep.X_test)
     rmse = np.sqrt(np.mean((pred - prep.labels("test")) ** 2))
     assert metrics["test_rmse"] == pytest.approx(rmse)

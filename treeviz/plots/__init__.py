@@ -9,7 +9,9 @@ module                      figures
                             :func:`weight_image_figure`, :func:`weight_images_grid`
 :mod:`.routing`             :func:`class_flow_figure` (Sankey), :func:`class_split_bars`
 :mod:`.curves`              :func:`training_curves`
-:mod:`.sweep`               :func:`sweep_figure` (tree size and scores along a λ path)
+:mod:`.sweep`               :func:`sweep_figure` (tree size and scores along a λ path),
+                            :func:`lambda_path_figure` (error, nonzeros, nodes, FLOPs vs λ)
+:mod:`.forest`              :func:`forest_summary_figure` (size per tree, vote agreement)
 :mod:`.dendrogram`          :func:`dendrogram_figure` (the hierarchy over the leaves)
 :mod:`.data`                :func:`class_balance_figure`, :func:`target_histogram`,
                             :func:`sample_images_figure` (before any model)
@@ -20,7 +22,8 @@ module                      figures
 from treeviz.plots.curves import training_curves
 from treeviz.plots.data import class_balance_figure, sample_images_figure, target_histogram
 from treeviz.plots.dendrogram import dendrogram_figure
-from treeviz.plots.sweep import sweep_figure
+from treeviz.plots.forest import forest_summary_figure
+from treeviz.plots.sweep import lambda_path_figure, sweep_figure
 from treeviz.plots.routing import class_flow_figure, class_split_bars
 from treeviz.plots.style import CLASS_PALETTE, DIVERGING, class_color
 from treeviz.plots.tree_diagram import NODE_TRACE_NAME, node_from_selection, tree_figure
@@ -40,6 +43,8 @@ __all__ = [
     "class_flow_figure",
     "class_split_bars",
     "dendrogram_figure",
+    "forest_summary_figure",
+    "lambda_path_figure",
     "node_from_selection",
     "sample_images_figure",
     "sweep_figure",

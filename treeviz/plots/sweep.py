@@ -60,3 +60,82 @@ def sweep_figure(rows: Sequence[dict[str, Any]], *, param: str = "prune_strength
     fig.update_yaxes(title="score", row=1, col=2)
     fig.update_layout(meta=dict(param=param, values=x, metric_keys=list(metric_keys)))
     return fig
+
+
+def _error_keys(rows: Sequence[dict[str, Any]]) -> tuple[list[tuple[str, str]], str]:
+    """(metric key, label) pairs for the error panel and its axis title: classification error in %
+    (from accuracy) or RMSE (regression)."""
+    first = rows[0]
+    acc = [(f"{p}_accuracy", p) for p in ("train", "val", "test") if first.get(f"{p}_accuracy") is not None]
+    if acc:
+        return acc, "error (%)"
+    return [(f"{p}_rmse", p) for p in ("train", "val", "test") if first.get(f"{p}_rmse") is not None], "RMSE"
+
+
+def lambda_path_figure(rows: Sequence[dict[str, Any]], *, param: str = "l1_penalty", selected: float | None = None,
+                       baseline: dict[str, Any] | None = None, height: int | None = None) -> go.Figure:
+    """The sparsity path of a sparse tree (``tao.md`` §11.2): error, nonzero weights, decision nodes
+    and FLOPs against λ on a log axis.
+
+    Parameters
+    ----------
+    rows : list of dict
+        One per λ (as from :func:`treeviz.sweep.sweep_table`) with ``value``, ``n_nonzero_weights``,
+        ``n_decision_nodes``, ``flops`` and the split metrics (``*_accuracy`` or ``*_rmse``).
+    selected : float, optional
+        λ marked by a vertical line (the tree shown beside the figure).
+    baseline : dict, optional
+        The same keys for a reference tree (e.g. the initial CART tree), drawn as dashed
+        horizontal lines.
+
+    Returns
+    -------
+    go.Figure
+        Three panels: "Error" (train/val/test error in %, or RMSE), "Nonzero weights" and
+        "Decision nodes and FLOPs / sample".
+    """
+    if not rows:
+        return style.message_figure("No λ path yet.", title="λ path")
+    rows = sorted(rows, key=lambda r: r["value"])
+    x = [float(r["value"]) for r in rows]
+    err_keys, err_title = _error_keys(rows)
+    as_error = err_title.startswith("error")
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08,
+                        subplot_titles=("Error", "Nonzero weights", "Decision nodes and FLOPs / sample"))
+
+    def err(r: dict[str, Any], key: str) -> float | None:
+        v = r.get(key)
+        if v is None:
+            return None
+        return 100.0 * (1.0 - float(v)) if as_error else float(v)
+
+    for i, (key, part) in enumerate(err_keys):
+        fig.add_trace(go.Scatter(x=x, y=[err(r, key) for r in rows], mode="lines+markers", name=f"{part} error",
+                                 line=dict(color=style.line_color(i)), legendgroup="error",
+                                 hovertemplate=f"λ %{{x:.4g}}<br>{part}: %{{y:.4g}}<extra></extra>"), row=1, col=1)
+    size_series = (("n_nonzero_weights", "nonzero weights", 2), ("n_decision_nodes", "decision nodes", 3),
+                   ("flops", "FLOPs / sample", 3))
+    for i, (key, label, col) in enumerate(size_series):
+        fig.add_trace(go.Scatter(x=x, y=[r.get(key) for r in rows], mode="lines+markers", name=label,
+                                 line=dict(color=style.line_color(len(err_keys) + i),
+                                           dash="dot" if key == "flops" else None),
+                                 hovertemplate=f"λ %{{x:.4g}}<br>{label}: %{{y:.4g}}<extra></extra>"), row=1, col=col)
+    if baseline:
+        lines = [(1, err(baseline, k), f"initial tree, {p}") for k, p in err_keys if baseline.get(k) is not None]
+        lines += [(2, baseline.get("n_nonzero_weights"), "initial tree"),
+                  (3, baseline.get("n_decision_nodes"), "initial tree")]
+        for col, yv, label in lines:
+            if yv is not None:
+                fig.add_hline(y=float(yv), line=dict(color=style.EDGE, dash="dash", width=1), row=1, col=col,
+                              annotation_text=label, annotation_font_size=10)
+    if selected is not None:
+        for col in (1, 2, 3):
+            fig.add_vline(x=float(selected), line=dict(color=style.HIGHLIGHT, width=2, dash="dot"), row=1, col=col)
+    style.apply_style(fig, title="λ path", subtitle=f"{len(rows)} values of {param} · one tree per λ",
+                      margin=style.MARGIN_SUBPLOTS, height=height or 380)
+    fig.update_xaxes(type="log" if min(x) > 0 else "linear", title="λ")
+    fig.update_yaxes(title=err_title, row=1, col=1, rangemode="tozero")
+    fig.update_yaxes(title="nonzero weights", row=1, col=2, rangemode="tozero")
+    fig.update_yaxes(title="count", row=1, col=3, rangemode="tozero")
+    fig.update_layout(meta=dict(param=param, values=x, error_keys=[k for k, _ in err_keys]))
+    return fig

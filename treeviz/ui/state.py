@@ -160,15 +160,16 @@ def device() -> str:
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _run_view(root: str, run_id: str, part: str) -> RunView:
+def _run_view(root: str, run_id: str, part: str, tree_index: int) -> RunView:
     model = _run_model(root, run_id)
     prepared = _run_prepared(root, run_id)
-    return RunView.build(model, prepared, part)
+    return RunView.build(model, prepared, part, tree_index)
 
 
-def run_view(run_id: str, part: str) -> RunView:
-    """The tree of a run with one data split routed through it (cached per run and split)."""
-    return _run_view(str(default_root()), run_id, part)
+def run_view(run_id: str, part: str, tree_index: int = 0) -> RunView:
+    """The tree of a run (tree ``tree_index`` of an ensemble) with one data split routed through
+    it (cached per run, split and tree)."""
+    return _run_view(str(default_root()), run_id, part, int(tree_index))
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)

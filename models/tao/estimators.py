@@ -1,0 +1,382 @@
+"""TAO estimators: sparse oblique trees (``TAOClassifier``, ``TAORegressor``) with constant, linear
+or softmax (k-class) leaves, following ``shared/specs/tao.md``; forests are in
+:mod:`models.tao.forest`.
+
+Decisions the thesis leaves open, made here (``tao.md`` §17) and documented in
+``docs/tao.md``:
+
+* λ is in **sum form** (``l1_penalty``): E = Σ_n loss + λ Σ‖w‖₁; converted per solver
+  (liblinear / SAGA: C = 1/λ; Lasso: α = λ / (2 Σ s)).
+* ``guard="objective"`` by default, so the objective never increases; ``"off"`` is the
+  thesis's unguarded TAO.
+* reverse BFS visiting order; top-down BFS recomputes the reduced sets before each level.
+* ``init="auto"``: CART for depth ≤ 2, random (unit Gaussian weights, median biases) otherwise.
+* softmax leaves: the 0/1 objective by default, cross-entropy with absent classes scored β as an
+  option; k = ``leaf_classes``.
+* ``solver="auto"``: the batched torch solver on a CUDA device, scikit-learn on the CPU.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from models.base import Callback, TreeEstimator, decode_labels, encode_labels, resolve_device, seed_everything
+from models.tao.core import LEAVES, TAOConfig, class_probabilities, train
+from models.tao.init import cart_init, clustering_init, random_init
+from models.tao.state import TAOTree
+from treeviz.errors import TreevizError
+from treeviz.tree import Tree
+
+INITS = ("auto", "cart", "random", "clustering")
+SOLVER_CHOICES = ("auto", "sklearn", "torch")
+
+
+def compact(tree: TAOTree) -> tuple[TAOTree, np.ndarray]:
+    """The reachable part of ``tree`` renumbered breadth-first (root 0), and each new node's
+    id in ``tree`` (``origin``)."""
+    order = tree.reachable()
+    new_id = np.full(tree.n_slots, -1, dtype=np.int64)
+    new_id[order] = np.arange(order.size)
+    left = np.where(tree.left[order] >= 0, new_id[np.maximum(tree.left[order], 0)], -1)
+    right = np.where(tree.right[order] >= 0, new_id[np.maximum(tree.right[order], 0)], -1)
+    out = TAOTree(left, right, tree.weight[order].copy(), tree.bias[order].copy(), tree.value[order].copy(),
+                  None if tree.leaf_weight is None else tree.leaf_weight[order].copy(), 0)
+    return out, order
+
+
+def tao_tree_to_tree(tree: TAOTree, *, task: str, feature_names: Sequence[str], output_names: Sequence[str],
+                     meta: dict[str, Any]) -> Tree:
+    """The shared :class:`Tree` description of a (compact) TAO tree."""
+    is_leaf = tree.left < 0
+    leaf_value = np.where(is_leaf[:, None], tree.value, np.nan)
+    weight = np.where(is_leaf[:, None], 0.0, tree.weight)
+    leaf_weight = None
+    if tree.leaf_weight is not None:
+        leaf_weight = np.where(is_leaf[:, None, None], tree.leaf_weight, 0.0)
+    return Tree(children_left=tree.left, children_right=tree.right, weight=weight,
+                bias=np.where(is_leaf, 0.0, tree.bias), leaf_value=leaf_value, leaf_weight=leaf_weight,
+                feature_names=tuple(feature_names), output_names=tuple(output_names), task=task, family="tao",
+                meta={"prediction": "leaf_value", **meta})
+
+
+def tree_arrays(tree: TAOTree, prefix: str = "") -> dict[str, np.ndarray]:
+    arrays = {f"{prefix}left": tree.left, f"{prefix}right": tree.right, f"{prefix}weight": tree.weight,
+              f"{prefix}bias": tree.bias, f"{prefix}value": tree.value}
+    if tree.leaf_weight is not None:
+        arrays[f"{prefix}leaf_weight"] = tree.leaf_weight
+    return arrays
+
+
+def tree_from_arrays(arrays: dict[str, np.ndarray], prefix: str = "") -> TAOTree:
+    try:
+        lw = arrays.get(f"{prefix}leaf_weight")
+        tree = TAOTree(np.asarray(arrays[f"{prefix}left"], dtype=np.int64),
+                       np.asarray(arrays[f"{prefix}right"], dtype=np.int64),
+                       np.array(arrays[f"{prefix}weight"], dtype=np.float64),
+                       np.array(arrays[f"{prefix}bias"], dtype=np.float64),
+                       np.array(arrays[f"{prefix}value"], dtype=np.float64),
+                       None if lw is None else np.array(lw, dtype=np.float64), 0)
+        Tree(children_left=tree.left, children_right=tree.right, weight=tree.weight, bias=tree.bias,
+             leaf_value=np.where((tree.left < 0)[:, None], tree.value, np.nan))  # checks the structure
+    except (KeyError, ValueError) as err:
+        raise TreevizError(f"The model file's TAO tree is damaged ({err}); train the model again.") from None
+    return tree
+
+
+def drop_zero_weights(X: np.ndarray, Y: np.ndarray, sw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Remove samples of weight 0: they are absent from the objective, and left in they would keep
+    dead branches alive and give a leaf reached only by them a 0/0 value."""
+    keep = sw > 0
+    if keep.all():
+        return X, Y, sw
+    return X[keep], Y[keep], sw[keep]
+
+
+class _TAOBase(TreeEstimator):
+    family = "tao"
+    _task = ""
+
+    # ------------------------------------------------------------------ configuration
+    def _check_params(self) -> None:
+        def bad(msg: str) -> None:
+            raise TreevizError(msg)
+
+        if not isinstance(self.depth, (int, np.integer)) or not 0 <= self.depth <= 16:
+            bad(f"depth must be a whole number from 0 to 16; got {self.depth!r}.")
+        if not np.isfinite(float(self.l1_penalty)) or float(self.l1_penalty) < 0:
+            bad(f"l1_penalty (λ) must be zero or positive; got {self.l1_penalty!r}.")
+        if self.leaf not in self._leaves:
+            bad(f"leaf must be one of {', '.join(self._leaves)}; got {self.leaf!r}.")
+        if self.init not in INITS:
+            bad(f"init must be one of {', '.join(INITS)}; got {self.init!r}.")
+        if self.solver not in SOLVER_CHOICES:
+            bad(f"solver must be one of {', '.join(SOLVER_CHOICES)}; got {self.solver!r}.")
+        if not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
+            bad(f"max_iter must be a whole number of at least 1; got {self.max_iter!r}.")
+
+    def _config(self, n_outputs: int) -> TAOConfig:
+        device = resolve_device(self.device)
+        solver = self.solver
+        if solver == "auto":
+            solver = "torch" if device.startswith("cuda") else "sklearn"
+        extra = {}
+        if self._task == "classification":
+            extra = dict(leaf_classes=self.leaf_classes, loss=self.loss, beta=float(self.beta))
+        return TAOConfig(task=self._task, n_outputs=n_outputs, l1_penalty=float(self.l1_penalty), leaf=self.leaf,
+                         node_type=self.node_type, max_iter=int(self.max_iter), tol=float(self.tol),
+                         order=self.order, guard=self.guard, solver=solver, device=device, **extra)
+
+    def _initial_tree(self, X, Y, sw, cfg, rng) -> tuple[TAOTree, np.ndarray | None]:
+        init = self.init
+        if init == "auto":
+            init = "cart" if self.depth <= 2 else "random"
+        if init == "cart":
+            seed = int(rng.integers(2**31 - 1))
+            return cart_init(X, Y, sw, cfg, int(self.depth), seed), None
+        if init == "random":
+            return random_init(X, Y, sw, cfg, int(self.depth), rng), None
+        return clustering_init(X, Y, sw, cfg, int(self.depth), rng)
+
+    # ------------------------------------------------------------------ fitting
+    def _fit_tao(self, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, n_outputs: int,
+                 callbacks: Iterable[Callback] | None, eval_set: tuple | None,
+                 feature_names: Sequence[str] | None) -> None:
+        self._check_params()
+        cfg = self._config(n_outputs)
+        self._set_feature_names(feature_names, X.shape[1])
+        X, Y, sw = drop_zero_weights(X, Y, sw)
+        rng = seed_everything(self.random_state)
+        warm = bool(self.warm_start) and hasattr(self, "tao_tree_") and self.tao_tree_.n_features == X.shape[1] \
+            and self.tao_tree_.value.shape[1] == n_outputs \
+            and (self.tao_tree_.leaf_weight is not None) == cfg.linear_leaves
+        if warm:
+            tree, assigned = self.tao_tree_.copy(), None
+        else:
+            tree, assigned = self._initial_tree(X, Y, sw, cfg, rng)
+        ev = None
+        if eval_set is not None:
+            Xv, yv = eval_set
+            ev = (validate_data(self, Xv, reset=False, dtype=np.float64), np.asarray(yv))
+        self._begin_training(callbacks, cfg.max_iter)
+
+        def on_iteration(record: dict) -> bool:
+            if ev is not None:
+                record["val_score"] = self._score_tree(tree, *ev)
+            return self._record(**record)
+
+        try:
+            train(tree, X, Y, sw, cfg, on_iteration=on_iteration, initial_leaf=assigned)
+        finally:
+            self._end_training()
+        self.tao_tree_, self.node_origin_ = compact(tree)
+        self.n_iter_ = len(self.history_)
+
+    def _score_tree(self, tree: TAOTree, X: np.ndarray, y: np.ndarray) -> float:
+        raise NotImplementedError  # pragma: no cover
+
+    def _scores(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "tao_tree_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self.tao_tree_.leaf_scores(X, self.tao_tree_.apply(X))
+
+    def apply(self, X: Any) -> np.ndarray:
+        """Index (in :meth:`to_tree`'s numbering) of the leaf each sample reaches."""
+        check_is_fitted(self, "tao_tree_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self.tao_tree_.apply(X)
+
+    def _meta(self) -> dict[str, Any]:
+        return {"l1_penalty": float(self.l1_penalty), "leaf": self.leaf, "init": self.init,
+                "node_origin": [int(v) for v in self.node_origin_],
+                "absent_class_score": -1.0e6}
+
+    def to_tree(self) -> Tree:
+        check_is_fitted(self, "tao_tree_")
+        return tao_tree_to_tree(self.tao_tree_, task=self._task, feature_names=self.feature_names_,
+                                output_names=self._output_names(), meta=self._meta())
+
+    # ------------------------------------------------------------------ model files
+    def _learned_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        check_is_fitted(self, "tao_tree_")
+        learned = {"n_features_in_": int(self.n_features_in_), "feature_names": list(self.feature_names_),
+                   "has_feature_names_in": hasattr(self, "feature_names_in_"), "n_iter_": int(self.n_iter_)}
+        arrays = tree_arrays(self.tao_tree_)
+        arrays["node_origin"] = self.node_origin_
+        return learned, arrays
+
+    def _restore_state(self, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        self._restore_feature_names(config)
+        self.tao_tree_ = tree_from_arrays(arrays)
+        self.node_origin_ = np.asarray(arrays.get("node_origin", np.arange(self.tao_tree_.n_slots)), dtype=np.int64)
+        self.n_iter_ = int(config.get("n_iter_", 0))
+
+
+class TAOClassifier(ClassifierMixin, _TAOBase):
+    """A sparse oblique classification tree trained by TAO (``tao.md``).
+
+    Parameters
+    ----------
+    depth : int
+        Depth Δ of the initial tree (complete for random init); pruning may shrink it.
+    l1_penalty : float
+        λ of the ℓ1 penalty on every node's weights, **sum form** (not divided by the number of
+        samples): larger values give sparser, smaller trees.
+    leaf : {"constant", "linear", "softmax"}
+        Constant leaves (majority class, TAO-c), ℓ1 multinomial logistic leaves over all classes
+        (TAO-l), or softmax-tree leaves over the ``leaf_classes`` most populous classes of the leaf.
+    leaf_classes : int or None
+        k of softmax leaves (None: all classes).
+    node_type : {"oblique", "axis"}
+        ℓ1-logistic hyperplanes, or exact weighted 0/1 axis-aligned splits.
+    init : {"auto", "cart", "random", "clustering"}
+        Initial tree; "auto" is CART for depth ≤ 2 and random otherwise; "clustering" is the
+        softmax-tree init (§5.4).
+    max_iter, tol : int, float
+        TAO iterations, and the relative objective change below which training stops.
+    order : {"reverse_bfs", "bfs"}
+        Visiting order of the depth levels.
+    guard : {"objective", "off"}
+        Keep a node update only if its reduced objective does not increase (monotone E).
+    solver : {"auto", "sklearn", "torch"}
+        Decision-node solver: liblinear per node, or batched torch proximal gradient per level.
+    loss : {"zero_one", "cross_entropy"}
+        The training loss; cross-entropy scores a class absent from a leaf with ``beta``.
+    beta : float
+        Loss of a point whose class its leaf does not model (cross-entropy only).
+    device : str
+        Device of the torch solver ("auto": CUDA when present).
+    warm_start : bool
+        Start from the current tree when fitted again (λ paths, semi-supervised TAO).
+    random_state : int or None
+    """
+
+    _task = "classification"
+    _leaves = LEAVES
+
+    def __init__(self, depth=4, l1_penalty=0.01, leaf="constant", leaf_classes=None, node_type="oblique",
+                 init="auto", max_iter=20, tol=1e-4, order="reverse_bfs", guard="objective", solver="auto",
+                 loss="zero_one", beta=100.0, device="auto", warm_start=False, random_state=0):
+        self.depth = depth
+        self.l1_penalty = l1_penalty
+        self.leaf = leaf
+        self.leaf_classes = leaf_classes
+        self.node_type = node_type
+        self.init = init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.order = order
+        self.guard = guard
+        self.solver = solver
+        self.loss = loss
+        self.beta = beta
+        self.device = device
+        self.warm_start = warm_start
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
+            eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> "TAOClassifier":
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        classes = np.unique(y)
+        keep_classes = self.warm_start and hasattr(self, "classes_") and np.all(np.isin(classes, self.classes_))
+        if not keep_classes:
+            self.classes_ = classes
+        Y = np.searchsorted(self.classes_, y)
+        self._fit_tao(X, Y, sw, self.classes_.size, callbacks, eval_set, feature_names)
+        return self
+
+    def _output_names(self) -> list[str]:
+        return [str(c) for c in self.classes_]
+
+    def _score_tree(self, tree: TAOTree, X: np.ndarray, y: np.ndarray) -> float:
+        scores = tree.leaf_scores(X, tree.apply(X))
+        return float(np.mean(self.classes_.take(np.argmax(scores, axis=1)) == y))
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Class probabilities: the leaf's class fractions (constant leaves) or its softmax
+        (linear / softmax leaves; classes a leaf does not model get exactly 0)."""
+        scores = self._scores(X)
+        return class_probabilities(self.tao_tree_, scores)
+
+    def predict(self, X: Any) -> np.ndarray:
+        scores = self._scores(X)  # first, so an unfitted model raises NotFittedError
+        return self.classes_.take(np.argmax(scores, axis=1))
+
+    def _learned_state(self):
+        learned, arrays = super()._learned_state()
+        learned["classes_"] = encode_labels(self.classes_)
+        return learned, arrays
+
+    def _restore_state(self, config, arrays):
+        self.classes_ = decode_labels(config["classes_"])
+        super()._restore_state(config, arrays)
+
+
+class TAORegressor(RegressorMixin, _TAOBase):
+    """A sparse oblique regression tree trained by TAO, with constant (mean) or ℓ1 linear (Lasso)
+    leaves; vector targets are allowed. Parameters as :class:`TAOClassifier` (no softmax leaves,
+    squared-error loss)."""
+
+    _task = "regression"
+    _leaves = ("constant", "linear")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def __init__(self, depth=4, l1_penalty=0.01, leaf="constant", node_type="oblique", init="auto",
+                 max_iter=20, tol=1e-4, order="reverse_bfs", guard="objective", solver="auto", device="auto",
+                 warm_start=False, random_state=0):
+        self.depth = depth
+        self.l1_penalty = l1_penalty
+        self.leaf = leaf
+        self.node_type = node_type
+        self.init = init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.order = order
+        self.guard = guard
+        self.solver = solver
+        self.device = device
+        self.warm_start = warm_start
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
+            eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> "TAORegressor":
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        self._y_ndim = np.ndim(y)
+        Y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
+        self._fit_tao(X, Y, sw, Y.shape[1], callbacks, eval_set, feature_names)
+        return self
+
+    def _output_names(self) -> list[str]:
+        k = self.tao_tree_.value.shape[1]
+        return ["target"] if k == 1 else [f"target {j}" for j in range(k)]
+
+    def _score_tree(self, tree: TAOTree, X: np.ndarray, y: np.ndarray) -> float:
+        from sklearn.metrics import r2_score
+
+        pred = tree.leaf_scores(X, tree.apply(X))
+        y = np.asarray(y, dtype=np.float64).reshape(pred.shape)
+        return float(r2_score(y, pred)) if y.shape[0] >= 2 else float("nan")
+
+    def predict(self, X: Any) -> np.ndarray:
+        out = self._scores(X)
+        return out[:, 0] if getattr(self, "_y_ndim", 1) == 1 and out.shape[1] == 1 else out
+
+    def _learned_state(self):
+        learned, arrays = super()._learned_state()
+        learned["y_ndim"] = int(getattr(self, "_y_ndim", 1))
+        return learned, arrays
+
+    def _restore_state(self, config, arrays):
+        self._y_ndim = int(config.get("y_ndim", 1))
+        super()._restore_state(config, arrays)

@@ -1,0 +1,244 @@
+"""Forests of TAO trees (``tao.md`` §6): each tree is trained independently by TAO on its own
+random subsample (90 % without replacement by default) from its own random initial tree.
+
+Aggregation follows the thesis: regression averages the trees; classification takes a
+**majority vote** with constant leaves (TAO-c) and **averages class probabilities** with linear
+or softmax leaves (TAO-l). Ties in a vote go to the smaller class index.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from models.base import Callback, decode_labels, encode_labels, seed_everything
+from models.tao.core import class_probabilities, train
+from models.tao.estimators import (TAOClassifier, TAORegressor, _TAOBase, compact, drop_zero_weights,
+                                   tao_tree_to_tree, tree_arrays, tree_from_arrays)
+from treeviz.errors import TreevizError
+from treeviz.tree import Tree
+
+
+class _ForestBase(_TAOBase):
+    def _check_forest(self) -> None:
+        if not isinstance(self.n_trees, (int, np.integer)) or not 1 <= self.n_trees <= 1000:
+            raise TreevizError(f"n_trees must be a whole number from 1 to 1000; got {self.n_trees!r}.")
+        if not 0.0 < float(self.subsample) <= 1.0:
+            raise TreevizError(f"subsample must be in (0, 1]; got {self.subsample!r}.")
+
+    def _fit_forest(self, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, n_outputs: int,
+                    callbacks: Iterable[Callback] | None, feature_names: Sequence[str] | None) -> None:
+        self._check_params()
+        self._check_forest()
+        cfg = self._config(n_outputs)
+        self._set_feature_names(feature_names, X.shape[1])
+        X, Y, sw = drop_zero_weights(X, Y, sw)
+        rng = seed_everything(self.random_state)
+        n = X.shape[0]
+        m = max(2, int(round(float(self.subsample) * n))) if n >= 2 else n
+        seeds = rng.integers(2**31 - 1, size=int(self.n_trees))
+        self._begin_training(callbacks, int(self.n_trees))
+        trees, origins, samples = [], [], []
+        try:
+            for t, seed in enumerate(seeds):
+                tree_rng = np.random.default_rng(int(seed))
+                idx = np.sort(tree_rng.choice(n, size=min(m, n), replace=False))
+                tree, assigned = self._initial_tree(X[idx], Y[idx], sw[idx], cfg, tree_rng)
+                records: list[dict] = []
+                train(tree, X[idx], Y[idx], sw[idx], cfg, initial_leaf=assigned,
+                      on_iteration=lambda r: records.append(r) is None)
+                tree, origin = compact(tree)
+                trees.append(tree)
+                origins.append(origin)
+                samples.append(idx)
+                last = records[-1] if records else {}
+                if not self._record(tree=t + 1, iterations=len(records), objective=last.get("objective"),
+                                    tree_train_error=last.get("train_error"), n_nonzero=tree.n_nonzero(),
+                                    n_decision_nodes=int(tree.decision_nodes().size),
+                                    n_leaves=int(tree.leaves().size)):
+                    break
+        finally:
+            self._end_training()
+        if not trees:
+            raise TreevizError("The forest was stopped before its first tree was trained.")
+        self.trees_ = trees
+        self.node_origins_ = origins
+        self.n_iter_ = len(self.history_)
+
+    # ------------------------------------------------------------------ the trees
+    def _tree_scores(self, X: Any) -> list[np.ndarray]:
+        check_is_fitted(self, "trees_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return [t.leaf_scores(X, t.apply(X)) for t in self.trees_]
+
+    def to_trees(self) -> list[Tree]:
+        check_is_fitted(self, "trees_")
+        return [tao_tree_to_tree(t, task=self._task, feature_names=self.feature_names_,
+                                 output_names=self._output_names(),
+                                 meta={"l1_penalty": float(self.l1_penalty), "leaf": self.leaf, "init": self.init,
+                                       "node_origin": [int(v) for v in o], "forest_index": i,
+                                       "forest_size": len(self.trees_), "absent_class_score": -1.0e6})
+                for i, (t, o) in enumerate(zip(self.trees_, self.node_origins_))]
+
+    def to_tree(self, index: int = 0) -> Tree:
+        """One tree of the forest (the first by default); :meth:`to_trees` gives all of them."""
+        trees = self.to_trees()
+        if not 0 <= index < len(trees):
+            raise TreevizError(f"The forest has {len(trees)} trees; choose an index from 0 to {len(trees) - 1}.")
+        return trees[index]
+
+    def _learned_state(self):
+        check_is_fitted(self, "trees_")
+        learned = {"n_features_in_": int(self.n_features_in_), "feature_names": list(self.feature_names_),
+                   "has_feature_names_in": hasattr(self, "feature_names_in_"), "n_trees_fitted": len(self.trees_),
+                   "n_iter_": int(self.n_iter_)}
+        arrays: dict[str, np.ndarray] = {}
+        for i, (t, o) in enumerate(zip(self.trees_, self.node_origins_)):
+            arrays.update(tree_arrays(t, prefix=f"t{i}_"))
+            arrays[f"t{i}_origin"] = o
+        return learned, arrays
+
+    def _restore_state(self, config, arrays):
+        self._restore_feature_names(config)
+        n = int(config.get("n_trees_fitted", 0))
+        if n < 1:
+            raise TreevizError("The model file holds no trees; train the forest again.")
+        self.trees_ = [tree_from_arrays(arrays, prefix=f"t{i}_") for i in range(n)]
+        self.node_origins_ = [np.asarray(arrays.get(f"t{i}_origin", np.arange(t.n_slots)), dtype=np.int64)
+                              for i, t in enumerate(self.trees_)]
+        self.n_iter_ = int(config.get("n_iter_", 0))
+
+
+class TAOForestClassifier(ClassifierMixin, _ForestBase):
+    """A forest of TAO classification trees (TAO-c: constant leaves, majority vote; TAO-l: linear
+    leaves, averaged probabilities). Tree parameters as :class:`TAOClassifier`; ``n_trees`` trees,
+    each on a ``subsample`` fraction of the training set drawn without replacement, with its own
+    random initial tree (``init="random"``, the thesis's forests)."""
+
+    _task = "classification"
+    _leaves = TAOClassifier._leaves
+
+    def __init__(self, n_trees=10, subsample=0.9, depth=6, l1_penalty=0.01, leaf="constant", leaf_classes=None,
+                 node_type="oblique", init="random", max_iter=20, tol=1e-4, order="reverse_bfs", guard="objective",
+                 solver="auto", loss="zero_one", beta=100.0, device="auto", random_state=0):
+        self.n_trees = n_trees
+        self.subsample = subsample
+        self.depth = depth
+        self.l1_penalty = l1_penalty
+        self.leaf = leaf
+        self.leaf_classes = leaf_classes
+        self.node_type = node_type
+        self.init = init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.order = order
+        self.guard = guard
+        self.solver = solver
+        self.loss = loss
+        self.beta = beta
+        self.device = device
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
+            eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> "TAOForestClassifier":
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        self.classes_ = np.unique(y)
+        self._fit_forest(X, np.searchsorted(self.classes_, y), sw, self.classes_.size, callbacks, feature_names)
+        return self
+
+    def _output_names(self) -> list[str]:
+        return [str(c) for c in self.classes_]
+
+    def tree_predictions(self, X: Any) -> np.ndarray:
+        """Class index predicted by every tree, shape (n_trees, n_samples)."""
+        return np.stack([np.argmax(s, axis=1) for s in self._tree_scores(X)])
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Vote fractions (constant leaves) or the mean of the trees' probabilities (linear leaves)."""
+        scores = self._tree_scores(X)
+        K = self.classes_.size
+        if self.leaf == "constant":
+            votes = np.stack([np.argmax(s, axis=1) for s in scores])
+            counts = np.stack([(votes == k).sum(axis=0) for k in range(K)], axis=1)
+            return counts / votes.shape[0]
+        return np.mean([class_probabilities(t, s) for t, s in zip(self.trees_, scores)], axis=0)
+
+    def predict(self, X: Any) -> np.ndarray:
+        proba = self.predict_proba(X)  # first, so an unfitted model raises NotFittedError
+        return self.classes_.take(np.argmax(proba, axis=1))
+
+    def _learned_state(self):
+        learned, arrays = super()._learned_state()
+        learned["classes_"] = encode_labels(self.classes_)
+        return learned, arrays
+
+    def _restore_state(self, config, arrays):
+        self.classes_ = decode_labels(config["classes_"])
+        super()._restore_state(config, arrays)
+
+
+class TAOForestRegressor(RegressorMixin, _ForestBase):
+    """A forest of TAO regression trees whose prediction is the trees' mean. Parameters as
+    :class:`TAOForestClassifier` (constant or linear leaves)."""
+
+    _task = "regression"
+    _leaves = TAORegressor._leaves
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def __init__(self, n_trees=10, subsample=0.9, depth=6, l1_penalty=0.01, leaf="constant", node_type="oblique",
+                 init="random", max_iter=20, tol=1e-4, order="reverse_bfs", guard="objective", solver="auto",
+                 device="auto", random_state=0):
+        self.n_trees = n_trees
+        self.subsample = subsample
+        self.depth = depth
+        self.l1_penalty = l1_penalty
+        self.leaf = leaf
+        self.node_type = node_type
+        self.init = init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.order = order
+        self.guard = guard
+        self.solver = solver
+        self.device = device
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
+            eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> "TAOForestRegressor":
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        self._y_ndim = np.ndim(y)
+        Y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
+        self._fit_forest(X, Y, sw, Y.shape[1], callbacks, feature_names)
+        return self
+
+    def _output_names(self) -> list[str]:
+        k = self.trees_[0].value.shape[1]
+        return ["target"] if k == 1 else [f"target {j}" for j in range(k)]
+
+    def tree_predictions(self, X: Any) -> np.ndarray:
+        """Every tree's prediction, shape (n_trees, n_samples) (first output)."""
+        return np.stack([s[:, 0] for s in self._tree_scores(X)])
+
+    def predict(self, X: Any) -> np.ndarray:
+        out = np.mean(self._tree_scores(X), axis=0)
+        return out[:, 0] if getattr(self, "_y_ndim", 1) == 1 and out.shape[1] == 1 else out
+
+    def _learned_state(self):
+        learned, arrays = super()._learned_state()
+        learned["y_ndim"] = int(getattr(self, "_y_ndim", 1))
+        return learned, arrays
+
+    def _restore_state(self, config, arrays):
+        self._y_ndim = int(config.get("y_ndim", 1))
+        super()._restore_state(config, arrays)

@@ -1,0 +1,95 @@
+"""TAO in the app: Train page, node weights (bars and images), the λ path, and the forest summary."""
+
+import time
+
+import numpy as np
+
+from tests.app.conftest import assert_clean, chart_specs, new_app, open_page, wait_for_job
+from treeviz.data import PrepConfig, load_dataset, prepare
+from treeviz.runs import RunStore
+from treeviz.training import train_run
+
+
+def test_train_a_tao_tree_and_see_its_weights_as_images(home):
+    at = new_app().run()
+    at.selectbox(key="data.sample").set_value("digits").run()
+    open_page(at, "train")
+    at.selectbox(key="train.family").set_value("tao").run()
+    at.selectbox(key="train.preset.tao").set_value("quick").run()
+    at.number_input(key="train.tao.quick.max_iter").set_value(3).run()
+    at.button(key="train.start").click().run()
+    wait_for_job(at)
+    assert_clean(at)
+    (record,) = RunStore(home).list()
+    assert record.family == "tao" and record.params["depth"] == 3
+    # the history (objective per iteration) is drawn while and after training
+    curves = [s for s in chart_specs(at) if any("objective" in (t.get("name") or "") for t in s["data"])]
+    assert curves
+    at.run()
+    open_page(at, "explorer")
+    assert_clean(at)
+    model = RunStore(home).load_model(record.run_id)
+    tree = model.to_tree()
+    labels = {m.label: m.value for m in at.metric}
+    assert int(labels["Nonzero weights"]) == tree.n_nonzero_weights()
+    # node 0 is a decision node: its weights as signed bars and as an 8×8 image
+    bars = next(s for s in chart_specs(at) if s["layout"].get("meta", {}).get("kind") == "top_weights"
+                or any(t.get("type") == "bar" and t.get("orientation") == "h" for t in s["data"]))
+    assert bars
+    image = next(s for s in chart_specs(at) if s["layout"].get("meta", {}).get("image_shape") == [8, 8])
+    z = np.array(image["data"][0]["z"], dtype=float)
+    np.testing.assert_allclose(z.reshape(-1), tree.weight[0])
+    assert image["data"][0]["zmid"] == 0.0
+    assert image["data"][0]["zmin"] == -image["data"][0]["zmax"]
+
+
+def test_tao_lambda_path_on_the_pruning_page(home):
+    at = new_app().run()
+    at.selectbox(key="data.sample").set_value("breast_cancer").run()
+    open_page(at, "pruning")
+    at.selectbox(key="pruning.family").set_value("tao").run()
+    assert_clean(at)
+    assert at.checkbox(key="pruning.warm.tao").value is False  # every λ from the same initial tree
+    at.number_input(key="pruning.low.tao").set_value(0.01).run()
+    at.number_input(key="pruning.high.tao").set_value(100.0).run()
+    at.slider(key="pruning.count").set_value(3).run()
+    at.button(key="pruning.start").click().run()
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        at.run()
+        if any(s.key == "pruning.sweep_id" for s in at.selectbox) or at.error:
+            break
+        time.sleep(0.3)
+    assert_clean(at)
+    runs = sorted(RunStore(home).list(), key=lambda r: r.sweep["value"])
+    assert [r.sweep["value"] for r in runs] == [0.01, 1.0, 100.0]
+    assert not any(r.sweep["warm_start"] for r in runs)
+    figure = next(s for s in chart_specs(at) if s["layout"].get("meta", {}).get("param") == "l1_penalty")
+    assert figure["layout"]["meta"]["values"] == [0.01, 1.0, 100.0]
+    nnz = next(t for t in figure["data"] if t["name"] == "nonzero weights")["y"]
+    assert nnz[0] > nnz[-1], "a larger λ gives fewer nonzero weights"
+    at.select_slider(key=f"pruning.lambda.{runs[0].sweep['id']}").set_value(100.0).run()
+    assert_clean(at)
+    labels = {m.label: m.value for m in at.metric}
+    tree = RunStore(home).load_model(runs[-1].run_id).to_tree()
+    assert int(labels["Nonzero weights"]) == tree.n_nonzero_weights()
+    assert int(labels["Decision nodes"]) == tree.decision_nodes.size
+
+
+def test_forest_summary_and_tree_picker_in_the_explorer(home):
+    prepared = prepare(load_dataset("wine"), PrepConfig(seed=0))
+    record = train_run("tao_forest", "classification", {"n_trees": 3, "depth": 2, "max_iter": 3}, prepared,
+                       store=RunStore(home))
+    at = new_app().run()
+    open_page(at, "explorer")
+    assert_clean(at)
+    picker = at.selectbox(key=f"explorer.tree_index.{record.run_id}")
+    assert picker.options == ["tree 0", "tree 1", "tree 2"]
+    forest = next(s for s in chart_specs(at) if s["layout"].get("meta", {}).get("n_trees") == 3)
+    heat = next(t for t in forest["data"] if t["type"] == "heatmap")
+    assert np.array(heat["z"]).shape == (3, 3)
+    picker.set_value(2).run()
+    assert_clean(at)
+    model = RunStore(home).load_model(record.run_id)
+    labels = {m.label: m.value for m in at.metric}
+    assert int(labels["Nonzero weights"]) == model.to_trees()[2].n_nonzero_weights()
