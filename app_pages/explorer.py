@@ -171,13 +171,16 @@ with user_errors("opening the run"):
         w_left.caption("Weights act on the model's (scaled) features, so their sizes compare across features.")
         image_shape = view.prepared.dataset.image_shape
         if image_shape is not None:
-            w_right.plotly_chart(weight_image_figure(tree, node, image_shape), key="explorer.weight_image")
+            # images in the pixels' own units when the rules are (w/σ per pixel; σ = 1 for constant pixels)
+            w_right.plotly_chart(weight_image_figure(shown, node, image_shape), key="explorer.weight_image")
+            w_right.caption("Blue pushes a sample right, red left; white pixels have zero weight."
+                            + (" Weights in the data's own pixel units." if original_units and affine else ""))
 
     with st.expander("Weights of all decision nodes"):
         st.plotly_chart(weights_heatmap(tree), key="explorer.heatmap")
         image_shape = view.prepared.dataset.image_shape
         if image_shape is not None:
-            st.plotly_chart(weight_images_grid(tree, image_shape), key="explorer.weight_grid")
+            st.plotly_chart(weight_images_grid(shown, image_shape), key="explorer.weight_grid")
 
     # ---------------------------------------------------------- sample path details
     if show_path and view.n_rows:

@@ -38,7 +38,10 @@ def test_train_a_tao_tree_and_see_its_weights_as_images(home):
     assert bars
     image = next(s for s in chart_specs(at) if s["layout"].get("meta", {}).get("image_shape") == [8, 8])
     z = np.array(image["data"][0]["z"], dtype=float)
-    np.testing.assert_allclose(z.reshape(-1), tree.weight[0])
+    # drawn in the pixels' own units (rules in the data's units is on by default): w / σ
+    mean, scale = RunStore(home).load_prepared(record.run_id).affine_scaling()
+    np.testing.assert_allclose(z.reshape(-1), tree.weight[0] / scale)
+    assert np.count_nonzero(z) == np.count_nonzero(tree.weight[0])  # zero weights stay exactly zero (white)
     assert image["data"][0]["zmid"] == 0.0
     assert image["data"][0]["zmin"] == -image["data"][0]["zmax"]
 
