@@ -80,3 +80,34 @@ def test_forest_summary_figure_shows_sizes_and_agreement():
     np.testing.assert_allclose(np.diag(z), agree["with_ensemble"])
     np.testing.assert_allclose(z[0, 1], agree["pairwise"][0, 1])
     assert spec["layout"]["meta"]["n_trees"] == 3
+
+
+def test_weight_image_shapes_for_tao_trees():
+    """Spec test 26: digits weights are 8×8 images, MNIST-like ones 28×28; limits symmetric around 0,
+    zero is white, and the legend says positive pushes right."""
+    from sklearn.datasets import load_digits
+
+    from models.tao.estimators import TAOClassifier
+    from treeviz.plots import weight_image_figure
+    from treeviz.plots.style import DIVERGING
+
+    X, y = load_digits(return_X_y=True)
+    tree = TAOClassifier(depth=2, l1_penalty=1.0, max_iter=3).fit(X[:600] / 16.0, y[:600]).to_tree()
+    node = int(tree.decision_nodes[0])
+    hm = weight_image_figure(tree, node, (8, 8)).to_dict()["data"][0]
+    assert np.asarray(hm["z"]).shape == (8, 8)
+    assert hm["zmin"] == -hm["zmax"] and hm["zmid"] == 0
+    assert dict((s, c) for s, c in DIVERGING)[0.5] == "#FFFFFF"
+    assert "pushes right" in hm["colorbar"]["title"]["text"]
+    assert np.count_nonzero(hm["z"]) == np.count_nonzero(tree.weight[node]) < 64  # ℓ1: sparse pixels
+
+    w = np.zeros((3, 784))
+    w[0, [0, 400, 783]] = [0.5, -2.0, 1.0]
+    leaf = np.full((3, 2), np.nan)
+    leaf[1], leaf[2] = [1, 0], [0, 1]
+    mnist_like = Tree(children_left=[1, -1, -1], children_right=[2, -1, -1], weight=w, bias=[0.1, 0, 0],
+                      leaf_value=leaf)
+    hm = weight_image_figure(mnist_like, 0, (28, 28)).to_dict()["data"][0]
+    z = np.asarray(hm["z"])
+    assert z.shape == (28, 28) and z[14, 8] == -2.0 and z[27, 27] == 1.0
+    assert hm["zmax"] == 2.0 and hm["zmin"] == -2.0
