@@ -282,7 +282,7 @@ class TAOClassifier(ClassifierMixin, _TAOBase):
             eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> "TAOClassifier":
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         classes = np.unique(y)
         keep_classes = self.warm_start and hasattr(self, "classes_") and np.all(np.isin(classes, self.classes_))
         if not keep_classes:
@@ -351,7 +351,7 @@ class TAORegressor(RegressorMixin, _TAOBase):
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> "TAORegressor":
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         self._y_ndim = np.ndim(y)
         Y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
         self._fit_tao(X, Y, sw, Y.shape[1], callbacks, eval_set, feature_names)

@@ -147,7 +147,7 @@ class TAOForestClassifier(ClassifierMixin, _ForestBase):
             eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> "TAOForestClassifier":
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         self.classes_ = np.unique(y)
         self._fit_forest(X, np.searchsorted(self.classes_, y), sw, self.classes_.size, callbacks, feature_names)
         return self
@@ -216,7 +216,7 @@ class TAOForestRegressor(RegressorMixin, _ForestBase):
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> "TAOForestRegressor":
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         self._y_ndim = np.ndim(y)
         Y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
         self._fit_forest(X, Y, sw, Y.shape[1], callbacks, feature_names)

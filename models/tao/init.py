@@ -17,6 +17,10 @@ def cart_init(X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig, dept
     tree routes every input (thresholds included) exactly as CART does (spec test 18)."""
     from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
+    if depth == 0:  # one leaf (scikit-learn's CART refuses max_depth=0)
+        tree = complete_tree(0, X.shape[1], cfg.n_outputs, linear_leaves=cfg.linear_leaves)
+        _fit_initial_leaves(tree, X, Y, sw, cfg)
+        return tree
     if cfg.task == "classification":
         model = DecisionTreeClassifier(max_depth=depth, random_state=random_state).fit(X, Y, sample_weight=sw)
     else:
