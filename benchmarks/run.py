@@ -13,7 +13,7 @@ import time
 
 from benchmarks.common import format_table, write_results
 
-BENCHMARKS = ("cart_tree", "latent_pruning", "latent_train")
+BENCHMARKS = ("cart_tree", "latent_pruning", "latent_train", "tao_paper", "tao_solvers")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,67 @@
+"""The TAO benchmarks run end to end in --quick mode and write JSON with the required fields
+(numbers are not asserted: accuracy against the papers belongs in the full benchmark)."""
+
+import json
+
+import pytest
+
+from benchmarks import run
+from benchmarks.common import shared_data_dir
+
+ROW_FIELDS = {"name", "dataset", "method", "ours_mean", "ours_std", "paper_mean", "paper_std", "metric",
+              "n_seeds", "protocol", "within_one_std_or_better"}
+PROTOCOL_FIELDS = {"depth", "l1_penalty", "leaves", "iterations", "init", "trees"}
+NEEDED = ("uci/letter.csv.gz", "uci/satimage.csv.gz", "uci/pendigits.csv.gz",
+          *(f"dgt/cpuactiv/cpu_act{k}.npz" for k in range(5)))
+
+
+def _require_shared_data():
+    root = shared_data_dir()
+    if root is None:
+        pytest.skip("shared reference data folder absent (../shared/data or TREEVIZ_SHARED_DATA): "
+                    "the TAO paper benchmark needs Letter, SatImage, PenDigits and cpu_act")
+    missing = [p for p in NEEDED if not (root / p).is_file()]
+    if missing:
+        pytest.skip(f"shared reference data incomplete at {root}: missing {', '.join(missing)}")
+
+
+def test_quick_tao_paper_benchmark_writes_rows_with_the_required_fields(tmp_path, monkeypatch, capsys):
+    _require_shared_data()
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    assert run.main(["tao_paper", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "letter TAO-c" in out and "cpu_act TAO-l" in out and "paper" in out
+    payload = json.loads((tmp_path / "tao_paper.json").read_text())
+    assert payload["benchmark"] == "tao_paper" and payload["quick"] is True
+    rows = payload["results"]["rows"]
+    names = {(r["dataset"], r["method"]) for r in rows}
+    assert names == {("letter", "TAO-c"), ("letter", "TAO-l"), ("letter", "CART"), ("letter", "TAO-l forest"),
+                     ("satimage", "TAO-c"), ("pendigits", "TAO-c"), ("cpu_act", "TAO-c"), ("cpu_act", "TAO-l")}
+    for r in rows:
+        assert ROW_FIELDS <= set(r), r["name"]
+        assert r["metric"] in ("error_pct", "acc_pct", "rmse")
+        assert isinstance(r["within_one_std_or_better"], bool)
+        assert r["n_seeds"] == 1 and r["ours_mean"] >= 0 and r["paper_mean"] > 0
+        assert PROTOCOL_FIELDS <= set(r["protocol"]), r["name"]
+    timing = payload["results"]["timing"]
+    backends = {t["name"] for t in timing}
+    assert {"letter s/iter sklearn-cpu", "letter s/iter torch-cpu-1thread"} <= backends
+    for t in timing:
+        assert t["ours_mean"] > 0 and t["ratio_to_sklearn"] > 0 and t["metric"] == "s_per_iter"
+    assert next(t for t in timing if t["name"].endswith("sklearn-cpu"))["ratio_to_sklearn"] == 1.0
+
+
+def test_quick_tao_solvers_benchmark_writes_gaps_and_ratios(tmp_path, monkeypatch, capsys):
+    # falls back to sklearn's digits when Letter is absent, so it never needs the shared data
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    assert run.main(["tao_solvers", "--quick"]) == 0
+    assert "sk/torch cpu" in capsys.readouterr().out
+    payload = json.loads((tmp_path / "tao_solvers.json").read_text())
+    assert payload["benchmark"] == "tao_solvers" and payload["quick"] is True
+    levels = payload["results"]["levels"]
+    assert len(levels) >= 2
+    for lv in levels:
+        assert lv["groups"] >= 1 and lv["sklearn_s"] > 0 and lv["torch_cpu_s"] > 0
+        assert lv["time_ratio_sklearn_over_torch_cpu"] > 0
+        gap = lv["rel_gap_torch_cpu_vs_best"]
+        assert 0.0 <= gap["mean"] <= gap["max"]
