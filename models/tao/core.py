@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -316,13 +317,58 @@ def solve_problems(problems: list[NodeProblem], tree: TAOTree, cfg: TAOConfig) -
         return out
     Xall = np.concatenate([p.X for p in hard])
     group = np.concatenate([np.full(p.y.size, g) for g, p in enumerate(hard)])
-    W, B = solvers.l1_logistic_torch(
-        Xall, np.concatenate([p.y for p in hard]), np.concatenate([p.v for p in hard]), group, len(hard), lam,
-        w0=np.stack([tree.weight[p.node] for p in hard]), b0=np.array([tree.bias[p.node] for p in hard]),
-        device=cfg.device, tol=min(cfg.solver_tol, 1e-5), max_iter=max(cfg.solver_max_iter, 500))
+    with _cpu_threads(cfg.device, 1):
+        W, B = solvers.l1_logistic_torch(
+            Xall, np.concatenate([p.y for p in hard]), np.concatenate([p.v for p in hard]), group, len(hard), lam,
+            w0=np.stack([tree.weight[p.node] for p in hard]), b0=np.array([tree.bias[p.node] for p in hard]),
+            device=cfg.device, tol=min(cfg.solver_tol, 1e-5), max_iter=max(cfg.solver_max_iter, 500))
     for g, p in enumerate(hard):
         out[p.node] = (np.asarray(W[g], dtype=np.float64), float(B[g]))
     return out
+
+
+@contextmanager
+def _cpu_threads(device: str, n: int):
+    """Run torch on ``n`` CPU threads inside the block (restored after). The batched solver makes
+    many small tensor operations per step; with several threads on a shared or busy CPU their
+    synchronisation dominates (measured 1.4x liblinear's time with one thread, 8-180x with two
+    on a loaded 2-core machine, ``benchmarks/tao_paper.py``)."""
+    if not device.startswith("cpu"):
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def exact_bias(p: NodeProblem, w: np.ndarray) -> float:
+    """The bias minimising the weighted 0/1 loss of ``p`` for the direction ``w`` (exact 1-D search
+    over the cuts between consecutive distinct projections; the threshold is the midpoint)."""
+    if p.y.size == 0:
+        return 1.0
+    s = p.X @ w
+    order = np.argsort(s, kind="stable")
+    s, y, v = s[order], p.y[order], p.v[order]
+    # loss when the first k go left: right-labelled among them + left-labelled among the rest
+    left_cost = np.concatenate([[0.0], np.cumsum(v * (y > 0))])
+    right_cost = np.concatenate([np.cumsum((v * (y < 0))[::-1])[::-1], [0.0]])
+    cost = left_cost + right_cost
+    distinct = np.concatenate([[True], s[1:] > s[:-1], [True]])  # a cut only between distinct values
+    cost = np.where(distinct, cost, np.inf)
+    k = int(np.argmin(cost))
+    if k == 0:
+        return float(-s[0] + 1.0)  # everything right
+    if k == s.size:
+        return float(-s[-1])  # everything left (s + b <= 0)
+    mid = 0.5 * (s[k - 1] + s[k])
+    if not (s[k - 1] < mid < s[k]):  # adjacent floats: the cut sits on the left value
+        mid = s[k - 1]
+    return float(-mid)
 
 
 def fit_decisions(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig,
@@ -334,11 +380,18 @@ def fit_decisions(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, c
     for p in problems:
         w, b = new[p.node]
         if cfg.guard == "objective":
-            e_new = reduced_objective(p, w, b, cfg.l1_penalty)
-            e_old = reduced_objective(p, tree.weight[p.node], tree.bias[p.node], cfg.l1_penalty)
-            if e_new > e_old + 1e-12 * max(1.0, e_old):
+            # Candidates: the surrogate's solution, the same direction with the exact 0/1-optimal bias,
+            # and the old parameters with theirs; the best reduced objective wins (ties prefer the new
+            # ones, listed first). The old parameters are a candidate, so Ē never increases.
+            w_old, b_old = tree.weight[p.node].copy(), float(tree.bias[p.node])
+            candidates = [(w, b), (w, exact_bias(p, w)), (w_old, b_old), (w_old, exact_bias(p, w_old))]
+            scores = [reduced_objective(p, cw, cb, cfg.l1_penalty) for cw, cb in candidates]
+            best = int(np.argmin(scores))
+            w, b = candidates[best]
+            if best >= 2:  # the surrogate's direction lost; at most the old bias improves
                 rejected += 1
-                continue
+                if best == 2:
+                    continue
         if not (np.array_equal(w, tree.weight[p.node]) and b == tree.bias[p.node]):
             changed += 1
         tree.weight[p.node] = w
@@ -499,8 +552,19 @@ def train(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOC
     for it in range(cfg.max_iter):
         start = time.perf_counter()
         levels = _levels_from_assignment(tree, initial_leaf) if (it == 0 and initial_leaf is not None) else None
-        changed, rejected = one_pass(tree, X, Y, sw, cfg, levels=levels)
-        e = objective(tree, X, Y, sw, cfg)
+        if cfg.guard == "objective":
+            # First try the plain (unguarded) pass; keep it if E did not increase. Otherwise redo the
+            # pass from the saved tree with every node update guarded, which cannot increase E.
+            saved = tree.copy()
+            changed, rejected = one_pass(tree, X, Y, sw, replace(cfg, guard="off"), levels=levels)
+            e = objective(tree, X, Y, sw, cfg)
+            if e > e_prev + 1e-12 * max(1.0, abs(e_prev)):
+                _restore(tree, saved)
+                changed, rejected = one_pass(tree, X, Y, sw, cfg, levels=levels)
+                e = objective(tree, X, Y, sw, cfg)
+        else:
+            changed, rejected = one_pass(tree, X, Y, sw, cfg, levels=levels)
+            e = objective(tree, X, Y, sw, cfg)
         record = dict(iteration=it + 1, objective=e, train_error=predictions_error(tree, X, Y, sw, cfg),
                       n_nonzero=tree.n_nonzero(), n_decision_nodes=int(tree.decision_nodes().size),
                       n_leaves=int(tree.leaves().size), n_changed=changed, n_rejected=rejected,
@@ -515,6 +579,15 @@ def train(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOC
     if finalize:
         finish(tree, X, Y, sw, cfg)
     return tree
+
+
+def _restore(tree: TAOTree, saved: TAOTree) -> None:
+    """Put ``saved``'s parameters back into ``tree`` (in place: callers hold ``tree``)."""
+    tree.left[:], tree.right[:] = saved.left, saved.right
+    tree.weight[:], tree.bias[:], tree.value[:] = saved.weight, saved.bias, saved.value
+    if tree.leaf_weight is not None:
+        tree.leaf_weight[:] = saved.leaf_weight
+    tree.root = saved.root
 
 
 def finish(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig) -> None:
