@@ -64,7 +64,7 @@ PAPER = {
 # validation split of seed 0; a single candidate means no tuning for that row.
 SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
     ("letter", "TAO-c"): dict(max_iter=20, tune_iter=10, grid=[(11, 0.1), (11, 1.0), (11, 3.0)]),
-    ("letter", "TAO-l"): dict(max_iter=12, tune_iter=4, grid=[(6, 0.3), (6, 1.0), (6, 3.0)]),
+    ("letter", "TAO-l"): dict(max_iter=20, tune_iter=4, grid=[(6, 0.3), (6, 1.0), (6, 3.0)]),
     ("letter", "TAO-l forest"): dict(max_iter=4, n_trees=8, n_seeds=4, grid=[(7, None)]),
     ("satimage", "TAO-c"): dict(max_iter=20, grid=[(d, lam) for d in (6, 8, 10) for lam in (0.1, 1.0, 10.0)]),
     ("pendigits", "TAO-c"): dict(max_iter=20, grid=[(d, lam) for d in (6, 8, 10) for lam in (0.1, 1.0, 10.0)]),
