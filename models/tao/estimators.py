@@ -28,7 +28,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from models.base import Callback, TreeEstimator, decode_labels, encode_labels, resolve_device, seed_everything
 from models.tao.core import LEAVES, TAOConfig, class_probabilities, train
 from models.tao.init import cart_init, clustering_init, random_init
-from models.tao.state import TAOTree
+from models.tao.state import ABSENT, TAOTree
 from treeviz.errors import TreevizError
 from treeviz.tree import Tree
 
@@ -190,15 +190,14 @@ class _TAOBase(TreeEstimator):
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self.tao_tree_.apply(X)
 
-    def _meta(self) -> dict[str, Any]:
+    def _meta(self, origin: np.ndarray) -> dict[str, Any]:
         return {"l1_penalty": float(self.l1_penalty), "leaf": self.leaf, "init": self.init,
-                "node_origin": [int(v) for v in self.node_origin_],
-                "absent_class_score": -1.0e6}
+                "node_origin": [int(v) for v in origin], "absent_class_score": ABSENT}
 
     def to_tree(self) -> Tree:
         check_is_fitted(self, "tao_tree_")
         return tao_tree_to_tree(self.tao_tree_, task=self._task, feature_names=self.feature_names_,
-                                output_names=self._output_names(), meta=self._meta())
+                                output_names=self._output_names(), meta=self._meta(self.node_origin_))
 
     # ------------------------------------------------------------------ model files
     def _learned_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -216,7 +215,66 @@ class _TAOBase(TreeEstimator):
         self.n_iter_ = int(config.get("n_iter_", 0))
 
 
-class TAOClassifier(ClassifierMixin, _TAOBase):
+class _ClassLabels:
+    """Classification pieces shared by trees and forests: labels in, class names out, and
+    ``classes_`` in the model file."""
+
+    def _labels(self, X: Any, y: Any, sample_weight: Any, *, keep_classes: bool = False):
+        """Validated (X, class indices, sample weights); sets ``classes_`` unless ``keep_classes``
+        and the current classes cover ``y``."""
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        classes = np.unique(y)
+        if not (keep_classes and hasattr(self, "classes_") and np.all(np.isin(classes, self.classes_))):
+            self.classes_ = classes
+        return X, np.searchsorted(self.classes_, y), sw
+
+    def _output_names(self) -> list[str]:
+        return [str(c) for c in self.classes_]
+
+    def _learned_state(self):
+        learned, arrays = super()._learned_state()
+        learned["classes_"] = encode_labels(self.classes_)
+        return learned, arrays
+
+    def _restore_state(self, config, arrays):
+        self.classes_ = decode_labels(config["classes_"])
+        super()._restore_state(config, arrays)
+
+
+class _Targets:
+    """Regression pieces shared by trees and forests: 1-D or 2-D targets in, the same shape out."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def _targets(self, X: Any, y: Any, sample_weight: Any):
+        """Validated (X, targets as (n, k), sample weights); remembers whether y was 1-D."""
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        self._y_ndim = np.ndim(y)
+        return X, np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1), sw
+
+    def _as_y_shape(self, out: np.ndarray) -> np.ndarray:
+        return out[:, 0] if getattr(self, "_y_ndim", 1) == 1 and out.shape[1] == 1 else out
+
+    def _target_names(self, k: int) -> list[str]:
+        return ["target"] if k == 1 else [f"target {j}" for j in range(k)]
+
+    def _learned_state(self):
+        learned, arrays = super()._learned_state()
+        learned["y_ndim"] = int(getattr(self, "_y_ndim", 1))
+        return learned, arrays
+
+    def _restore_state(self, config, arrays):
+        self._y_ndim = int(config.get("y_ndim", 1))
+        super()._restore_state(config, arrays)
+
+
+class TAOClassifier(ClassifierMixin, _ClassLabels, _TAOBase):
     """A sparse oblique classification tree trained by TAO (``tao.md``).
 
     Parameters
@@ -280,19 +338,9 @@ class TAOClassifier(ClassifierMixin, _TAOBase):
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> "TAOClassifier":
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        classes = np.unique(y)
-        keep_classes = self.warm_start and hasattr(self, "classes_") and np.all(np.isin(classes, self.classes_))
-        if not keep_classes:
-            self.classes_ = classes
-        Y = np.searchsorted(self.classes_, y)
+        X, Y, sw = self._labels(X, y, sample_weight, keep_classes=bool(self.warm_start))
         self._fit_tao(X, Y, sw, self.classes_.size, callbacks, eval_set, feature_names)
         return self
-
-    def _output_names(self) -> list[str]:
-        return [str(c) for c in self.classes_]
 
     def _score_tree(self, tree: TAOTree, X: np.ndarray, y: np.ndarray) -> float:
         scores = tree.leaf_scores(X, tree.apply(X))
@@ -308,28 +356,14 @@ class TAOClassifier(ClassifierMixin, _TAOBase):
         scores = self._scores(X)  # first, so an unfitted model raises NotFittedError
         return self.classes_.take(np.argmax(scores, axis=1))
 
-    def _learned_state(self):
-        learned, arrays = super()._learned_state()
-        learned["classes_"] = encode_labels(self.classes_)
-        return learned, arrays
 
-    def _restore_state(self, config, arrays):
-        self.classes_ = decode_labels(config["classes_"])
-        super()._restore_state(config, arrays)
-
-
-class TAORegressor(RegressorMixin, _TAOBase):
+class TAORegressor(RegressorMixin, _Targets, _TAOBase):
     """A sparse oblique regression tree trained by TAO, with constant (mean) or ℓ1 linear (Lasso)
     leaves; vector targets are allowed. Parameters as :class:`TAOClassifier` (no softmax leaves,
     squared-error loss)."""
 
     _task = "regression"
     _leaves = ("constant", "linear")
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags
 
     def __init__(self, depth=4, l1_penalty=0.01, leaf="constant", node_type="oblique", init="auto",
                  max_iter=20, tol=1e-4, order="reverse_bfs", guard="objective", solver="auto", device="auto",
@@ -350,16 +384,12 @@ class TAORegressor(RegressorMixin, _TAOBase):
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> "TAORegressor":
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        self._y_ndim = np.ndim(y)
-        Y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
+        X, Y, sw = self._targets(X, y, sample_weight)
         self._fit_tao(X, Y, sw, Y.shape[1], callbacks, eval_set, feature_names)
         return self
 
     def _output_names(self) -> list[str]:
-        k = self.tao_tree_.value.shape[1]
-        return ["target"] if k == 1 else [f"target {j}" for j in range(k)]
+        return self._target_names(self.tao_tree_.value.shape[1])
 
     def _score_tree(self, tree: TAOTree, X: np.ndarray, y: np.ndarray) -> float:
         from sklearn.metrics import r2_score
@@ -369,14 +399,4 @@ class TAORegressor(RegressorMixin, _TAOBase):
         return float(r2_score(y, pred)) if y.shape[0] >= 2 else float("nan")
 
     def predict(self, X: Any) -> np.ndarray:
-        out = self._scores(X)
-        return out[:, 0] if getattr(self, "_y_ndim", 1) == 1 and out.shape[1] == 1 else out
-
-    def _learned_state(self):
-        learned, arrays = super()._learned_state()
-        learned["y_ndim"] = int(getattr(self, "_y_ndim", 1))
-        return learned, arrays
-
-    def _restore_state(self, config, arrays):
-        self._y_ndim = int(config.get("y_ndim", 1))
-        super()._restore_state(config, arrays)
+        return self._as_y_shape(self._scores(X))

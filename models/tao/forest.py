@@ -12,13 +12,12 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from models.base import Callback, decode_labels, encode_labels, seed_everything
+from models.base import Callback, seed_everything
 from models.tao.core import class_probabilities, train
-from models.tao.estimators import (TAOClassifier, TAORegressor, _TAOBase, compact, drop_zero_weights,
-                                   tao_tree_to_tree, tree_arrays, tree_from_arrays)
+from models.tao.estimators import (TAOClassifier, TAORegressor, _ClassLabels, _TAOBase, _Targets, compact,
+                                   drop_zero_weights, tao_tree_to_tree, tree_arrays, tree_from_arrays)
 from treeviz.errors import TreevizError
 from treeviz.tree import Tree
 
@@ -79,9 +78,7 @@ class _ForestBase(_TAOBase):
         check_is_fitted(self, "trees_")
         return [tao_tree_to_tree(t, task=self._task, feature_names=self.feature_names_,
                                  output_names=self._output_names(),
-                                 meta={"l1_penalty": float(self.l1_penalty), "leaf": self.leaf, "init": self.init,
-                                       "node_origin": [int(v) for v in o], "forest_index": i,
-                                       "forest_size": len(self.trees_), "absent_class_score": -1.0e6})
+                                 meta={**self._meta(o), "forest_index": i, "forest_size": len(self.trees_)})
                 for i, (t, o) in enumerate(zip(self.trees_, self.node_origins_))]
 
     def to_tree(self, index: int = 0) -> Tree:
@@ -113,7 +110,7 @@ class _ForestBase(_TAOBase):
         self.n_iter_ = int(config.get("n_iter_", 0))
 
 
-class TAOForestClassifier(ClassifierMixin, _ForestBase):
+class TAOForestClassifier(ClassifierMixin, _ClassLabels, _ForestBase):
     """A forest of TAO classification trees (TAO-c: constant leaves, majority vote; TAO-l: linear
     leaves, averaged probabilities). Tree parameters as :class:`TAOClassifier`; ``n_trees`` trees,
     each on a ``subsample`` fraction of the training set drawn without replacement, with its own
@@ -145,15 +142,9 @@ class TAOForestClassifier(ClassifierMixin, _ForestBase):
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> "TAOForestClassifier":
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        self.classes_ = np.unique(y)
-        self._fit_forest(X, np.searchsorted(self.classes_, y), sw, self.classes_.size, callbacks, feature_names)
+        X, Y, sw = self._labels(X, y, sample_weight)
+        self._fit_forest(X, Y, sw, self.classes_.size, callbacks, feature_names)
         return self
-
-    def _output_names(self) -> list[str]:
-        return [str(c) for c in self.classes_]
 
     def tree_predictions(self, X: Any) -> np.ndarray:
         """Class index predicted by every tree, shape (n_trees, n_samples)."""
@@ -173,27 +164,13 @@ class TAOForestClassifier(ClassifierMixin, _ForestBase):
         proba = self.predict_proba(X)  # first, so an unfitted model raises NotFittedError
         return self.classes_.take(np.argmax(proba, axis=1))
 
-    def _learned_state(self):
-        learned, arrays = super()._learned_state()
-        learned["classes_"] = encode_labels(self.classes_)
-        return learned, arrays
 
-    def _restore_state(self, config, arrays):
-        self.classes_ = decode_labels(config["classes_"])
-        super()._restore_state(config, arrays)
-
-
-class TAOForestRegressor(RegressorMixin, _ForestBase):
+class TAOForestRegressor(RegressorMixin, _Targets, _ForestBase):
     """A forest of TAO regression trees whose prediction is the trees' mean. Parameters as
     :class:`TAOForestClassifier` (constant or linear leaves)."""
 
     _task = "regression"
     _leaves = TAORegressor._leaves
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags
 
     def __init__(self, n_trees=10, subsample=0.9, depth=6, l1_penalty=0.01, leaf="constant", node_type="oblique",
                  init="random", max_iter=20, tol=1e-4, order="reverse_bfs", guard="objective", solver="auto",
@@ -215,30 +192,16 @@ class TAOForestRegressor(RegressorMixin, _ForestBase):
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> "TAOForestRegressor":
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        self._y_ndim = np.ndim(y)
-        Y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
+        X, Y, sw = self._targets(X, y, sample_weight)
         self._fit_forest(X, Y, sw, Y.shape[1], callbacks, feature_names)
         return self
 
     def _output_names(self) -> list[str]:
-        k = self.trees_[0].value.shape[1]
-        return ["target"] if k == 1 else [f"target {j}" for j in range(k)]
+        return self._target_names(self.trees_[0].value.shape[1])
 
     def tree_predictions(self, X: Any) -> np.ndarray:
         """Every tree's prediction, shape (n_trees, n_samples) (first output)."""
         return np.stack([s[:, 0] for s in self._tree_scores(X)])
 
     def predict(self, X: Any) -> np.ndarray:
-        out = np.mean(self._tree_scores(X), axis=0)
-        return out[:, 0] if getattr(self, "_y_ndim", 1) == 1 and out.shape[1] == 1 else out
-
-    def _learned_state(self):
-        learned, arrays = super()._learned_state()
-        learned["y_ndim"] = int(getattr(self, "_y_ndim", 1))
-        return learned, arrays
-
-    def _restore_state(self, config, arrays):
-        self._y_ndim = int(config.get("y_ndim", 1))
-        super()._restore_state(config, arrays)
+        return self._as_y_shape(np.mean(self._tree_scores(X), axis=0))
