@@ -74,7 +74,7 @@ def test_tolerable_input_loads_with_a_note(name):
 
 
 def test_fixture_table_is_fine_without_the_small_limit():
-    filename, data, options, _ = BAD_INPUTS["oversized"]
+    filename, data, _, _ = BAD_INPUTS["oversized"]
     assert read_table(filename, data).shape == (2000, 3)
 
 
@@ -167,7 +167,7 @@ def test_unknown_encoding_option():
 
 
 @pytest.mark.parametrize("encoded", [
-    "a,ñ\n1,2\n".encode("utf-8-sig"), "a,ñ\n1,2\n".encode("utf-16"), "a,ñ\n1,2\n".encode("utf-8"),
+    "a,ñ\n1,2\n".encode("utf-8-sig"), "a,ñ\n1,2\n".encode("utf-16"), "a,ñ\n1,2\n".encode(),
 ])
 def test_utf8_bom_and_utf16_bom_are_read(encoded):
     assert list(read_table("t.csv", encoded).columns) == ["a", "ñ"]

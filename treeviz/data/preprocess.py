@@ -63,7 +63,7 @@ class PrepConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "PrepConfig":
+    def from_dict(cls, data: dict[str, Any]) -> PrepConfig:
         known = {k: data[k] for k in ("scaling", "test_size", "val_size", "seed") if k in data}
         return cls(**known)
 
@@ -148,7 +148,7 @@ class NoisyQuantileScaler:
                                             random_state=seed)
         self.seed = seed
 
-    def fit(self, X: np.ndarray) -> "NoisyQuantileScaler":
+    def fit(self, X: np.ndarray) -> NoisyQuantileScaler:
         Z = self.standard.fit_transform(X)
         std = Z.std(axis=0)
         rng = np.random.default_rng(self.seed)
@@ -173,7 +173,7 @@ def split_indices(dataset: Dataset, config: PrepConfig) -> tuple[np.ndarray, np.
     def cut(pool: np.ndarray, frac: float, seed: int, strat_pool: np.ndarray | None):
         if frac <= 0:
             return pool, pool[:0]
-        size = max(1, int(round(frac * n)))
+        size = max(1, round(frac * n))
         if size >= pool.size:
             raise TreevizError(f"The data set has too few rows ({n}) for this split; use smaller fractions.")
         try:
@@ -215,7 +215,7 @@ def prepare(dataset: Dataset, config: PrepConfig | None = None) -> PreparedData:
     if config.scaling == "standard":
         scaler = StandardScaler()
     elif config.scaling == "quantile":
-        scaler = NoisyQuantileScaler(n_quantiles=int(min(1000, train.size)), seed=config.seed)
+        scaler = NoisyQuantileScaler(n_quantiles=min(1000, train.size), seed=config.seed)
     Xi = imputer.transform(X) if imputer is not None else X
     if scaler is not None:
         scaler.fit(Xi[train])

@@ -36,8 +36,15 @@ from treeviz.data.table import (
 from treeviz.errors import TreevizError
 
 __all__ = [
-    "MAX_UPLOAD_MB", "ENCODINGS", "TableOptions", "detect_task", "inspect_table", "max_upload_mb",
-    "read_table", "suggest_target", "table_to_dataset",
+    "ENCODINGS",
+    "MAX_UPLOAD_MB",
+    "TableOptions",
+    "detect_task",
+    "inspect_table",
+    "max_upload_mb",
+    "read_table",
+    "suggest_target",
+    "table_to_dataset",
 ]
 
 MAX_UPLOAD_MB = 200
@@ -169,7 +176,7 @@ def _reject_binary(name: str, data: bytes) -> None:
     head = data[:8192]
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 text has NUL bytes by design
         return
-    controls = sum(head.count(bytes([c])) for c in (*range(0, 9), 11, 12, *range(14, 32)))
+    controls = sum(head.count(bytes([c])) for c in (*range(9), 11, 12, *range(14, 32)))
     if b"\x00" in head or controls > len(head) // 100 + 2:
         raise TreevizError(f"'{name}' contains binary data, not CSV text. "
                            "Upload the table as CSV (UTF-8) or Parquet.")
