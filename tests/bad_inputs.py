@@ -65,6 +65,16 @@ def _latin1() -> bytes:
     return "".join(",".join(map(str, r)) + "\n" for r in rows).encode("latin-1")
 
 
+def _huge_values() -> bytes:
+    """Feature values near ±1e308 (up to 1.56e308, near the largest float) in column ``big``."""
+    return _table(big=[repr((-1) ** i * (1 + i / 20) * 0.8e308) for i in range(20)])
+
+
+def _huge_regression_target() -> bytes:
+    """A numeric regression target near 1e300."""
+    return _csv([["a", "b", "y"]] + [[i, i % 3, f"{(i + 1) * 1e300:.6g}"] for i in range(20)])
+
+
 OVERSIZED_LIMIT_MB = "0.01"
 
 BAD_INPUTS: dict[str, tuple[str, bytes, dict, str]] = {
@@ -96,6 +106,8 @@ BAD_INPUTS: dict[str, tuple[str, bytes, dict, str]] = {
     "regression_text_target": ("text.csv", _table(), {"target": "y", "task": "regression"}, "not numeric"),
     "no_usable_feature": ("nofeat.csv", _csv([["c", "y"]] + [[1, i % 2] for i in range(20)]),
                           {"target": "y"}, "No usable feature"),
+    "huge_regression_target": ("hugey.csv", _huge_regression_target(), {"target": "y", "task": "regression"},
+                               "The regression target 'y' has values up to 2e+301"),
     # -- loads, with a note
     "all_nan_column": ("allnan.csv", _table(empty=[""] * 20), {"target": "y"},
                        "Dropped 1 column(s) with no values at all: 'empty'"),
@@ -107,10 +119,12 @@ BAD_INPUTS: dict[str, tuple[str, bytes, dict, str]] = {
                          "encoded as the level '(missing)'"),
     "drop_missing_target": ("nan.csv", _target_with_gaps(), {"target": "y", "drop_missing_target": True},
                             "Dropped 4 row(s)"),
+    "huge_values": ("huge.csv", _huge_values(), {"target": "y"},
+                    "'big' have values up to 1.56e+308 in magnitude, too large for the models without scaling"),
 }
 
 NOTE_ONLY = frozenset({"all_nan_column", "constant_column", "many_levels", "missing_category",
-                       "drop_missing_target"})
+                       "drop_missing_target", "huge_values"})
 FATAL = frozenset(BAD_INPUTS) - NOTE_ONLY
 BAD_INPUT_ENV: dict[str, dict[str, str]] = {"oversized": {"TREEVIZ_MAX_UPLOAD_MB": OVERSIZED_LIMIT_MB}}
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.preprocessing import StandardScaler
 
+from tests.bad_inputs import load
 from treeviz.data import Dataset, PrepConfig, load_dataset, prepare
+from treeviz.data.preprocess import SafeStandardScaler
 from treeviz.errors import TreevizError
 
 
@@ -177,3 +180,89 @@ def test_quantile_scaling_breaks_ties_only_while_fitting():
     assert np.unique(prepared.X_train[:, 0]).size == 2
     assert np.isfinite(prepared.X_test).all()
     assert abs(np.median(prepared.X_train[:, 1])) < 0.2  # a normal output
+
+
+# ---------------------------------------------------------------------------- values near ±1e308
+
+
+def test_standard_scaling_is_scikit_learn_bit_for_bit_on_ordinary_data():
+    ds = with_missing()
+    prepared = prepare(ds, PrepConfig(scaling="standard", seed=2))
+    X = prepared.imputer.transform(ds.X)
+    reference = StandardScaler().fit(X[prepared.train_idx])
+    assert np.array_equal(prepared.X_train, reference.transform(X)[prepared.train_idx])
+    assert np.array_equal(prepared.X_test, reference.transform(X)[prepared.test_idx])
+    mean, scale = prepared.affine_scaling()
+    assert np.array_equal(mean, reference.mean_) and np.array_equal(scale, reference.scale_)
+
+
+@pytest.mark.parametrize("scaling", ["standard", "quantile"])
+def test_values_near_the_largest_float_scale_to_finite_arrays(scaling):
+    ds = load("huge_values")
+    assert np.abs(ds.X).max() > 1.5e308
+    prepared = prepare(ds, PrepConfig(scaling=scaling))
+    for part in ("train", "val", "test"):
+        assert np.isfinite(prepared.X(part)).all()
+    assert np.isfinite(prepared.transform(ds.X)).all()
+    if scaling == "standard":
+        big = ds.feature_names.index("big")
+        assert abs(prepared.X_train[:, big].mean()) < 1e-12
+        assert abs(prepared.X_train[:, big].std() - 1) < 1e-12
+
+
+def test_affine_scaling_of_values_near_the_largest_float():
+    ds = load("huge_values")
+    prepared = prepare(ds, PrepConfig(scaling="standard"))
+    mean, scale = prepared.affine_scaling()
+    assert np.isfinite(mean).all() and np.isfinite(scale).all()
+    raw = ds.X[prepared.train_idx]
+    # X_model = (X_raw - mean) / scale, written so that the subtraction cannot overflow
+    np.testing.assert_allclose(raw / scale - mean / scale, prepared.X_train, rtol=0, atol=1e-12)
+
+
+def test_scaling_none_refuses_values_too_large_for_the_models():
+    with pytest.raises(TreevizError) as info:
+        prepare(load("huge_values"), PrepConfig(scaling="none"))
+    message = str(info.value)
+    assert "Column 'big' has values up to 1.56e+308 in magnitude" in message
+    assert "Choose standard or quantile scaling on the Data page." in message
+    X = np.column_stack([np.arange(20.0), np.arange(20.0) * 1e14])  # 1.9e15: just too large
+    ds = Dataset(name="e15", X=X, y=None, feature_names=("ok", "e15"), task="clustering")
+    with pytest.raises(TreevizError, match="Column 'e15' has values up to 1.9e\\+15"):
+        prepare(ds, PrepConfig(scaling="none"))
+    prepare(Dataset(name="fine", X=X / 2, y=None, feature_names=("ok", "e15"), task="clustering"),
+            PrepConfig(scaling="none"))
+
+
+def test_safe_standard_scaler_at_the_largest_floats():
+    top = np.finfo(np.float64).max
+    X = np.column_stack([
+        np.array([top, -top] * 5),  # spread as large as the values themselves
+        np.full(10, -top),  # constant at the edge of the float range
+        np.linspace(-1, 1, 10) * 2.0**501,  # just above the bound
+        np.linspace(-1, 1, 10),  # ordinary
+    ])
+    scaler = SafeStandardScaler().fit(X)
+    Z = scaler.transform(X)
+    assert np.isfinite(scaler.mean_).all() and np.isfinite(scaler.scale_).all()
+    assert np.isfinite(Z).all()
+    np.testing.assert_allclose(Z[:, [0, 2, 3]].mean(axis=0), 0, atol=1e-12)
+    np.testing.assert_allclose(Z[:, [0, 2, 3]].std(axis=0), 1, atol=1e-12)
+    assert not Z[:, 1].any()
+    assert scaler.exponent_.tolist() == [1023, 1023, 501, 0]  # largest value / 2**e in [1, 2)
+    with np.errstate(all="ignore"):
+        reference = StandardScaler().fit(X)  # overflows in the huge columns, exact in the ordinary one
+        assert np.isnan(reference.transform(X)[:, 1]).all()
+    assert scaler.mean_[3] == reference.mean_[3] and scaler.scale_[3] == reference.scale_[3]
+
+
+def test_standard_scaling_refuses_a_test_value_far_outside_the_training_values():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 2))
+    ds = Dataset(name="far", X=X, y=None, feature_names=("a", "b"), task="clustering")
+    test_row = prepare(ds).test_idx[0]  # the split does not depend on the values
+    X[test_row, 1] = 1e300
+    ds = Dataset(name="far", X=X, y=None, feature_names=("a", "b"), task="clustering")
+    with pytest.raises(TreevizError, match="Column 'b' has a validation or test value"):
+        prepare(ds, PrepConfig(scaling="standard"))
+    assert np.isfinite(prepare(ds, PrepConfig(scaling="quantile")).X_test).all()

@@ -14,6 +14,15 @@ Scaling choices: ``"none"``, ``"standard"`` (z-score with training mean and stan
 and ``"quantile"`` (z-score, then scikit-learn's ``QuantileTransformer`` with a normal output,
 fitted on training features with a little noise added to break ties, as the latent-tree papers
 do after NODE; see :class:`NoisyQuantileScaler`).
+
+Size limits (any finite value is accepted at upload):
+
+* the z-score is computed by :class:`SafeStandardScaler`, which cannot overflow: a column whose
+  training values exceed 2**500 in magnitude is divided by a power of two first;
+* the models square their inputs in float32, so a feature they see must stay within
+  :data:`MAX_MODEL_INPUT` (1e15) in magnitude: scaling ``"none"`` is refused for data with larger
+  values, and standard scaling is refused when a validation or test value lies so far outside
+  the training values that its z-score is that large (quantile scaling bounds such values).
 """
 
 from __future__ import annotations
@@ -32,6 +41,10 @@ from treeviz.data.dataset import Dataset
 from treeviz.errors import TreevizError
 
 SCALINGS = ("none", "standard", "quantile")
+#: Largest feature magnitude the models are given (float32 models square their inputs).
+MAX_MODEL_INPUT = 1e15
+#: A training column with a larger magnitude is divided by a power of two before z-scoring.
+RESCALE_ABOVE = 2.0**500
 
 MISSING_VALUE_POLICY = (
     "Missing values: a missing target stops the upload unless you drop those rows; missing numeric "
@@ -133,6 +146,55 @@ class PreparedData:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+class SafeStandardScaler:
+    """z-score with the training mean and standard deviation that cannot overflow.
+
+    scikit-learn's ``StandardScaler`` squares the values, so columns with values above about
+    1e154 turn into NaN. Here a training column whose largest magnitude is above
+    :data:`RESCALE_ABOVE` (2**500) is first divided by a power of two ``2**e`` (exact in floating
+    point) that brings its largest magnitude into [1, 2), z-scored there, and the power of two is
+    folded back into ``mean_`` and ``scale_``. So ``(X - mean_) / scale_`` is the z-score for every
+    column, ``mean_`` and ``scale_`` are finite, and columns below the bound (all ordinary data)
+    get exactly StandardScaler's numbers, bit for bit.
+
+    Attributes
+    ----------
+    mean_, scale_ : numpy.ndarray
+        Per-column centre and scale in the data's own units.
+    exponent_ : numpy.ndarray
+        Per-column power of two ``e`` the column was divided by (0 for ordinary columns).
+    """
+
+    def fit(self, X: np.ndarray) -> SafeStandardScaler:
+        X = np.asarray(X, dtype=np.float64)
+        magnitude = np.max(np.abs(X), axis=0, initial=0.0)
+        huge = magnitude > RESCALE_ABOVE
+        # frexp gives magnitude = m * 2**k with m in [0.5, 1); dividing by 2**(k - 1) puts the
+        # largest value in [1, 2), so any number below 2 times 2**e is still a finite float
+        self.exponent_ = np.where(huge, np.frexp(magnitude)[1] - 1, 0)
+        Xs = self._shrink(X)
+        standard = StandardScaler().fit(Xs)
+        mean, scale = standard.mean_.copy(), standard.scale_.copy()
+        if huge.any():
+            # rounding may not carry the centre outside the values, nor the spread above them
+            # (either would overflow once the power of two is folded back)
+            mean[huge] = np.clip(mean[huge], Xs[:, huge].min(axis=0), Xs[:, huge].max(axis=0))
+            scale[huge] = np.minimum(scale[huge], np.max(np.abs(Xs[:, huge]), axis=0))
+        self._mean, self._scale = mean, scale
+        self.mean_ = np.ldexp(mean, self.exponent_)
+        self.scale_ = np.ldexp(scale, self.exponent_)
+        return self
+
+    def _shrink(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        return np.ldexp(X, -self.exponent_) if self.exponent_.any() else X
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        """The z-score of ``X`` (values far outside the training ones can still exceed float range)."""
+        with np.errstate(over="ignore"):
+            return (self._shrink(X) - self._mean) / self._scale
+
+
 class NoisyQuantileScaler:
     """z-score, then a normal-output quantile transform fitted on slightly noisy training data.
 
@@ -140,16 +202,17 @@ class NoisyQuantileScaler:
     per-feature standard deviation 1e-3 / max(std_j, 1e-3) is added to the (z-scored) training
     features *for fitting only*, so ties (binary or rounded features) do not collapse onto a few
     quantiles; transforming uses the data as it is. Seeded, so prepare() stays deterministic.
+    The z-score is :class:`SafeStandardScaler`'s, so any finite value can be transformed.
     """
 
     def __init__(self, n_quantiles: int, seed: int):
-        self.standard = StandardScaler()
+        self.standard = SafeStandardScaler()
         self.quantile = QuantileTransformer(output_distribution="normal", n_quantiles=n_quantiles,
                                             random_state=seed)
         self.seed = seed
 
     def fit(self, X: np.ndarray) -> NoisyQuantileScaler:
-        Z = self.standard.fit_transform(X)
+        Z = self.standard.fit(X).transform(X)
         std = Z.std(axis=0)
         rng = np.random.default_rng(self.seed)
         noisy = Z + rng.normal(size=Z.shape) * (1e-3 / np.maximum(std, 1e-3))
@@ -157,7 +220,10 @@ class NoisyQuantileScaler:
         return self
 
     def transform(self, X: np.ndarray) -> np.ndarray:
-        return self.quantile.transform(self.standard.transform(X))
+        # a z-score beyond float range (a value far outside the training ones) maps to the
+        # extreme quantile like any value beyond the training range, so it is clipped first
+        top = np.finfo(np.float64).max
+        return self.quantile.transform(np.clip(self.standard.transform(X), -top, top))
 
 
 def split_indices(dataset: Dataset, config: PrepConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
@@ -190,6 +256,33 @@ def split_indices(dataset: Dataset, config: PrepConfig) -> tuple[np.ndarray, np.
     return np.sort(train), np.sort(val), np.sort(test), notes
 
 
+def _largest(X: np.ndarray) -> tuple[int, float]:
+    """The column holding the largest magnitude in ``X``, and that magnitude."""
+    magnitude = np.max(np.abs(X), axis=0, initial=0.0)
+    j = int(np.argmax(magnitude)) if magnitude.size else 0
+    return j, float(magnitude[j]) if magnitude.size else 0.0
+
+
+def _check_unscaled(X: np.ndarray, names: tuple[str, ...]) -> None:
+    """Refuse features the models cannot take as they are (scaling "none")."""
+    j, value = _largest(X)
+    if value > MAX_MODEL_INPUT:
+        raise TreevizError(f"Column '{names[j]}' has values up to {value:.3g} in magnitude, too large for "
+                           f"the models without scaling (at most {MAX_MODEL_INPUT:.0e}). Choose standard "
+                           "or quantile scaling on the Data page.")
+
+
+def _check_standardised(Z: np.ndarray, names: tuple[str, ...]) -> None:
+    """Refuse z-scores the models cannot take: only a validation or test value far outside the
+    training values gives one (training z-scores are at most sqrt(rows))."""
+    with np.errstate(invalid="ignore"):
+        j, value = _largest(Z)
+    if not value <= MAX_MODEL_INPUT:
+        raise TreevizError(f"Column '{names[j]}' has a validation or test value so far outside its training "
+                           "values that standard scaling cannot bring it into range. Choose quantile "
+                           "scaling on the Data page, or another split seed.")
+
+
 def prepare(dataset: Dataset, config: PrepConfig | None = None) -> PreparedData:
     """Split ``dataset`` and fit imputation and scaling on its training part.
 
@@ -213,7 +306,7 @@ def prepare(dataset: Dataset, config: PrepConfig | None = None) -> PreparedData:
         )
     scaler = None
     if config.scaling == "standard":
-        scaler = StandardScaler()
+        scaler = SafeStandardScaler()
     elif config.scaling == "quantile":
         scaler = NoisyQuantileScaler(n_quantiles=min(1000, train.size), seed=config.seed)
     Xi = imputer.transform(X) if imputer is not None else X
@@ -221,7 +314,10 @@ def prepare(dataset: Dataset, config: PrepConfig | None = None) -> PreparedData:
         scaler.fit(Xi[train])
         Xs = scaler.transform(Xi)
     else:
+        _check_unscaled(Xi, dataset.feature_names)
         Xs = Xi
+    if config.scaling == "standard":
+        _check_standardised(Xs, dataset.feature_names)
     Xs = np.ascontiguousarray(Xs, dtype=np.float64)
     return PreparedData(
         dataset=dataset,

@@ -28,11 +28,14 @@ import numpy as np
 import pandas as pd
 
 from treeviz.data.dataset import TASKS, Dataset
+from treeviz.data.preprocess import MAX_MODEL_INPUT
 from treeviz.errors import TreevizError
 
 MISSING_LEVEL = "(missing)"
 MAX_CLASSES = 100
 MAX_INTEGER_CLASSES = 20
+#: Largest regression target magnitude accepted (squared errors must stay finite).
+MAX_TARGET = 1e150
 _TARGET_NAMES = ("target", "label", "labels", "class", "classes", "y", "species", "outcome", "response",
                  "category", "diagnosis", "survived", "churn", "quality", "grade")
 _NOT_NUMBER_TEXT = {"boolean", "datetime", "datetime64", "date", "time", "timedelta", "timedelta64",
@@ -291,7 +294,13 @@ def _target_array(s: pd.Series, task: str) -> tuple[np.ndarray, tuple[str, ...] 
         if not _is_numeric(s):
             raise TreevizError(f"The target '{name}' is not numeric, so it cannot be used for regression. "
                                "Choose classification as the task, or another target column.")
-        return _as_float(s), None
+        values = _as_float(s)
+        largest = float(np.max(np.abs(values), initial=0.0))
+        if largest > MAX_TARGET:
+            raise TreevizError(f"The regression target '{name}' has values up to {largest:.3g} in magnitude, "
+                               f"too large to fit a model on (at most {MAX_TARGET:.0e}). Rescale the column, "
+                               "for example to other units or to its logarithm, and upload again.")
+        return values, None
     y, class_names = _encode_classes(s)
     if len(class_names) > MAX_CLASSES:
         raise TreevizError(f"The target '{name}' has {len(class_names)} distinct values, too many classes "
@@ -329,6 +338,18 @@ def _plan_notes(plan: list[ColumnPlan], features: pd.DataFrame) -> list[str]:
             notes.append(f"Column '{c}' has {n_missing} missing value(s), encoded as the level "
                          f"'{MISSING_LEVEL}'.")
     return notes
+
+
+def _size_notes(X: np.ndarray, names: list[str]) -> list[str]:
+    """A note naming the features too large for the models unless they are scaled."""
+    with np.errstate(invalid="ignore"):
+        magnitude = np.nanmax(np.abs(X), axis=0, initial=0.0)
+    big = [names[j] for j in np.flatnonzero(magnitude > MAX_MODEL_INPUT)]
+    if not big:
+        return []
+    note = (f"Column(s) {_columns_text(big, 10)} have values up to {float(magnitude.max()):.3g} in magnitude, "
+            "too large for the models without scaling; standard and quantile scaling handle them.")
+    return [note]
 
 
 def table_to_dataset(df: pd.DataFrame, name: str, options: TableOptions, *, source: str = "") -> Dataset:
@@ -392,8 +413,10 @@ def table_to_dataset(df: pd.DataFrame, name: str, options: TableOptions, *, sour
         raise TreevizError("No usable feature column is left (empty, constant and high-cardinality "
                            "columns are left out). Upload a table with at least one numeric column or "
                            "a text column with few distinct values.")
+    X = np.hstack(blocks)
+    notes.extend(_size_notes(X, names))
     return Dataset(
-        name=name, X=np.hstack(blocks), y=y, feature_names=tuple(names), task=task, target_name=target,
+        name=name, X=X, y=y, feature_names=tuple(names), task=task, target_name=target,
         class_names=class_names, image_shape=shape, source=source, notes=tuple(notes),
         description=f"Table '{name}': {n_uploaded} rows, {len(columns)} columns.",
         meta={"columns_left_out": {p.column: p.detail for p in plan if p.role == "left out"},
