@@ -121,10 +121,14 @@ BAD_INPUTS: dict[str, tuple[str, bytes, dict, str]] = {
                             "Dropped 4 row(s)"),
     "huge_values": ("huge.csv", _huge_values(), {"target": "y"},
                     "'big' have values up to 1.56e+308 in magnitude, too large for the models without scaling"),
+    "thousands_separators": ("grouped.csv", _table(price=[f'"{1000 * i + 250.5:,}"' for i in range(20)]),
+                             {"target": "y"}, "Read column(s) 'price' as numbers written with thousands separators"),
+    "date_column": ("dates.csv", _table(order_date=[f"2024-{1 + i // 2:02d}-{1 + 9 * (i % 2):02d}" for i in range(20)]),
+                    {"target": "y"}, "Read column(s) 'order_date' as dates"),
 }
 
 NOTE_ONLY = frozenset({"all_nan_column", "constant_column", "many_levels", "missing_category",
-                       "drop_missing_target", "huge_values"})
+                       "drop_missing_target", "huge_values", "thousands_separators", "date_column"})
 FATAL = frozenset(BAD_INPUTS) - NOTE_ONLY
 BAD_INPUT_ENV: dict[str, dict[str, str]] = {"oversized": {"TREEVIZ_MAX_UPLOAD_MB": OVERSIZED_LIMIT_MB}}
 

@@ -520,3 +520,123 @@ def test_inspect_table_roles_match_the_conversion():
 def test_inspect_table_suggests_a_target():
     info = inspect_table(frame()).set_index("column")
     assert info.loc["y", "role"] == "target candidate"
+
+
+# ---------------------------------------------------------------------------- thousands separators
+
+
+def test_numbers_with_thousands_separators_are_read_as_numbers():
+    df = frame(price=["1,000.5", "-12,345", "7", None, "+1,234,567.25"] * 4)
+    ds = dataset(df.astype({"price": object}), target="y")
+    col = ds.feature_names.index("price")
+    assert ds.X[:5, col].tolist()[:3] == [1000.5, -12345.0, 7.0]
+    assert np.isnan(ds.X[3, col]) and ds.X[4, col] == 1234567.25
+    assert not any(f.startswith("price=") for f in ds.feature_names)
+    assert any("Read column(s) 'price' as numbers written with thousands separators" in n for n in ds.notes)
+    for note in ds.notes:
+        assert_sentence(note)
+
+
+def test_thousands_separators_in_an_uploaded_csv_and_a_regression_target():
+    rows = "".join(f'{i},"{1000 * i + 250:,}","{i * 1234.5 + 0.25:,.2f}"\n' for i in range(20))
+    ds = table_to_dataset(read_table("t.csv", ("a,qty,y\n" + rows).encode()), "t.csv", TableOptions(target="y"))
+    assert ds.task == "regression" and ds.y[3] == 3 * 1234.5 + 0.25
+    assert ds.X[19, ds.feature_names.index("qty")] == 19250
+    assert any("'qty', 'y'" in n and "thousands" in n for n in ds.notes)
+
+
+@pytest.mark.parametrize("odd", ["1,2,3", "a,b", "1,00", "0,125", "1,000 apples", "1,0000", "1,000.", "1.000,5"])
+def test_text_that_is_not_a_grouped_number_stays_text(odd):
+    ds = dataset(frame(v=[odd, "1,000", "2,500"] * 5 + ["1,000"] * 5), target="y")
+    assert f"v={odd}" in ds.feature_names
+    assert not any("thousands" in n for n in ds.notes)
+
+
+def test_inspect_table_shows_thousands_separators():
+    df = frame(price=["1,000.5", "7", "2,000"] * 6 + ["3", "4"])
+    info = inspect_table(df, target="y").set_index("column")
+    assert info.loc["price", "role"] == "feature" and info.loc["price", "dtype"] == "float64"
+    assert "thousands separators" in info.loc["price", "detail"]
+
+
+# ---------------------------------------------------------------------------- dates
+
+
+def days(n: int, start: str = "2024-01-01", fmt: str = "%Y-%m-%d") -> list[str]:
+    return [d.strftime(fmt) for d in pd.date_range(start, periods=n, freq="11D")]
+
+
+def test_dates_become_one_decimal_year_feature():
+    df = frame(30, order_date=days(30))
+    ds = dataset(df, target="y")
+    assert ds.feature_names == ("a", "b", "order_date (year)")  # one column, not 30
+    col = ds.X[:, 2]
+    assert col[0] == 2024.0 and np.all(np.diff(col) > 0)
+    assert dataset(frame(order_date=["2024-07-02", "2023-01-01"] * 10), target="y").X[0, 2] == 2024.5
+    note = next(n for n in ds.notes if "as dates" in n)
+    assert "'order_date'" in note and "'order_date (year)'" in note and "decimal year" in note
+    assert_sentence(note)
+
+
+def test_iso_date_times_with_and_without_time_zones():
+    values = ["2024-07-02", "2024-07-02 12:00", "2024-07-02T12:00:00Z", "2024-07-02T14:00:00+02:00",
+              "2024-07-02T12:00+0200", None]
+    ds = dataset(frame(18, when=values * 3), target="y")
+    col = ds.X[:6, ds.feature_names.index("when (year)")]
+    noon = 2024.5 + 0.5 / 366
+    assert col[0] == 2024.5 and col[1] == noon and col[2] == noon and col[3] == noon
+    assert abs(col[4] - (2024.5 + 10 / 24 / 366)) < 1e-9  # 12:00 at +02:00 is 10:00 UTC
+    assert np.isnan(col[5])
+
+
+@pytest.mark.parametrize("values, first", [
+    (["07/02/2024", "12/31/2023"], 2024.5),  # month first
+    (["02/07/2024", "31/12/2023"], 2024.5),  # a first number above 12: day first
+    (["7/2/2024 12:00", "1/1/2024"], 2024.5 + 0.5 / 366),
+])
+def test_slash_dates(values, first):
+    ds = dataset(frame(d=values * 10), target="y")
+    assert ds.feature_names[-1] == "d (year)" and ds.X[0, -1] == first
+
+
+def test_datetime_columns_and_parquet_dates():
+    berlin = pd.to_datetime(["2024-07-02 02:00"] * 10 + ["2023-01-01 01:00"] * 10).tz_localize("Europe/Berlin")
+    df = frame(naive=pd.to_datetime(["2024-07-02", "2023-01-01"] * 10), aware=berlin,
+               day=[pd.Timestamp("2024-07-02").date(), None] * 5 + [pd.Timestamp("2023-01-01").date()] * 10)
+    buf = io.BytesIO()
+    df.to_parquet(buf)
+    for table in (df, read_table("t.parquet", buf.getvalue())):
+        ds = dataset(table, target="y")
+        names = list(ds.feature_names)
+        assert names == ["a", "b", "naive (year)", "aware (year)", "day (year)"]
+        assert ds.X[0, 2] == ds.X[0, 3] == ds.X[0, 4] == 2024.5  # 02:00 in Berlin is midnight UTC
+        assert ds.X[10, 3] == ds.X[10, 4] == 2023.0 and np.isnan(ds.X[1, 4])
+
+
+@pytest.mark.parametrize("values", [
+    ["A", "B"], ["2024", "2025"], ["20240301", "20240302"], ["2024-01-01", "soon"], ["2024-02-30", "2024-03-01"],
+    ["13/13/2024", "01/01/2024"], ["2024/03/01", "2024/03/02"], ["1/2", "3/4"],
+])
+def test_text_and_numbers_that_are_not_dates(values):
+    ds = dataset(frame(v=values * 10), target="y")
+    assert not any(n.endswith("(year)") for n in ds.feature_names)
+    assert not any("as dates" in n for n in ds.notes)
+
+
+def test_inspect_table_shows_dates():
+    df = frame(30, order_date=days(30), when=pd.to_datetime(days(30)))
+    info = inspect_table(df, target="y").set_index("column")
+    for col in ("order_date", "when"):
+        assert info.loc[col, "role"] == "feature"
+        assert "decimal year" in info.loc[col, "detail"] and f"'{col} (year)'" in info.loc[col, "detail"]
+    assert info.loc["order_date", "example"] == "2024-01-01"
+    ds = dataset(df, target="y")
+    assert {"order_date (year)", "when (year)"} <= set(ds.feature_names)
+
+
+def test_a_date_target_is_read_as_decimal_years():
+    ds = dataset(frame(30, due=days(30)), target="due")
+    assert ds.task == "regression" and ds.y[0] == 2024.0 and ds.target_name == "due"
+    assert ds.feature_names == ("a", "b", "y=no", "y=yes")
+    assert any("Read the target 'due' as dates" in n for n in ds.notes)
+    assert not any("as one feature" in n for n in ds.notes)

@@ -4,17 +4,34 @@ The second half of the upload path (:mod:`treeviz.data.upload` reads the file an
 everything here). Rules, stated once:
 
 * numbers written as text become numbers when the whole non-missing column converts;
-* non-numeric columns (text, categorical, boolean, dates) with at most ``max_levels`` distinct
+* so do numbers written with comma thousands separators, when every non-missing value is a
+  number and at least one is written that way: ``"1,000.5"`` is 1000.5, ``"-12,345"`` is -12345,
+  and plain numbers such as ``"7"`` may be mixed in. The groups after the first must have exactly
+  three digits and the first group no leading zero, so ``"1,2,3"``, ``"1,00"`` and ``"0,125"``
+  stay text. A note names the columns read this way;
+* dates become one numeric feature, the date as a decimal year (the year plus the fraction of it
+  gone by: 2024-07-02 is 2024.5), named ``"<column> (year)"``, so rules read like
+  ``order_date (year) <= 2024.37``. A column is read as dates when it has a datetime dtype
+  (Parquet), holds date objects, or every non-missing value is an ISO date or date-time text
+  (``2024-03-01``, ``2024-03-01 12:30``, ``2024-03-01T12:30:00Z``, ``2024-03-01T12:30+02:00``) or
+  a slash date (``03/01/2024``, optionally with a time), read month first unless some first
+  number is above 12, then day first. Time-zone-aware values are converted to UTC first; naive
+  ones are taken as they are. A column with any other value (or an impossible date such as
+  2024-02-30) stays text. A note names the columns read as dates;
+* other non-numeric columns (text, categorical, boolean) with at most ``max_levels`` distinct
   values are one-hot encoded into features named ``column=level``; a missing value becomes its own
   level ``(missing)``; columns with more levels are left out;
 * columns with no values, and constant columns, are dropped, except in image data where every
   pixel is kept so the image keeps its shape;
 * numeric missing values stay NaN here (imputed on the training split by ``prepare``);
+* infinite values are refused; any finite value is accepted, but features above 1e15 in magnitude
+  get a note (the models need standard or quantile scaling for them, see
+  :mod:`treeviz.data.preprocess`), and regression targets above 1e150 in magnitude are refused;
 * classification targets become indices into the sorted unique labels (as text).
 
 Problems that stop the conversion raise :class:`~treeviz.errors.TreevizError`; the rest become
-the Dataset's ``notes``. :func:`inspect_table` runs the same column plan, so what the Data page
-promises is what :func:`table_to_dataset` does.
+the Dataset's ``notes``. :func:`inspect_table` runs the same column reading and plan, so what the
+Data page promises is what :func:`table_to_dataset` does.
 """
 
 from __future__ import annotations
@@ -100,21 +117,133 @@ def _as_float(s: pd.Series) -> np.ndarray:
     return s.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def _to_numeric_if_all(s: pd.Series) -> pd.Series:
-    """``s`` as float numbers when every non-missing value is a number (or its text), else ``s``."""
-    if _is_numeric(s) or isinstance(s.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(s.dtype):
-        return s
-    if not (pd.api.types.is_object_dtype(s.dtype) or pd.api.types.is_string_dtype(s.dtype)):
-        return s
-    present = s.dropna()
-    if present.empty or pd.api.types.infer_dtype(present, skipna=True) in _NOT_NUMBER_TEXT:
-        return s
-    converted = pd.to_numeric(present.astype(str).str.strip(), errors="coerce")
-    if converted.isna().any():
-        return s
-    out = pd.Series(np.nan, index=s.index, name=s.name, dtype=np.float64)
-    out[present.index] = converted.to_numpy(dtype=np.float64)
+# "1,000.5", "-12,345": groups of exactly three digits, the first of one to three without a leading 0
+_THOUSANDS = r"[+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?"
+_ISO_DATE = (r"\d{4}-\d{2}-\d{2}"
+             r"(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?")
+_SLASH_DATE = r"(\d{1,2})/(\d{1,2})/(\d{4})(?:[T ](\d{1,2}):(\d{2})(?::(\d{2}))?)?"
+
+
+class ReadColumn(NamedTuple):
+    """A table column as the conversion reads it."""
+
+    values: pd.Series
+    read_as: str  # "" (as it is, or plain numbers), "thousands" or "dates"
+
+
+def _is_text(s: pd.Series) -> bool:
+    return pd.api.types.is_object_dtype(s.dtype) or pd.api.types.is_string_dtype(s.dtype)
+
+
+def _float_series(like: pd.Series, present: pd.Series, values: np.ndarray) -> pd.Series:
+    """``values`` (one per row of ``present``) placed in a float column shaped like ``like``."""
+    out = pd.Series(np.nan, index=like.index, name=like.name, dtype=np.float64)
+    out[present.index] = np.asarray(values, dtype=np.float64)
     return out
+
+
+def _plain_numbers(s: pd.Series, present: pd.Series) -> pd.Series | None:
+    if pd.api.types.infer_dtype(present, skipna=True) in _NOT_NUMBER_TEXT:
+        return None
+    converted = pd.to_numeric(present.astype(str).str.strip(), errors="coerce")
+    return None if converted.isna().any() else _float_series(s, present, converted.to_numpy())
+
+
+def _thousands_numbers(s: pd.Series, text: pd.Series) -> pd.Series | None:
+    """Numbers with comma thousands separators ("1,000.5"), plain numbers ("7") mixed in."""
+    if not any(ch.isdigit() for ch in text.iloc[0]):
+        return None  # the common case, text that is no number, without scanning the whole column
+    grouped = text.str.fullmatch(_THOUSANDS)
+    if not grouped.any():
+        return None
+    plain = text.where(~grouped, text.str.replace(",", "", regex=False))
+    converted = pd.to_numeric(plain, errors="coerce")
+    return None if converted.isna().any() else _float_series(s, text, converted.to_numpy())
+
+
+def _decimal_year(times: pd.Series) -> np.ndarray:
+    """Naive (UTC) datetimes as decimal years: the year plus the fraction of it gone by."""
+    t = np.asarray(times.to_numpy(), dtype="datetime64[us]")
+    year = t.astype("datetime64[Y]")
+    start = year.astype("datetime64[us]")
+    length = (year + 1).astype("datetime64[us]") - start
+    with np.errstate(invalid="ignore"):
+        out = year.astype(np.int64) + 1970 + (t - start) / length
+    out[np.isnat(t)] = np.nan
+    return out
+
+
+def _as_utc(times: pd.Series) -> pd.Series:
+    if getattr(times.dtype, "tz", None) is not None:
+        return times.dt.tz_convert("UTC").dt.tz_localize(None)
+    return times
+
+
+def _text_dates(text: pd.Series) -> pd.Series | None:
+    """ISO dates/date-times and slash dates as naive UTC datetimes; None if some value is not one."""
+    if not (re.fullmatch(_ISO_DATE, text.iloc[0]) or re.fullmatch(_SLASH_DATE, text.iloc[0])):
+        return None  # the common case, text that is no date, without scanning the whole column
+    iso = text.str.fullmatch(_ISO_DATE)
+    slash = text.where(~iso).str.extract(f"^{_SLASH_DATE}$")
+    if not (iso | slash[0].notna()).all():
+        return None
+    if slash[0].notna().any():
+        first, second = slash[0].astype(float), slash[1].astype(float)
+        day_first = bool((first > 12).any())
+        day, month = (first, second) if day_first else (second, first)
+        clock = (slash[3].fillna("0").str.zfill(2) + ":" + slash[4].fillna("00") + ":"
+                 + slash[5].fillna("00"))
+        rewritten = (slash[2] + "-" + month.map("{:02.0f}".format) + "-" + day.map("{:02.0f}".format)
+                     + "T" + clock)
+        text = text.where(iso, rewritten)
+    times = pd.to_datetime(text, format="ISO8601", utc=True, errors="coerce")
+    return None if times.isna().any() else _as_utc(times)
+
+
+def _dates(s: pd.Series, present: pd.Series) -> pd.Series | None:
+    """A column of dates as decimal years, or None when it is not one."""
+    if pd.api.types.is_datetime64_any_dtype(s.dtype):
+        return _float_series(s, present, _decimal_year(_as_utc(present)))
+    try:
+        if pd.api.types.infer_dtype(present, skipna=True) in ("date", "datetime"):  # date objects (Parquet)
+            times = _as_utc(pd.to_datetime(present, utc=True))
+        else:
+            times = _text_dates(present.astype(str).str.strip())
+    except (ValueError, TypeError, OverflowError):  # out-of-range or unreadable dates stay as they are
+        return None
+    return None if times is None else _float_series(s, present, _decimal_year(times))
+
+
+def read_column(s: pd.Series) -> ReadColumn:
+    """How the conversion reads one column (the rules are in the module docstring).
+
+    Parameters
+    ----------
+    s : pandas.Series
+        A table column.
+
+    Returns
+    -------
+    ReadColumn
+        ``values``: floats for numbers written as text (plain or with thousands separators) and for
+        dates (as decimal years), else the column unchanged; ``read_as``: ``"thousands"``,
+        ``"dates"`` or ``""``.
+    """
+    present = s.dropna()
+    if present.empty or _is_numeric(s) or isinstance(s.dtype, pd.CategoricalDtype) \
+            or pd.api.types.is_bool_dtype(s.dtype):
+        return ReadColumn(s, "")
+    if pd.api.types.is_datetime64_any_dtype(s.dtype):
+        return ReadColumn(_dates(s, present), "dates")
+    if not _is_text(s):
+        return ReadColumn(s, "")
+    if (numbers := _plain_numbers(s, present)) is not None:
+        return ReadColumn(numbers, "")
+    if (numbers := _thousands_numbers(s, present.astype(str).str.strip())) is not None:
+        return ReadColumn(numbers, "thousands")
+    if (dates := _dates(s, present)) is not None:
+        return ReadColumn(dates, "dates")
+    return ReadColumn(s, "")
 
 
 def detect_task(series: pd.Series) -> str:
@@ -131,7 +260,7 @@ def detect_task(series: pd.Series) -> str:
         ``"classification"`` for text, boolean, categorical or integer-valued columns with at most
         20 distinct values; ``"regression"`` for other numeric columns.
     """
-    s = _to_numeric_if_all(pd.Series(series))
+    s = read_column(pd.Series(series)).values
     if not _is_numeric(s):
         return "classification"
     values = _as_float(s)
@@ -197,7 +326,19 @@ class ColumnPlan(NamedTuple):
     detail: str  # a short phrase for the Data page
 
 
-def _feature_plan(col: str, s: pd.Series, max_levels: int, is_image: bool) -> ColumnPlan:
+_READ_AS_DETAIL = {
+    "": "numeric",
+    "thousands": "numbers written with thousands separators ('1,000.5' is 1000.5)",
+    "dates": "dates, as one feature: the decimal year",
+}
+
+
+def feature_name(column: str, read_as: str) -> str:
+    """The feature a numeric column becomes: ``"<column> (year)"`` for dates, else the column."""
+    return f"{column} (year)" if read_as == "dates" else column
+
+
+def _feature_plan(col: str, s: pd.Series, max_levels: int, is_image: bool, read_as: str = "") -> ColumnPlan:
     if is_image:
         return ColumnPlan(col, "feature", "pixel", "pixel of an image (kept even if constant)")
     n_missing = int(s.isna().sum())
@@ -206,7 +347,12 @@ def _feature_plan(col: str, s: pd.Series, max_levels: int, is_image: bool) -> Co
     n_levels = int(s.nunique(dropna=True))
     constant = ColumnPlan(col, "left out", "constant", "a single distinct value")
     if _is_numeric(s):
-        return constant if n_levels <= 1 else ColumnPlan(col, "feature", "numeric", "numeric")
+        if n_levels <= 1:
+            return constant
+        detail = _READ_AS_DETAIL[read_as]
+        if read_as == "dates":
+            detail += f" '{feature_name(col, read_as)}'"
+        return ColumnPlan(col, "feature", "numeric", detail)
     if n_levels > max_levels:
         return ColumnPlan(col, "left out", "too many levels",
                           f"{n_levels} distinct values, more than {max_levels}")
@@ -311,12 +457,30 @@ def _target_array(s: pd.Series, task: str) -> tuple[np.ndarray, tuple[str, ...] 
     return y, class_names
 
 
-def _plan(features: pd.DataFrame, options: TableOptions) -> tuple[list[ColumnPlan], tuple[int, int] | None]:
+def _plan(features: pd.DataFrame, options: TableOptions,
+          read_as: dict[str, str]) -> tuple[list[ColumnPlan], tuple[int, int] | None]:
     """The plan for every feature column, and the image shape (or None)."""
     shape = _image_shape(features, options.image)
     is_image = shape is not None
-    plan = [_feature_plan(c, features[c], int(options.max_levels), is_image) for c in features.columns]
+    plan = [_feature_plan(c, features[c], int(options.max_levels), is_image, read_as.get(c, ""))
+            for c in features.columns]
     return plan, shape
+
+
+def _reading_notes(read_as: dict[str, str], target: str | None) -> list[str]:
+    """Which columns were read as numbers with thousands separators, and which as dates."""
+    notes = []
+    if thousands := [c for c, how in read_as.items() if how == "thousands"]:
+        notes.append(f"Read column(s) {_columns_text(thousands, 10)} as numbers written with thousands "
+                     "separators ('1,000.5' is 1000.5).")
+    if dates := [c for c, how in read_as.items() if how == "dates" and c != target]:
+        notes.append(f"Read column(s) {_columns_text(dates, 10)} as dates, each as one feature named like "
+                     f"'{feature_name(dates[0], 'dates')}': the date as a decimal year (2024-07-02 is 2024.5), "
+                     "with time-zone-aware times taken in UTC.")
+    if read_as.get(target) == "dates":
+        notes.append(f"Read the target '{target}' as dates, each as a decimal year (2024-07-02 is 2024.5), "
+                     "with time-zone-aware times taken in UTC.")
+    return notes
 
 
 def _plan_notes(plan: list[ColumnPlan], features: pd.DataFrame) -> list[str]:
@@ -387,8 +551,10 @@ def table_to_dataset(df: pd.DataFrame, name: str, options: TableOptions, *, sour
     if df.shape[0] == 0 or df.shape[1] == 0:
         raise TreevizError(f"The table '{name}' is empty. Choose a table with a header row and data rows.")
     df = df.set_axis(columns, axis=1).reset_index(drop=True)
-    df = pd.DataFrame({c: _to_numeric_if_all(df[c]) for c in columns})
-    notes: list[str] = []
+    read = {c: read_column(df[c]) for c in columns}
+    df = pd.DataFrame({c: r.values for c, r in read.items()})
+    read_as = {c: r.read_as for c, r in read.items() if r.read_as}
+    notes: list[str] = _reading_notes(read_as, options.target)
     n_uploaded = len(df)
     df, task = _resolve_target(df, options, notes)
     if len(df) < options.min_rows:
@@ -398,13 +564,13 @@ def table_to_dataset(df: pd.DataFrame, name: str, options: TableOptions, *, sour
     target = options.target
     y, class_names = (None, None) if target is None else _target_array(df[target], task)
     features = df.drop(columns=[target]) if target is not None else df
-    plan, shape = _plan(features, options)
+    plan, shape = _plan(features, options, read_as)
     notes.extend(_plan_notes(plan, features))
     blocks, names = [], []
     for col, role, *_ in plan:
         if role == "feature":
             blocks.append(_as_float(features[col])[:, None])
-            names.append(col)
+            names.append(feature_name(col, read_as.get(col, "")))
         elif role == "one-hot":
             block, block_names = _one_hot(col, features[col])
             blocks.append(block)
@@ -444,9 +610,11 @@ def inspect_table(df: pd.DataFrame, target: str | None = None, *, max_levels: in
     """
     if target is None:
         target = suggest_target(df)
-    table = pd.DataFrame({str(c).strip(): _to_numeric_if_all(df[c]) for c in df.columns})
+    read = {str(c).strip(): read_column(df[c]) for c in df.columns}
+    table = pd.DataFrame({c: r.values for c, r in read.items()})
+    read_as = {c: r.read_as for c, r in read.items() if r.read_as}
     features = table.drop(columns=[target]) if target in table.columns else table
-    plan, _ = _plan(features, TableOptions(max_levels=max_levels))
+    plan, _ = _plan(features, TableOptions(max_levels=max_levels), read_as)
     roles = {p.column: (p.role, p.detail) for p in plan}
     rows = []
     for raw_col, col in zip(df.columns, table.columns):
