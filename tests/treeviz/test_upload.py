@@ -410,6 +410,12 @@ def test_classification_classes_sorted_as_numbers():
     assert ds.y_labels[:2].tolist() == ["10", "2"]
 
 
+def test_huge_numeric_class_labels_stay_distinct():
+    ds = dataset(frame(y=[1e300, -2e300, 3e20] * 6 + [1e300, 1e300]), target="y")
+    assert ds.task == "classification" and ds.class_names == ("-2e+300", "3e+20", "1e+300")
+    assert ds.y[:3].tolist() == [2, 0, 1]
+
+
 def test_integer_classes_with_missing_are_named_without_decimals():
     ds = dataset(frame(y=[1.0, 2.0, None, 1.0] * 5), target="y", drop_missing_target=True)
     assert ds.class_names == ("1", "2")

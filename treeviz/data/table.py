@@ -388,7 +388,7 @@ def _encode_classes(s: pd.Series) -> tuple[np.ndarray, tuple[str, ...]]:
     values = s.to_numpy()
     if _is_numeric(s):
         values = _as_float(s)
-        if np.all(values == np.round(values)):
+        if np.all(values == np.round(values)) and np.all(np.abs(values) < 2.0**53):  # exact in int64
             values = values.astype(np.int64)  # "3", not "3.0", as the class name
     found = _unique_labels(values)
     if found is None:  # mixed types, or labels that are equal as text (1 and "1")
