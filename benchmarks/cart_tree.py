@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import best_time, shared_data_dir
-from models.cart import CARTClassifier, CARTRegressor, tree_from_sklearn
+from models.cart.estimators import CARTClassifier, CARTRegressor, tree_from_sklearn
 from treeviz.data import PrepConfig, load_dataset, prepare
 
 NAME = "cart_tree"
@@ -36,7 +36,7 @@ def _measure(name: str, X: np.ndarray, y: Any, task: str, depth: int | None, rep
     tree = est.to_tree()
     fit_s = best_time(lambda: cls(max_depth=depth).fit(X, y), repeat=repeat)
     convert_s = best_time(
-        lambda: tree_from_sklearn(sk, task=task, output_names=tree.output_names), repeat=repeat
+        lambda: tree_from_sklearn(sk, task=task, output_names=tree.output_names, family="cart"), repeat=repeat
     )
     route_s = best_time(lambda: tree.apply(X), repeat=repeat)
     sk_route_s = best_time(lambda: sk.apply(X.astype(np.float32)), repeat=repeat)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from models.cart import CARTClassifier, CARTRegressor
+from models.cart.estimators import CARTClassifier, CARTRegressor
 from models.latent.estimators import LatentTreeClassifier, LatentTreeRegressor
 from treeviz.data import PrepConfig, load_dataset, prepare
 

@@ -1,20 +1,26 @@
-"""Machinery every treeviz estimator shares: device, seeds, callbacks, history, persistence hooks.
+"""Machinery every treeviz estimator shares: parameter checks, device, seeds, callbacks, history,
+feature and class names, and the hooks that model files use.
 
-Estimators follow the scikit-learn contract (``__init__`` only stores parameters, ``fit``
-validates and returns ``self``, learned attributes end in ``_``). On top of it each one has
+Estimators follow the scikit-learn contract (keyword-only ``__init__`` that only stores
+parameters, ``fit`` that validates and returns ``self``, learned attributes ending in ``_``). On
+top of it each one has
 
+* its family, found from its class through the registry (:attr:`TreeEstimator.family_key`);
+  the family's schema checks the parameters at ``fit`` (:meth:`TreeEstimator._validate_params`);
 * ``to_tree()`` (or ``to_trees()`` for ensembles) returning :class:`treeviz.tree.Tree`;
-* ``history_``: a list of per-epoch / per-iteration records (plain dicts of numbers);
-* progress through callbacks passed to ``fit(..., callbacks=[...])``: the training loop calls
-  ``on_train_begin(estimator, total)``, ``on_epoch_end(estimator, record)`` after each epoch and
-  ``on_train_end(estimator)``; a callback stops training by raising
-  :class:`treeviz.errors.TrainingCancelled` (the estimator is then left in a usable state with
-  the epochs done so far, and ``stopped_early_`` set);
-* ``_learned_state()`` / ``_restore_state()`` so :mod:`models.persist` can write
-  ``config.json`` + ``weights.safetensors`` without pickle.
+* ``history_``: one record (a plain dict of numbers) per epoch or iteration;
+* progress through callbacks passed to ``fit(..., callbacks=[...])``. The training loop calls
+  :meth:`~TreeEstimator._begin_training`, :meth:`~TreeEstimator._record` after each epoch and
+  :meth:`~TreeEstimator._end_training`; these notify every callback's ``on_train_begin``,
+  ``on_epoch_end`` and ``on_train_end`` hooks with keyword arguments. A callback stops training
+  by raising :class:`treeviz.errors.TrainingCancelled` (the estimator keeps the epochs done so
+  far and sets ``stopped_early_``);
+* ``_get_model_state()`` / ``_set_model_state()``: the family's learned arrays and values, which
+  :meth:`~TreeEstimator._learned_state` completes with what every estimator stores (feature
+  names, classes) for :mod:`models.persist`.
 
-Callbacks are a ``fit`` argument, not a constructor parameter, because ``sklearn.clone`` deep-copies
-parameters and a callback holds live objects (a job, a threading.Event).
+Callbacks are a ``fit`` argument, not a constructor parameter, because ``sklearn.clone``
+deep-copies parameters and a callback holds live objects (a job, a threading.Event).
 """
 
 from __future__ import annotations
@@ -25,20 +31,32 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from models.persist import save_model
+from models.registry import family_of_class
 from treeviz.errors import TrainingCancelled, TreevizError
+from treeviz.jsonio import decode_labels, encode_labels, plain
 
 
 class Callback:
-    """Base class for training callbacks; override the hooks you need."""
+    """Base class for training callbacks: override the hooks you need.
 
-    def on_train_begin(self, estimator: Any, total: int | None) -> None:
-        """Called once before training; ``total`` is the planned number of epochs (or None)."""
+    Every hook receives the estimator and keyword arguments, and should accept ``**kwargs`` so
+    that new arguments never break it:
 
-    def on_epoch_end(self, estimator: Any, record: dict[str, Any]) -> None:
-        """Called after each epoch / iteration with the record just appended to ``history_``."""
+    * ``on_train_begin(estimator, total=...)``: ``total`` is the planned number of epochs
+      (or None);
+    * ``on_epoch_end(estimator, record=...)``: the record just appended to ``history_``;
+    * ``on_train_end(estimator)``: once, also when training was cancelled.
+    """
 
-    def on_train_end(self, estimator: Any) -> None:
-        """Called once after training, also when it was cancelled."""
+    def on_train_begin(self, estimator: Any, **kwargs: Any) -> None:
+        """Called once before training."""
+
+    def on_epoch_end(self, estimator: Any, **kwargs: Any) -> None:
+        """Called after each epoch / iteration."""
+
+    def on_train_end(self, estimator: Any, **kwargs: Any) -> None:
+        """Called once after training."""
 
 
 def resolve_device(device: str | None) -> str:
@@ -52,12 +70,8 @@ def resolve_device(device: str | None) -> str:
         return "cpu"
     if device != "auto" and not device.startswith("cuda"):
         raise TreevizError(f"Unknown device {device!r}; use 'auto', 'cpu', 'cuda' or 'cuda:N'.")
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a hard requirement of the project
-        if device == "auto":
-            return "cpu"
-        raise TreevizError("PyTorch is not installed, so training cannot run on a GPU.")
+    import torch  # deferred: torch is heavy and only torch families need a device
+
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if not torch.cuda.is_available():
@@ -75,19 +89,16 @@ def resolve_device(device: str | None) -> str:
 
 def available_devices() -> list[str]:
     """Devices a user can choose from on this machine, ``"auto"`` first."""
-    out = ["auto", "cpu"]
-    try:
-        import torch
+    import torch  # deferred: torch is heavy
 
-        if torch.cuda.is_available():
-            out += ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
-    except ImportError:  # pragma: no cover
-        pass
+    out = ["auto", "cpu"]
+    if torch.cuda.is_available():
+        out += ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
     return out
 
 
 def seed_everything(random_state: Any) -> np.random.Generator:
-    """Seed torch (when available) from ``random_state`` and return a numpy Generator.
+    """Seed torch from ``random_state`` and return a numpy Generator.
 
     ``random_state`` may be None (fresh entropy), an int, or a numpy RandomState/Generator,
     as in scikit-learn.
@@ -102,31 +113,42 @@ def seed_everything(random_state: Any) -> np.random.Generator:
         seed = int(random_state)
     else:
         raise TreevizError(f"random_state must be None or an integer, got {random_state!r}.")
-    try:
-        import torch
+    import torch  # deferred: torch is heavy
 
-        torch.manual_seed(seed)
-    except ImportError:  # pragma: no cover
-        pass
+    torch.manual_seed(seed)
     return np.random.default_rng(seed)
 
 
 class TreeEstimator(BaseEstimator):
-    """Base class of every treeviz estimator (CART adapter and the five paper families).
+    """Base class of every treeviz estimator.
 
-    Subclasses set ``family`` (the registry key), implement ``fit``, ``to_tree`` (or
-    ``to_trees``), ``_learned_state`` and ``_restore_state``.
+    Subclasses implement ``fit`` (calling :meth:`_validate_params` first), ``to_tree`` (or
+    ``to_trees``), ``_get_model_state`` and ``_set_model_state``.
     """
 
-    family: str = ""
+    # ------------------------------------------------------------------ family and parameters
+    @property
+    def family_key(self) -> str:
+        """The key of this estimator's family, found from its class in the registry."""
+        return family_of_class(type(self)).key
+
+    def _validate_params(self) -> dict[str, Any]:
+        """Check ``get_params()`` against the family's schema (a TreevizError sentence if a value
+        is bad) and return the checked values."""
+        family = family_of_class(type(self))
+        return family.validate_params(self.get_params(deep=False), family.task_of_class(type(self)),
+                                      strict=True)
 
     # ------------------------------------------------------------------ callbacks & history
+    def _notify(self, hook: str, **kwargs: Any) -> None:
+        for cb in getattr(self, "_callbacks", []):
+            getattr(cb, hook)(self, **kwargs)
+
     def _begin_training(self, callbacks: Iterable[Callback] | None, total: int | None) -> None:
         self._callbacks = list(callbacks or [])
         self.history_: list[dict[str, Any]] = []
         self.stopped_early_ = False
-        for cb in self._callbacks:
-            cb.on_train_begin(self, total)
+        self._notify("on_train_begin", total=total)
 
     def _record(self, **record: Any) -> bool:
         """Append a history record and notify callbacks.
@@ -134,19 +156,17 @@ class TreeEstimator(BaseEstimator):
         Returns False when a callback asked to stop (raised :class:`TrainingCancelled`); the
         caller should then leave its loop. Values are converted to plain Python numbers.
         """
-        clean = {k: _plain(v) for k, v in record.items()}
+        clean = {k: plain(v) for k, v in record.items()}
         self.history_.append(clean)
         try:
-            for cb in self._callbacks:
-                cb.on_epoch_end(self, clean)
+            self._notify("on_epoch_end", record=clean)
         except TrainingCancelled:
             self.stopped_early_ = True
             return False
         return True
 
     def _end_training(self) -> None:
-        for cb in getattr(self, "_callbacks", []):
-            cb.on_train_end(self)
+        self._notify("on_train_end")
         self._callbacks = []
 
     # ------------------------------------------------------------------ names
@@ -161,53 +181,55 @@ class TreeEstimator(BaseEstimator):
             raise TreevizError(f"{len(names)} feature names were given for {n_features} features.")
         self.feature_names_ = names
 
-    def _restore_feature_names(self, config: dict[str, Any]) -> None:
-        """Inverse of the names part of ``_learned_state`` (n_features_in_, feature_names_, and
-        feature_names_in_ when the model was fitted on a DataFrame)."""
-        self.n_features_in_ = int(config["n_features_in_"])
-        self.feature_names_ = tuple(config["feature_names"])
-        if config.get("has_feature_names_in"):
-            self.feature_names_in_ = np.array(config["feature_names"], dtype=object)
-
     # ------------------------------------------------------------------ the Tree
-    def to_tree(self):  # pragma: no cover - every concrete estimator overrides it
-        raise TreevizError(f"{type(self).__name__} does not describe a single tree.")
+    def to_tree(self):
+        """The fitted model's tree; an ensemble gives its first tree (see :meth:`to_trees`).
+
+        A family overrides this (single trees) or :meth:`to_trees` (ensembles)."""
+        if type(self).to_trees is TreeEstimator.to_trees:
+            raise TreevizError(f"{type(self).__name__} does not describe a tree.")
+        return self.to_trees()[0]
 
     def to_trees(self) -> list:
         """Every tree of the model (a single-tree model gives a list of one)."""
+        if type(self).to_tree is TreeEstimator.to_tree:
+            raise TreevizError(f"{type(self).__name__} does not describe a tree.")
         return [self.to_tree()]
 
-    # ------------------------------------------------------------------ persistence hooks
-    def _learned_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """JSON-ready learned attributes and named arrays; see :mod:`models.persist`."""
-        raise NotImplementedError  # pragma: no cover
+    # ------------------------------------------------------------------ model files
+    def _get_model_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The family's JSON-ready learned values and named arrays (see :mod:`models.persist`)."""
+        raise TreevizError(f"{type(self).__name__} cannot be saved.")
 
-    def _restore_state(self, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        raise NotImplementedError  # pragma: no cover
+    def _set_model_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        """Rebuild the fitted state from :meth:`_get_model_state`'s output."""
+        raise TreevizError(f"{type(self).__name__} cannot be loaded.")
+
+    def _learned_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Everything a model file holds: the family's state plus what every estimator stores
+        (``n_features_in_``, feature names, ``feature_names_in_``, ``classes_``)."""
+        learned, arrays = self._get_model_state()
+        common: dict[str, Any] = {
+            "n_features_in_": int(self.n_features_in_),
+            "feature_names": list(self.feature_names_),
+            "has_feature_names_in": hasattr(self, "feature_names_in_"),
+        }
+        if hasattr(self, "classes_"):
+            common["classes_"] = encode_labels(self.classes_)
+        return {**learned, **common}, arrays
+
+    def _restore_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        """Inverse of :meth:`_learned_state` (used by :func:`models.persist.load_model`)."""
+        self.n_features_in_ = int(learned["n_features_in_"])
+        self.feature_names_ = tuple(str(n) for n in learned["feature_names"])
+        if len(self.feature_names_) != self.n_features_in_:
+            raise ValueError("feature names")
+        if learned.get("has_feature_names_in"):
+            self.feature_names_in_ = np.array(self.feature_names_, dtype=object)
+        if "classes_" in learned:
+            self.classes_ = decode_labels(learned["classes_"])
+        self._set_model_state(learned, arrays)
 
     def save(self, path: str, **context: Any) -> str:
         """Write the model to ``path`` (a folder, or a ``.zip`` file); see :mod:`models.persist`."""
-        from models.persist import save_model
-
         return save_model(self, path, context=context)
-
-
-def _plain(value: Any) -> Any:
-    """numpy / torch scalars -> Python numbers so history records serialise as JSON."""
-    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
-        return value.item()
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
-def encode_labels(values: Sequence[Any]) -> list[Any]:
-    """Class labels as JSON values (numpy scalars -> Python scalars)."""
-    return [_plain(v) for v in np.asarray(values).tolist()]
-
-
-def decode_labels(values: list[Any]) -> np.ndarray:
-    """Inverse of :func:`encode_labels`: an array with the natural dtype of the labels."""
-    if values and all(isinstance(v, str) for v in values):
-        return np.array(values, dtype=object)
-    return np.asarray(values)

@@ -29,8 +29,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import sklearn
+from safetensors import SafetensorError
+from safetensors.numpy import load, save
 
+import treeviz
+from models.registry import family_of_class, get_family
 from treeviz.errors import TreevizError
+from treeviz.jsonio import json_default
 
 FORMAT = "treeviz.model"
 VERSION = 1
@@ -41,26 +47,14 @@ MAX_UNPACKED_BYTES = 2 * 1024**3
 
 
 def _versions() -> dict[str, str]:
-    import sklearn
+    import torch  # deferred: torch is heavy and CART models do not need it
 
-    import treeviz
-
-    out = {"treeviz": treeviz.__version__, "numpy": np.__version__, "scikit-learn": sklearn.__version__}
-    try:
-        import torch
-
-        out["torch"] = torch.__version__
-    except ImportError:  # pragma: no cover
-        pass
-    return out
+    return {"treeviz": treeviz.__version__, "numpy": np.__version__, "scikit-learn": sklearn.__version__,
+            "torch": torch.__version__}
 
 
 def model_bytes(estimator: Any, *, context: dict[str, Any] | None = None) -> dict[str, bytes]:
     """The two files of a model, as bytes: ``{"config.json": ..., "weights.safetensors": ...}``."""
-    from safetensors.numpy import save
-
-    from models.registry import family_of_class
-
     family = family_of_class(type(estimator))
     learned, arrays = estimator._learned_state()
     # The device is where a model runs, not part of the model: a file saved on a GPU machine
@@ -78,19 +72,11 @@ def model_bytes(estimator: Any, *, context: dict[str, Any] | None = None) -> dic
         "versions": _versions(),
     }
     try:
-        config_text = json.dumps(config, indent=1, allow_nan=True, default=_json_default)
+        config_text = json.dumps(config, indent=1, allow_nan=True, default=json_default)
     except TypeError as err:
         raise TreevizError(f"The model has a parameter that cannot be saved as JSON: {err}.") from err
     clean = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
     return {CONFIG_NAME: config_text.encode("utf-8"), WEIGHTS_NAME: save(clean)}
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 def save_model(estimator: Any, path: str | os.PathLike, *, context: dict[str, Any] | None = None) -> str:
@@ -165,11 +151,6 @@ def load_model(path_or_bytes: str | os.PathLike | bytes) -> Any:
 
     Raises :class:`TreevizError` with a sentence for anything that is not a valid treeviz model.
     """
-    from safetensors import SafetensorError
-    from safetensors.numpy import load
-
-    from models.registry import get_family
-
     files = read_model_files(path_or_bytes)
     try:
         config = json.loads(files[CONFIG_NAME].decode("utf-8"))

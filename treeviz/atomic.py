@@ -1,4 +1,4 @@
-"""Atomic writes on a local filesystem, and the JSON encoding the stored files use.
+"""Atomic writes on a local filesystem.
 
 A folder is published by writing every file into a hidden temporary sibling (``.tmp-*``),
 fsyncing the files and their folders, and renaming it into place; the rename never overwrites,
@@ -9,15 +9,12 @@ temporary file and :func:`os.replace`. A folder is deleted by renaming it out of
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Mapping
-
-import numpy as np
+from typing import Mapping
 
 from treeviz.errors import TreevizError
 
@@ -25,61 +22,6 @@ from treeviz.errors import TreevizError
 TMP_PREFIX = ".tmp-"
 #: Name prefix a folder is renamed to before it is deleted.
 TRASH_PREFIX = ".trash-"
-
-
-def json_default(value: Any) -> Any:
-    """Turn a value ``json`` cannot encode into one it can (the ``default=`` hook).
-
-    Parameters
-    ----------
-    value
-        Any object the JSON encoder met and does not know.
-
-    Returns
-    -------
-    Any
-        A numpy scalar's Python value, an array's nested list, a set's or tuple's list, or
-        else the value's text.
-    """
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    return str(value)
-
-
-def jsonable(value: Any) -> Any:
-    """Plain JSON values (numpy scalars/arrays -> Python; anything else -> its text).
-
-    Parameters
-    ----------
-    value
-        A value, possibly nested, possibly holding numpy objects.
-
-    Returns
-    -------
-    Any
-        The value after a JSON round trip through :func:`json_default`.
-    """
-    return json.loads(json.dumps(value, default=json_default))
-
-
-def dumps_json(value: Any) -> bytes:
-    """The UTF-8 bytes of ``value`` as indented JSON, as the stored files hold it.
-
-    Parameters
-    ----------
-    value
-        A value; what ``json`` cannot encode goes through :func:`json_default`.
-
-    Returns
-    -------
-    bytes
-        JSON text with an indent of 1, encoded as UTF-8.
-    """
-    return json.dumps(value, indent=1, default=json_default).encode("utf-8")
 
 
 def fsync_dir(path: Path) -> None:

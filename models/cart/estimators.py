@@ -21,7 +21,7 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from models.base import Callback, TreeEstimator, decode_labels, encode_labels
+from models.base import Callback, TreeEstimator
 from treeviz.tree import Tree
 
 _F32 = np.float32
@@ -51,10 +51,12 @@ def tree_from_sklearn(
     feature_names: Iterable[str] | None = None,
     output_names: Iterable[str] | None = None,
     task: str,
+    family: str,
 ) -> Tree:
     """Convert a fitted scikit-learn decision tree into a :class:`Tree` with one-hot weight rows.
 
-    Node ids are kept, so ``Tree`` node ``i`` is scikit-learn's node ``i``.
+    Node ids are kept, so ``Tree`` node ``i`` is scikit-learn's node ``i``. ``family`` is the
+    key written into the Tree (the estimator's ``family_key``).
     """
     st = model.tree_
     n, d = st.node_count, model.n_features_in_
@@ -86,13 +88,12 @@ def tree_from_sklearn(
         feature_names=tuple(feature_names) if feature_names is not None else (),
         output_names=tuple(str(o) for o in output_names) if output_names is not None else (),
         task=task,
-        family="cart",
+        family=family,
         meta={"prediction": "leaf_value", "axis_aligned": True},
     )
 
 
 class _CARTBase(TreeEstimator):
-    family = "cart"
     _sk_class: type
     _task: str
 
@@ -107,22 +108,23 @@ class _CARTBase(TreeEstimator):
             random_state=self.random_state,
         )
 
-    def _fit_common(self, X: np.ndarray, y: np.ndarray, callbacks: Iterable[Callback] | None,
-                    eval_set: Any, feature_names: Any) -> Any:
+    def _fit_common(self, X: np.ndarray, y: np.ndarray, sample_weight: Any,
+                    callbacks: Iterable[Callback] | None, eval_set: Any, feature_names: Any) -> Any:
         self._set_feature_names(feature_names, X.shape[1])
         self._begin_training(callbacks, total=1)
         try:
             self.estimator_ = self._sk_class(**self._sk_params())
-            self.estimator_.fit(X, y)
+            self.estimator_.fit(X, y, sample_weight=sample_weight)
             self.tree_structure_ = tree_from_sklearn(
                 self.estimator_,
                 feature_names=self.feature_names_,
                 output_names=self._output_names(),
                 task=self._task,
+                family=self.family_key,
             )
             record: dict[str, Any] = {
                 "epoch": 1,
-                "train_score": self._score_arrays(X, y),
+                "train_score": self._score_array(X, y, sample_weight),
                 "n_leaves": self.tree_structure_.n_leaves,
                 "depth": self.tree_structure_.max_depth,
             }
@@ -152,15 +154,10 @@ class _CARTBase(TreeEstimator):
         return self.tree_structure_.apply(X)
 
     # -------------------------------------------------------------- persistence
-    def _learned_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    def _get_model_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         check_is_fitted(self, "tree_structure_")
         t = self.tree_structure_
-        learned = {
-            "n_features_in_": int(self.n_features_in_),
-            "feature_names": list(self.feature_names_),
-            "output_names": list(t.output_names),
-            "has_feature_names_in": hasattr(self, "feature_names_in_"),
-        }
+        learned = {"output_names": list(t.output_names)}
         arrays = {
             "children_left": t.children_left,
             "children_right": t.children_right,
@@ -170,18 +167,17 @@ class _CARTBase(TreeEstimator):
         }
         return learned, arrays
 
-    def _restore_state(self, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        self._restore_feature_names(config)
+    def _set_model_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         self.tree_structure_ = Tree(
             children_left=arrays["children_left"],
             children_right=arrays["children_right"],
             weight=arrays["weight"],
             bias=arrays["bias"],
             leaf_value=arrays["leaf_value"],
-            feature_names=tuple(config["feature_names"]),
-            output_names=tuple(config["output_names"]),
+            feature_names=self.feature_names_,
+            output_names=tuple(learned["output_names"]),
             task=self._task,
-            family="cart",
+            family=self.family_key,
             meta={"prediction": "leaf_value", "axis_aligned": True},
         )
 
@@ -207,7 +203,7 @@ class CARTClassifier(ClassifierMixin, _CARTBase):
     _sk_class = DecisionTreeClassifier
     _task = "classification"
 
-    def __init__(self, max_depth=None, min_samples_split=2, min_samples_leaf=1, criterion="gini",
+    def __init__(self, *, max_depth=None, min_samples_split=2, min_samples_leaf=1, criterion="gini",
                  ccp_alpha=0.0, max_leaf_nodes=None, random_state=0):
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
@@ -217,28 +213,27 @@ class CARTClassifier(ClassifierMixin, _CARTBase):
         self.max_leaf_nodes = max_leaf_nodes
         self.random_state = random_state
 
-    def fit(self, X: Any, y: Any, *, callbacks: Iterable[Callback] | None = None,
-            eval_set: tuple[Any, Any] | None = None,
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, *,
+            callbacks: Iterable[Callback] | None = None, eval_set: tuple[Any, Any] | None = None,
             feature_names: Sequence[str] | None = None) -> "CARTClassifier":
         """Fit the tree.
 
         Parameters
         ----------
         X, y : training data and class labels.
+        sample_weight : array of shape (n_samples,), optional
+            Weights of the samples, as in scikit-learn.
         callbacks : list of :class:`models.base.Callback`, optional
         eval_set : (X_val, y_val), optional
             Scored after fitting and recorded in ``history_`` as ``val_score``.
         feature_names : list of str, optional
             Names shown in rules and figures (default: DataFrame columns, else x0, x1, ...).
         """
+        self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         self.classes_ = np.unique(y)
-        return self._fit_common(X, y, callbacks, eval_set, feature_names)
-
-    def _score_arrays(self, X: np.ndarray, y: np.ndarray) -> float:
-        proba = self.tree_structure_.predict_value(X)
-        return float(accuracy_score(y, self.classes_.take(np.argmax(proba, axis=1))))
+        return self._fit_common(X, y, sample_weight, callbacks, eval_set, feature_names)
 
     def _output_names(self) -> tuple[str, ...]:
         return tuple(str(c) for c in self.classes_)
@@ -251,17 +246,13 @@ class CARTClassifier(ClassifierMixin, _CARTBase):
         proba = self.predict_proba(X)
         return self.classes_.take(np.argmax(proba, axis=1))
 
+    def _score_array(self, X: np.ndarray, y: np.ndarray, sample_weight: Any = None) -> float:
+        """Accuracy on validated arrays (the training record)."""
+        pred = self.classes_.take(np.argmax(self.tree_structure_.predict_value(X), axis=1))
+        return float(accuracy_score(y, pred, sample_weight=sample_weight))
+
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         return float(accuracy_score(y, self.predict(X), sample_weight=sample_weight))
-
-    def _learned_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        learned, arrays = super()._learned_state()
-        learned["classes_"] = encode_labels(self.classes_)
-        return learned, arrays
-
-    def _restore_state(self, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        self.classes_ = decode_labels(config["classes_"])
-        super()._restore_state(config, arrays)
 
 
 class CARTRegressor(RegressorMixin, _CARTBase):
@@ -275,7 +266,7 @@ class CARTRegressor(RegressorMixin, _CARTBase):
         tags.target_tags.multi_output = True
         return tags
 
-    def __init__(self, max_depth=None, min_samples_split=2, min_samples_leaf=1,
+    def __init__(self, *, max_depth=None, min_samples_split=2, min_samples_leaf=1,
                  criterion="squared_error", ccp_alpha=0.0, max_leaf_nodes=None, random_state=0):
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
@@ -285,17 +276,14 @@ class CARTRegressor(RegressorMixin, _CARTBase):
         self.max_leaf_nodes = max_leaf_nodes
         self.random_state = random_state
 
-    def fit(self, X: Any, y: Any, *, callbacks: Iterable[Callback] | None = None,
-            eval_set: tuple[Any, Any] | None = None,
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, *,
+            callbacks: Iterable[Callback] | None = None, eval_set: tuple[Any, Any] | None = None,
             feature_names: Sequence[str] | None = None) -> "CARTRegressor":
         """Fit the tree; arguments as for :meth:`CARTClassifier.fit` (y may have several columns)."""
+        self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
         self.n_outputs_ = 1 if y.ndim == 1 else y.shape[1]
-        return self._fit_common(X, y, callbacks, eval_set, feature_names)
-
-    def _score_arrays(self, X: np.ndarray, y: np.ndarray) -> float:
-        out = self.tree_structure_.predict_value(X)
-        return float(r2_score(y, out[:, 0] if out.shape[1] == 1 else out))
+        return self._fit_common(X, y, sample_weight, callbacks, eval_set, feature_names)
 
     def _output_names(self) -> tuple[str, ...]:
         return ("y",) if self.n_outputs_ == 1 else tuple(f"y{i}" for i in range(self.n_outputs_))
@@ -305,14 +293,19 @@ class CARTRegressor(RegressorMixin, _CARTBase):
         out = self.tree_structure_.predict_value(X)
         return out[:, 0] if out.shape[1] == 1 else out
 
+    def _score_array(self, X: np.ndarray, y: np.ndarray, sample_weight: Any = None) -> float:
+        """R² on validated arrays (the training record)."""
+        out = self.tree_structure_.predict_value(X)
+        return float(r2_score(y, out[:, 0] if out.shape[1] == 1 else out, sample_weight=sample_weight))
+
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         return float(r2_score(y, self.predict(X), sample_weight=sample_weight))
 
-    def _learned_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        learned, arrays = super()._learned_state()
+    def _get_model_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        learned, arrays = super()._get_model_state()
         learned["n_outputs_"] = int(self.n_outputs_)
         return learned, arrays
 
-    def _restore_state(self, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        self.n_outputs_ = int(config["n_outputs_"])
-        super()._restore_state(config, arrays)
+    def _set_model_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        self.n_outputs_ = int(learned["n_outputs_"])
+        super()._set_model_state(learned, arrays)

@@ -27,10 +27,11 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import torch
 from sklearn.base import ClassifierMixin, ClusterMixin, RegressorMixin
+from sklearn.model_selection import train_test_split
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from models.base import Callback, TreeEstimator, decode_labels, encode_labels, resolve_device, seed_everything
+from models.base import Callback, TreeEstimator, resolve_device, seed_everything
 from models.latent import heap
 from models.latent.layers import LatentTreeNet, count_parameters
 from models.latent.train_loop import Problem, as_tensor, fit_net, predict_outputs
@@ -39,13 +40,12 @@ from treeviz.tree import Tree
 
 
 class _LatentTreeBase(TreeEstimator):
-    family = "latent"
     _task = ""
 
-    def __init__(self, depth=3, prune_strength=1.0, split="linear", head="linear", head_layers=2,
+    def __init__(self, *, depth=3, prune_strength=1.0, split="linear", head="linear", head_layers=2,
                  dropout=0.0, readout="code", formulation="icml", optimizer="qhadam",
-                 learning_rate=1e-2, batch_size=64, max_epochs=100, patience=10, lr_patience=2,
-                 inference="frozen", eval_batch_size=None, warm_start=False, device="auto",
+                 learning_rate=1e-2, batch_size=64, max_epochs=100, patience=10, validation_fraction=0.1,
+                 lr_patience=2, inference="frozen", eval_batch_size=None, warm_start=False, device="auto",
                  random_state=0):
         self.depth = depth
         self.prune_strength = prune_strength
@@ -60,6 +60,7 @@ class _LatentTreeBase(TreeEstimator):
         self.batch_size = batch_size
         self.max_epochs = max_epochs
         self.patience = patience
+        self.validation_fraction = validation_fraction
         self.lr_patience = lr_patience
         self.inference = inference
         self.eval_batch_size = eval_batch_size
@@ -68,28 +69,6 @@ class _LatentTreeBase(TreeEstimator):
         self.random_state = random_state
 
     # ------------------------------------------------------------------ checks
-    def _check_params(self) -> None:
-        def bad(msg: str) -> None:
-            raise ValueError(msg)
-
-        if not (isinstance(self.depth, (int, np.integer)) and 1 <= self.depth <= 10):
-            bad(f"depth must be a whole number from 1 to 10, got {self.depth!r}.")
-        if not (np.isfinite(self.prune_strength) and self.prune_strength >= 0):
-            bad(f"prune_strength must be a number >= 0, got {self.prune_strength!r}.")
-        choices = {"split": ("linear", "elu"), "head": ("linear", "mlp"), "readout": ("code", "paper"),
-                   "formulation": ("icml", "preprint"), "optimizer": ("qhadam", "adam"),
-                   "inference": ("frozen", "batch")}
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                bad(f"{name} must be one of {allowed}, got {getattr(self, name)!r}.")
-        for name, low in (("batch_size", 2), ("max_epochs", 1), ("head_layers", 1)):
-            if int(getattr(self, name)) < low:
-                bad(f"{name} must be at least {low}, got {getattr(self, name)!r}.")
-        if not 0.0 <= float(self.dropout) < 1.0:
-            bad(f"dropout must be in [0, 1), got {self.dropout!r}.")
-        if not float(self.learning_rate) > 0:
-            bad(f"learning_rate must be positive, got {self.learning_rate!r}.")
-
     def _X(self, X: Any, *, reset: bool) -> np.ndarray:
         X = validate_data(self, X, reset=reset, dtype=np.float64)
         return X
@@ -97,14 +76,16 @@ class _LatentTreeBase(TreeEstimator):
     # ------------------------------------------------------------------ training
     def _train(self, X: np.ndarray, Y: np.ndarray, problem_fns: dict[str, Any], n_outputs: int,
                eval_set: tuple[np.ndarray, np.ndarray] | None, callbacks: Iterable[Callback] | None,
-               feature_names: Sequence[str] | None, n_inputs: int | None = None) -> None:
-        self._check_params()
+               feature_names: Sequence[str] | None, n_inputs: int | None = None,
+               stratify: np.ndarray | None = None) -> None:
         if X.shape[0] < 2:
             raise ValueError(f"Latent trees need at least 2 samples to train (got {X.shape[0]} sample).")
         self._set_feature_names(feature_names, self.n_features_in_)
         device = resolve_device(self.device)
         rng = seed_everything(self.random_state)
         generator = torch.Generator().manual_seed(int(rng.integers(2**31 - 1)))
+        if eval_set is None:
+            X, Y, eval_set = self._hold_out(X, Y, rng, stratify)
         self._net64 = None
         reuse = bool(self.warm_start) and hasattr(self, "net_") and self._same_architecture(n_outputs)
         if not reuse:
@@ -132,6 +113,24 @@ class _LatentTreeBase(TreeEstimator):
         self.best_epoch_ = int(best_epoch)
         self.n_parameters_ = count_parameters(self.net_)
         self.device_ = device
+
+    def _hold_out(self, X: np.ndarray, Y: np.ndarray, rng: np.random.Generator, stratify: np.ndarray | None
+                  ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+        """Hold out ``validation_fraction`` of the rows for early stopping when ``fit`` got no
+        ``eval_set`` (as scikit-learn's ``early_stopping=True``), stratified by class when every
+        class allows it. Nothing is held out with ``patience=0``, a zero fraction, or too few rows."""
+        n, frac = X.shape[0], float(self.validation_fraction)
+        n_val = int(round(frac * n))
+        if int(self.patience) == 0 or n_val < 1 or n - n_val < 2:
+            return X, Y, None
+        seed = int(rng.integers(2**31 - 1))
+        rows = np.arange(n)
+        try:
+            train, val = train_test_split(rows, test_size=n_val, random_state=seed, stratify=stratify)
+        except ValueError:  # a class too small to stratify
+            train, val = train_test_split(rows, test_size=n_val, random_state=seed)
+        train, val = np.sort(train), np.sort(val)
+        return X[train], Y[train], (X[val], Y[val])
 
     def _architecture(self) -> dict[str, Any]:
         return dict(depth=int(self.depth), split=self.split, head=self.head, head_layers=int(self.head_layers),
@@ -208,7 +207,7 @@ class _LatentTreeBase(TreeEstimator):
         return Tree(
             children_left=left, children_right=right, weight=weight, bias=bias, leaf_value=leaf_value,
             active=self.pruning_, routing="hard", feature_names=self.feature_names_,
-            output_names=tuple(output_names), task=self._task, family="latent",
+            output_names=tuple(output_names), task=self._task, family=self.family_key,
             meta={
                 "prediction": "head",
                 "prune_strength": float(self.prune_strength),
@@ -254,12 +253,9 @@ class _LatentTreeBase(TreeEstimator):
         return values
 
     # ------------------------------------------------------------------ persistence
-    def _learned_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    def _get_model_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         check_is_fitted(self, "net_")
         learned = {
-            "n_features_in_": int(self.n_features_in_),
-            "feature_names": list(self.feature_names_),
-            "has_feature_names_in": hasattr(self, "feature_names_in_"),
             "architecture_": self.architecture_,
             "n_net_inputs_": int(self.n_net_inputs_),
             "best_epoch_": int(self.best_epoch_),
@@ -270,22 +266,21 @@ class _LatentTreeBase(TreeEstimator):
         arrays["leaf_value_"] = self.leaf_value_
         return learned, arrays
 
-    def _restore_state(self, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        self._restore_feature_names(config)
-        arch = dict(config["architecture_"])
+    def _set_model_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        arch = dict(learned["architecture_"])
         for key in ("depth", "split", "head", "head_layers", "dropout", "readout", "formulation"):
             if arch.get(key) != self._architecture()[key]:
                 raise KeyError(f"architecture '{key}' ({arch.get(key)!r} vs parameter {self._architecture()[key]!r})")
         self.device_ = resolve_device(self.device)
-        self.net_ = self._build_net(int(config["n_net_inputs_"]), int(arch["n_outputs"]))
+        self.net_ = self._build_net(int(learned["n_net_inputs_"]), int(arch["n_outputs"]))
         state = {k[4:]: torch.from_numpy(np.array(v)) for k, v in arrays.items() if k.startswith("net.")}
         self.net_.load_state_dict(state)
         self.net_.to(self.device_).eval()
         self._net64 = None
         self.pruning_ = np.asarray(arrays["pruning_"], dtype=np.float64)
         self.leaf_value_ = np.asarray(arrays["leaf_value_"], dtype=np.float64)
-        self.best_epoch_ = int(config.get("best_epoch_", 0))
-        self.n_parameters_ = int(config.get("n_parameters_", count_parameters(self.net_)))
+        self.best_epoch_ = int(learned.get("best_epoch_", 0))
+        self.n_parameters_ = int(learned.get("n_parameters_", count_parameters(self.net_)))
 
 
 # ---------------------------------------------------------------------------- classification
@@ -342,6 +337,7 @@ class LatentTreeClassifier(ClassifierMixin, _LatentTreeBase):
     def fit(self, X: Any, y: Any, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple[Any, Any] | None = None,
             feature_names: Sequence[str] | None = None) -> "LatentTreeClassifier":
+        self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         classes = np.unique(y)
@@ -359,7 +355,7 @@ class LatentTreeClassifier(ClassifierMixin, _LatentTreeBase):
         if eval_set is not None:
             ev = (self._X(eval_set[0], reset=False), np.asarray(eval_set[1]))
         fns = {"targets": targets, "loss": _ce_loss(binary), "score": _accuracy(binary)}
-        self._train(X, y, fns, 1 if binary else self.classes_.size, ev, callbacks, feature_names)
+        self._train(X, y, fns, 1 if binary else self.classes_.size, ev, callbacks, feature_names, stratify=y)
         self.leaf_value_ = self._leaf_values(X, np.searchsorted(self.classes_, y), self.classes_.size)
         return self
 
@@ -384,15 +380,6 @@ class LatentTreeClassifier(ClassifierMixin, _LatentTreeBase):
     def to_tree(self) -> Tree:
         check_is_fitted(self, "net_")
         return self._empty_tree(self.leaf_value_, [str(c) for c in self.classes_])
-
-    def _learned_state(self):
-        learned, arrays = super()._learned_state()
-        learned["classes_"] = encode_labels(self.classes_)
-        return learned, arrays
-
-    def _restore_state(self, config, arrays):
-        self.classes_ = decode_labels(config["classes_"])
-        super()._restore_state(config, arrays)
 
 
 # ---------------------------------------------------------------------------- regression
@@ -419,6 +406,7 @@ class LatentTreeRegressor(RegressorMixin, _LatentTreeBase):
     def fit(self, X: Any, y: Any, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple[Any, Any] | None = None,
             feature_names: Sequence[str] | None = None) -> "LatentTreeRegressor":
+        self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
         Y = y.reshape(y.shape[0], -1)
         self.n_outputs_ = Y.shape[1] if y.ndim == 2 else 1
@@ -449,18 +437,18 @@ class LatentTreeRegressor(RegressorMixin, _LatentTreeBase):
         names = ["y"] if self.n_outputs_ == 1 else [f"y{i}" for i in range(self.n_outputs_)]
         return self._empty_tree(self.leaf_value_, names)
 
-    def _learned_state(self):
-        learned, arrays = super()._learned_state()
+    def _get_model_state(self):
+        learned, arrays = super()._get_model_state()
         learned["n_outputs_"] = int(self.n_outputs_)
         arrays["y_mean_"] = np.asarray(self.y_mean_, dtype=np.float64)
         arrays["y_std_"] = np.asarray(self.y_std_, dtype=np.float64)
         return learned, arrays
 
-    def _restore_state(self, config, arrays):
-        self.n_outputs_ = int(config["n_outputs_"])
+    def _set_model_state(self, learned, arrays):
+        self.n_outputs_ = int(learned["n_outputs_"])
         self.y_mean_ = np.asarray(arrays["y_mean_"])
         self.y_std_ = np.asarray(arrays["y_std_"])
-        super()._restore_state(config, arrays)
+        super()._set_model_state(learned, arrays)
 
 
 # ---------------------------------------------------------------------------- clustering
@@ -506,16 +494,16 @@ class LatentTreeClustering(ClusterMixin, _LatentTreeBase):
 
     _task = "clustering"
 
-    def __init__(self, depth=3, prune_strength=1.0, split="linear", head="linear", head_layers=2,
+    def __init__(self, *, depth=3, prune_strength=1.0, split="linear", head="linear", head_layers=2,
                  dropout=0.0, readout="code", formulation="icml", optimizer="qhadam",
-                 learning_rate=1e-2, batch_size=64, max_epochs=100, patience=10, lr_patience=2,
-                 inference="frozen", eval_batch_size=None, warm_start=False, device="auto",
+                 learning_rate=1e-2, batch_size=64, max_epochs=100, patience=10, validation_fraction=0.1,
+                 lr_patience=2, inference="frozen", eval_batch_size=None, warm_start=False, device="auto",
                  random_state=0, target_features="0"):
         super().__init__(depth=depth, prune_strength=prune_strength, split=split, head=head,
                          head_layers=head_layers, dropout=dropout, readout=readout,
                          formulation=formulation, optimizer=optimizer, learning_rate=learning_rate,
                          batch_size=batch_size, max_epochs=max_epochs, patience=patience,
-                         lr_patience=lr_patience, inference=inference, eval_batch_size=eval_batch_size,
+                         validation_fraction=validation_fraction, lr_patience=lr_patience, inference=inference, eval_batch_size=eval_batch_size,
                          warm_start=warm_start, device=device, random_state=random_state)
         self.target_features = target_features
 
@@ -528,6 +516,7 @@ class LatentTreeClustering(ClusterMixin, _LatentTreeBase):
     def fit(self, X: Any, y: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple[Any, Any] | None = None,
             feature_names: Sequence[str] | None = None) -> "LatentTreeClustering":
+        self._validate_params()
         X = validate_data(self, X, dtype=np.float64)
         if X.shape[1] < 2:
             raise ValueError("Self-supervised clustering needs at least 2 features: one to reconstruct, "
@@ -577,15 +566,15 @@ class LatentTreeClustering(ClusterMixin, _LatentTreeBase):
         out = self._outputs(X)
         return out * self.t_std_ + self.t_mean_
 
-    def _learned_state(self):
-        learned, arrays = super()._learned_state()
+    def _get_model_state(self):
+        learned, arrays = super()._get_model_state()
         arrays["target_columns_"] = self.target_columns_.astype(np.int64)
         arrays["t_mean_"], arrays["t_std_"] = self.t_mean_, self.t_std_
         arrays["cluster_leaves_"] = self.cluster_leaves_.astype(np.int64)
         return learned, arrays
 
-    def _restore_state(self, config, arrays):
+    def _set_model_state(self, learned, arrays):
         self.target_columns_ = np.asarray(arrays["target_columns_"], dtype=np.int64)
         self.t_mean_, self.t_std_ = np.asarray(arrays["t_mean_"]), np.asarray(arrays["t_std_"])
         self.cluster_leaves_ = np.asarray(arrays["cluster_leaves_"], dtype=np.int64)
-        super()._restore_state(config, arrays)
+        super()._set_model_state(learned, arrays)

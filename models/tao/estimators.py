@@ -25,15 +25,13 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from models.base import Callback, TreeEstimator, decode_labels, encode_labels, resolve_device, seed_everything
-from models.tao.core import LEAVES, TAOConfig, class_probabilities, train
+from models.base import Callback, TreeEstimator, resolve_device, seed_everything
+from models.tao.core import TAOConfig, class_probabilities, train
 from models.tao.init import cart_init, clustering_init, random_init
 from models.tao.state import ABSENT, TAOTree
 from treeviz.errors import TreevizError
 from treeviz.tree import Tree
 
-INITS = ("auto", "cart", "random", "clustering")
-SOLVER_CHOICES = ("auto", "sklearn", "torch")
 
 
 def compact(tree: TAOTree) -> tuple[TAOTree, np.ndarray]:
@@ -49,8 +47,8 @@ def compact(tree: TAOTree) -> tuple[TAOTree, np.ndarray]:
     return out, order
 
 
-def tao_tree_to_tree(tree: TAOTree, *, task: str, feature_names: Sequence[str], output_names: Sequence[str],
-                     meta: dict[str, Any]) -> Tree:
+def tao_tree_to_tree(tree: TAOTree, *, task: str, family: str, feature_names: Sequence[str],
+                     output_names: Sequence[str], meta: dict[str, Any]) -> Tree:
     """The shared :class:`Tree` description of a (compact) TAO tree."""
     is_leaf = tree.left < 0
     leaf_value = np.where(is_leaf[:, None], tree.value, np.nan)
@@ -60,7 +58,7 @@ def tao_tree_to_tree(tree: TAOTree, *, task: str, feature_names: Sequence[str], 
         leaf_weight = np.where(is_leaf[:, None, None], tree.leaf_weight, 0.0)
     return Tree(children_left=tree.left, children_right=tree.right, weight=weight,
                 bias=np.where(is_leaf, 0.0, tree.bias), leaf_value=leaf_value, leaf_weight=leaf_weight,
-                feature_names=tuple(feature_names), output_names=tuple(output_names), task=task, family="tao",
+                feature_names=tuple(feature_names), output_names=tuple(output_names), task=task, family=family,
                 meta={"prediction": "leaf_value", **meta})
 
 
@@ -98,27 +96,9 @@ def drop_zero_weights(X: np.ndarray, Y: np.ndarray, sw: np.ndarray) -> tuple[np.
 
 
 class _TAOBase(TreeEstimator):
-    family = "tao"
     _task = ""
 
     # ------------------------------------------------------------------ configuration
-    def _check_params(self) -> None:
-        def bad(msg: str) -> None:
-            raise TreevizError(msg)
-
-        if not isinstance(self.depth, (int, np.integer)) or not 0 <= self.depth <= 16:
-            bad(f"depth must be a whole number from 0 to 16; got {self.depth!r}.")
-        if not np.isfinite(float(self.l1_penalty)) or float(self.l1_penalty) < 0:
-            bad(f"l1_penalty (λ) must be zero or positive; got {self.l1_penalty!r}.")
-        if self.leaf not in self._leaves:
-            bad(f"leaf must be one of {', '.join(self._leaves)}; got {self.leaf!r}.")
-        if self.init not in INITS:
-            bad(f"init must be one of {', '.join(INITS)}; got {self.init!r}.")
-        if self.solver not in SOLVER_CHOICES:
-            bad(f"solver must be one of {', '.join(SOLVER_CHOICES)}; got {self.solver!r}.")
-        if not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
-            bad(f"max_iter must be a whole number of at least 1; got {self.max_iter!r}.")
-
     def _config(self, n_outputs: int) -> TAOConfig:
         device = resolve_device(self.device)
         solver = self.solver
@@ -146,7 +126,6 @@ class _TAOBase(TreeEstimator):
     def _fit_tao(self, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, n_outputs: int,
                  callbacks: Iterable[Callback] | None, eval_set: tuple | None,
                  feature_names: Sequence[str] | None) -> None:
-        self._check_params()
         cfg = self._config(n_outputs)
         self._set_feature_names(feature_names, X.shape[1])
         X, Y, sw = drop_zero_weights(X, Y, sw)
@@ -164,7 +143,10 @@ class _TAOBase(TreeEstimator):
             ev = (validate_data(self, Xv, reset=False, dtype=np.float64), np.asarray(yv))
         self._begin_training(callbacks, cfg.max_iter)
 
+        y_train = self._train_labels(Y)
+
         def on_iteration(record: dict) -> bool:
+            record["train_score"] = self._score_tree(tree, X, y_train)
             if ev is not None:
                 record["val_score"] = self._score_tree(tree, *ev)
             return self._record(**record)
@@ -196,32 +178,30 @@ class _TAOBase(TreeEstimator):
 
     def to_tree(self) -> Tree:
         check_is_fitted(self, "tao_tree_")
-        return tao_tree_to_tree(self.tao_tree_, task=self._task, feature_names=self.feature_names_,
+        return tao_tree_to_tree(self.tao_tree_, task=self._task, family=self.family_key,
+                                feature_names=self.feature_names_,
                                 output_names=self._output_names(), meta=self._meta(self.node_origin_))
 
     # ------------------------------------------------------------------ model files
-    def _learned_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    def _get_model_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         check_is_fitted(self, "tao_tree_")
-        learned = {"n_features_in_": int(self.n_features_in_), "feature_names": list(self.feature_names_),
-                   "has_feature_names_in": hasattr(self, "feature_names_in_"), "n_iter_": int(self.n_iter_)}
         arrays = tree_arrays(self.tao_tree_)
         arrays["node_origin"] = self.node_origin_
-        return learned, arrays
+        return {"n_iter_": int(self.n_iter_)}, arrays
 
-    def _restore_state(self, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        self._restore_feature_names(config)
+    def _set_model_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         self.tao_tree_ = tree_from_arrays(arrays)
         self.node_origin_ = np.asarray(arrays.get("node_origin", np.arange(self.tao_tree_.n_slots)), dtype=np.int64)
-        self.n_iter_ = int(config.get("n_iter_", 0))
+        self.n_iter_ = int(learned.get("n_iter_", 0))
 
 
 class _ClassLabels:
-    """Classification pieces shared by trees and forests: labels in, class names out, and
-    ``classes_`` in the model file."""
+    """Classification pieces shared by trees and forests: labels in, class names out."""
 
     def _labels(self, X: Any, y: Any, sample_weight: Any, *, keep_classes: bool = False):
         """Validated (X, class indices, sample weights); sets ``classes_`` unless ``keep_classes``
         and the current classes cover ``y``."""
+        self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
@@ -233,14 +213,9 @@ class _ClassLabels:
     def _output_names(self) -> list[str]:
         return [str(c) for c in self.classes_]
 
-    def _learned_state(self):
-        learned, arrays = super()._learned_state()
-        learned["classes_"] = encode_labels(self.classes_)
-        return learned, arrays
-
-    def _restore_state(self, config, arrays):
-        self.classes_ = decode_labels(config["classes_"])
-        super()._restore_state(config, arrays)
+    def _train_labels(self, Y: np.ndarray) -> np.ndarray:
+        """The training labels as ``fit`` got them (``Y`` holds class indices)."""
+        return self.classes_.take(Y)
 
 
 class _Targets:
@@ -253,6 +228,7 @@ class _Targets:
 
     def _targets(self, X: Any, y: Any, sample_weight: Any):
         """Validated (X, targets as (n, k), sample weights); remembers whether y was 1-D."""
+        self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         self._y_ndim = np.ndim(y)
@@ -264,14 +240,17 @@ class _Targets:
     def _target_names(self, k: int) -> list[str]:
         return ["target"] if k == 1 else [f"target {j}" for j in range(k)]
 
-    def _learned_state(self):
-        learned, arrays = super()._learned_state()
+    def _train_labels(self, Y: np.ndarray) -> np.ndarray:
+        return Y
+
+    def _get_model_state(self):
+        learned, arrays = super()._get_model_state()
         learned["y_ndim"] = int(getattr(self, "_y_ndim", 1))
         return learned, arrays
 
-    def _restore_state(self, config, arrays):
-        self._y_ndim = int(config.get("y_ndim", 1))
-        super()._restore_state(config, arrays)
+    def _set_model_state(self, learned, arrays):
+        self._y_ndim = int(learned.get("y_ndim", 1))
+        super()._set_model_state(learned, arrays)
 
 
 class TAOClassifier(ClassifierMixin, _ClassLabels, _TAOBase):
@@ -314,9 +293,8 @@ class TAOClassifier(ClassifierMixin, _ClassLabels, _TAOBase):
     """
 
     _task = "classification"
-    _leaves = LEAVES
 
-    def __init__(self, depth=4, l1_penalty=0.01, leaf="constant", leaf_classes=None, node_type="oblique",
+    def __init__(self, *, depth=4, l1_penalty=0.01, leaf="constant", leaf_classes=None, node_type="oblique",
                  init="auto", max_iter=20, tol=1e-4, order="reverse_bfs", guard="objective", solver="auto",
                  loss="zero_one", beta=100.0, device="auto", warm_start=False, random_state=0):
         self.depth = depth
@@ -363,9 +341,8 @@ class TAORegressor(RegressorMixin, _Targets, _TAOBase):
     squared-error loss)."""
 
     _task = "regression"
-    _leaves = ("constant", "linear")
 
-    def __init__(self, depth=4, l1_penalty=0.01, leaf="constant", node_type="oblique", init="auto",
+    def __init__(self, *, depth=4, l1_penalty=0.01, leaf="constant", node_type="oblique", init="auto",
                  max_iter=20, tol=1e-4, order="reverse_bfs", guard="objective", solver="auto", device="auto",
                  warm_start=False, random_state=0):
         self.depth = depth

@@ -16,23 +16,22 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from models.base import Callback, seed_everything
 from models.tao.core import class_probabilities, train
-from models.tao.estimators import (TAOClassifier, TAORegressor, _ClassLabels, _TAOBase, _Targets, compact,
-                                   drop_zero_weights, tao_tree_to_tree, tree_arrays, tree_from_arrays)
+from models.tao.estimators import (_ClassLabels, _TAOBase, _Targets, compact, drop_zero_weights, tao_tree_to_tree,
+                                   tree_arrays, tree_from_arrays)
 from treeviz.errors import TreevizError
 from treeviz.tree import Tree
 
 
 class _ForestBase(_TAOBase):
-    def _check_forest(self) -> None:
-        if not isinstance(self.n_trees, (int, np.integer)) or not 1 <= self.n_trees <= 1000:
-            raise TreevizError(f"n_trees must be a whole number from 1 to 1000; got {self.n_trees!r}.")
-        if not 0.0 < float(self.subsample) <= 1.0:
-            raise TreevizError(f"subsample must be in (0, 1]; got {self.subsample!r}.")
+    _expected_failed_checks = {
+        "check_sample_weight_equivalence_on_dense_data":
+            "each tree trains on a random subsample of the rows drawn without replacement; repeating a row "
+            "changes the number of rows and hence the draw, so no weighting of the subsample can equal "
+            "repetition (zero weights are equivalent: those rows are dropped before subsampling)",
+    }
 
     def _fit_forest(self, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, n_outputs: int,
                     callbacks: Iterable[Callback] | None, feature_names: Sequence[str] | None) -> None:
-        self._check_params()
-        self._check_forest()
         cfg = self._config(n_outputs)
         self._set_feature_names(feature_names, X.shape[1])
         X, Y, sw = drop_zero_weights(X, Y, sw)
@@ -76,7 +75,7 @@ class _ForestBase(_TAOBase):
 
     def to_trees(self) -> list[Tree]:
         check_is_fitted(self, "trees_")
-        return [tao_tree_to_tree(t, task=self._task, feature_names=self.feature_names_,
+        return [tao_tree_to_tree(t, task=self._task, family=self.family_key, feature_names=self.feature_names_,
                                  output_names=self._output_names(),
                                  meta={**self._meta(o), "forest_index": i, "forest_size": len(self.trees_)})
                 for i, (t, o) in enumerate(zip(self.trees_, self.node_origins_))]
@@ -88,26 +87,23 @@ class _ForestBase(_TAOBase):
             raise TreevizError(f"The forest has {len(trees)} trees; choose an index from 0 to {len(trees) - 1}.")
         return trees[index]
 
-    def _learned_state(self):
+    def _get_model_state(self):
         check_is_fitted(self, "trees_")
-        learned = {"n_features_in_": int(self.n_features_in_), "feature_names": list(self.feature_names_),
-                   "has_feature_names_in": hasattr(self, "feature_names_in_"), "n_trees_fitted": len(self.trees_),
-                   "n_iter_": int(self.n_iter_)}
+        learned = {"n_trees_fitted": len(self.trees_), "n_iter_": int(self.n_iter_)}
         arrays: dict[str, np.ndarray] = {}
         for i, (t, o) in enumerate(zip(self.trees_, self.node_origins_)):
             arrays.update(tree_arrays(t, prefix=f"t{i}_"))
             arrays[f"t{i}_origin"] = o
         return learned, arrays
 
-    def _restore_state(self, config, arrays):
-        self._restore_feature_names(config)
-        n = int(config.get("n_trees_fitted", 0))
+    def _set_model_state(self, learned, arrays):
+        n = int(learned.get("n_trees_fitted", 0))
         if n < 1:
             raise TreevizError("The model file holds no trees; train the forest again.")
         self.trees_ = [tree_from_arrays(arrays, prefix=f"t{i}_") for i in range(n)]
         self.node_origins_ = [np.asarray(arrays.get(f"t{i}_origin", np.arange(t.n_slots)), dtype=np.int64)
                               for i, t in enumerate(self.trees_)]
-        self.n_iter_ = int(config.get("n_iter_", 0))
+        self.n_iter_ = int(learned.get("n_iter_", 0))
 
 
 class TAOForestClassifier(ClassifierMixin, _ClassLabels, _ForestBase):
@@ -117,9 +113,8 @@ class TAOForestClassifier(ClassifierMixin, _ClassLabels, _ForestBase):
     random initial tree (``init="random"``, the thesis's forests)."""
 
     _task = "classification"
-    _leaves = TAOClassifier._leaves
 
-    def __init__(self, n_trees=10, subsample=0.9, depth=6, l1_penalty=0.01, leaf="constant", leaf_classes=None,
+    def __init__(self, *, n_trees=10, subsample=0.9, depth=6, l1_penalty=0.01, leaf="constant", leaf_classes=None,
                  node_type="oblique", init="random", max_iter=20, tol=1e-4, order="reverse_bfs", guard="objective",
                  solver="auto", loss="zero_one", beta=100.0, device="auto", random_state=0):
         self.n_trees = n_trees
@@ -170,9 +165,8 @@ class TAOForestRegressor(RegressorMixin, _Targets, _ForestBase):
     :class:`TAOForestClassifier` (constant or linear leaves)."""
 
     _task = "regression"
-    _leaves = TAORegressor._leaves
 
-    def __init__(self, n_trees=10, subsample=0.9, depth=6, l1_penalty=0.01, leaf="constant", node_type="oblique",
+    def __init__(self, *, n_trees=10, subsample=0.9, depth=6, l1_penalty=0.01, leaf="constant", node_type="oblique",
                  init="random", max_iter=20, tol=1e-4, order="reverse_bfs", guard="objective", solver="auto",
                  device="auto", random_state=0):
         self.n_trees = n_trees

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.cart import float64_threshold
+from models.cart.estimators import float64_threshold
 from models.tao.core import TAOConfig, constant_leaf
 from models.tao.state import TAOTree, complete_tree, group_rows
 from treeviz.errors import TreevizError

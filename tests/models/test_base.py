@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from models.base import TreeEstimator, _plain, available_devices, resolve_device, seed_everything
+from models.base import TreeEstimator, available_devices, resolve_device, seed_everything
+from treeviz.jsonio import plain
 from treeviz.errors import TreevizError
 
 
@@ -49,4 +50,4 @@ def test_history_records_hold_plain_numbers():
     (rec,) = est.history_
     assert rec == {"epoch": 1, "loss": 0.5, "sizes": [1.5]}
     assert type(rec["epoch"]) is int and type(rec["loss"]) is float
-    assert _plain("x") == "x"
+    assert plain("x") == "x"

@@ -7,7 +7,7 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from models.base import Callback
-from models.cart import CARTClassifier, CARTRegressor, float64_threshold
+from models.cart.estimators import CARTClassifier, CARTRegressor, float64_threshold
 from treeviz.errors import TrainingCancelled
 
 

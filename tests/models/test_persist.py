@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes
 
-from models.cart import CARTClassifier, CARTRegressor
+from models.cart.estimators import CARTClassifier, CARTRegressor
 from models.persist import load_model, model_bytes, read_config, save_model, zip_bytes
 from treeviz.errors import TreevizError
 

@@ -1,25 +1,46 @@
-"""The registry: one description per family, consistent with the estimators' own defaults."""
+"""The registry: families discovered from their own packages, each described once."""
 
 import numpy as np
 import pytest
 from sklearn.datasets import load_iris
 
-from models.registry import FAMILIES, all_estimator_classes, families_for_task, get_family, signature_defaults
+from models import registry
+from models.registry import families, families_for_task, family_of_class, get_family
+from models.tao.forest import TAOForestClassifier
 from treeviz.errors import TreevizError
 
 
-def test_registry_defaults_equal_estimator_signature_defaults():
-    for family, task, cls in all_estimator_classes():
-        sig = signature_defaults(cls)
-        for name, value in family.defaults(task).items():
-            assert name in sig, f"{cls.__name__} lacks registry parameter {name}"
-            assert sig[name] == value, f"{cls.__name__}.{name}: registry {value!r} != code {sig[name]!r}"
+def test_families_are_discovered_from_their_packages():
+    assert list(families()) == ["cart", "latent", "tao", "tao_forest"]
+    assert family_of_class(TAOForestClassifier).key == "tao_forest"
+    assert TAOForestClassifier().family_key == "tao_forest"
+
+
+def test_a_family_module_named_in_the_environment_is_added(monkeypatch):
+    monkeypatch.setenv(registry.PLUGINS_ENV, "tests.families.stump.family")
+    try:
+        assert "stump" in registry.reload()
+    finally:
+        monkeypatch.delenv(registry.PLUGINS_ENV)
+        registry.reload()
+    assert "stump" not in families()
+
+
+def test_a_broken_family_module_is_a_sentence(monkeypatch):
+    monkeypatch.setenv(registry.PLUGINS_ENV, "tests.no_such_family_module")
+    try:
+        with pytest.raises(TreevizError, match="cannot be imported"):
+            registry.reload()
+    finally:
+        monkeypatch.delenv(registry.PLUGINS_ENV)
+        registry.reload()
 
 
 def test_every_param_default_validates_and_presets_are_known_params():
-    for family in FAMILIES.values():
+    for family in families().values():
         for p in family.params:
             assert p.validate(p.default) == p.default
+            assert p.validate(p.default, strict=True) == p.default
             assert p.help.endswith(".")
         for preset in family.presets.values():
             names = {p.name for p in family.params}

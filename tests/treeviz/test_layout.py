@@ -264,7 +264,7 @@ def test_breadth_first_arrays_order():
 
 
 def test_accepts_a_tree_object():
-    from models.cart import CARTClassifier
+    from models.cart.estimators import CARTClassifier
     from sklearn.datasets import load_iris
 
     X, y = load_iris(return_X_y=True)

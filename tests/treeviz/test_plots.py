@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits
 
-from models.cart import CARTClassifier, CARTRegressor
+from models.cart.estimators import CARTClassifier, CARTRegressor
 from treeviz.errors import TreevizError
 from treeviz.layout import tidy_layout
 from treeviz.plots import NODE_TRACE_NAME, node_from_selection, tree_figure

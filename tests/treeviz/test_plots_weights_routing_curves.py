@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer, load_digits, load_iris
 
-from models.cart import CARTClassifier
+from models.cart.estimators import CARTClassifier
 from treeviz.errors import TreevizError
 from treeviz.plots import (
     class_flow_figure,
@@ -196,7 +196,7 @@ def test_class_flow_with_shallow_leaves_counts_samples_reaching_each_depth():
 
 def test_class_flow_needs_classification():
     X, y = load_iris(return_X_y=True)
-    from models.cart import CARTRegressor
+    from models.cart.estimators import CARTRegressor
 
     tree = CARTRegressor(max_depth=2).fit(X, y.astype(float)).to_tree()
     with pytest.raises(TreevizError):

@@ -15,13 +15,14 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes
 
-from models.cart import CARTClassifier
+from models.cart.estimators import CARTClassifier
 from models.persist import load_model
 from treeviz import run_archive
 from treeviz import runs as runs_mod
 from treeviz.data.dataset import Dataset
 from treeviz.data.preprocess import PrepConfig, prepare
 from treeviz.errors import TreevizError
+from treeviz.run_archive import export_zip, import_zip
 from treeviz.runs import RunRecord, RunStore, default_root
 
 REPO = Path(__file__).resolve().parents[2]
@@ -116,7 +117,7 @@ def test_load_prepared_reproduces_the_arrays(store, prepared):
 
 def test_regression_dataset_is_stored_once(store):
     prep = prepare(diabetes(), PrepConfig(scaling="quantile"))
-    from models.cart import CARTRegressor
+    from models.cart.estimators import CARTRegressor
 
     est = CARTRegressor(max_depth=2).fit(prep.X_train, prep.labels("train"))
     a = store.save(est, prep, metrics={"test_rmse": np.float64(3.5), "bad": float("nan")})
@@ -175,7 +176,7 @@ def test_a_crash_mid_save_is_ignored_and_reported(store, prepared, monkeypatch):
         sys.path.insert(0, {str(REPO)!r})
         import numpy as np
         from sklearn.datasets import load_iris
-        from models.cart import CARTClassifier
+        from models.cart.estimators import CARTClassifier
         from treeviz import runs
         from treeviz.data.dataset import Dataset
         from treeviz.data.preprocess import prepare
@@ -244,21 +245,21 @@ def test_bad_run_ids_are_refused(store, bad):
 
 def test_export_import_round_trip(store, prepared, tmp_path):
     est, record = save(store, prepared)
-    data = store.export_zip(record.run_id)
-    assert data == store.export_zip(record.run_id)  # deterministic bytes
+    data = export_zip(store, record.run_id)
+    assert data == export_zip(store, record.run_id)  # deterministic bytes
     assert np.array_equal(load_model(data).predict(prepared.X_test), est.predict(prepared.X_test))
     fresh = RunStore(tmp_path / "elsewhere")
-    imported = fresh.import_zip(data)
+    imported = import_zip(fresh, data)
     assert imported == record
     assert np.array_equal(fresh.load_model(record.run_id).predict_proba(prepared.X_test),
                           est.predict_proba(prepared.X_test))
     assert np.array_equal(fresh.load_prepared(record.run_id).X_val, prepared.X_val)
     assert fresh.history(record.run_id) == est.history_
-    again = store.import_zip(data)  # same store: a copy under a new id, the original untouched
+    again = import_zip(store, data)  # same store: a copy under a new id, the original untouched
     assert again.run_id != record.run_id and store.get(record.run_id) == record
     assert len(store.list()) == 2
     no_data = RunStore(tmp_path / "nodata")
-    no_data.import_zip(store.export_zip(record.run_id, include_dataset=False))
+    import_zip(no_data, export_zip(store, record.run_id, include_dataset=False))
     with pytest.raises(TreevizError, match="not in the run store"):
         no_data.load_prepared(record.run_id)
 
@@ -278,7 +279,7 @@ def members_of(data: bytes) -> dict[str, bytes]:
 
 def test_import_refuses_unsafe_zips(store, prepared, monkeypatch, tmp_path):
     est, record = save(store, prepared)
-    good = members_of(store.export_zip(record.run_id))
+    good = members_of(export_zip(store, record.run_id))
     target = RunStore(tmp_path / "target")
     pickled = pickle.dumps(est)
     cases = {
@@ -295,21 +296,21 @@ def test_import_refuses_unsafe_zips(store, prepared, monkeypatch, tmp_path):
     }
     for label, (members, pattern) in cases.items():
         with pytest.raises(TreevizError, match=pattern) as info:
-            target.import_zip(make_zip(members))
+            import_zip(target, make_zip(members))
         assert str(info.value).endswith("."), label
     with pytest.raises(TreevizError, match="not a zip"):
-        target.import_zip(b"\x80\x04 definitely a pickle")
+        import_zip(target, b"\x80\x04 definitely a pickle")
     monkeypatch.setattr(run_archive, "MAX_IMPORT_BYTES", 1024 * 1024)
     with pytest.raises(TreevizError, match="too large"):
-        target.import_zip(make_zip({**good, "history.json": b" " * (2 * 1024 * 1024)}))
+        import_zip(target, make_zip({**good, "history.json": b" " * (2 * 1024 * 1024)}))
     assert target.list() == [] and not target.runs_dir.exists()
 
 
 def test_import_accepts_a_zipped_folder(store, prepared, tmp_path):
     _, record = save(store, prepared)
-    good = members_of(store.export_zip(record.run_id))
+    good = members_of(export_zip(store, record.run_id))
     wrapped = make_zip({f"my run/{n}": d for n, d in good.items()})
-    assert RunStore(tmp_path / "t").import_zip(wrapped).run_id == record.run_id
+    assert import_zip(RunStore(tmp_path / "t"), wrapped).run_id == record.run_id
 
 
 def test_record_from_dict_rejects_tampering(store, prepared):

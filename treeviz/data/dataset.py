@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from treeviz.atomic import dumps_json, jsonable
+from treeviz.jsonio import dumps_json, jsonable
 from treeviz.errors import TreevizError
 
 TASKS = ("classification", "regression", "clustering")

@@ -10,7 +10,7 @@ from sklearn.datasets import load_breast_cancer, load_digits, load_iris, make_bl
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
-from models.cart import float64_threshold
+from models.cart.estimators import float64_threshold
 from models.tao import core
 from models.tao.core import (ABSENT, TAOConfig, class_probabilities, fit_leaves, objective, one_pass,
                              predictions_error, prune, reduced_objective, reduced_problems, refit_leaves,

@@ -1,0 +1,1 @@
+"""CART: scikit-learn's greedy decision tree, the baseline every family is compared with."""

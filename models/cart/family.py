@@ -1,0 +1,41 @@
+"""CART as a treeviz family: its estimators, hyperparameter schema and presets (no heavy imports)."""
+
+from models.schema import Curves, Family, Panel, Param, seed_param
+
+CART = Family(
+    key="cart",
+    label="CART (scikit-learn)",
+    description=(
+        "Greedy axis-aligned decision tree from scikit-learn: the baseline every optimisation-based "
+        "tree is compared with. Each split tests one feature against a threshold."
+    ),
+    estimators={
+        "classification": "models.cart.estimators:CARTClassifier",
+        "regression": "models.cart.estimators:CARTRegressor",
+    },
+    params=(
+        Param("max_depth", "int", None, "Deepest level the tree may grow to.", low=1, high=64,
+              optional_label="unlimited"),
+        Param("min_samples_split", "int", 2, "Fewest samples a node needs to be split.", low=2,
+              high=100_000),
+        Param("min_samples_leaf", "int", 1, "Fewest samples every leaf must keep.", low=1,
+              high=100_000),
+        Param("criterion", "choice", "gini", "Impurity measure a split minimises.",
+              choices=("gini", "entropy", "log_loss"), tasks=("classification",)),
+        Param("criterion", "choice", "squared_error", "Impurity measure a split minimises.",
+              choices=("squared_error", "friedman_mse", "absolute_error", "poisson"),
+              tasks=("regression",)),
+        Param("ccp_alpha", "float", 0.0,
+              "Cost-complexity pruning strength: larger values prune more (0 = no pruning).",
+              low=0.0, high=1e6, label="pruning strength (ccp_alpha)"),
+        Param("max_leaf_nodes", "int", None, "Largest number of leaves (best-first growth).",
+              low=2, high=1_000_000, optional_label="unlimited", advanced=True),
+        seed_param(),
+    ),
+    presets={"quick": {"max_depth": 4}, "deep": {"max_depth": 8, "min_samples_leaf": 2}},
+    curves=Curves(x="epoch", panels=(Panel("Score", ("train_score", "val_score")),
+                                     Panel("Size", ("n_leaves", "depth")))),
+    order=0,
+)
+
+FAMILIES = (CART,)

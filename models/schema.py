@@ -1,0 +1,340 @@
+"""How a model family describes itself: one :class:`Family` with its hyperparameter schema.
+
+A family declares itself once, in a light module ``models/<family>/family.py`` that imports
+nothing heavier than this module and defines ``FAMILIES`` (a tuple of :class:`Family`). The
+registry (:mod:`models.registry`) discovers these modules; the app's pages, sweeps, the sidebar,
+the run store and model files read only these descriptions. So adding a family means adding its
+package, its tests and its docs, and nothing else.
+
+What a Family holds:
+
+* its ``key`` (the one name stored in runs and model files), ``label``, ``description`` and
+  ``paper``;
+* ``estimators``: for each task it supports, its estimator class as ``"module:Class"`` (imported on
+  first use, so listing families does not import torch);
+* ``params``: the hyperparameters as one schema of :class:`Param`. The Train page builds its form
+  from it, :meth:`Family.make` and model loading validate against it, and every estimator checks
+  its own parameters against it at ``fit`` (:meth:`models.base.TreeEstimator._validate_params`),
+  in the spirit of scikit-learn's ``_parameter_constraints``;
+* ``presets``: named starting points for the form;
+* ``lambda_path``: the λ that the "Pruning / λ path" page sweeps (:class:`LambdaPath`), or None;
+* ``metrics``: the headline metric of each task (first found is shown);
+* ``curves``: which training-history series to plot, in which panels (:class:`Curves`);
+* ``views``: the extra views it offers (from :data:`VIEWS`), which pages look for;
+* ``test_params``: small settings under which the contract test (``tests/test_contract.py``,
+  scikit-learn's estimator checks among others) runs every estimator quickly.
+
+An estimator class may list scikit-learn checks it cannot pass, with the reason, in a class
+attribute ``_expected_failed_checks`` (a dict); the contract test marks them as expected failures.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from treeviz.errors import TreevizError
+
+PARAM_KINDS = ("int", "float", "choice", "bool", "text", "seed")
+TASKS = ("classification", "regression", "clustering")
+#: Views a family may offer beyond the common pages (explorer, routing, runs); pages that show a
+#: view list only the runs of families offering it. A λ path is offered through ``lambda_path``.
+VIEWS = ("clustering",)
+#: The figure a λ path is drawn with (names of figures in :mod:`treeviz.plots.sweep`).
+PATH_FIGURES = ("activity", "sparsity")
+#: How the tree at one λ is drawn: nodes coloured by their activity with pruned nodes dashed, or
+#: the structure the path left.
+PATH_TREE_VIEWS = ("activity", "structure")
+#: Headline metrics per task, best first; each is looked up as test_, then val_, then train_.
+DEFAULT_METRICS: Mapping[str, tuple[str, ...]] = {
+    "classification": ("accuracy",),
+    "regression": ("r2", "rmse"),
+    "clustering": ("dendrogram_purity", "ari"),
+}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One hyperparameter: its type, range, default and help text.
+
+    ``optional_label`` set means None is a legal value, shown in forms under that label (for
+    example ``max_depth=None`` shown as "unlimited"). ``tasks`` limits the parameter to some
+    tasks (empty = all). ``form=False`` keeps it out of the Train form because the app sets it
+    elsewhere (the device is chosen in the sidebar).
+
+    Kinds: ``int``, ``float``, ``choice`` (one of ``choices``), ``bool``, ``text`` and ``seed``
+    (None, an integer, or a numpy RandomState / Generator, as scikit-learn's ``random_state``).
+    """
+
+    name: str
+    kind: str
+    default: Any
+    help: str
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    choices: tuple[Any, ...] = ()
+    optional_label: str | None = None
+    tasks: tuple[str, ...] = ()
+    label: str | None = None
+    advanced: bool = False
+    form: bool = True
+
+    def __post_init__(self) -> None:
+        if self.kind not in PARAM_KINDS:
+            raise ValueError(f"Param {self.name}: kind must be one of {PARAM_KINDS}.")
+        if self.kind == "choice" and not self.choices:
+            raise ValueError(f"Param {self.name}: a choice needs choices.")
+        unknown = set(self.tasks) - set(TASKS)
+        if unknown:
+            raise ValueError(f"Param {self.name}: unknown task(s) {sorted(unknown)}.")
+
+    @property
+    def title(self) -> str:
+        return self.label or self.name.replace("_", " ")
+
+    def applies_to(self, task: str | None) -> bool:
+        return task is None or not self.tasks or task in self.tasks
+
+    def validate(self, value: Any, *, strict: bool = False) -> Any:
+        """``value`` checked (and, unless ``strict``, coerced) to this parameter's type.
+
+        Forms and JSON files give ``3.0`` for an integer; that is coerced to ``3``. At ``fit``
+        (``strict``) an integer parameter must already be an integer. A bad value raises a
+        :class:`TreevizError` sentence naming the parameter.
+        """
+        if value is None:
+            if self.optional_label is not None or self.kind == "seed":
+                return None
+            raise TreevizError(f"Parameter '{self.name}' needs a value.")
+        if self.kind == "seed":
+            if type(value).__name__ in ("RandomState", "Generator"):
+                return value
+            return self._number(value, "int", strict)
+        if self.kind == "bool":
+            if isinstance(value, bool) or type(value).__name__ == "bool_":
+                return bool(value)
+            raise TreevizError(f"Parameter '{self.name}' must be true or false, got {value!r}.")
+        if self.kind == "text":
+            if not isinstance(value, str):
+                raise TreevizError(f"Parameter '{self.name}' must be text, got {value!r}.")
+            if len(value) > 1000:
+                raise TreevizError(f"Parameter '{self.name}' is too long (at most 1000 characters).")
+            return value.strip()
+        if self.kind == "choice":
+            if isinstance(value, str) and value in self.choices:
+                return value
+            allowed = ", ".join(repr(c) for c in self.choices)
+            raise TreevizError(f"Parameter '{self.name}' must be one of {allowed}; got {value!r}.")
+        return self._number(value, self.kind, strict)
+
+    def _number(self, value: Any, kind: str, strict: bool) -> int | float:
+        whole = "a whole number" if kind == "int" else "a number"
+        if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
+            raise TreevizError(f"Parameter '{self.name}' must be {whole}, got {value!r}.")
+        if strict and kind == "int" and not isinstance(value, numbers.Integral):
+            raise TreevizError(f"Parameter '{self.name}' must be {whole}, got {value!r}.")
+        try:
+            number: int | float = float(value)
+        except ValueError:
+            raise TreevizError(f"Parameter '{self.name}' must be {whole}, got {value!r}.") from None
+        if not math.isfinite(number):
+            raise TreevizError(f"Parameter '{self.name}' must be a finite number, got {value!r}.")
+        if kind == "int":
+            if not float(number).is_integer():
+                raise TreevizError(f"Parameter '{self.name}' must be {whole}, got {value!r}.")
+            number = int(number)
+        if self.low is not None and number < self.low:
+            raise TreevizError(f"Parameter '{self.name}' must be at least {self.low:g}; got {value!r}.")
+        if self.high is not None and number > self.high:
+            raise TreevizError(f"Parameter '{self.name}' must be at most {self.high:g}; got {value!r}.")
+        return number
+
+
+@dataclass(frozen=True)
+class LambdaPath:
+    """The λ path a family offers: one model per value of ``param``, in increasing order.
+
+    ``low``/``high``/``count`` are the default grid (geometric), ``warm_start`` the default of
+    "each fit starts from the previous one's result" (otherwise every λ starts from the same
+    initial model). ``figure`` names the figure that draws the path (:data:`PATH_FIGURES`),
+    ``sizes`` the per-λ numbers shown beside it (keys of a sweep row, see
+    :func:`treeviz.sweep.sweep_table`), ``tree_view`` how the tree at one λ is drawn
+    (:data:`PATH_TREE_VIEWS`) and ``note`` the sentence under that tree.
+    """
+
+    param: str
+    low: float
+    high: float
+    figure: str
+    sizes: tuple[str, ...]
+    count: int = 6
+    warm_start: bool = False
+    tree_view: str = "structure"
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.figure not in PATH_FIGURES:
+            raise ValueError(f"LambdaPath.figure must be one of {PATH_FIGURES}.")
+        if self.tree_view not in PATH_TREE_VIEWS:
+            raise ValueError(f"LambdaPath.tree_view must be one of {PATH_TREE_VIEWS}.")
+        if not 0 < self.low <= self.high or self.count < 2:
+            raise ValueError("LambdaPath needs 0 < low <= high and at least 2 points.")
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One panel of the training curves: a title and the history keys drawn in it."""
+
+    title: str
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Curves:
+    """Which series of ``history_`` are worth plotting: ``x`` is the integer axis (epoch,
+    iteration, tree), ``panels`` go losses first, then scores, then counts. Keys a history lacks
+    are skipped; bookkeeping fields (timings, learning rate, counters) are simply not listed."""
+
+    x: str
+    panels: tuple[Panel, ...]
+
+
+@dataclass(frozen=True)
+class Family:
+    """A model family: estimator classes per task, hyperparameter schema, presets and views."""
+
+    key: str
+    label: str
+    description: str
+    estimators: Mapping[str, str]  # task -> "module:Class"
+    params: tuple[Param, ...]
+    presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    paper: str = ""
+    uses_torch: bool = False
+    lambda_path: LambdaPath | None = None
+    metrics: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(DEFAULT_METRICS))
+    curves: Curves | None = None
+    views: tuple[str, ...] = ()
+    test_params: Mapping[str, Any] = field(default_factory=dict)
+    order: int = 100  # position in family lists (smaller first)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.estimators) - set(TASKS)
+        if unknown:
+            raise ValueError(f"Family {self.key}: unknown task(s) {sorted(unknown)}.")
+        if set(self.views) - set(VIEWS):
+            raise ValueError(f"Family {self.key}: unknown view(s) {sorted(set(self.views) - set(VIEWS))}.")
+        names = [p.name for p in self.params]
+        for task in self.estimators:
+            per_task = [p.name for p in self.params if p.applies_to(task)]
+            if len(per_task) != len(set(per_task)):
+                raise ValueError(f"Family {self.key}: a parameter is declared twice for {task}.")
+        if self.lambda_path is not None and self.lambda_path.param not in names:
+            raise ValueError(f"Family {self.key}: the λ path sweeps an unknown parameter.")
+        for preset, values in (*self.presets.items(), ("test_params", self.test_params)):
+            if set(values) - set(names):
+                raise ValueError(f"Family {self.key}: preset {preset!r} names unknown parameters.")
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return tuple(self.estimators)
+
+    @property
+    def short_label(self) -> str:
+        """The label without its parenthesised note: "CART (scikit-learn)" -> "CART"."""
+        return self.label.split(" (")[0]
+
+    def offers(self, view: str) -> bool:
+        """Whether runs of this family have something to show in ``view`` ("lambda_path" or one
+        of :data:`VIEWS`)."""
+        return self.lambda_path is not None if view == "lambda_path" else view in self.views
+
+    def headline_metrics(self, task: str) -> tuple[str, ...]:
+        return tuple(self.metrics.get(task, DEFAULT_METRICS.get(task, ())))
+
+    def params_for(self, task: str | None = None, *, form_only: bool = False) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.applies_to(task) and (p.form or not form_only))
+
+    def param(self, name: str, task: str | None = None) -> Param:
+        for p in self.params_for(task):
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def estimator_class(self, task: str) -> type:
+        if task not in self.estimators:
+            raise TreevizError(f"{self.label} does not do {task}; it supports {', '.join(self.tasks)}.")
+        module, _, name = self.estimators[task].partition(":")
+        return getattr(importlib.import_module(module), name)
+
+    def class_by_name(self, name: str) -> type:
+        for task, ref in self.estimators.items():
+            if ref.partition(":")[2] == name:
+                return self.estimator_class(task)
+        raise TreevizError(f"{name!r} is not an estimator of the {self.label} family.")
+
+    def task_of_class(self, cls: type) -> str:
+        ref = f"{cls.__module__}:{cls.__name__}"
+        for task, known in self.estimators.items():
+            if known == ref:
+                return task
+        raise TreevizError(f"{cls.__name__} is not an estimator of the {self.label} family.")
+
+    def presets_for(self, task: str) -> list[str]:
+        """The presets whose values are valid for ``task`` (a softmax-leaf preset is not offered
+        for regression)."""
+        out = []
+        for name, values in self.presets.items():
+            try:
+                self.validate_params(values, task)
+            except TreevizError:
+                continue
+            out.append(name)
+        return out
+
+    def defaults(self, task: str | None = None, preset: str | None = None) -> dict[str, Any]:
+        """Default values of the form's parameters for ``task``, updated by ``preset``."""
+        values = {p.name: p.default for p in self.params_for(task, form_only=True)}
+        if preset is not None:
+            if preset not in self.presets:
+                raise TreevizError(f"{self.label} has no preset {preset!r}.")
+            values.update({k: v for k, v in self.presets[preset].items() if k in values})
+        return values
+
+    def validate_params(self, values: Mapping[str, Any], task: str | None = None, *,
+                        strict: bool = False) -> dict[str, Any]:
+        """Check every value against the schema (unknown names are an error); coerced copies."""
+        known = {p.name: p for p in self.params_for(task)}
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise TreevizError(
+                f"{self.label} has no parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}."
+            )
+        return {name: known[name].validate(v, strict=strict) for name, v in values.items()}
+
+    def make(self, task: str, params: Mapping[str, Any] | None = None, **extra: Any) -> Any:
+        """An unfitted estimator for ``task``: defaults updated with validated ``params`` and
+        ``extra`` (values the app sets outside the form, such as the device)."""
+        values = self.defaults(task)
+        values.update(self.validate_params({**dict(params or {}), **extra}, task))
+        return self.estimator_class(task)(**values)
+
+
+def seed_param(**overrides: Any) -> Param:
+    """The ``random_state`` parameter every family shares."""
+    values = dict(name="random_state", kind="seed", default=0,
+                  help="Seed for every random choice, for reproducible runs.", low=0, high=2**31 - 1,
+                  optional_label="random", advanced=True)
+    values.update(overrides)
+    return Param(**values)
+
+
+def device_param() -> Param:
+    """The ``device`` parameter of torch families (chosen in the app's sidebar, not the form)."""
+    return Param("device", "text", "auto",
+                 "Where to train: 'auto' (a CUDA GPU when one is visible), 'cpu', 'cuda' or 'cuda:N'.",
+                 form=False)

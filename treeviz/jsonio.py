@@ -1,0 +1,77 @@
+"""numpy values to JSON, in one place: stored runs, model files, history records and labels.
+
+Every JSON file treeviz writes goes through these functions, so a numpy scalar, an array or a
+torch scalar is encoded the same way everywhere:
+
+* :func:`plain` turns numpy / torch scalars (and lists or tuples of them) into Python numbers;
+* :func:`json_default` is the ``default=`` hook of :func:`json.dumps`: numpy scalars and arrays,
+  sets and tuples become plain values; anything else raises ``TypeError`` unless ``lenient``;
+* :func:`jsonable` returns a value after a lenient JSON round trip (unknown objects become text);
+* :func:`dumps_json` gives the indented UTF-8 bytes the stored files hold;
+* :func:`encode_labels` / :func:`decode_labels` store class labels and read them back with their
+  natural dtype.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+import numpy as np
+
+
+def plain(value: Any) -> Any:
+    """numpy / torch scalars as Python numbers; lists and tuples element by element."""
+    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+def json_default(value: Any, *, lenient: bool = False) -> Any:
+    """Encode what :mod:`json` does not know (the ``default=`` hook).
+
+    numpy scalars become Python values, arrays nested lists, sets and tuples lists. Anything
+    else raises ``TypeError``, or becomes its text when ``lenient`` (for free-form records).
+    """
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if lenient:
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def _lenient(value: Any) -> Any:
+    return json_default(value, lenient=True)
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` after a JSON round trip in which unknown objects become their text."""
+    return json.loads(json.dumps(value, default=_lenient))
+
+
+def dumps_json(value: Any, *, lenient: bool = True) -> bytes:
+    """Indented (1 space) UTF-8 JSON bytes, as every stored file holds it.
+
+    NaN and infinities are written as JSON's ``NaN`` / ``Infinity`` extensions, which Python
+    reads back. With ``lenient=False`` an object JSON cannot hold raises ``TypeError``.
+    """
+    default = _lenient if lenient else json_default
+    return json.dumps(value, indent=1, default=default).encode("utf-8")
+
+
+def encode_labels(values: Sequence[Any]) -> list[Any]:
+    """Class labels as JSON values (numpy scalars become Python scalars)."""
+    return [plain(v) for v in np.asarray(values).tolist()]
+
+
+def decode_labels(values: list[Any]) -> np.ndarray:
+    """Inverse of :func:`encode_labels`: an array with the labels' natural dtype."""
+    if values and all(isinstance(v, str) for v in values):
+        return np.array(values, dtype=object)
+    return np.asarray(values)
