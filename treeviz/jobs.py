@@ -1,12 +1,18 @@
-"""Background training: jobs run in worker threads with progress, live records, cancel and errors.
+"""Background work: jobs run in worker threads with progress, live records, cancel and errors.
 
 One :class:`JobManager` serves the whole app (the app keeps it with ``st.cache_resource``), so a
-job survives page reruns and every tab sees it. A job is a function ``fn(callbacks)`` that
-passes ``callbacks`` on to ``estimator.fit(..., callbacks=...)``; the :class:`JobCallback` in
-that list feeds the job's progress and history records, and stops training (by raising
-:class:`~treeviz.errors.TrainingCancelled` from ``on_epoch_end``) once :meth:`JobManager.cancel`
-was called. Cancellation is cooperative: the job ends "cancelled" when ``fn`` returns or raises
-after the request.
+job survives page reruns and every tab sees it. A job is a function ``fn(progress)``; the
+:class:`Progress` handle it receives is neutral (it knows nothing of estimators): ``begin(total)``
+starts a stage of work, ``record(values)`` reports one step and raises
+:class:`~treeviz.errors.TrainingCancelled` once :meth:`JobManager.cancel` was called, and
+``stages(n)`` announces several stages (a λ path fits several models). The adapter that turns an
+estimator's callbacks into these calls lives with the training glue
+(:class:`treeviz.training.ProgressCallback`). Cancellation is cooperative: the job ends
+"cancelled" when ``fn`` returns or raises after the request.
+
+Each worker thread runs under the thread budget of :mod:`treeviz.threads`: the machine's cores
+shared between the ``max_workers`` jobs that may run at once, so two jobs never oversubscribe the
+CPU.
 
 Nothing raised by ``fn`` leaves the worker thread: the job ends "failed" with a one-sentence
 ``message`` (a :class:`~treeviz.errors.TreevizError`'s own text, else
@@ -27,7 +33,7 @@ import traceback as tb
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from models.base import Callback
+from treeviz import threads
 from treeviz.errors import TrainingCancelled, TreevizError
 
 JOB_STATUSES = ("queued", "running", "finished", "failed", "cancelled")
@@ -61,7 +67,7 @@ class JobSnapshot:
 class Job:
     """A unit of background work; created by :meth:`JobManager.submit`, never by hand."""
 
-    def __init__(self, job_id: str, label: str, fn: Callable[[list[Callback]], Any],
+    def __init__(self, job_id: str, label: str, fn: Callable[[Progress], Any],
                  meta: dict[str, Any] | None = None) -> None:
         self.id = job_id
         self.label = label
@@ -200,7 +206,7 @@ class Job:
             self._status = "running"
             self._started = time.time()
         try:
-            result = self._fn([JobCallback(self)])
+            result = self._fn(Progress(self))
         except TrainingCancelled:
             with self._lock:
                 self._finish("cancelled", message="Training was cancelled.")
@@ -219,30 +225,30 @@ class Job:
             self._fn = None  # free the data the closure holds once the job is done
 
 
-class JobCallback(Callback):
-    """Feeds a job's progress and records; raises TrainingCancelled once cancel is requested.
+class Progress:
+    """The handle a job function reports through; it knows nothing of estimators.
 
-    Each ``on_train_begin`` starts a new stage. A job that fits several models calls
-    :meth:`set_stages` first; progress then runs over all stages (else it shows the current fit).
+    ``begin(total)`` starts a stage of ``total`` steps (None if unknown); ``record(values)``
+    reports one step with its numbers and raises :class:`TrainingCancelled` once the job was
+    asked to stop; ``stages(n)`` announces that ``n`` stages follow, so progress spans them all.
     """
 
     def __init__(self, job: Job) -> None:
-        self.job = job
+        self._job = job
 
     @property
-    def cancel_requested(self) -> bool:
-        return self.job.cancel_requested
+    def cancelled(self) -> bool:
+        return self._job.cancel_requested
 
-    def on_train_begin(self, estimator: Any, total: int | None) -> None:
-        self.job._begin_stage(total)
+    def stages(self, n: int) -> None:
+        self._job._set_stages(n)
 
-    def set_stages(self, n: int) -> None:
-        """Announce that ``n`` fits will follow (a sweep), so progress spans all of them."""
-        self.job._set_stages(n)
+    def begin(self, total: int | None) -> None:
+        self._job._begin_stage(total)
 
-    def on_epoch_end(self, estimator: Any, record: dict[str, Any]) -> None:
-        self.job._add_record(record)
-        if self.job.cancel_requested:
+    def record(self, values: dict[str, Any]) -> None:
+        self._job._add_record(values)
+        if self._job.cancel_requested:
             raise TrainingCancelled()
 
 
@@ -260,7 +266,7 @@ class JobManager:
     Examples
     --------
     >>> manager = JobManager()
-    >>> job = manager.submit(lambda callbacks: 42, label="answer")
+    >>> job = manager.submit(lambda progress: 42, label="answer")
     >>> job.wait(10) and job.result
     42
     """
@@ -276,9 +282,9 @@ class JobManager:
         self._workers: list[threading.Thread] = []
         self._ids = itertools.count(1)
 
-    def submit(self, fn: Callable[[list[Callback]], Any], *, label: str,
+    def submit(self, fn: Callable[[Progress], Any], *, label: str,
                meta: dict[str, Any] | None = None) -> Job:
-        """Queue ``fn(callbacks)`` to run in a worker thread and return its :class:`Job`.
+        """Queue ``fn(progress)`` to run in a worker thread and return its :class:`Job`.
 
         ``meta`` is free-form (for example the browser session that started the job).
         """
@@ -296,6 +302,7 @@ class JobManager:
         return job
 
     def _work(self) -> None:
+        threads.apply_budget(threads.job_budget(self.max_workers))
         while True:
             try:
                 job = self._queue.get(timeout=5.0)

@@ -14,12 +14,12 @@ Every write is atomic (:mod:`treeviz.atomic`): files go into a hidden temporary 
 leaves either nothing or a complete run. A data set's two files are its own stored form
 (:meth:`Dataset.to_files` / :meth:`Dataset.from_files`). Nothing is cached in memory: two
 ``RunStore`` objects on one root (two browser tabs, two app processes) always see each other's
-runs. Nothing here pickles or unpickles.
+runs. Nothing here pickles or unpickles. A run leaves the store as a zip through
+:mod:`treeviz.run_archive`, which holds that format.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
@@ -27,36 +27,22 @@ import re
 import secrets
 import shutil
 import time
-import zipfile
 from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from treeviz.atomic import (
-    TMP_PREFIX,
-    TRASH_PREFIX,
-    discard_folder,
-    dumps_json,
-    jsonable,
-    publish_folder,
-    replace_file,
-)
+import treeviz
+from models.persist import CONFIG_NAME, WEIGHTS_NAME, load_model, model_bytes
+from models.registry import family_of_class, get_family
+from treeviz.atomic import TMP_PREFIX, TRASH_PREFIX, discard_folder, publish_folder, replace_file
 from treeviz.data.dataset import ARRAYS, DATASET_JSON, Dataset
 from treeviz.data.preprocess import PrepConfig, PreparedData, prepare
 from treeviz.errors import TreevizError
-from treeviz.run_archive import (  # noqa: F401 - the run folder's file names live with the archive format
-    CONFIG_JSON,
-    DATASET_PREFIX,
-    HISTORY_JSON,
-    MAX_IMPORT_BYTES,
-    MAX_IMPORT_MEMBERS,
-    PICKLE_SUFFIXES,
-    RUN_JSON,
-    WEIGHTS,
-    read_run_zip,
-)
+from treeviz.jsonio import dumps_json, jsonable
 
+#: The files of a run folder (the last two are the model file of :mod:`models.persist`).
+RUN_JSON, HISTORY_JSON, CONFIG_JSON, WEIGHTS = "run.json", "history.json", CONFIG_NAME, WEIGHTS_NAME
 RUN_FORMAT = "treeviz.run"
 RUN_VERSION = 1
 STATUSES = ("finished", "cancelled")
@@ -172,16 +158,13 @@ def new_run_id(now: datetime | None = None) -> str:
     return f"{now:%Y%m%d-%H%M%S}-{now.microsecond:06d}-{secrets.token_hex(3)}"
 
 
-def tree_size(estimator: Any) -> dict[str, int | None]:
+def tree_size(estimator: Any) -> dict[str, int]:
     """``n_nodes``, ``n_leaves`` and ``depth`` of the estimator's tree(s) (summed / max over an
-    ensemble); None values when the model describes no tree."""
-    try:
-        trees = estimator.to_trees()
-        return {"n_nodes": int(sum(t.n_nodes for t in trees)),
-                "n_leaves": int(sum(t.n_leaves for t in trees)),
-                "depth": int(max(t.max_depth for t in trees))}
-    except Exception:  # a model without a tree still gets stored
-        return {"n_nodes": None, "n_leaves": None, "depth": None}
+    ensemble)."""
+    trees = estimator.to_trees()
+    return {"n_nodes": int(sum(t.n_nodes for t in trees)),
+            "n_leaves": int(sum(t.n_leaves for t in trees)),
+            "depth": int(max(t.max_depth for t in trees))}
 
 
 class RunStore:
@@ -219,11 +202,6 @@ class RunStore:
         ``params`` to ``estimator.get_params()``. The data set is stored once per fingerprint.
         ``sweep`` tags a run of a parameter sweep (see :mod:`treeviz.sweep`).
         """
-        from models.persist import model_bytes
-        from models.registry import family_of_class, get_family
-
-        import treeviz
-
         if status not in STATUSES:
             raise TreevizError(f"Unknown run status {status!r}; use one of {', '.join(STATUSES)}.")
         fam = get_family(family) if family else family_of_class(type(estimator))
@@ -249,9 +227,10 @@ class RunStore:
                    "feature_names": list(dataset.feature_names), "dataset_name": dataset.name}
         files = model_bytes(estimator, context=context)
         files[HISTORY_JSON] = dumps_json(list(getattr(estimator, "history_", [])))
-        return self._publish_run(record, files)
+        return self.publish_run(record, files)
 
-    def _publish_run(self, record: RunRecord, files: dict[str, bytes]) -> RunRecord:
+    def publish_run(self, record: RunRecord, files: dict[str, bytes]) -> RunRecord:
+        """Write a run folder from its record and files (a new id if the record's is taken)."""
         for _ in range(5):  # a clash of ids is all but impossible; never overwrite one anyway
             files[RUN_JSON] = dumps_json(record.to_dict())
             if publish_folder(files, self.runs_dir, record.run_id):
@@ -310,6 +289,14 @@ class RunStore:
             }))
         return [summary for _, summary in sorted(out, key=lambda t: t[0], reverse=True)]
 
+    def dataset_files(self, fingerprint: str) -> dict[str, bytes] | None:
+        """The stored files of a data set (for archives), or None when it is not complete here."""
+        folder = self.datasets_dir / fingerprint
+        try:
+            return {n: (folder / n).read_bytes() for n in (DATASET_JSON, ARRAYS)}
+        except OSError:
+            return None
+
     def load_dataset(self, fingerprint: str) -> Dataset:
         """The stored data set with this fingerprint (checked against its arrays)."""
         if not FINGERPRINT_RE.fullmatch(str(fingerprint)):
@@ -359,6 +346,10 @@ class RunStore:
         records.sort(key=lambda r: (r.created, r.run_id), reverse=True)
         return records
 
+    def run_path(self, run_id: str) -> Path:
+        """The folder of an existing run (a TreevizError sentence if there is none)."""
+        return self._run_dir(run_id)
+
     def _run_dir(self, run_id: str) -> Path:
         if not isinstance(run_id, str) or not RUN_ID_RE.fullmatch(run_id):
             raise TreevizError(f"{run_id!r} is not a run id.")
@@ -399,8 +390,6 @@ class RunStore:
 
     def load_model(self, run_id: str) -> Any:
         """The run's fitted estimator, loaded with :func:`models.persist.load_model`."""
-        from models.persist import load_model
-
         return load_model(self._run_dir(run_id))
 
     def history(self, run_id: str) -> list[dict[str, Any]]:
@@ -449,66 +438,6 @@ class RunStore:
                         shutil.rmtree(entry, ignore_errors=True)
                         count += 1
         return count
-
-    # ------------------------------------------------------------------ zip export / import
-    def export_zip(self, run_id: str, *, include_dataset: bool = True) -> bytes:
-        """A zip of the run (model files, run.json, history.json and, by default, its data set).
-
-        The zip is also a model file: :func:`models.persist.load_model` opens it directly.
-        """
-        path = self._run_dir(run_id)
-        record = self.get(run_id)
-        files = {n: (path / n).read_bytes() for n in (RUN_JSON, HISTORY_JSON, CONFIG_JSON, WEIGHTS)
-                 if (path / n).is_file()}
-        ds = self.datasets_dir / record.dataset_fingerprint
-        if include_dataset and (ds / DATASET_JSON).is_file() and (ds / ARRAYS).is_file():
-            for n in (DATASET_JSON, ARRAYS):
-                files[DATASET_PREFIX + n] = (ds / n).read_bytes()
-        buf = io.BytesIO()
-        with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-            for n, data in files.items():  # fixed dates: the same run gives the same bytes
-                zf.writestr(zipfile.ZipInfo(n, date_time=(1980, 1, 1, 0, 0, 0)), data,
-                            compress_type=zipfile.ZIP_DEFLATED)
-        return buf.getvalue()
-
-    def import_zip(self, data: bytes) -> RunRecord:
-        """Add a run from :meth:`export_zip` bytes, after checking every part of it.
-
-        The model must load through :func:`models.persist.load_model` (JSON + safetensors, a
-        registered class); pickles are never opened; members with unsafe paths or sizes
-        refuse the whole file. The run keeps its id unless this store already has it.
-        """
-        from models.persist import load_model, zip_bytes
-
-        files = read_run_zip(data)
-        try:
-            record = RunRecord.from_dict(json.loads(files[RUN_JSON].decode("utf-8")))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise TreevizError("The zip's run.json is not valid JSON.") from None
-        try:
-            model = load_model(zip_bytes({CONFIG_JSON: files[CONFIG_JSON], WEIGHTS: files[WEIGHTS]}))
-        except TreevizError:
-            raise
-        except Exception as err:  # noqa: BLE001 - a stranger's file: refuse, never crash
-            raise TreevizError(f"The zip's model cannot be loaded ({type(err).__name__}: {err}); "
-                               "the file was refused.") from None
-        if type(model).__name__ != record.estimator or model.family != record.family:
-            raise TreevizError(
-                f"The zip's run.json describes a {record.estimator} but its model is a "
-                f"{type(model).__name__}; the file was refused."
-            )
-        n_features = record.dataset.get("n_features")
-        if n_features is not None and getattr(model, "n_features_in_", n_features) != n_features:
-            raise TreevizError("The zip's model and its data set disagree on the number of features.")
-        if DATASET_PREFIX + DATASET_JSON in files and DATASET_PREFIX + ARRAYS in files:
-            dataset = Dataset.from_files(files[DATASET_PREFIX + DATASET_JSON],
-                                         files[DATASET_PREFIX + ARRAYS], record.dataset_fingerprint)
-            self.store_dataset(dataset)
-        if self.exists(record.run_id):
-            record = replace(record, run_id=new_run_id())
-        out = {n: files[n] for n in (CONFIG_JSON, WEIGHTS)}
-        out[HISTORY_JSON] = files.get(HISTORY_JSON, dumps_json(list(getattr(model, "history_", []))))
-        return self._publish_run(record, out)
 
 
 # ---------------------------------------------------------------------- helpers

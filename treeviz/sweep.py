@@ -1,18 +1,22 @@
 """Parameter sweeps: train one model per value of a parameter (a λ path) and compare them.
 
-:func:`run_sweep` fits the values in increasing order. When the estimator supports
-``warm_start`` (the latent trees do), each fit after the first starts from the previous
-weights: only λ changes between points, the architecture and data stay the same, so the
-previous optimum is a sound starting point and the path is traced much faster. Every point is
-stored as its own run, tagged with ``RunRecord.sweep = {"id", "param", "value", "index",
-"size", "warm_start"}``; :func:`sweep_table` gathers a stored sweep back into rows (value,
-active nodes, depth of the active tree, metrics) for the Pruning page.
+:func:`run_sweep` fits the values in increasing order. The parameter is the family's λ
+(``Family.lambda_path.param``) unless another is named. With ``warm_start`` (the family's
+default, or the caller's choice) and an estimator that supports it, each fit after the first
+starts from the previous result: only λ changes between points, so the previous optimum is a
+sound starting point and the path is traced much faster. Without it every λ starts from the same
+initial model. Every point is stored as its own run, tagged with ``RunRecord.sweep = {"id",
+"label", "param", "value", "index", "size", "warm_start"}``; ``label`` names the whole sweep
+("TAO on breast_cancer"), so renaming one of its runs never renames the sweep.
+:func:`sweep_table` gathers a stored sweep back into rows (value, active nodes, depth of the
+active tree, metrics) for the λ path page.
 
-Local and sequential by design: each point warm-starts from the previous one.
+Local and sequential by design: each point may warm-start from the previous one.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import secrets
 from dataclasses import dataclass
@@ -25,8 +29,9 @@ from models.base import Callback
 from models.registry import get_family
 from treeviz.data import PreparedData
 from treeviz.errors import TrainingCancelled, TreevizError
+from treeviz.jobs import Progress
 from treeviz.runs import RunRecord, RunStore
-from treeviz.training import build_estimator, finish_run, fit_estimator
+from treeviz.training import ProgressCallback, build_estimator, finish_run, fit_estimator
 from treeviz.tree import Tree
 
 
@@ -64,38 +69,47 @@ class SweepResult:
 
 
 def run_sweep(family_key: str, task: str, params: Mapping[str, Any] | None, prepared: PreparedData,
-              values: Sequence[float], *, param: str = "prune_strength", warm_start: bool = True,
-              store: RunStore | None = None, callbacks: Iterable[Callback] = (), device: str | None = None,
+              values: Sequence[float], *, param: str | None = None, warm_start: bool | None = None,
+              store: RunStore | None = None, callbacks: Iterable[Callback] = (),
+              progress: Progress | None = None, device: str | None = None,
               name: str | None = None) -> list[SweepResult]:
-    """Train one model per value of ``param`` (ascending), warm-started where the estimator allows.
+    """Train one model per value of ``param`` (ascending), warm-started where asked and possible.
 
-    A cancel stops the sweep after the point being trained (that point is kept, as a cancelled
-    run); the points finished before it are returned and stored as usual.
+    ``param`` defaults to the family's λ and ``warm_start`` to its λ path's default. With a job's
+    ``progress`` handle, progress spans every point. A cancel stops the sweep after the point
+    being trained (that point is kept, as a cancelled run); the points finished before it are
+    returned and stored as usual.
     """
     family = get_family(family_key)
-    if param not in {p.name for p in family.params_for(task)}:
+    path = family.lambda_path
+    if param is None:
+        if path is None:
+            raise TreevizError(f"{family.label} has no λ path; name the parameter to sweep.")
+        param = path.param
+    if warm_start is None:
+        warm_start = path.warm_start if path is not None and path.param == param else False
+    if param not in {p.name for p in family.params_for(task, form_only=True)}:
         raise TreevizError(f"{family.label} has no parameter '{param}' to sweep.")
-    checked = [family.param(param).validate(v) for v in values]
-    values = sorted(set(checked))
+    values = sorted({family.param(param, task).validate(v) for v in values})
     if not values:
         raise TreevizError("A sweep needs at least one value.")
     callbacks = list(callbacks)
-    for cb in callbacks:
-        if hasattr(cb, "set_stages"):
-            cb.set_stages(len(values))
+    if progress is not None:
+        progress.stages(len(values))
+        callbacks.append(ProgressCallback(progress))
     estimator = build_estimator(family_key, task, {**dict(params or {}), param: values[0]}, prepared,
                                 device=device)
     can_warm = warm_start and "warm_start" in estimator.get_params()
     sweep_id = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
-    base = name or f"{family.label.split(' (')[0]} on {prepared.dataset.name}"
+    base = name or f"{family.short_label} on {prepared.dataset.name}"
     results: list[SweepResult] = []
     for index, value in enumerate(values):
         estimator.set_params(**{param: value})
         if can_warm:
             estimator.set_params(warm_start=index > 0)
         duration, stopped = fit_estimator(estimator, task, prepared, callbacks)
-        tag = {"id": sweep_id, "param": param, "value": value, "index": index, "size": len(values),
-               "warm_start": bool(can_warm and index > 0)}
+        tag = {"id": sweep_id, "label": base, "param": param, "value": value, "index": index,
+               "size": len(values), "warm_start": bool(can_warm and index > 0)}
         try:
             out = finish_run(estimator, prepared, family_key, task, duration, stopped, store=store,
                              name=f"{base} · {param}={value:g}", sweep=tag)
@@ -117,9 +131,21 @@ def run_sweep(family_key: str, task: str, params: Mapping[str, Any] | None, prep
 
 def _copy(estimator: Any) -> Any:
     """A snapshot of a fitted estimator (warm starts keep changing the original)."""
-    import copy
-
     return copy.deepcopy(estimator)
+
+
+def sweep_label(records: Sequence[RunRecord]) -> str:
+    """The name of a stored sweep (its tag's label; sweeps stored before labels existed take the
+    family and data set of their first run)."""
+    first = records[0]
+    label = first.sweep.get("label") if first.sweep else None
+    if label:
+        return str(label)
+    try:
+        family = get_family(first.family).short_label
+    except TreevizError:
+        family = first.family
+    return f"{family} on {first.dataset_name}"
 
 
 def sweeps(store: RunStore) -> dict[str, list[RunRecord]]:

@@ -1,85 +1,33 @@
 """Train one model on prepared data, score it, and (optionally) store it as a run.
 
-This is the one training path used by the app's pages, background jobs and the command line::
+This is the one training path used by the app's pages, background jobs and sweeps::
 
     prepared = prepare(dataset, PrepConfig(seed=0))
     record = train_run("cart", "classification", {"max_depth": 3}, prepared, store=RunStore())
 
-In the app the same call runs inside a :class:`treeviz.jobs.JobManager` job, which supplies the
-progress / cancel callback (see :func:`job_fn`). A cancelled fit keeps the epochs it finished;
-the run is still stored, with status ``"cancelled"``, so no work is lost.
+In the app the same call runs inside a :class:`treeviz.jobs.JobManager` job (see :func:`job_fn`);
+:class:`ProgressCallback` turns the estimator's training callbacks into the job's neutral
+:class:`~treeviz.jobs.Progress` handle. A cancelled fit keeps the epochs it finished; the run is
+still stored, with status ``"cancelled"``, so no work is lost.
 """
 
 from __future__ import annotations
 
-import inspect
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
+from sklearn.metrics import adjusted_rand_score, r2_score
 
 from models.base import Callback
 from models.registry import get_family
-from treeviz.data.preprocess import PrepConfig, PreparedData, prepare
+from treeviz.data.preprocess import PreparedData
 from treeviz.errors import TrainingCancelled, TreevizError
+from treeviz.jobs import Progress
 from treeviz.metrics import dendrogram_purity
-from treeviz.runs import FINGERPRINT_RE, RunRecord, RunStore, tree_size
+from treeviz.runs import RunRecord, RunStore, tree_size
 
 PARTS = ("train", "val", "test")
-
-
-@dataclass(frozen=True)
-class TrainingRequest:
-    """What to train, as plain values (for the CLI, job labels and reproducing a run).
-
-    ``dataset`` is a catalogue key (``"iris"``) or the fingerprint of a data set in a run store.
-    """
-
-    family: str
-    task: str
-    dataset: str
-    params: dict[str, Any] = field(default_factory=dict)
-    prep: PrepConfig = field(default_factory=PrepConfig)
-    device: str | None = None
-    name: str | None = None
-
-    @property
-    def label(self) -> str:
-        return self.name or f"{get_family(self.family).label.split(' (')[0]} on {self.dataset}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"family": self.family, "task": self.task, "dataset": self.dataset,
-                "params": dict(self.params), "prep": self.prep.to_dict(), "device": self.device,
-                "name": self.name}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "TrainingRequest":
-        try:
-            return cls(family=str(data["family"]), task=str(data["task"]),
-                       dataset=str(data["dataset"]), params=dict(data.get("params") or {}),
-                       prep=PrepConfig.from_dict(data.get("prep") or {}),
-                       device=data.get("device"), name=data.get("name"))
-        except KeyError as err:
-            raise TreevizError(f"A training request needs a value for {err}.") from None
-
-    def load_prepared(self, store: RunStore | None = None) -> PreparedData:
-        """The request's data set (from ``store`` by fingerprint, else the catalogue), prepared."""
-        if store is not None and FINGERPRINT_RE.fullmatch(self.dataset) and \
-                (store.datasets_dir / self.dataset).is_dir():
-            dataset = store.load_dataset(self.dataset)
-        else:
-            from treeviz.data.catalogue import load_dataset
-
-            dataset = load_dataset(self.dataset)
-        return prepare(dataset, self.prep)
-
-    def run(self, prepared: PreparedData | None = None, *, store: RunStore | None = None,
-            callbacks: Iterable[Callback] = ()) -> RunRecord | tuple[Any, dict[str, Any]]:
-        """:func:`train_run` for this request (preparing the data unless given)."""
-        prepared = prepared if prepared is not None else self.load_prepared(store)
-        return train_run(self.family, self.task, self.params, prepared, store=store,
-                         callbacks=callbacks, device=self.device, name=self.name)
 
 
 def evaluate(estimator: Any, prepared: PreparedData, task: str | None = None) -> dict[str, float]:
@@ -106,13 +54,9 @@ def evaluate(estimator: Any, prepared: PreparedData, task: str | None = None) ->
             y = np.asarray(prepared.labels(part), dtype=np.float64)
             pred = np.asarray(estimator.predict(X), dtype=np.float64).reshape(y.shape)
             if y.size >= 2:
-                from sklearn.metrics import r2_score
-
                 out[f"{part}_r2"] = float(r2_score(y, pred))
             out[f"{part}_rmse"] = float(np.sqrt(np.mean((pred - y) ** 2)))
         elif prepared.dataset.y is not None and hasattr(estimator, "predict"):
-            from sklearn.metrics import adjusted_rand_score
-
             ref = prepared.dataset.y[{"train": prepared.train_idx, "val": prepared.val_idx,
                                       "test": prepared.test_idx}[part]]
             out[f"{part}_ari"] = float(adjusted_rand_score(ref, np.asarray(estimator.predict(X))))
@@ -123,12 +67,19 @@ def evaluate(estimator: Any, prepared: PreparedData, task: str | None = None) ->
     return out
 
 
-def _accepts(fn: Callable[..., Any], name: str) -> bool:
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):  # pragma: no cover - builtins
-        return False
-    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+class ProgressCallback(Callback):
+    """Reports an estimator's training to a job's :class:`~treeviz.jobs.Progress` handle: each fit
+    starts a stage, each epoch record is a step (which raises TrainingCancelled once the job is
+    asked to stop, so the estimator ends its loop with the epochs done so far)."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+
+    def on_train_begin(self, estimator: Any, **kwargs: Any) -> None:
+        self.progress.begin(kwargs.get("total"))
+
+    def on_epoch_end(self, estimator: Any, **kwargs: Any) -> None:
+        self.progress.record(kwargs.get("record", {}))
 
 
 def train_run(family_key: str, task: str, params: Mapping[str, Any] | None,
@@ -149,9 +100,9 @@ def train_run(family_key: str, task: str, params: Mapping[str, Any] | None,
     store
         Where to save the run; None trains without saving.
     callbacks
-        Passed to ``fit`` (a :class:`treeviz.jobs.JobCallback` in the app).
+        Passed to ``fit`` (a :class:`ProgressCallback` in the app).
     device
-        Passed to the estimator only if it has a ``device`` parameter.
+        Passed to the estimator when its family has a ``device`` parameter.
     name, notes
         The run's display name (default "<family> on <data set> #n") and extra notes.
 
@@ -171,14 +122,15 @@ def build_estimator(family_key: str, task: str, params: Mapping[str, Any] | None
                     prepared: PreparedData, *, device: str | None = None) -> Any:
     """An unfitted estimator from the registry, checked against the data set's task."""
     family = get_family(family_key)
-    cls = family.estimator_class(task)  # a sentence if the family lacks this task
+    family.estimator_class(task)  # a sentence if the family lacks this task
     data_task = prepared.dataset.task
     if task != "clustering" and task != data_task:
         raise TreevizError(
             f"{family.label} was asked for {task}, but '{prepared.dataset.name}' is a {data_task} "
             f"data set; choose a {data_task} model or another data set."
         )
-    extra = {"device": device} if device is not None and _accepts(cls.__init__, "device") else {}
+    takes_device = any(p.name == "device" for p in family.params_for(task))
+    extra = {"device": device} if device is not None and takes_device else {}
     return family.make(task, params or {}, **extra)
 
 
@@ -188,16 +140,10 @@ def fit_estimator(estimator: Any, task: str, prepared: PreparedData,
 
     ``stopped`` is True when a callback cancelled training.
     """
-    fit_kwargs: dict[str, Any] = {}
-    callbacks = list(callbacks)
-    if callbacks:
-        if not _accepts(estimator.fit, "callbacks"):
-            raise TreevizError(f"{type(estimator).__name__} cannot report progress, so it cannot run as a job.")
-        fit_kwargs["callbacks"] = callbacks
-    if prepared.X_val.shape[0] > 0 and _accepts(estimator.fit, "eval_set"):
+    fit_kwargs: dict[str, Any] = {"callbacks": list(callbacks),
+                                  "feature_names": prepared.dataset.feature_names}
+    if prepared.X_val.shape[0] > 0:
         fit_kwargs["eval_set"] = (prepared.X_val, prepared.labels("val"))
-    if _accepts(estimator.fit, "feature_names"):
-        fit_kwargs["feature_names"] = prepared.dataset.feature_names
     y_train = None if task == "clustering" else prepared.labels("train")
     start = time.perf_counter()
     estimator.fit(prepared.X_train, y_train, **fit_kwargs)
@@ -230,13 +176,11 @@ def finish_run(estimator: Any, prepared: PreparedData, family_key: str, task: st
 
 
 def model_cost(estimator: Any, X: np.ndarray) -> dict[str, float]:
-    """Size and inference cost of the model's tree(s) (``tao.md`` §10), summed over an ensemble:
-    ``n_decision_nodes``, ``n_nonzero_weights``, ``n_params`` and ``flops`` (mean nonzero
-    parameters met per sample, over ``X``: the training split). Empty for models without trees."""
-    try:
-        trees = estimator.to_trees()
-    except Exception:  # noqa: BLE001 - a model without a tree still gets stored
-        return {}
+    """Size and inference cost of the model's tree(s), summed over an ensemble:
+    ``n_decision_nodes``, ``n_nonzero_weights``, ``n_params`` (counted as in
+    :meth:`treeviz.tree.Tree.n_params`) and ``flops`` (nonzero parameters met per sample on its
+    root-to-leaf path, averaged over ``X``: the training split)."""
+    trees = estimator.to_trees()
     out = {"n_decision_nodes": 0, "n_nonzero_weights": 0, "n_params": 0, "flops": 0.0}
     for tree in trees:
         out["n_decision_nodes"] += int(tree.decision_nodes.size)
@@ -249,7 +193,7 @@ def model_cost(estimator: Any, X: np.ndarray) -> dict[str, float]:
 
 def job_fn(family_key: str, task: str, params: Mapping[str, Any] | None, prepared: PreparedData,
            *, store: RunStore, device: str | None = None, name: str | None = None
-           ) -> Callable[[list[Callback]], RunRecord]:
+           ) -> Callable[[Progress], RunRecord]:
     """A function for :meth:`treeviz.jobs.JobManager.submit` that trains and stores one run.
 
     Example: ``manager.submit(job_fn("cart", "classification", {}, prepared, store=store),
@@ -257,8 +201,8 @@ def job_fn(family_key: str, task: str, params: Mapping[str, Any] | None, prepare
     """
     params = dict(params or {})
 
-    def fn(callbacks: list[Callback]) -> RunRecord:
-        return train_run(family_key, task, params, prepared, store=store, callbacks=callbacks,
-                         device=device, name=name)
+    def fn(progress: Progress) -> RunRecord:
+        return train_run(family_key, task, params, prepared, store=store,
+                         callbacks=[ProgressCallback(progress)], device=device, name=name)
 
     return fn

@@ -12,7 +12,8 @@ import pytest
 
 from models.base import TreeEstimator
 from treeviz.errors import TreevizError
-from treeviz.jobs import JobCallback, JobManager
+from treeviz.jobs import JobManager, Progress
+from treeviz.training import ProgressCallback
 
 TIMEOUT = 60.0
 
@@ -34,7 +35,8 @@ class SlowFake(TreeEstimator):
         self.pause = pause
         self.gate = gate
 
-    def fit(self, X=None, y=None, *, callbacks=None):
+    def fit(self, X=None, y=None, *, progress=None):
+        callbacks = [ProgressCallback(progress)] if progress is not None else None
         self._begin_training(callbacks, total=self.epochs)
         try:
             for epoch in range(1, self.epochs + 1):
@@ -54,7 +56,7 @@ def manager():
 
 
 def test_job_finishes_with_progress_and_result(manager):
-    job = manager.submit(lambda cbs: SlowFake(epochs=5).fit(callbacks=cbs).history_[-1]["loss"],
+    job = manager.submit(lambda cbs: SlowFake(epochs=5).fit(progress=cbs).history_[-1]["loss"],
                          label="five epochs")
     assert job.wait(TIMEOUT)
     snap = job.snapshot()
@@ -71,7 +73,7 @@ def test_job_finishes_with_progress_and_result(manager):
 def test_records_are_copies_and_progress_starts_at_zero(manager):
     gate = threading.Event()
     est = SlowFake(epochs=4, gate=gate)
-    job = manager.submit(lambda cbs: est.fit(callbacks=cbs), label="gated")
+    job = manager.submit(lambda cbs: est.fit(progress=cbs), label="gated")
     assert poll(lambda: job.status == "running")
     assert job.progress == 0.0 and job.records == [] and job.total == 4
     gate.set()
@@ -86,13 +88,12 @@ def test_records_are_copies_and_progress_starts_at_zero(manager):
 def test_partial_progress_while_running(manager):
     release = threading.Event()
 
-    def fn(cbs):
-        cb = cbs[0]
-        if not isinstance(cb, JobCallback) or len(cbs) != 1:
-            raise TypeError("a job gets exactly one JobCallback")
-        cb.on_train_begin(None, 4)
-        cb.on_epoch_end(None, {"epoch": 1})
-        cb.on_epoch_end(None, {"epoch": 2})
+    def fn(progress):
+        if not isinstance(progress, Progress):
+            raise TypeError("a job gets a Progress handle")
+        progress.begin(4)
+        progress.record({"epoch": 1})
+        progress.record({"epoch": 2})
         release.wait(TIMEOUT)
         return "ok"
 
@@ -132,7 +133,7 @@ def test_treeviz_errors_keep_their_own_sentence(manager):
 
 def test_cancel_stops_a_slow_fit_promptly(manager):
     est = SlowFake(epochs=100_000, pause=0.005)
-    job = manager.submit(lambda cbs: est.fit(callbacks=cbs), label="slow")
+    job = manager.submit(lambda cbs: est.fit(progress=cbs), label="slow")
     assert poll(lambda: len(job.records) >= 3)
     assert job.status == "running" and 0.0 < job.progress < 1.0
     assert manager.cancel(job.id) is True
@@ -148,7 +149,7 @@ def test_cancel_when_fn_raises_afterwards(manager):
 
     def fn(cbs):
         started.set()
-        while not cbs[0].cancel_requested:
+        while not cbs.cancelled:
             time.sleep(0.005)
         raise ValueError("interrupted")
 
@@ -158,12 +159,11 @@ def test_cancel_when_fn_raises_afterwards(manager):
     assert job.wait(TIMEOUT) and job.status == "cancelled"
 
 
-def test_callback_raises_training_cancelled_directly(manager):
-    def fn(cbs):
-        cb = cbs[0]
-        cb.on_train_begin(None, None)
+def test_progress_raises_training_cancelled_directly(manager):
+    def fn(progress):
+        progress.begin(None)
         while True:  # no estimator catches it here: the exception ends fn
-            cb.on_epoch_end(None, {"loss": 1.0})
+            progress.record({"loss": 1.0})
             time.sleep(0.005)
 
     job = manager.submit(fn, label="raw")
@@ -214,7 +214,7 @@ def test_old_finished_jobs_are_forgotten():
 
 def test_many_readers_while_a_job_writes(manager):
     est = SlowFake(epochs=300, pause=0.0)
-    job = manager.submit(lambda cbs: est.fit(callbacks=cbs), label="busy")
+    job = manager.submit(lambda cbs: est.fit(progress=cbs), label="busy")
     errors = []
 
     def reader():

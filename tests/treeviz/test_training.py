@@ -12,7 +12,7 @@ from treeviz.data.preprocess import PrepConfig, prepare
 from treeviz.errors import TrainingCancelled, TreevizError
 from treeviz.jobs import JobManager
 from treeviz.runs import RunRecord, RunStore
-from treeviz.training import TrainingRequest, evaluate, job_fn, model_cost, train_run
+from treeviz.training import evaluate, job_fn, model_cost, train_run
 
 
 def breast_cancer() -> Dataset:
@@ -133,19 +133,3 @@ def test_failing_job_reports_the_sentence(prepared, tmp_path):
     assert job.wait(60)
     assert job.status == "failed" and "max_depth" in job.message
     assert RunStore(tmp_path).list() == []
-
-
-def test_training_request(tmp_path):
-    iris = load_iris()
-    ds = Dataset(name="iris", X=iris.data, y=iris.target, feature_names=tuple(iris.feature_names),
-                 task="classification", class_names=tuple(iris.target_names))
-    store = RunStore(tmp_path)
-    fp = store.store_dataset(ds)
-    request = TrainingRequest(family="cart", task="classification", dataset=fp,
-                              params={"max_depth": 2}, prep=PrepConfig(seed=4))
-    assert TrainingRequest.from_dict(request.to_dict()) == request
-    assert request.label == f"CART on {fp}"
-    record = request.run(store=store)
-    assert record.dataset_fingerprint == fp and record.prep["seed"] == 4
-    with pytest.raises(TreevizError, match="needs a value"):
-        TrainingRequest.from_dict({"family": "cart"})
