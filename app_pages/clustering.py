@@ -3,8 +3,10 @@
 import pandas as pd
 import streamlit as st
 
+from models.registry import families_offering
 from treeviz.metrics import class_counts_by_node, dendrogram_purity_from_counts
 from treeviz.plots import dendrogram_figure, tree_figure
+from treeviz.quantities import family_name
 from treeviz.run_view import PARTS
 from treeviz.tree import NodeStats
 from treeviz.ui import state
@@ -12,17 +14,18 @@ from treeviz.ui.errors import user_errors
 
 st.title("Clustering")
 run_id = state.current_run_id()
+offering = " or ".join(f.short_label for f in families_offering("clustering", "clustering")) or "a clustering family"
 if run_id is None:
     st.info("No run to show yet: pick a clustering dataset (e.g. Gaussian blobs) on the Data page and "
-            "train a latent tree on it.")
+            f"train {offering} on it.")
     st.stop()
 
 with user_errors("drawing the clustering"):
     record = state.store().get(run_id)
-    st.caption(f"**{record.name}** · {record.family} · trained on {record.dataset_name}")
-    if record.task != "clustering":
+    st.caption(f"**{record.name}** · {family_name(record.family)} · trained on {record.dataset_name}")
+    if record.task != "clustering" or not any(f.key == record.family for f in families_offering("clustering")):
         st.info(f"This is a {record.task} run. Pick a clustering run in the sidebar, or train one: choose a "
-                "clustering dataset (Gaussian blobs, or an upload with no target) and the latent-tree family.")
+                f"clustering dataset (Gaussian blobs, or an upload with no target) and {offering}.")
         st.stop()
     part = st.selectbox("Data", PARTS, index=2, key="clustering.part",
                         help="Which split is routed through the tree.")

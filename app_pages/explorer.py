@@ -13,6 +13,7 @@ from treeviz.plots import (
     weight_images_grid,
     weights_heatmap,
 )
+from treeviz.quantities import family_name, run_headline
 from treeviz.run_view import PARTS
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
@@ -44,7 +45,7 @@ def zoom_to_root() -> None:
 
 with user_errors("opening the run"):
     record = state.store().get(run_id)
-    st.caption(f"**{record.name}** · {record.family} · trained on {record.dataset_name} · "
+    st.caption(f"**{record.name}** · {family_name(record.family)} · trained on {record.dataset_name} · "
                f"{record.created_at:%Y-%m-%d %H:%M}")
     controls = st.columns([1, 1, 1, 1])
     part = controls[0].selectbox("Data for statistics", PARTS, index=0, key="explorer.part",
@@ -70,12 +71,9 @@ with user_errors("opening the run"):
 
     # ---------------------------------------------------------- headline numbers
     metrics = st.columns(7)
-    m = record.metrics
-    score_key = next((k for k in ("test_accuracy", "test_r2", "test_dendrogram_purity", "val_accuracy",
-                                  "train_accuracy", "train_r2")
-                      if m.get(k) is not None), None)
-    if score_key:
-        metrics[0].metric(score_key.replace("_", " "), f"{m[score_key]:.3f}")
+    score = run_headline(record)
+    if score is not None:
+        metrics[0].metric(score.title, f"{score.value:.3f}")
     metrics[1].metric("Nodes", tree.n_nodes)
     metrics[2].metric("Leaves", tree.n_leaves)
     metrics[3].metric("Depth", tree.max_depth)

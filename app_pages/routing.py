@@ -3,6 +3,7 @@
 import streamlit as st
 
 from treeviz.plots import class_flow_figure, class_split_bars
+from treeviz.quantities import family_name
 from treeviz.run_view import PARTS
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
@@ -15,7 +16,7 @@ if run_id is None:
 
 with user_errors("routing the data"):
     record = state.store().get(run_id)
-    st.caption(f"**{record.name}** · {record.family} · trained on {record.dataset_name}")
+    st.caption(f"**{record.name}** · {family_name(record.family)} · trained on {record.dataset_name}")
     if record.task != "classification":
         st.info("Class routing follows the classes of a classification run. For this "
                 f"{record.task} run, the Tree explorer colours each node by its mean target instead.")

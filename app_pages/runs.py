@@ -4,9 +4,10 @@ import pandas as pd
 import streamlit as st
 
 from treeviz.plots import training_curves
-from treeviz.ui import state
+from treeviz.quantities import curve_layout, family_name, headline_text
+from treeviz.run_archive import export_zip, import_zip
+from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
-from treeviz.ui.sidebar import headline_metric
 
 st.title("Runs")
 store = state.store()
@@ -16,7 +17,7 @@ with st.expander("Import a run (.zip exported from treeviz)"):
     upload = st.file_uploader("Run archive", type=["zip"], key="runs.import")
     if upload is not None and st.button("Import", key="runs.import_go"):
         with user_errors("importing the run"):
-            record = store.import_zip(upload.getvalue())
+            record = import_zip(store, upload.getvalue())
             st.success(f"Imported '{record.name}'.")
 
 runs = store.list()
@@ -30,10 +31,10 @@ table = pd.DataFrame(
     [
         {
             "name": r.name,
-            "family": r.family,
+            "family": family_name(r.family),
             "dataset": r.dataset_name,
             "task": r.task,
-            "metric": headline_metric(r),
+            "metric": headline_text(r),
             "nodes": r.n_nodes,
             "depth": r.depth,
             "status": r.status,
@@ -60,10 +61,10 @@ def open_in_explorer() -> None:
 
 c1, c2, c3 = st.columns(3)
 if c1.button("Open in Tree explorer", key="runs.open", on_click=open_in_explorer):
-    st.switch_page("app_pages/explorer.py")
+    pages.switch_to("explorer")
 c2.download_button(
     "Download run (.zip)",
-    data=lambda: store.export_zip(run_id),
+    data=lambda: export_zip(store, run_id),
     file_name=f"{rec.name.replace(' ', '_').replace('#', '')}.zip",
     mime="application/zip",
     key="runs.download",
@@ -96,4 +97,4 @@ with left:
         st.info(note)
 with right:
     with user_errors("reading the training history"):
-        st.plotly_chart(training_curves(store.history(run_id)), key="runs.curves")
+        st.plotly_chart(training_curves(store.history(run_id), **curve_layout(rec.family)), key="runs.curves")

@@ -4,8 +4,9 @@ import streamlit as st
 
 from models.registry import families_for_task
 from treeviz.plots import training_curves
+from treeviz.quantities import curve_layout
 from treeviz.training import job_fn
-from treeviz.ui import state
+from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.forms import param_form
 
@@ -23,7 +24,7 @@ labels = {f.key: f.label for f in families}
 key = st.selectbox("Model family", list(labels), format_func=labels.get, key="train.family")
 family = next(f for f in families if f.key == key)
 st.caption(family.description)
-presets = ["defaults", *family.presets]
+presets = ["defaults", *family.presets_for(ds.task)]
 preset = st.selectbox("Preset", presets, key=f"train.preset.{family.key}",
                       help="A starting point for the values below; edit any of them.")
 values = family.defaults(ds.task, None if preset == "defaults" else preset)
@@ -38,7 +39,7 @@ def start_training() -> None:
         prepared = state.current_prepared()
         fn = job_fn(family.key, ds.task, clean, prepared, store=state.store(), device=state.device(),
                     name=name.strip() or None)
-        job = state.jobs().submit(fn, label=f"{family.label} on {ds.name}")
+        job = state.jobs().submit(fn, label=f"{family.label} on {ds.name}", meta={"family": family.key})
         st.session_state[state.JOB_ID] = job.id
 
 
@@ -57,7 +58,8 @@ def show_job() -> None:
     st.subheader(snap.label)
     st.progress(min(1.0, snap.progress), text=f"{snap.status} · {snap.elapsed:.1f} s")
     if snap.records:
-        st.plotly_chart(training_curves(snap.records), key="train.curves")
+        layout = curve_layout(str(job.meta.get("family", "")))
+        st.plotly_chart(training_curves(snap.records, **layout), key="train.curves")
     if snap.status in ("queued", "running"):
         st.button("Cancel", on_click=state.jobs().cancel, args=(snap.id,), key="train.cancel")
         return
@@ -76,7 +78,7 @@ def show_job() -> None:
     st.json(shown | {"nodes": record.n_nodes, "leaves": record.n_leaves, "depth": record.depth},
             expanded=False)
     if st.button("Open in Tree explorer", key="train.open", on_click=open_run, args=(record.run_id,)):
-        st.switch_page("app_pages/explorer.py")
+        pages.switch_to("explorer")
 
 
 current = state.current_job()

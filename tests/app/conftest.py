@@ -61,6 +61,24 @@ def wait_for_job(at: AppTest, timeout: float = 120.0) -> AppTest:
     raise AssertionError("the training job did not finish in time")
 
 
+def wait_for_sweep(at: AppTest, root: Path, size: int, timeout: float = 180.0) -> AppTest:
+    """Rerun the λ path page until all ``size`` points of a sweep are stored and shown (or an
+    error is shown)."""
+    from treeviz.runs import RunStore
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        at.run()
+        if at.error:
+            return at
+        stored = [r for r in RunStore(root).list() if r.sweep]
+        shown = any(s.key == "pruning.sweep_id" for s in at.selectbox)
+        if shown and len(stored) >= size and not any("running" in (p.proto.text or "") for p in at.get("progress")):
+            return at.run()
+        time.sleep(0.3)
+    raise AssertionError("the λ path did not finish in time")
+
+
 def chart_specs(at: AppTest) -> list[dict]:
     """The plotly figures on the page, as dicts."""
     import json

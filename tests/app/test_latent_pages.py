@@ -4,7 +4,7 @@ import time
 
 import numpy as np
 
-from tests.app.conftest import assert_clean, chart_specs, new_app, node_trace, open_page, texts, wait_for_job
+from tests.app.conftest import wait_for_sweep, assert_clean, chart_specs, new_app, node_trace, open_page, texts, wait_for_job
 from treeviz.data import PrepConfig, load_dataset, prepare
 from treeviz.metrics import dendrogram_purity
 from treeviz.runs import RunStore
@@ -64,15 +64,10 @@ def test_pruning_page_runs_and_shows_a_lambda_path(home):
     assert_clean(at)
     at.number_input(key="pruning.low.latent").set_value(0.1).run()
     at.number_input(key="pruning.high.latent").set_value(10.0).run()
-    at.slider(key="pruning.count").set_value(3).run()
+    at.slider(key="pruning.count.latent").set_value(3).run()
     at.number_input(key="pruning.latent.max_epochs").set_value(3).run()
     at.button(key="pruning.start").click().run()
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        at.run()
-        if any(s.key == "pruning.sweep_id" for s in at.selectbox) or at.error:
-            break
-        time.sleep(0.3)
+    wait_for_sweep(at, home, 3)
     assert_clean(at)
     runs = RunStore(home).list()
     assert sorted(r.sweep["value"] for r in runs) == [0.1, 1.0, 10.0]

@@ -7,6 +7,7 @@ import pytest
 
 from tests.app.conftest import PAGES, assert_clean, chart_specs, new_app, node_trace, open_page, texts
 from treeviz.data import PrepConfig, load_dataset, prepare
+from treeviz.run_archive import export_zip, import_zip
 from treeviz.runs import RunStore
 from treeviz.training import train_run
 
@@ -137,7 +138,7 @@ def test_runs_page_rename_delete_download_and_import(home):
     at.button(key="runs.rename").click().run()
     assert_clean(at)
     assert RunStore(home).get(record.run_id).name == "renamed"
-    archive = RunStore(home).export_zip(record.run_id)
+    archive = export_zip(RunStore(home), record.run_id)
     # delete needs the confirmation box
     at.checkbox(key=f"runs.confirm.{record.run_id}").check().run()
     at.button(key="runs.delete").click().run()

@@ -4,7 +4,7 @@ import time
 
 import numpy as np
 
-from tests.app.conftest import assert_clean, chart_specs, new_app, open_page, wait_for_job
+from tests.app.conftest import wait_for_sweep, assert_clean, chart_specs, new_app, open_page, wait_for_job
 from treeviz.data import PrepConfig, load_dataset, prepare
 from treeviz.runs import RunStore
 from treeviz.training import train_run
@@ -55,14 +55,9 @@ def test_tao_lambda_path_on_the_pruning_page(home):
     assert at.checkbox(key="pruning.warm.tao").value is False  # every λ from the same initial tree
     at.number_input(key="pruning.low.tao").set_value(0.01).run()
     at.number_input(key="pruning.high.tao").set_value(100.0).run()
-    at.slider(key="pruning.count").set_value(3).run()
+    at.slider(key="pruning.count.tao").set_value(3).run()
     at.button(key="pruning.start").click().run()
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        at.run()
-        if any(s.key == "pruning.sweep_id" for s in at.selectbox) or at.error:
-            break
-        time.sleep(0.3)
+    wait_for_sweep(at, home, 3)
     assert_clean(at)
     runs = sorted(RunStore(home).list(), key=lambda r: r.sweep["value"])
     assert [r.sweep["value"] for r in runs] == [0.01, 1.0, 100.0]

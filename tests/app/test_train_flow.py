@@ -85,7 +85,7 @@ def test_a_failing_training_shows_a_sentence_and_the_app_stays_usable(home, monk
     import treeviz.training
 
     def broken_job_fn(*args, **kwargs):
-        def fn(callbacks):
+        def fn(progress):
             raise RuntimeError("the solver diverged")
 
         return fn
@@ -117,15 +117,13 @@ def test_cancel_stops_a_running_job(home, monkeypatch):
     started = threading.Event()
 
     def slow_job_fn(*args, **kwargs):
-        def fn(callbacks):
-            for cb in callbacks:
-                cb.on_train_begin(None, 1000)
+        def fn(progress):
+            progress.begin(1000)
             started.set()
             try:
                 for epoch in range(1000):
                     threading.Event().wait(0.05)
-                    for cb in callbacks:
-                        cb.on_epoch_end(None, {"epoch": epoch + 1, "loss": 1.0 / (epoch + 1)})
+                    progress.record({"epoch": epoch + 1, "loss": 1.0 / (epoch + 1)})
             except TrainingCancelled:
                 return None
             return None

@@ -23,7 +23,7 @@ from treeviz.plots.curves import training_curves
 from treeviz.plots.data import class_balance_figure, sample_images_figure, target_histogram
 from treeviz.plots.dendrogram import dendrogram_figure
 from treeviz.plots.forest import forest_summary_figure
-from treeviz.plots.sweep import lambda_path_figure, sweep_figure
+from treeviz.plots.sweep import PATH_FIGURES, lambda_path_figure, sweep_figure
 from treeviz.plots.routing import class_flow_figure, class_split_bars
 from treeviz.plots.style import CLASS_PALETTE, DIVERGING, class_color
 from treeviz.plots.tree_diagram import NODE_TRACE_NAME, node_from_selection, tree_figure
@@ -38,6 +38,7 @@ __all__ = [
     "CLASS_PALETTE",
     "DIVERGING",
     "NODE_TRACE_NAME",
+    "PATH_FIGURES",
     "class_balance_figure",
     "class_color",
     "class_flow_figure",

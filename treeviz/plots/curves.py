@@ -12,20 +12,24 @@ from plotly.subplots import make_subplots
 from treeviz.errors import TreevizError
 from treeviz.plots import style
 
-# Groups of keys that share a y scale, in display order: (title, substrings, exact/suffix rule).
+# When no panels are given, keys are grouped by their names, in this order: (title, name parts).
 _GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Loss", ("loss", "objective", "nll", "mse", "mae", "energy", "cost")),
-    ("Score / error", ("score", "acc", "r2", "purity", "auc", "f1", "precision", "recall", "error", "err")),
+    ("Score", ("score", "acc", "r2", "purity", "auc", "f1", "precision", "recall")),
+    ("Error", ("error", "err")),
     ("Counts", ("n_", "nnz", "count", "nodes", "leaves", "features", "depth", "params", "nonzero",
                 "selected", "active")),
-    ("Time (s)", ("time", "seconds", "duration")),
 )
+#: Axis keys tried in order when none is given, and bookkeeping fields never drawn as curves.
+X_KEYS = ("epoch", "iteration", "tree")
+_BOOKKEEPING = ("time", "seconds", "duration", "lr", "learning_rate")
 
 
-def _group_of(key: str) -> str:
+def _group_of(key: str) -> str | None:
+    """The panel of a key by its name, or None for bookkeeping fields (timings, learning rate)."""
     k = key.lower()
-    if k.endswith("_s") and not k.endswith("_acc_s"):
-        return "Time (s)"
+    if k.endswith("_s") or any(part == k or k.startswith(part + "_") for part in _BOOKKEEPING):
+        return None
     for title, parts in _GROUPS:
         if title == "Counts":
             if k.startswith("n_") or any(p in k for p in parts[1:]):
@@ -45,34 +49,42 @@ def _number(v: Any) -> float | None:
 def training_curves(
     history: Sequence[Mapping[str, Any]] | None,
     *,
-    x: str = "epoch",
+    panels: Sequence[tuple[str, Sequence[str]]] | None = None,
+    x: str | None = None,
     keys: Sequence[str] | None = None,
     title: str = "Training curves",
     height: int | None = None,
 ) -> go.Figure:
-    """Curves of the numbers recorded during training, one panel per group of like quantities.
+    """Curves of the numbers recorded during training, one panel per kind of quantity.
 
     Parameters
     ----------
     history : list of dict
-        An estimator's ``history_``; keys differ between families (``loss``, ``train_score``,
-        ``val_score``, ``n_active_nodes``, ``nnz``, ...). Non-numeric values are ignored and
-        missing or non-finite values leave gaps.
-    x : str
-        The key for the x axis; when some record lacks it, the record number (1, 2, ...) is used.
+        An estimator's ``history_``. Non-numeric values are ignored; missing or non-finite
+        values leave gaps.
+    panels : list of (title, keys), optional
+        The panels to draw, in order (a family's ``Curves``: losses, then scores, then counts);
+        keys a history lacks are skipped. Without it, keys are grouped by name (losses, scores,
+        errors, counts, anything else alone) and bookkeeping fields (timings, learning rate)
+        are left out.
+    x : str, optional
+        The key of the x axis (epoch, iteration, tree). By default the first of
+        :data:`X_KEYS` that every record has, else the record number (1, 2, ...). The axis shows
+        whole numbers.
     keys : list of str, optional
-        The keys to plot (default: every numeric key except ``x``).
+        Only these keys (each must be in the history).
     title : str
 
     Returns
     -------
     go.Figure
-        One ``lines+markers`` trace per key (named by the key); keys sharing a scale share a panel
-        (losses; scores and errors; counts; times; anything else alone). An empty history gives a
-        figure with the note "no training history". ``fig.layout.meta["groups"]`` maps each
-        panel title to its keys.
+        One ``lines+markers`` trace per key (named by the key), one panel per group. An empty
+        history gives a figure with the note "no training history". ``fig.layout.meta`` holds
+        ``groups`` (panel title -> keys) and ``x`` (the axis key).
     """
     records = [r for r in (history or []) if isinstance(r, Mapping)]
+    if x is None:
+        x = next((k for k in X_KEYS if records and all(_number(r.get(k)) is not None for r in records)), "")
     numeric: list[str] = []
     for r in records:
         for k, v in r.items():
@@ -85,18 +97,30 @@ def training_curves(
                 f"The training history has no numbers under {missing}; it has {numeric or 'none'}."
             )
         numeric = list(keys)
-    if not records or not numeric:
+    groups: dict[str, list[str]] = {}
+    if panels is not None:
+        for panel_title, panel_keys in panels:
+            present = [k for k in panel_keys if k in numeric]
+            if present:
+                groups[panel_title] = present
+    else:
+        for k in numeric:
+            group = _group_of(k) if keys is None else (_group_of(k) or k)
+            if group is not None:
+                groups.setdefault(group, []).append(k)
+    if not records or not groups:
         return style.message_figure("no training history", title=title)
 
-    xs = [_number(r.get(x)) for r in records]
+    xs = [_number(r.get(x)) for r in records] if x else [None]
     if any(v is None for v in xs):
         xs, x_title = list(range(1, len(records) + 1)), "record"
     else:
         x_title = x
-    groups: dict[str, list[str]] = {}
-    for k in numeric:
-        groups.setdefault(_group_of(k), []).append(k)
-    order = [t for t, _ in _GROUPS if t in groups] + [t for t in groups if t not in dict(_GROUPS)]
+    if panels is None:
+        known = [t for t, _ in _GROUPS]
+        order = [t for t in known if t in groups] + [t for t in groups if t not in known]
+    else:
+        order = list(groups)
     rows = len(order)
     fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, subplot_titles=order,
                         vertical_spacing=min(0.08, 0.35 / max(rows - 1, 1)))
@@ -115,7 +139,8 @@ def training_curves(
                 hovertemplate=f"<b>{k}</b><br>{x_title} %{{x}}: %{{y:.5~g}}<extra></extra>",
             ), row=row, col=1)
         fig.update_yaxes(showgrid=True, gridcolor="#ECEEF1", zeroline=False, row=row, col=1)
-    fig.update_xaxes(showgrid=True, gridcolor="#ECEEF1", zeroline=False)
+    fig.update_xaxes(showgrid=True, gridcolor="#ECEEF1", zeroline=False, tickformat="d",
+                     dtick=1 if len(records) <= 12 else None)
     fig.update_xaxes(title=dict(text=x_title), row=rows, col=1)
     if single:  # one point: give the x axis some room so the marker is not on the edge
         fig.update_xaxes(range=[xs[0] - 1, xs[0] + 1])

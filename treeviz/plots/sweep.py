@@ -1,4 +1,9 @@
-"""A parameter sweep (λ path): tree size and scores against the swept value."""
+"""A parameter sweep (λ path): tree size and scores against the swept value.
+
+Two figures, named in :data:`PATH_FIGURES` so a family's λ path can say which one draws it:
+``"activity"`` (active nodes and the depth of the active tree, for trees whose nodes are switched
+off by a pruning strength) and ``"sparsity"`` (error, nonzero weights, decision nodes and FLOPs,
+for trees that a sparsity penalty really shrinks)."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from treeviz.plots import style
 SIZE_KEYS = (("n_active_nodes", "active nodes"), ("active_depth", "depth of the active tree"))
 
 
-def sweep_figure(rows: Sequence[dict[str, Any]], *, param: str = "prune_strength",
+def sweep_figure(rows: Sequence[dict[str, Any]], *, param: str,
                  metric_keys: Sequence[str] | None = None, selected: float | None = None,
                  log_x: bool = True, height: int | None = None) -> go.Figure:
     """Two panels over the swept value: tree size (active nodes, depth) and scores per split.
@@ -53,7 +58,7 @@ def sweep_figure(rows: Sequence[dict[str, Any]], *, param: str = "prune_strength
             fig.add_vline(x=float(selected), line=dict(color=style.HIGHLIGHT, width=2, dash="dot"),
                           row=1, col=col)
     style.apply_style(fig, title=f"Sweep over {param}",
-                      subtitle=f"{len(rows)} points · warm-started fits in increasing order",
+                      subtitle=f"{len(rows)} points · fits in increasing order",
                       margin=style.MARGIN_SUBPLOTS, height=height or 380)
     fig.update_xaxes(type="log" if log_x and min(x) > 0 else "linear", title=param)
     fig.update_yaxes(title="nodes / levels", row=1, col=1, rangemode="tozero")
@@ -72,10 +77,10 @@ def _error_keys(rows: Sequence[dict[str, Any]]) -> tuple[list[tuple[str, str]], 
     return [(f"{p}_rmse", p) for p in ("train", "val", "test") if first.get(f"{p}_rmse") is not None], "RMSE"
 
 
-def lambda_path_figure(rows: Sequence[dict[str, Any]], *, param: str = "l1_penalty", selected: float | None = None,
+def lambda_path_figure(rows: Sequence[dict[str, Any]], *, param: str, selected: float | None = None,
                        baseline: dict[str, Any] | None = None, height: int | None = None) -> go.Figure:
-    """The sparsity path of a sparse tree (``tao.md`` §11.2): error, nonzero weights, decision nodes
-    and FLOPs against λ on a log axis.
+    """The sparsity path of a sparse tree: error, nonzero weights, decision nodes and FLOPs against
+    λ on a log axis.
 
     Parameters
     ----------
@@ -139,3 +144,7 @@ def lambda_path_figure(rows: Sequence[dict[str, Any]], *, param: str = "l1_penal
     fig.update_yaxes(title="count", row=1, col=3, rangemode="tozero")
     fig.update_layout(meta=dict(param=param, values=x, error_keys=[k for k, _ in err_keys]))
     return fig
+
+
+#: The λ path figures by name (``LambdaPath.figure``); each takes ``(rows, *, param, selected)``.
+PATH_FIGURES = {"activity": sweep_figure, "sparsity": lambda_path_figure}

@@ -1,4 +1,7 @@
-"""Hyperparameter forms generated from the registry (no family-specific widgets here)."""
+"""Hyperparameter forms generated from a family's schema (no family-specific widgets here).
+
+Parameters the app sets elsewhere (``Param.form`` False, such as the device chosen in the sidebar)
+are not in the form."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ from typing import Any
 
 import streamlit as st
 
-from models.registry import Family, Param
+from models.schema import Family, Param
 
 
 def _widget(p: Param, value: Any, key: str) -> Any:
@@ -25,7 +28,7 @@ def _widget(p: Param, value: Any, key: str) -> Any:
     if p.kind == "choice":
         index = p.choices.index(value) if value in p.choices else 0
         return st.selectbox(label, p.choices, index=index, key=key, help=p.help)
-    if p.kind == "int":
+    if p.kind in ("int", "seed"):
         return int(
             st.number_input(label, value=int(value), step=1,
                             min_value=int(p.low) if p.low is not None else None,
@@ -47,7 +50,7 @@ def param_form(family: Family, task: str, values: dict[str, Any], *, key: str) -
     expander. Widget keys include ``key`` so that switching family or preset resets them.
     """
     out: dict[str, Any] = {}
-    params = family.params_for(task)
+    params = family.params_for(task, form_only=True)
     basic = [p for p in params if not p.advanced]
     advanced = [p for p in params if p.advanced]
     cols = st.columns(2)

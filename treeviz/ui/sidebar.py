@@ -5,25 +5,16 @@ from __future__ import annotations
 import streamlit as st
 
 from models.base import available_devices
+from treeviz.quantities import headline_text
 from treeviz.runs import RunRecord
 from treeviz.ui import state
 
 
 def run_label(rec: RunRecord) -> str:
     """One line naming a run: its name, status and headline metric."""
-    metric = headline_metric(rec)
+    metric = headline_text(rec)
     status = "" if rec.status == "finished" else f" [{rec.status}]"
     return f"{rec.name}{status}" + (f" · {metric}" if metric else "")
-
-
-def headline_metric(rec: RunRecord) -> str:
-    m = rec.metrics
-    for key, label in (("test_accuracy", "test acc"), ("test_r2", "test R²"), ("val_accuracy", "val acc"),
-                       ("train_accuracy", "train acc"), ("train_r2", "train R²"),
-                       ("test_dendrogram_purity", "test DP"), ("test_ari", "test ARI")):
-        if m.get(key) is not None:
-            return f"{label} {m[key]:.3f}"
-    return ""
 
 
 def render() -> None:

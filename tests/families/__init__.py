@@ -1,0 +1,1 @@
+"""Test-only model families: they show that a family plugs into treeviz without editing the frame."""

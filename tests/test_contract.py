@@ -1,0 +1,162 @@
+"""The contract every registered estimator keeps, checked for all of them at once.
+
+Parametrised over :func:`models.registry.all_estimator_classes`, so a new family gets every check
+for free (the test-only stump family of ``tests/families`` is registered by ``tests/conftest.py``):
+
+* scikit-learn's own estimator checks (``parametrize_with_checks``), with the family's
+  ``test_params``; checks a class cannot pass are listed, with the reason, in its
+  ``_expected_failed_checks``;
+* keyword-only parameters that are exactly the family's schema, with the same defaults;
+* one family key: the registry's, the estimator's, every tree's, the model file's and the run's;
+* save -> load, and train_run -> export_zip -> import_zip, predict identically;
+* ``to_trees()`` gives valid Trees, and a single hard tree predicting from its leaves agrees with
+  ``predict``;
+* the Train form built from the schema round-trips the defaults;
+* every preset fits on a small sample.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+from streamlit.testing.v1 import AppTest
+
+from models.persist import load_model, model_bytes, read_config, save_model, zip_bytes
+from models.registry import all_estimator_classes, family_of_class
+from treeviz.data import PrepConfig, load_dataset, prepare
+from treeviz.run_archive import export_zip, import_zip
+from treeviz.runs import RunStore
+from treeviz.training import train_run
+from treeviz.tree import Tree
+
+CASES = list(all_estimator_classes())
+IDS = [cls.__name__ for _, _, cls in CASES]
+DATA = {"classification": "iris", "regression": "diabetes", "clustering": "blobs"}
+
+
+def small(family, task):
+    return family.make(task, family.test_params)
+
+
+@functools.cache
+def prepared_for(task: str):
+    return prepare(load_dataset(DATA[task]), PrepConfig(seed=0))
+
+
+@functools.cache
+def fitted(family_key: str, task: str):
+    family = next(f for f, t, _ in CASES if f.key == family_key and t == task)
+    estimator, _ = train_run(family.key, task, family.test_params, prepared_for(task))
+    return estimator
+
+
+def outputs(estimator, X) -> list[np.ndarray]:
+    out = [np.asarray(estimator.predict(X))]
+    if hasattr(estimator, "predict_proba"):
+        out.append(np.asarray(estimator.predict_proba(X)))
+    return out
+
+
+@parametrize_with_checks([small(f, t) for f, t, _ in CASES],
+                         expected_failed_checks=lambda est: dict(getattr(type(est), "_expected_failed_checks", {})))
+def test_scikit_learn_checks(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize(("family", "task", "cls"), CASES, ids=IDS)
+def test_parameters_are_keyword_only_and_exactly_the_schema(family, task, cls):
+    signature = inspect.signature(cls.__init__)
+    params = {n: p for n, p in signature.parameters.items() if n != "self"}
+    assert all(p.kind is p.KEYWORD_ONLY for p in params.values()), f"{cls.__name__} takes positional parameters"
+    schema = {p.name: p.default for p in family.params_for(task)}
+    assert set(params) == set(schema), f"{cls.__name__}: __init__ and schema differ"
+    for name, default in schema.items():
+        assert params[name].default == default, f"{cls.__name__}.{name}: {params[name].default!r} != {default!r}"
+
+
+@pytest.mark.parametrize(("family", "task", "cls"), CASES, ids=IDS)
+def test_one_family_key_everywhere(family, task, cls, tmp_path):
+    assert family_of_class(cls) is family
+    assert sum(cls.__name__ == c.__name__ and cls.__module__ == c.__module__ for _, _, c in CASES) == 1
+    estimator = fitted(family.key, task)
+    assert type(estimator) is cls and estimator.family_key == family.key
+    assert {tree.family for tree in estimator.to_trees()} == {family.key}
+    assert read_config(zip_bytes(model_bytes(estimator)))["family"] == family.key
+    record = train_run(family.key, task, family.test_params, prepared_for(task), store=RunStore(tmp_path))
+    assert record.family == family.key and record.estimator == cls.__name__
+
+
+@pytest.mark.parametrize(("family", "task", "cls"), CASES, ids=IDS)
+def test_save_and_load_predict_identically(family, task, cls, tmp_path):
+    estimator = fitted(family.key, task)
+    X = prepared_for(task).X_test
+    for path in (tmp_path / "model", tmp_path / "model.zip"):
+        loaded = load_model(save_model(estimator, path))
+        assert type(loaded) is cls and loaded.get_params() == estimator.get_params()
+        for a, b in zip(outputs(estimator, X), outputs(loaded, X)):
+            assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize(("family", "task", "cls"), CASES, ids=IDS)
+def test_run_archive_round_trip_predicts_identically(family, task, cls, tmp_path):
+    store, other = RunStore(tmp_path / "a"), RunStore(tmp_path / "b")
+    record = train_run(family.key, task, family.test_params, prepared_for(task), store=store)
+    imported = import_zip(other, export_zip(store, record.run_id))
+    assert imported == record
+    X = other.load_prepared(record.run_id).X_test
+    for a, b in zip(outputs(store.load_model(record.run_id), X), outputs(other.load_model(record.run_id), X)):
+        assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize(("family", "task", "cls"), CASES, ids=IDS)
+def test_trees_are_valid_and_hard_trees_agree_with_predict(family, task, cls):
+    estimator = fitted(family.key, task)
+    X = prepared_for(task).X_test
+    trees = estimator.to_trees()
+    assert trees and all(isinstance(t, Tree) for t in trees)
+    for tree in trees:
+        assert tree.n_features == estimator.n_features_in_ and tree.task == task
+        assert Tree.from_json(tree.to_json()).equals(tree)
+    tree = trees[0]
+    if len(trees) == 1 and tree.routing == "hard" and tree.meta.get("prediction") == "leaf_value":
+        values = tree.predict_value(X)
+        if task == "classification":
+            expected = np.asarray(tree.output_names)[np.argmax(values, axis=1)]
+            assert np.array_equal(np.asarray(estimator.predict(X)).astype(str), expected)
+        else:
+            np.testing.assert_allclose(np.asarray(estimator.predict(X)).reshape(values.shape), values)
+
+
+def _form_script(family_key: str, task: str) -> None:
+    import streamlit as st
+
+    from models.registry import get_family
+    from treeviz.ui.forms import param_form
+
+    family = get_family(family_key)
+    st.session_state["values"] = param_form(family, task, family.defaults(task), key="contract")
+
+
+@pytest.mark.parametrize(("family", "task", "cls"), CASES, ids=IDS)
+def test_the_form_round_trips_the_defaults(family, task, cls):
+    at = AppTest.from_function(_form_script, args=(family.key, task), default_timeout=30).run()
+    assert not at.exception
+    values = at.session_state["values"]
+    assert values == family.defaults(task)
+    assert family.validate_params(values, task) == family.defaults(task)
+
+
+@pytest.mark.parametrize(("family", "task", "cls"), CASES, ids=IDS)
+def test_every_preset_fits_on_a_small_sample(family, task, cls):
+    prepared = prepared_for(task)
+    X = prepared.X_train[:60]
+    y = None if task == "clustering" else prepared.labels("train")[:60]
+    for preset in family.presets_for(task):
+        estimator = family.make(task, family.defaults(task, preset))
+        estimator.fit(X, y)
+        assert len(np.asarray(estimator.predict(X))) == len(X), preset
+        assert estimator.to_trees(), preset
