@@ -4,16 +4,10 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits, load_iris
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from models.base import Callback
 from models.cart.estimators import CARTClassifier, CARTRegressor, float64_threshold
 from treeviz.errors import TrainingCancelled
-
-
-@parametrize_with_checks([CARTClassifier(), CARTRegressor(), CARTClassifier(max_depth=3)])
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 def test_float64_threshold_matches_float32_comparison_exactly():

@@ -11,19 +11,22 @@ from treeviz.errors import TreevizError
 
 
 def test_families_are_discovered_from_their_packages():
-    assert list(families()) == ["cart", "latent", "tao", "tao_forest"]
+    # the stump is the test-only family that tests/conftest.py registers through TREEVIZ_FAMILIES
+    assert list(families()) == ["cart", "latent", "tao", "tao_forest", "stump"]
     assert family_of_class(TAOForestClassifier).key == "tao_forest"
     assert TAOForestClassifier().family_key == "tao_forest"
 
 
 def test_a_family_module_named_in_the_environment_is_added(monkeypatch):
-    monkeypatch.setenv(registry.PLUGINS_ENV, "tests.families.stump.family")
+    monkeypatch.setenv(registry.PLUGINS_ENV, "")
     try:
+        assert "stump" not in registry.reload()
+        monkeypatch.setenv(registry.PLUGINS_ENV, "tests.families.stump.family")
         assert "stump" in registry.reload()
     finally:
-        monkeypatch.delenv(registry.PLUGINS_ENV)
+        monkeypatch.undo()
         registry.reload()
-    assert "stump" not in families()
+    assert "stump" in families()
 
 
 def test_a_broken_family_module_is_a_sentence(monkeypatch):
@@ -32,7 +35,7 @@ def test_a_broken_family_module_is_a_sentence(monkeypatch):
         with pytest.raises(TreevizError, match="cannot be imported"):
             registry.reload()
     finally:
-        monkeypatch.delenv(registry.PLUGINS_ENV)
+        monkeypatch.undo()
         registry.reload()
 
 

@@ -51,6 +51,12 @@ def best_split(X: np.ndarray, stats: np.ndarray, sw: np.ndarray, cost) -> tuple[
 
 class _Stump(TreeEstimator):
     _task = ""
+    _expected_failed_checks = {
+        "check_classifiers_train": "one split cannot reach scikit-learn's accuracy threshold",
+        "check_regressors_train": "one split cannot reach scikit-learn's R² threshold",
+        "check_sample_weight_equivalence_on_dense_data":
+            "equally good splits are told apart by float rounding, which differs between weights and repeats",
+    }
 
     def _fit_stump(self, X, stats, sw, leaf_values, callbacks: Iterable[Callback] | None,
                    eval_set: Any, feature_names: Sequence[str] | None, score_args: tuple) -> None:
@@ -144,7 +150,8 @@ class StumpClassifier(ClassifierMixin, _Stump):
         return self._values(X)
 
     def predict(self, X) -> np.ndarray:
-        return self.classes_.take(np.argmax(self._values(X), axis=1))
+        values = self._values(X)  # first, so an unfitted model raises NotFittedError
+        return self.classes_.take(np.argmax(values, axis=1))
 
 
 class StumpRegressor(RegressorMixin, _Stump):

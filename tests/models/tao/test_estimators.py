@@ -7,31 +7,14 @@ import torch
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from models.base import Callback
 from models.persist import load_model
 from models.tao.core import objective
 from models.tao.estimators import TAOClassifier, TAORegressor
-from models.tao.forest import TAOForestClassifier, TAOForestRegressor
 from treeviz.errors import TrainingCancelled, TreevizError
 
 TINY = dict(depth=2, max_iter=3)
-
-
-def expected_failures(estimator):
-    if isinstance(estimator, (TAOForestClassifier, TAOForestRegressor)):
-        return {"check_sample_weight_equivalence_on_dense_data":
-                "each tree trains on a random subsample of the rows drawn without replacement; repeating a row "
-                "changes the number of rows and hence the draw, so no weighting of the subsample can equal "
-                "repetition (zero weights are equivalent: those rows are dropped before subsampling)"}
-    return {}
-
-
-@parametrize_with_checks([TAOClassifier(**TINY), TAORegressor(**TINY), TAOForestClassifier(n_trees=2, **TINY),
-                          TAOForestRegressor(n_trees=2, **TINY)], expected_failed_checks=expected_failures)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 @pytest.fixture(scope="module")
@@ -282,12 +265,12 @@ def test_depth_zero_is_a_single_leaf(init):
 
 def test_bad_parameters_are_explained(cancer):
     X, y = cancer
-    for params, match in ((dict(depth=-1), "depth must be"), (dict(leaf="cubic"), "leaf must be one of"),
-                          (dict(init="kmeans"), "init must be one of"), (dict(l1_penalty=-1.0), "l1_penalty"),
-                          (dict(max_iter=0), "max_iter must be"), (dict(order="dfs"), "order must be one of")):
+    for params, match in ((dict(depth=-1), "'depth' must be"), (dict(leaf="cubic"), "'leaf' must be one of"),
+                          (dict(init="kmeans"), "'init' must be one of"), (dict(l1_penalty=-1.0), "l1_penalty"),
+                          (dict(max_iter=0), "'max_iter' must be"), (dict(order="dfs"), "'order' must be one of")):
         with pytest.raises(TreevizError, match=match):
             TAOClassifier(**params).fit(X, y)
-    with pytest.raises(TreevizError, match="leaf must be one of"):
+    with pytest.raises(TreevizError, match="'leaf' must be one of"):
         TAORegressor(leaf="softmax").fit(X, y == "benign")
 
 
