@@ -6,7 +6,9 @@ import numpy as np
 
 from tests.app.conftest import wait_for_sweep, assert_clean, chart_specs, new_app, open_page, wait_for_job
 from treeviz.data import PrepConfig, load_dataset, prepare
+from treeviz.run_archive import export_zip
 from treeviz.runs import RunStore
+from treeviz.sweep import run_sweep
 from treeviz.training import train_run
 
 
@@ -91,3 +93,42 @@ def test_forest_summary_and_tree_picker_in_the_explorer(home):
     model = RunStore(home).load_model(record.run_id)
     labels = {m.label: m.value for m in at.metric}
     assert int(labels["Nonzero weights"]) == model.to_trees()[2].n_nonzero_weights()
+
+
+def test_a_tao_forest_run_exported_from_runs_is_imported_back(home):
+    """A forest's family key is its own ("tao_forest"), so its run zip is accepted on import
+    (it used to be refused: "describes a TAOForestClassifier but its model is a TAOForestClassifier")."""
+    prepared = prepare(load_dataset("wine"), PrepConfig(seed=0))
+    record = train_run("tao_forest", "classification", {"n_trees": 2, "depth": 2, "max_iter": 2}, prepared,
+                       store=RunStore(home))
+    before = RunStore(home).load_model(record.run_id).predict_proba(prepared.X_test)
+    archive = export_zip(RunStore(home), record.run_id)
+    at = new_app().run()
+    open_page(at, "runs")
+    at.checkbox(key=f"runs.confirm.{record.run_id}").check().run()
+    at.button(key="runs.delete").click().run()
+    assert RunStore(home).list() == []
+    at.file_uploader(key="runs.import").set_value(("forest.zip", archive, "application/zip")).run()
+    at.button(key="runs.import_go").click().run()
+    assert_clean(at)
+    (imported,) = RunStore(home).list()
+    assert imported.family == "tao_forest" and imported.estimator == "TAOForestClassifier"
+    after = RunStore(home).load_model(imported.run_id).predict_proba(prepared.X_test)
+    assert np.array_equal(before, after)
+
+
+def test_the_lambda_path_keeps_its_name_when_a_run_is_renamed(home):
+    """The λ path page names a sweep from its stored label, not by parsing a run's display name."""
+    prepared = prepare(load_dataset("breast_cancer"), PrepConfig(seed=0))
+    results = run_sweep("tao", "classification", {"depth": 2, "max_iter": 2}, prepared, [0.01, 1.0, 100.0],
+                        store=RunStore(home))
+    RunStore(home).rename(results[0].record.run_id, "my favourite point")
+    at = new_app().run()
+    at.selectbox(key="data.sample").set_value("breast_cancer").run()
+    open_page(at, "pruning")
+    assert_clean(at)
+    chooser = at.selectbox(key="pruning.sweep_id")
+    shown = chooser.format_func(chooser.value)
+    assert shown.startswith("TAO sparse oblique tree on breast_cancer · 3 points"), shown
+    figure = next(s for s in chart_specs(at) if s["layout"].get("meta", {}).get("param") == "l1_penalty")
+    assert figure["layout"]["meta"]["values"] == [0.01, 1.0, 100.0]
