@@ -23,7 +23,7 @@ def _letter() -> tuple[np.ndarray, np.ndarray] | None:
     root = shared_data_dir()
     if root is None or not (root / "uci" / "letter.csv.gz").is_file():
         return None
-    import pandas as pd
+    import pandas as pd  # deferred: only this benchmark's table needs pandas
 
     df = pd.read_csv(root / "uci" / "letter.csv.gz")
     return df.drop(columns="label").to_numpy(float), df["label"].to_numpy()

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import torch
+
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
@@ -67,13 +69,8 @@ def write_results(name: str, results: dict[str, Any], *, quick: bool) -> Path:
                     "cpus": os.cpu_count()},
         "results": results,
     }
-    try:
-        import torch
-
-        payload["machine"]["torch"] = torch.__version__
-        payload["machine"]["cuda"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    except ImportError:  # pragma: no cover
-        pass
+    payload["machine"]["torch"] = torch.__version__
+    payload["machine"]["cuda"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     path = out_dir / f"{name}.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))

@@ -22,6 +22,7 @@ training points reaching each leaf (for display: ``meta["prediction"] == "head"`
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -159,8 +160,6 @@ class _LatentTreeBase(TreeEstimator):
         """
         net = getattr(self, "_net64", None)
         if net is None:
-            import copy
-
             net = copy.deepcopy(self.net_).double().eval()
             self._net64 = net
         return net

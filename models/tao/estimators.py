@@ -22,6 +22,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.metrics import r2_score
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
@@ -31,7 +32,6 @@ from models.tao.init import cart_init, clustering_init, random_init
 from models.tao.state import ABSENT, TAOTree
 from treeviz.errors import TreevizError
 from treeviz.tree import Tree
-
 
 
 def compact(tree: TAOTree) -> tuple[TAOTree, np.ndarray]:
@@ -369,8 +369,6 @@ class TAORegressor(RegressorMixin, _Targets, _TAOBase):
         return self._target_names(self.tao_tree_.value.shape[1])
 
     def _score_tree(self, tree: TAOTree, X: np.ndarray, y: np.ndarray) -> float:
-        from sklearn.metrics import r2_score
-
         pred = tree.leaf_scores(X, tree.apply(X))
         y = np.asarray(y, dtype=np.float64).reshape(pred.shape)
         return float(r2_score(y, pred)) if y.shape[0] >= 2 else float("nan")

@@ -24,15 +24,17 @@ and ``arrays.safetensors`` (``X``, NaN kept, and ``y`` when there is one). Nothi
 from __future__ import annotations
 
 import hashlib
-from functools import cached_property
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
+from safetensors import SafetensorError
+from safetensors.numpy import load, save
 
-from treeviz.jsonio import dumps_json, jsonable
 from treeviz.errors import TreevizError
+from treeviz.jsonio import dumps_json, jsonable
 
 TASKS = ("classification", "regression", "clustering")
 #: The stored form's file names (see :meth:`Dataset.to_files`).
@@ -153,8 +155,6 @@ class Dataset:
             meta, ``n_samples`` and ``n_features``) and the arrays ``X`` and, if any, ``y``.
             :meth:`from_files` reads them back.
         """
-        from safetensors.numpy import save
-
         arrays = {"X": np.ascontiguousarray(self.X)}
         if self.y is not None:
             arrays["y"] = np.ascontiguousarray(self.y)
@@ -195,9 +195,6 @@ class Dataset:
         TreevizError
             If the files are damaged, or the data does not match ``fingerprint``.
         """
-        from safetensors import SafetensorError
-        from safetensors.numpy import load
-
         label = "" if fingerprint is None else f" {fingerprint}"
         try:
             info = json.loads(info_bytes.decode("utf-8"))

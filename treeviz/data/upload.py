@@ -278,7 +278,7 @@ def _parser_message(name: str, raw: str) -> str:
 
 
 def _read_parquet(name: str, data: bytes) -> pd.DataFrame:
-    import pyarrow.parquet as pq  # pandas' Parquet engine; imported only when needed
+    import pyarrow.parquet as pq  # deferred: pandas' Parquet engine, needed only for Parquet files
 
     unreadable = TreevizError(f"'{name}' is not a readable Parquet file (it may be truncated or damaged). "
                               "Export it again, or upload the table as CSV.")
