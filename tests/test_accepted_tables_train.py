@@ -1,0 +1,49 @@
+"""Any table the Data page accepts trains with every family's defaults, or the Data page refuses it.
+
+The upload corpus is ``tests/bad_inputs.py`` (every case that loads, with its note) plus the bundled
+sample CSVs. For each table and each scaling the Data page offers, ``prepare`` either refuses with
+a TreevizError sentence (shown on the Data page) or every registered family that handles the
+task trains with its default parameters and scores finite numbers on every split.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from models.registry import families_for_task
+from tests.bad_inputs import BAD_INPUT_ENV, NOTE_ONLY, load
+from treeviz.data import PrepConfig, load_dataset, prepare
+from treeviz.data.preprocess import SCALINGS
+from treeviz.errors import TreevizError
+from treeviz.training import train_run
+
+SAMPLES = ("penguins", "cars", "seattle_weather")
+CASES = [*(("upload", name) for name in sorted(NOTE_ONLY)), *(("sample", key) for key in SAMPLES)]
+
+
+def dataset_for(kind: str, name: str, monkeypatch):
+    if kind == "sample":
+        return load_dataset(name)
+    for var, value in BAD_INPUT_ENV.get(name, {}).items():
+        monkeypatch.setenv(var, value)
+    return load(name)
+
+
+@pytest.mark.parametrize(("kind", "name"), CASES, ids=[n for _, n in CASES])
+def test_an_accepted_table_trains_with_every_familys_defaults(kind, name, monkeypatch):
+    dataset = dataset_for(kind, name, monkeypatch)
+    scalings = SCALINGS if name == "huge_values" else ("standard",)
+    for scaling in scalings:
+        try:
+            prepared = prepare(dataset, PrepConfig(scaling=scaling))
+        except TreevizError as err:  # refused on the Data page, with a sentence
+            assert str(err).endswith("."), str(err)
+            continue
+        task = "clustering" if dataset.task == "clustering" else dataset.task
+        for family in families_for_task(task):
+            _, metrics = train_run(family.key, task, {}, prepared)
+            scores = {k: v for k, v in metrics.items() if k.split("_", 1)[0] in ("train", "val", "test")}
+            assert scores, (family.key, scaling)
+            assert all(math.isfinite(v) for v in scores.values()), (family.key, scaling, scores)
