@@ -7,7 +7,9 @@ import pytest
 from sklearn.datasets import load_breast_cancer, load_digits, load_iris
 
 from models.cart.estimators import CARTClassifier
+from models.registry import get_family
 from treeviz.errors import TreevizError
+from treeviz.quantities import curve_layout
 from treeviz.plots import (
     class_flow_figure,
     class_split_bars,
@@ -251,7 +253,8 @@ def test_training_curves_many_records():
     assert tr["n_active_nodes"]["yaxis"] == tr["nnz"]["yaxis"]
     assert len({tr[k]["yaxis"] for k in ("loss", "train_score", "nnz", "lambda")}) == 4
     assert tr["loss"]["y"] == pytest.approx([1 / i for i in range(1, 16)])
-    assert d["layout"]["meta"]["groups"]["Score / error"] == ["train_score", "val_score"]
+    assert d["layout"]["meta"]["groups"]["Score"] == ["train_score", "val_score"]
+    assert d["layout"]["meta"]["x"] == "epoch" and d["layout"]["xaxis"]["tickformat"] == "d"
 
 
 def test_training_curves_one_record_is_visible():
@@ -277,6 +280,34 @@ def test_training_curves_keys_gaps_and_missing_x():
     assert tr["val_score"]["y"] == [0.5, None, 0.7]
     with pytest.raises(TreevizError):
         training_curves(h, keys=["accuracy"])
+
+
+def test_bookkeeping_is_not_drawn_and_errors_are_not_scores():
+    """TAO's history: the iteration is the (whole-number) axis, timings and counters of changed
+    nodes are not curves, and an error never shares a panel with a score."""
+    history = [{"iteration": i, "objective": 10.0 / i, "train_error": 0.3 / i, "val_score": 0.8,
+                "time_s": 0.01 * i, "seconds": 0.5} for i in range(1, 5)]
+    d = training_curves(history).to_dict()
+    assert d["layout"]["meta"]["x"] == "iteration"
+    assert {t["name"] for t in d["data"]} == {"objective", "train_error", "val_score"}
+    groups = d["layout"]["meta"]["groups"]
+    assert groups["Score"] == ["val_score"] and groups["Error"] == ["train_error"]
+    assert all(t["x"] == [1, 2, 3, 4] for t in d["data"])
+    assert d["layout"]["xaxis"]["tickformat"] == "d" and d["layout"]["xaxis"]["dtick"] == 1
+
+
+def test_a_familys_declared_panels_are_drawn_in_order():
+    """The panels a family declares (losses, then scores, then counts) are the ones drawn."""
+    X, y = load_iris(return_X_y=True)
+    est = get_family("tao").make("classification", {"depth": 2, "max_iter": 3}).fit(X, y, eval_set=(X, y))
+    d = training_curves(est.history_, **curve_layout("tao")).to_dict()
+    groups = d["layout"]["meta"]["groups"]
+    assert list(groups) == ["Objective", "Score", "Size"]
+    assert groups["Score"] == ["train_score", "val_score"]
+    assert groups["Size"] == ["n_nonzero", "n_decision_nodes", "n_leaves"]
+    assert d["layout"]["meta"]["x"] == "iteration"
+    names = {t["name"] for t in d["data"]}
+    assert not names & {"iteration", "time_s", "n_changed", "n_rejected"}
 
 
 def test_cart_history_renders():
