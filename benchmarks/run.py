@@ -1,19 +1,33 @@
 """Run benchmarks: `python -m benchmarks.run [NAME ...] [--quick]` (no NAME = all).
 
-Each benchmark module defines ``NAME`` and ``run(quick) -> {"rows": [...], "results": {...}}``;
-the runner prints the rows as a table and writes the results to ``benchmarks/results/NAME.json``.
+A benchmark is any module ``benchmarks/<name>.py`` that defines ``NAME`` and
+``run(quick) -> {"rows": [...], "results": {...}}``; the runner finds them (a new family's
+benchmark needs no edit here), prints the rows as a table and writes the results to
+``benchmarks/results/NAME.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import sys
 import time
+from pathlib import Path
 
 from benchmarks.common import format_table, write_results
 
-BENCHMARKS = ("cart_tree", "latent_pruning", "latent_train", "tao_paper", "tao_solvers")
+
+def _defines_benchmark(path: Path) -> bool:
+    """Whether a module assigns ``NAME`` and defines ``run`` at top level (read without importing)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = {t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets
+             if isinstance(t, ast.Name)}
+    functions = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    return "NAME" in names and "run" in functions
+
+
+BENCHMARKS = tuple(sorted(p.stem for p in Path(__file__).resolve().parent.glob("*.py") if _defines_benchmark(p)))
 
 
 def main(argv: list[str] | None = None) -> int:
