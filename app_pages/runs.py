@@ -95,6 +95,5 @@ with left:
                f"preprocessing {rec.prep}.")
     for note in rec.notes:
         st.info(note)
-with right:
-    with user_errors("reading the training history"):
-        st.plotly_chart(training_curves(store.history(run_id), **curve_layout(rec.family)), key="runs.curves")
+with right, user_errors("reading the training history"):
+    st.plotly_chart(training_curves(store.history(run_id), **curve_layout(rec.family)), key="runs.curves")

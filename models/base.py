@@ -26,7 +26,8 @@ deep-copies parameters and a callback holds live objects (a job, a threading.Eve
 from __future__ import annotations
 
 import numbers
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator

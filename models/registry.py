@@ -17,7 +17,7 @@ import importlib
 import importlib.util
 import os
 import pkgutil
-from typing import Iterable
+from collections.abc import Iterable
 
 import models
 from models.schema import Family

@@ -33,8 +33,9 @@ from __future__ import annotations
 import importlib
 import math
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from treeviz.errors import TreevizError
 
@@ -326,9 +327,9 @@ class Family:
 
 def seed_param(**overrides: Any) -> Param:
     """The ``random_state`` parameter every family shares."""
-    values = dict(name="random_state", kind="seed", default=0,
-                  help="Seed for every random choice, for reproducible runs.", low=0, high=2**31 - 1,
-                  optional_label="random", advanced=True)
+    values = {"name": "random_state", "kind": "seed", "default": 0,
+                  "help": "Seed for every random choice, for reproducible runs.", "low": 0, "high": 2**31 - 1,
+                  "optional_label": "random", "advanced": True}
     values.update(overrides)
     return Param(**values)
 

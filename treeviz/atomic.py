@@ -13,8 +13,8 @@ import os
 import secrets
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from treeviz.errors import TreevizError
 

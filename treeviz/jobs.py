@@ -30,8 +30,9 @@ import secrets
 import threading
 import time
 import traceback as tb
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from treeviz import threads
 from treeviz.errors import TrainingCancelled, TreevizError

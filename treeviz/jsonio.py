@@ -15,7 +15,8 @@ torch scalar is encoded the same way everywhere:
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -27,13 +27,14 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from treeviz.errors import TreevizError
 
-__all__ = ["tidy_layout", "layout_arrays", "naive_layout_width"]
+__all__ = ["layout_arrays", "naive_layout_width", "tidy_layout"]
 
 
 def _children(tree: Any) -> tuple[list[int], list[int]]:
@@ -152,8 +153,7 @@ def layout_arrays(
         li, ri, pl, pr, dist = a, b, 0.0, 0.0, sep
         while True:
             gap = pl - pr + sep
-            if gap > dist:
-                dist = gap
+            dist = max(dist, gap)
             nl, dl = next_right(li)
             nr, dr = next_left(ri)
             if nl < 0 or nr < 0:

@@ -8,8 +8,9 @@ Every page, the sidebar and the λ path page take their metric and size labels f
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from models.registry import get_family
 from models.schema import DEFAULT_METRICS

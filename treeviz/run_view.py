@@ -32,7 +32,7 @@ class RunView:
     stats: NodeStats | None
 
     @classmethod
-    def build(cls, model: Any, prepared: PreparedData, part: str, tree_index: int = 0) -> "RunView":
+    def build(cls, model: Any, prepared: PreparedData, part: str, tree_index: int = 0) -> RunView:
         """``tree_index`` picks one tree of an ensemble (0 for single-tree models)."""
         if part not in PARTS:
             raise ValueError(f"part must be one of {PARTS}")

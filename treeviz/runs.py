@@ -27,17 +27,18 @@ import re
 import secrets
 import shutil
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import treeviz
 from models.persist import CONFIG_NAME, WEIGHTS_NAME, load_model, model_bytes
 from models.registry import family_of_class, get_family
 from treeviz.atomic import TMP_PREFIX, TRASH_PREFIX, discard_folder, publish_folder, replace_file
 from treeviz.data.dataset import ARRAYS, DATASET_JSON, Dataset
-from treeviz.data.preprocess import PrepConfig, PreparedData, prepare
+from treeviz.data.preprocess import PreparedData, PrepConfig, prepare
 from treeviz.errors import TreevizError
 from treeviz.jsonio import dumps_json, jsonable
 
@@ -110,7 +111,7 @@ class RunRecord:
         return out
 
     @classmethod
-    def from_dict(cls, data: Any) -> "RunRecord":
+    def from_dict(cls, data: Any) -> RunRecord:
         """Parse and check a ``run.json`` dict; raises a TreevizError sentence if it is not one."""
         if not isinstance(data, dict) or data.get("format") != RUN_FORMAT:
             raise TreevizError("run.json is not a treeviz run record.")
@@ -154,7 +155,7 @@ class RunRecord:
 
 def new_run_id(now: datetime | None = None) -> str:
     """A unique id that sorts by creation time: ``YYYYMMDD-HHMMSS-micros-<6 hex>`` (UTC)."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     return f"{now:%Y%m%d-%H%M%S}-{now.microsecond:06d}-{secrets.token_hex(3)}"
 
 
@@ -207,7 +208,7 @@ class RunStore:
         fam = get_family(family) if family else family_of_class(type(estimator))
         dataset = prepared.dataset
         self.store_dataset(dataset)
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         run_id = new_run_id(now)
         if name is None:
             name = self._default_name(fam.label, dataset.name)
@@ -433,10 +434,10 @@ class RunStore:
         count, now = 0, time.time()
         for parent in (self.runs_dir, self.datasets_dir):
             for entry in (parent.iterdir() if parent.is_dir() else ()):
-                if entry.name.startswith((TMP_PREFIX, TRASH_PREFIX)) and entry.is_dir():
-                    if now - entry.stat().st_mtime > older_than_s:
-                        shutil.rmtree(entry, ignore_errors=True)
-                        count += 1
+                if (entry.name.startswith((TMP_PREFIX, TRASH_PREFIX)) and entry.is_dir()
+                        and now - entry.stat().st_mtime > older_than_s):
+                    shutil.rmtree(entry, ignore_errors=True)
+                    count += 1
         return count
 
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 import copy
 import math
 import secrets
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 
@@ -100,7 +101,7 @@ def run_sweep(family_key: str, task: str, params: Mapping[str, Any] | None, prep
     estimator = build_estimator(family_key, task, {**dict(params or {}), param: values[0]}, prepared,
                                 device=device)
     can_warm = warm_start and "warm_start" in estimator.get_params()
-    sweep_id = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+    sweep_id = f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
     base = name or f"{family.short_label} on {prepared.dataset.name}"
     results: list[SweepResult] = []
     for index, value in enumerate(values):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 #: Environment variable that, when set to a positive integer, is every job's thread budget.
 THREADS_ENV = "TREEVIZ_THREADS"

@@ -14,7 +14,8 @@ still stored, with status ``"cancelled"``, so no work is lost.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 from sklearn.metrics import adjusted_rand_score, r2_score

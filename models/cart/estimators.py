@@ -12,7 +12,8 @@ routes every float64 input the same way scikit-learn does.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
@@ -98,15 +99,15 @@ class _CARTBase(TreeEstimator):
     _task: str
 
     def _sk_params(self) -> dict[str, Any]:
-        return dict(
-            max_depth=self.max_depth,
-            min_samples_split=self.min_samples_split,
-            min_samples_leaf=self.min_samples_leaf,
-            criterion=self.criterion,
-            ccp_alpha=self.ccp_alpha,
-            max_leaf_nodes=self.max_leaf_nodes,
-            random_state=self.random_state,
-        )
+        return {
+            "max_depth": self.max_depth,
+            "min_samples_split": self.min_samples_split,
+            "min_samples_leaf": self.min_samples_leaf,
+            "criterion": self.criterion,
+            "ccp_alpha": self.ccp_alpha,
+            "max_leaf_nodes": self.max_leaf_nodes,
+            "random_state": self.random_state,
+        }
 
     def _fit_common(self, X: np.ndarray, y: np.ndarray, sample_weight: Any,
                     callbacks: Iterable[Callback] | None, eval_set: Any, feature_names: Any) -> Any:
@@ -215,7 +216,7 @@ class CARTClassifier(ClassifierMixin, _CARTBase):
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *,
             callbacks: Iterable[Callback] | None = None, eval_set: tuple[Any, Any] | None = None,
-            feature_names: Sequence[str] | None = None) -> "CARTClassifier":
+            feature_names: Sequence[str] | None = None) -> CARTClassifier:
         """Fit the tree.
 
         Parameters
@@ -278,7 +279,7 @@ class CARTRegressor(RegressorMixin, _CARTBase):
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *,
             callbacks: Iterable[Callback] | None = None, eval_set: tuple[Any, Any] | None = None,
-            feature_names: Sequence[str] | None = None) -> "CARTRegressor":
+            feature_names: Sequence[str] | None = None) -> CARTRegressor:
         """Fit the tree; arguments as for :meth:`CARTClassifier.fit` (y may have several columns)."""
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)

@@ -23,7 +23,8 @@ training points reaching each leaf (for display: ``meta["prediction"] == "head"`
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -121,7 +122,7 @@ class _LatentTreeBase(TreeEstimator):
         ``eval_set`` (as scikit-learn's ``early_stopping=True``), stratified by class when every
         class allows it. Nothing is held out with ``patience=0``, a zero fraction, or too few rows."""
         n, frac = X.shape[0], float(self.validation_fraction)
-        n_val = int(round(frac * n))
+        n_val = round(frac * n)
         if int(self.patience) == 0 or n_val < 1 or n - n_val < 2:
             return X, Y, None
         seed = int(rng.integers(2**31 - 1))
@@ -134,8 +135,8 @@ class _LatentTreeBase(TreeEstimator):
         return X[train], Y[train], (X[val], Y[val])
 
     def _architecture(self) -> dict[str, Any]:
-        return dict(depth=int(self.depth), split=self.split, head=self.head, head_layers=int(self.head_layers),
-                    dropout=float(self.dropout), readout=self.readout, formulation=self.formulation)
+        return {"depth": int(self.depth), "split": self.split, "head": self.head, "head_layers": int(self.head_layers),
+                    "dropout": float(self.dropout), "readout": self.readout, "formulation": self.formulation}
 
     def _same_architecture(self, n_outputs: int) -> bool:
         return getattr(self, "architecture_", None) == {**self._architecture(), "n_outputs": n_outputs}
@@ -335,7 +336,7 @@ class LatentTreeClassifier(ClassifierMixin, _LatentTreeBase):
 
     def fit(self, X: Any, y: Any, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple[Any, Any] | None = None,
-            feature_names: Sequence[str] | None = None) -> "LatentTreeClassifier":
+            feature_names: Sequence[str] | None = None) -> LatentTreeClassifier:
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
@@ -404,7 +405,7 @@ class LatentTreeRegressor(RegressorMixin, _LatentTreeBase):
 
     def fit(self, X: Any, y: Any, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple[Any, Any] | None = None,
-            feature_names: Sequence[str] | None = None) -> "LatentTreeRegressor":
+            feature_names: Sequence[str] | None = None) -> LatentTreeRegressor:
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
         Y = y.reshape(y.shape[0], -1)
@@ -514,7 +515,7 @@ class LatentTreeClustering(ClusterMixin, _LatentTreeBase):
 
     def fit(self, X: Any, y: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple[Any, Any] | None = None,
-            feature_names: Sequence[str] | None = None) -> "LatentTreeClustering":
+            feature_names: Sequence[str] | None = None) -> LatentTreeClustering:
         self._validate_params()
         X = validate_data(self, X, dtype=np.float64)
         if X.shape[1] < 2:

@@ -1,10 +1,18 @@
 """Latent trees in the app: Train page, Tree explorer (a_t, pruned nodes), Pruning and Clustering pages."""
 
-import time
 
 import numpy as np
 
-from tests.app.conftest import wait_for_sweep, assert_clean, chart_specs, new_app, node_trace, open_page, texts, wait_for_job
+from tests.app.conftest import (
+    assert_clean,
+    chart_specs,
+    new_app,
+    node_trace,
+    open_page,
+    texts,
+    wait_for_job,
+    wait_for_sweep,
+)
 from treeviz.data import PrepConfig, load_dataset, prepare
 from treeviz.metrics import dendrogram_purity
 from treeviz.runs import RunStore

@@ -7,7 +7,7 @@ import pytest
 
 from tests.app.conftest import PAGES, assert_clean, chart_specs, new_app, node_trace, open_page, texts
 from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.run_archive import export_zip, import_zip
+from treeviz.run_archive import export_zip
 from treeviz.runs import RunStore
 from treeviz.training import train_run
 

@@ -1,10 +1,9 @@
 """TAO in the app: Train page, node weights (bars and images), the λ path, and the forest summary."""
 
-import time
 
 import numpy as np
 
-from tests.app.conftest import wait_for_sweep, assert_clean, chart_specs, new_app, open_page, wait_for_job
+from tests.app.conftest import assert_clean, chart_specs, new_app, open_page, wait_for_job, wait_for_sweep
 from treeviz.data import PrepConfig, load_dataset, prepare
 from treeviz.run_archive import export_zip
 from treeviz.runs import RunStore
@@ -41,7 +40,7 @@ def test_train_a_tao_tree_and_see_its_weights_as_images(home):
     image = next(s for s in chart_specs(at) if s["layout"].get("meta", {}).get("image_shape") == [8, 8])
     z = np.array(image["data"][0]["z"], dtype=float)
     # drawn in the pixels' own units (rules in the data's units is on by default): w / σ
-    mean, scale = RunStore(home).load_prepared(record.run_id).affine_scaling()
+    _mean, scale = RunStore(home).load_prepared(record.run_id).affine_scaling()
     np.testing.assert_allclose(z.reshape(-1), tree.weight[0] / scale)
     assert np.count_nonzero(z) == np.count_nonzero(tree.weight[0])  # zero weights stay exactly zero (white)
     assert image["data"][0]["zmid"] == 0.0

@@ -125,8 +125,8 @@ def test_cancel_stops_a_running_job(home, monkeypatch):
                     threading.Event().wait(0.05)
                     progress.record({"epoch": epoch + 1, "loss": 1.0 / (epoch + 1)})
             except TrainingCancelled:
-                return None
-            return None
+                return
+            return
 
         return fn
 

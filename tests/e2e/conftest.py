@@ -39,7 +39,11 @@ def app_url(tmp_path_factory):
     env = {**os.environ, "TREEVIZ_HOME": str(home), "PYTHONUNBUFFERED": "1"}
     log_path = ARTIFACTS / f"streamlit-{port}.log"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    log = open(log_path, "w")
+    with open(log_path, "w") as log:
+        yield from _serve(log, log_path, port, env)
+
+
+def _serve(log, log_path, port: int, env: dict):
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
          "--server.address", "127.0.0.1", "--server.headless", "true",
@@ -66,7 +70,6 @@ def app_url(tmp_path_factory):
         proc.wait(timeout=15)
     except subprocess.TimeoutExpired:
         proc.kill()
-    log.close()
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from models.base import TreeEstimator, available_devices, resolve_device, seed_everything
-from treeviz.jsonio import plain
 from treeviz.errors import TreevizError
+from treeviz.jsonio import plain
 
 
 def test_auto_device_is_cuda_only_when_a_gpu_is_visible():

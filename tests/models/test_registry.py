@@ -75,5 +75,5 @@ def test_make_builds_a_working_estimator_per_task():
     assert cart.defaults("classification", preset="quick")["max_depth"] == 4
     with pytest.raises(TreevizError, match="does not do clustering"):
         cart.make("clustering")
-    assert [f.key for f in families_for_task("classification")][0] == "cart"
+    assert next(f.key for f in families_for_task("classification")) == "cart"
     assert np.isfinite(est.score(X, y))

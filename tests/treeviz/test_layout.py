@@ -61,8 +61,8 @@ def join(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> 
     la, ra = a
     lb, rb = b
     na = la.size
-    sh_a = lambda c: np.where(c >= 0, c + 1, -1)  # noqa: E731
-    sh_b = lambda c: np.where(c >= 0, c + 1 + na, -1)  # noqa: E731
+    sh_a = lambda c: np.where(c >= 0, c + 1, -1)
+    sh_b = lambda c: np.where(c >= 0, c + 1 + na, -1)
     left = np.concatenate([[1], sh_a(la), sh_b(lb)])
     right = np.concatenate([[1 + na], sh_a(ra), sh_b(rb)])
     return left, right
@@ -258,14 +258,15 @@ def test_keep_leaves_out_subtrees_and_handles_single_children():
 
 def test_breadth_first_arrays_order():
     left, right = complete(2)
-    nodes, x, y = layout_arrays((left, right))
+    nodes, _x, y = layout_arrays((left, right))
     assert nodes.tolist() == [0, 1, 2, 3, 4, 5, 6]
     assert y.tolist() == [0, -1, -1, -2, -2, -2, -2]
 
 
 def test_accepts_a_tree_object():
-    from models.cart.estimators import CARTClassifier
     from sklearn.datasets import load_iris
+
+    from models.cart.estimators import CARTClassifier
 
     X, y = load_iris(return_X_y=True)
     tree = CARTClassifier(max_depth=4).fit(X, y).to_tree()
@@ -291,7 +292,7 @@ def test_deep_and_large_trees_are_iterative_and_linear():
     # would take minutes on the caterpillar.
     left, right = random_tree(2500, 5, deep=0.2)
     t0 = time.perf_counter()
-    nodes, x, y = layout_arrays((left, right))
+    nodes, _x, y = layout_arrays((left, right))
     assert nodes.size == left.size and -y.min() >= 40
     left2, right2 = caterpillar(10_000)
     nodes2, _, y2 = layout_arrays((left2, right2))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Iterator
+from collections.abc import Iterator
 
 import streamlit as st
 
@@ -23,7 +23,7 @@ def user_errors(context: str = "") -> Iterator[None]:
         yield
     except TreevizError as err:
         st.error(str(err))
-    except Exception as err:  # noqa: BLE001 - the last line of defence before the user
+    except Exception as err:
         log.exception("Unexpected error %s", context)
         where = f" while {context}" if context else ""
         st.error(

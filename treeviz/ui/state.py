@@ -20,11 +20,10 @@ from __future__ import annotations
 
 from typing import Any
 
-
 import streamlit as st
 
+from treeviz.data import Dataset, PreparedData, PrepConfig, load_dataset, prepare
 from treeviz.errors import TreevizError
-from treeviz.data import Dataset, PrepConfig, PreparedData, load_dataset, prepare
 from treeviz.jobs import JobManager
 from treeviz.run_view import RunView
 from treeviz.runs import RunStore, default_root

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
@@ -51,7 +52,7 @@ def best_split(X: np.ndarray, stats: np.ndarray, sw: np.ndarray, cost) -> tuple[
 
 class _Stump(TreeEstimator):
     _task = ""
-    _expected_failed_checks = {
+    _expected_failed_checks: ClassVar[dict[str, str]] = {
         "check_classifiers_train": "one split cannot reach scikit-learn's accuracy threshold",
         "check_regressors_train": "one split cannot reach scikit-learn's R² threshold",
         "check_sample_weight_equivalence_on_dense_data":
