@@ -1,7 +1,8 @@
 """Decision-node solvers of TAO: sklearn/liblinear wrapper, batched torch FISTA, exact axis splits.
 
-Spec ``tao.md`` §2.2, §3.4, §3.5, §14 pitfalls 5–8 and §15 tests 3–7. All numerics in float64 with
-fixed seeds. The generic oracle is cvxpy + CLARABEL.
+Covered: the reduced problem's objective and λ in sum form (C = 1/λ for liblinear), the degenerate
+care sets (one class, no care point), the bias left unpenalised, separable care sets, batched vs
+one-at-a-time solves, and exact axis-aligned enumeration. All numerics in float64 with fixed seeds. The generic oracle is cvxpy + CLARABEL.
 
 Tolerances: the sklearn wrapper is run with ``intercept_scaling=1e4`` wherever it is compared with
 an exact solver at 1e-4/1e-5 relative. liblinear penalises the bias by ``λ|b|/intercept_scaling``;
@@ -19,14 +20,10 @@ import pytest
 import torch
 from sklearn.linear_model import LogisticRegression
 
-from models.tao.solvers import (
-    axis_split_to_hyperplane,
-    best_axis_split,
-    l1_logistic_sklearn,
-    l1_logistic_torch,
-    logistic_objective,
-    weighted_01_loss,
-)
+from models.tao.solvers.axis import axis_split_to_hyperplane, best_axis_split
+from models.tao.solvers.fista import l1_logistic_torch
+from models.tao.solvers.liblinear import l1_logistic_sklearn
+from models.tao.solvers.objectives import logistic_objective, weighted_01_loss
 from treeviz.errors import TreevizError
 
 cp = pytest.importorskip("cvxpy")
@@ -178,12 +175,12 @@ def test_torch_accepts_tensors_and_scalar_or_array_lambda():
 
 
 # --------------------------------------------------------------------------------------------
-# spec §15 tests 3, 5, 6, 7
+# separable, degenerate, uncentred and mis-scaled problems
 # --------------------------------------------------------------------------------------------
 
 
 def test_separable_node_solved_exactly():
-    """Spec test 3: separable care points with a margin, λ = 1e-3 → weighted 0/1 loss 0."""
+    """Separable care points with a margin, λ = 1e-3 → weighted 0/1 loss 0."""
     rng = np.random.default_rng(11)
     for D in (2, 5, 12):
         X = rng.normal(size=(600, D)) + 1.0
@@ -201,7 +198,7 @@ def test_separable_node_solved_exactly():
 
 
 def test_single_class_and_empty_care(monkeypatch):
-    """Spec test 5: no solver call; one class → w = 0 and sign(b) toward it; empty → w = 0."""
+    """Degenerate care sets need no solver call: one class → w = 0 and sign(b) toward it; empty → w = 0."""
 
     def boom(self, *a, **k):  # pragma: no cover - must not be reached
         raise AssertionError("LogisticRegression.fit must not be called")
@@ -234,7 +231,7 @@ def test_single_class_and_empty_care(monkeypatch):
 
 
 def test_intercept_not_penalized():
-    """Spec test 6: uncentred features (mean 3), 2 relevant of 10, balanced; λ gives support 2."""
+    """The bias is not penalised: uncentred features (mean 3), 2 relevant of 10, balanced; λ gives support 2."""
     rng = np.random.default_rng(0)
     n, D = 400, 10
     Z = rng.normal(size=(n, D))
@@ -249,14 +246,14 @@ def test_intercept_not_penalized():
         assert np.count_nonzero(w) <= 2
         assert set(np.flatnonzero(w)) <= {0, 1}
         assert abs(b) > 1.0
-    # the pitfall the default liblinear setting falls into (§3.4 [P]): bias pinned near 0, spurious features
+    # what liblinear's default intercept_scaling=1 does instead: bias pinned near 0, spurious features
     wbad, bbad = l1_logistic_sklearn(X, y, v, lam, intercept_scaling=1.0)
     assert np.count_nonzero(wbad) > 2 and abs(bbad) < 1.0
 
 
 @pytest.mark.parametrize("lam", [0.1, 1.0])
 def test_lambda_C_mapping(lam):
-    """Spec test 7: the returned solution beats (w=0, best constant bias), random perturbations, and the
+    """λ is in sum form: the returned solution beats (w=0, best constant bias), random perturbations, and the
     solutions of mis-scaled problems (λ·n — the mean-form confusion — and λ/10, λ·10)."""
     rng = np.random.default_rng(21)
     X, y, v = noisy_problem(rng, 150, 6, noise=0.2, shift=0.5)
@@ -374,7 +371,7 @@ def test_float32_and_invalid_inputs():
 
 
 # --------------------------------------------------------------------------------------------
-# exact axis-aligned splits (spec test 4)
+# exact axis-aligned splits
 # --------------------------------------------------------------------------------------------
 
 
