@@ -1,13 +1,13 @@
 """TAO decision-node solvers head to head on the reduced problems of one depth level.
 
-The problems are real TAO reduced problems (``shared/specs/tao.md`` §2.2): a random initial tree
+The problems are real TAO reduced problems (``models.tao.problems``): a random initial tree
 (unit Gaussian hyperplanes, median biases; constant leaves fitted on the routing) of depth
 ``L + 1`` on Letter (standardised), whose ``2**L`` decision nodes at depth ``L`` give ``G = 2**L``
 weighted binary problems (care points, pseudolabels, weights ``v``) — 16, 64 and 256 groups for
 L = 4, 6, 8. Groups whose care points all share one pseudolabel are solved exactly without a
-solver (§3.5) and are left out here.
+solver and are left out here.
 
-Back-ends, with the settings TAO's training loop uses (``models.tao.core.solve_problems``):
+Back-ends, with the settings TAO's training loop uses (``models.tao.decisions.solve_problems``):
 
 * ``l1_logistic_sklearn`` — liblinear, one call per node, tol 1e-4, max_iter 200,
   intercept_scaling 100 (its bias carries a tiny ℓ1 penalty λ|b|/100);
@@ -30,6 +30,13 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import shared_data_dir
+from models.tao.config import TAOConfig
+from models.tao.init import random_init
+from models.tao.loop import _groups_at
+from models.tao.problems import reduced_problems
+from models.tao.solvers.fista import l1_logistic_torch
+from models.tao.solvers.liblinear import l1_logistic_sklearn
+from models.tao.solvers.objectives import logistic_objective
 
 NAME = "tao_solvers"
 LAMBDAS = (1.0,)
@@ -62,9 +69,6 @@ def _data(quick: bool) -> tuple[np.ndarray, np.ndarray, str]:
 
 def level_problems(X: np.ndarray, y: np.ndarray, level: int, lam: float):
     """The non-trivial reduced problems of the ``2**level`` decision nodes at depth ``level``."""
-    from models.tao.core import TAOConfig, _groups_at, reduced_problems
-    from models.tao.init import random_init
-
     classes = np.unique(y)
     Y = np.searchsorted(classes, y)
     sw = np.ones(Y.shape[0])
@@ -85,8 +89,6 @@ def _best(fn, repeat: int) -> tuple[float, Any]:
 
 
 def compare(problems: list, lam: float, device: str, repeat: int) -> dict[str, Any]:
-    from models.tao.solvers import l1_logistic_sklearn, l1_logistic_torch, logistic_objective
-
     def sk():
         return [l1_logistic_sklearn(p.X, p.y, p.v, lam, **SK_SETTINGS) for p in problems]
 

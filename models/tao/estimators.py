@@ -18,7 +18,8 @@ Decisions the thesis leaves open, made here (``tao.md`` §17) and documented in
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
@@ -27,8 +28,10 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from models.base import Callback, TreeEstimator, resolve_device, seed_everything
-from models.tao.core import TAOConfig, class_probabilities, train
+from models.tao.config import TAOConfig
 from models.tao.init import cart_init, clustering_init, random_init
+from models.tao.loop import train
+from models.tao.objective import class_probabilities
 from models.tao.state import ABSENT, TAOTree
 from treeviz.errors import TreevizError
 from treeviz.tree import Tree

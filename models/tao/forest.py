@@ -8,16 +8,26 @@ or softmax leaves (TAO-l). Ties in a vote go to the smaller class index.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from models.base import Callback, seed_everything
-from models.tao.core import class_probabilities, train
-from models.tao.estimators import (_ClassLabels, _TAOBase, _Targets, compact, drop_zero_weights, tao_tree_to_tree,
-                                   tree_arrays, tree_from_arrays)
+from models.tao.estimators import (
+    _ClassLabels,
+    _TAOBase,
+    _Targets,
+    compact,
+    drop_zero_weights,
+    tao_tree_to_tree,
+    tree_arrays,
+    tree_from_arrays,
+)
+from models.tao.loop import train
+from models.tao.objective import class_probabilities
 from treeviz.errors import TreevizError
 from treeviz.tree import Tree
 

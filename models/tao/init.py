@@ -1,11 +1,14 @@
-"""Initial trees for TAO (``tao.md`` §3.6, §5.4): from CART, random, or greedy class clustering."""
+"""Initial trees for TAO: from CART, random, or greedy class clustering (softmax trees)."""
 
 from __future__ import annotations
 
 import numpy as np
+from sklearn.cluster import KMeans
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from models.cart.estimators import float64_threshold
-from models.tao.core import TAOConfig, constant_leaf
+from models.tao.config import TAOConfig
+from models.tao.leaves import constant_leaf
 from models.tao.state import TAOTree, complete_tree, group_rows
 from treeviz.errors import TreevizError
 
@@ -14,9 +17,7 @@ def cart_init(X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig, dept
               random_state: int | None) -> TAOTree:
     """Embed a scikit-learn CART of max depth ``depth``: split "x_j <= t -> left" becomes
     ``w = e_j``, ``b = -t'`` with ``t'`` the float64 image of sklearn's float32 comparison, so the
-    tree routes every input (thresholds included) exactly as CART does (spec test 18)."""
-    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
-
+    tree routes every input (thresholds included) exactly as CART does."""
     if depth == 0:  # one leaf (scikit-learn's CART refuses max_depth=0)
         tree = complete_tree(0, X.shape[1], cfg.n_outputs, linear_leaves=cfg.linear_leaves)
         _fit_initial_leaves(tree, X, Y, sw, cfg)
@@ -44,7 +45,7 @@ def random_init(X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig, de
                 rng: np.random.Generator) -> TAOTree:
     """A complete tree of ``depth`` with unit-norm Gaussian weights (thesis) and, since the thesis
     leaves the bias open, ``b_i = -median(w_i·x)`` over the node's initial reduced set, computed
-    top-down, so every node starts with data on both sides (§3.6 [D])."""
+    top-down, so every node starts with data on both sides and none starts dead."""
     tree = complete_tree(depth, X.shape[1], cfg.n_outputs, linear_leaves=cfg.linear_leaves)
     internal = np.flatnonzero(tree.left >= 0)
     w = rng.standard_normal((internal.size, X.shape[1]))
@@ -85,7 +86,7 @@ def _fit_initial_leaves(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndar
 
 # ---------------------------------------------------------------------------- clustering init
 def greedy_level_pairs(means: np.ndarray, counts: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray]:
-    """Pair clusters for one level of the clustering init (§5.4): repeatedly merge the two
+    """Pair clusters for one level of the clustering init: repeatedly merge the two
     closest remaining clusters (Euclidean distance of means); a new supercluster is not merged
     again at this level. Returns the pairs (in merge order), and the superclusters' means and
     counts (count-weighted means)."""
@@ -110,15 +111,13 @@ def greedy_level_pairs(means: np.ndarray, counts: np.ndarray) -> tuple[list[tupl
 
 def clustering_init(X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig, depth: int,
                     rng: np.random.Generator) -> tuple[TAOTree, np.ndarray]:
-    """The softmax-tree initial tree (§5.4): 2^depth clusters paired greedily level by level.
+    """The softmax-tree initial tree: 2^depth clusters paired greedily level by level.
 
     With at least 2^depth classes the class prototypes (class means, weighted by class counts)
     are clustered, so every class goes to exactly one leaf; otherwise the samples are. Returns
     the tree (random unit hyperplanes, median biases) and the leaf assigned to each sample, which
     the first TAO iteration uses as reduced sets.
     """
-    from sklearn.cluster import KMeans
-
     if cfg.task != "classification":
         raise TreevizError("The clustering initialisation is for classification; use 'cart' or 'random'.")
     L = 2**depth

@@ -1,8 +1,11 @@
-"""TAO training loop (models.tao.core, state, init): reduced problems, monotonicity, leaves,
-visiting order, pruning, initial trees and softmax-tree leaves (``shared/specs/tao.md`` §15).
+"""TAO training (models.tao: state, init, objective, leaves, problems, decisions, prune, loop):
+reduced problems, monotonicity, leaves, visiting order, pruning, initial trees and softmax-tree
+leaves.
 
 Routing convention of the project: a decision node sends x RIGHT iff w·x + b > 0 (strictly).
 """
+
+import itertools
 
 import numpy as np
 import pytest
@@ -11,13 +14,18 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
 from models.cart.estimators import float64_threshold
-from models.tao import core
-from models.tao.core import (ABSENT, TAOConfig, class_probabilities, fit_leaves, objective, one_pass,
-                             predictions_error, prune, reduced_objective, reduced_problems, refit_leaves,
-                             sample_loss, train)
+from models.tao import decisions, loop
+from models.tao.config import TAOConfig
+from models.tao.decisions import fit_decisions, solve_problems
 from models.tao.estimators import TAOClassifier, compact, tao_tree_to_tree
 from models.tao.init import cart_init, clustering_init, greedy_level_pairs, random_init
-from models.tao.state import TAOTree, complete_tree, group_rows
+from models.tao.leaves import constant_leaf, fit_leaves, refit_leaves
+from models.tao.loop import _groups_at, one_pass, train
+from models.tao.objective import class_probabilities, objective, predictions_error, sample_loss
+from models.tao.problems import reduced_objective, reduced_problems
+from models.tao.prune import prune
+from models.tao.solvers import liblinear
+from models.tao.state import ABSENT, complete_tree, group_rows
 
 CLS3 = TAOConfig(task="classification", n_outputs=3)
 
@@ -103,7 +111,7 @@ def test_pseudolabels_and_weights_01(sw):
 
 def test_pseudolabels_of_a_level_of_decision_nodes():
     tree = hand_tree()
-    groups = core._groups_at(tree.route(HAND_X), 1)
+    groups = _groups_at(tree.route(HAND_X), 1)
     assert [g for g, _ in groups] == [1, 2]
     p1, p2 = reduced_problems(tree, HAND_X, HAND_Y, ones(6), CLS3, groups)
     # node 1 holds points 1, 3, 4 (x0 <= 0): leaves 3 -> class 0, 4 -> class 1
@@ -119,9 +127,9 @@ def test_pseudolabels_of_a_level_of_decision_nodes():
 
 def test_single_pseudolabel_and_no_care_points_give_constant_splits():
     tree = hand_tree()
-    groups = core._groups_at(tree.route(HAND_X), 1)
+    groups = _groups_at(tree.route(HAND_X), 1)
     problems = reduced_problems(tree, HAND_X, HAND_Y, ones(6), CLS3, groups)
-    new = core.solve_problems(problems, tree, CLS3)
+    new = solve_problems(problems, tree, CLS3)
     # node 2: every care point prefers the right child -> w = 0, everything right (b > 0)
     w, b = new[2]
     assert not np.any(w) and b > 0
@@ -129,7 +137,7 @@ def test_single_pseudolabel_and_no_care_points_give_constant_splits():
     tree.value[4] = one_hot(0)
     [p] = reduced_problems(tree, HAND_X, HAND_Y, ones(6), CLS3, groups[:1])
     assert p.y.size == 0
-    w, b = core.solve_problems([p], tree, CLS3)[1]
+    w, b = solve_problems([p], tree, CLS3)[1]
     assert not np.any(w)
 
 
@@ -141,7 +149,8 @@ def _subtree_losses(tree, child, X, Y, sw, cfg):
 @pytest.mark.parametrize("task", ["classification", "regression"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_reduced_problem_equivalence(task, seed):
-    """Tree loss over R_i == Σ min(l_left, l_right) + Σ_care v·I(f_i(x) != ȳ) for any θ_i (§2.2)."""
+    """Tree loss over R_i == Σ min(l_left, l_right) + Σ_care v·I(f_i(x) != ȳ) for any θ_i: the reduced problem
+    is exact."""
     rng = np.random.default_rng(seed)
     n, D = 120, 4
     X = rng.standard_normal((n, D))
@@ -208,7 +217,7 @@ def test_monotone_objective_includes_the_initial_tree(cancer):
 
 
 def test_monotone_exact_axis_aligned(digits):
-    """Exact weighted 0/1 enumeration at every node: the training error never increases (§13.2)."""
+    """Exact weighted 0/1 enumeration at every node: the training error never increases."""
     X, y = digits
     cfg = TAOConfig(task="classification", n_outputs=10, l1_penalty=0.0, node_type="axis", guard="off",
                     max_iter=6, tol=0.0)
@@ -277,7 +286,7 @@ def test_dead_leaf_is_not_refitted():
 def _instrument(monkeypatch, tree_ref, X, log):
     """Record, at every leaf / decision update, whether the reduced sets the loop passes equal
     the reduced sets recomputed from the current tree."""
-    real_leaves, real_decisions = core.fit_leaves, core.fit_decisions
+    real_leaves, real_decisions = loop.fit_leaves, loop.fit_decisions
 
     def check(groups):
         fresh = tree_ref[0].members(X)
@@ -292,8 +301,8 @@ def _instrument(monkeypatch, tree_ref, X, log):
         check(groups)
         return real_decisions(tree, X_, Y, sw, cfg, groups)
 
-    monkeypatch.setattr(core, "fit_leaves", leaves)
-    monkeypatch.setattr(core, "fit_decisions", decisions)
+    monkeypatch.setattr(loop, "fit_leaves", leaves)
+    monkeypatch.setattr(loop, "fit_decisions", decisions)
 
 
 @pytest.mark.parametrize("order", ["reverse_bfs", "bfs"])
@@ -310,7 +319,7 @@ def test_reverse_bfs_reduced_sets_valid(monkeypatch, cancer, order):
 
 
 def test_top_down_without_recompute_uses_stale_reduced_sets(cancer):
-    """Pitfall 1: a top-down pass on reduced sets computed once at its start trains some node on
+    """The classic top-down mistake: a pass on reduced sets computed once at its start trains some node on
     points that no longer reach it (what ``order="bfs"`` avoids by re-routing before each level)."""
     X, y = cancer
     sw = ones(len(y))
@@ -320,13 +329,13 @@ def test_top_down_without_recompute_uses_stale_reduced_sets(cancer):
         tree = random_init(X, y, sw, cfg, 4, np.random.default_rng(seed))
         levels = tree.route(X)  # computed once, never refreshed
         for d in range(len(levels)):
-            groups = core._groups_at(levels, d)
+            groups = _groups_at(levels, d)
             fresh = tree.members(X)
             stale_seen |= any(not np.array_equal(idx, fresh.get(node, np.zeros(0, int))) for node, idx in groups)
-            core.fit_leaves(tree, X, y, sw, cfg, [(n, i) for n, i in groups if tree.left[n] < 0])
+            fit_leaves(tree, X, y, sw, cfg, [(n, i) for n, i in groups if tree.left[n] < 0])
             dec = [(n, i) for n, i in groups if tree.left[n] >= 0]
             if dec:
-                core.fit_decisions(tree, X, y, sw, cfg, dec)
+                fit_decisions(tree, X, y, sw, cfg, dec)
         if stale_seen:
             break
     assert stale_seen
@@ -351,7 +360,7 @@ def test_depth1_separable_zero_error():
         assert model.history_[0]["train_error"] == 0.0, lam
         assert model.score(X, y) == 1.0
         nnz.append(model.to_tree().n_nonzero_weights())
-    assert all(a >= b for a, b in zip(nnz, nnz[1:])), nnz
+    assert all(a >= b for a, b in itertools.pairwise(nnz)), nnz
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
@@ -360,7 +369,7 @@ def test_depth1_random_init_never_crashes(seed):
     model = TAOClassifier(depth=1, l1_penalty=1e-2, init="random", max_iter=3, solver="sklearn",
                           random_state=seed).fit(X, y)
     tree = model.to_tree()
-    assert model.score(X, y) == 1.0 or tree.n_nodes == 1  # 0 error, or collapsed to one leaf (§13.3)
+    assert model.score(X, y) == 1.0 or tree.n_nodes == 1  # 0 error, or collapsed to one leaf
 
 
 def test_nnz_decreases_with_lambda():
@@ -687,7 +696,7 @@ def test_st_constant_fallback_respects_k():
     """A leaf too small for a softmax, or a first pass rejected by the guard, still models ≤ k classes."""
     cfg = TAOConfig(task="classification", n_outputs=4, leaf="softmax", leaf_classes=2)
     tree = complete_tree(0, 2, 4, linear_leaves=True)
-    value = core.constant_leaf(tree, np.array([0, 1, 1, 2, 3, 3, 3]), ones(7), cfg)
+    value = constant_leaf(tree, np.array([0, 1, 1, 2, 3, 3, 3]), ones(7), cfg)
     np.testing.assert_array_equal(np.flatnonzero(value > ABSENT), [1, 3])
     np.testing.assert_allclose(np.exp(value[[1, 3]]), [2 / 5, 3 / 5])
 
@@ -718,12 +727,10 @@ def test_softmax_tree_leaves_model_k_classes(digits, guard):
 # ---------------------------------------------------------------------------- losses reaching the solvers
 @pytest.mark.parametrize("loss", ["zero_one", "cross_entropy"])
 def test_st_infinite_loss_handling(monkeypatch, digits, loss):
-    from models.tao import solvers
-
     X, y = digits
     X, y = X[:500], y[:500]
     seen = {"problems": [], "solver_calls": 0}
-    real_rp, real_solver = core.reduced_problems, solvers.l1_logistic_sklearn
+    real_rp, real_solver = decisions.reduced_problems, liblinear.l1_logistic_sklearn
 
     def rp(*args, **kwargs):
         out = real_rp(*args, **kwargs)
@@ -737,8 +744,8 @@ def test_st_infinite_loss_handling(monkeypatch, digits, loss):
         assert np.all(v_ > 0)
         return real_solver(X_, y_, v_, lam, **kwargs)
 
-    monkeypatch.setattr(core, "reduced_problems", rp)
-    monkeypatch.setattr(solvers, "l1_logistic_sklearn", solver)
+    monkeypatch.setattr(decisions, "reduced_problems", rp)
+    monkeypatch.setattr(liblinear, "l1_logistic_sklearn", solver)
     model = TAOClassifier(depth=2, leaf="softmax", leaf_classes=3, loss=loss, beta=100.0, l1_penalty=0.1,
                           max_iter=2, init="cart", solver="sklearn").fit(X, y)
     assert seen["problems"] and seen["solver_calls"] > 0

@@ -10,8 +10,8 @@ from sklearn.preprocessing import StandardScaler
 
 from models.base import Callback
 from models.persist import load_model
-from models.tao.core import objective
 from models.tao.estimators import TAOClassifier, TAORegressor
+from models.tao.objective import objective
 from treeviz.errors import TrainingCancelled, TreevizError
 
 TINY = dict(depth=2, max_iter=3)

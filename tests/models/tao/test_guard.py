@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
-from models.tao import core
-from models.tao.core import NodeProblem, exact_bias, reduced_objective
+from models.tao import loop
 from models.tao.estimators import TAOClassifier
+from models.tao.problems import NodeProblem, exact_bias, reduced_objective
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -33,13 +33,13 @@ def test_guarded_iterations_fall_back_when_the_plain_pass_raises_the_objective(m
     plain = TAOClassifier(depth=4, l1_penalty=10.0, max_iter=8, guard="off", tol=0.0).fit(X, y)
     e_plain = [r["objective"] for r in plain.history_]
     calls = {"guarded": 0}
-    original = core.one_pass
+    original = loop.one_pass
 
     def counting(tree, X_, Y_, sw, cfg, **kw):
         calls["guarded"] += cfg.guard == "objective"
         return original(tree, X_, Y_, sw, cfg, **kw)
 
-    monkeypatch.setattr(core, "one_pass", counting)
+    monkeypatch.setattr(loop, "one_pass", counting)
     guarded = TAOClassifier(depth=4, l1_penalty=10.0, max_iter=8, tol=0.0).fit(X, y)
     e_guarded = [r["objective"] for r in guarded.history_]
     assert np.all(np.diff(e_guarded) <= 1e-9)

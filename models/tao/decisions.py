@@ -1,0 +1,94 @@
+"""Decision-node updates: each node of one depth level solves its reduced problem, and the guard
+decides which parameters it keeps.
+
+Which solver a node's problem goes to:
+
+* no care point: every hyperplane has the same loss, so the ℓ1 optimum is ``w = 0``, sending
+  everything to the side that currently receives more; one pseudolabel only: ``w = 0`` with
+  ``b = ±1`` toward it. Both are exact, and pruning later removes the child they starve;
+* ``node_type="axis"``: exact enumeration of weighted 0/1 axis-aligned splits;
+* ``solver="sklearn"``: liblinear, one node at a time;
+* ``solver="torch"``: the batched FISTA solver, all the level's nodes in one call, warm-started
+  from their current parameters, with a tighter tolerance and more iterations than liblinear
+  (at least 500 iterations, tolerance at most 1e-5), and one CPU thread (see
+  :func:`models.tao.solvers.fista.cpu_threads`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from models.tao.config import TAOConfig
+from models.tao.problems import NodeProblem, exact_bias, reduced_objective, reduced_problems
+from models.tao.solvers import axis, fista, liblinear
+from models.tao.state import TAOTree
+
+
+def solve_problems(problems: list[NodeProblem], tree: TAOTree, cfg: TAOConfig) -> dict[int, tuple[np.ndarray, float]]:
+    """New (w, b) per node: the exact constant split where it is optimal, else the solver."""
+    D = tree.n_features
+    out: dict[int, tuple[np.ndarray, float]] = {}
+    hard: list[NodeProblem] = []
+    for p in problems:
+        if p.y.size == 0:  # no care point: every θ has the same loss; with ℓ1 the optimum is w = 0
+            out[p.node] = (np.zeros(D), 1.0 if p.n_right_now >= p.n_left_now else -1.0)
+        elif np.all(p.y == p.y[0]):  # one pseudolabel: send everything to that child
+            out[p.node] = (np.zeros(D), float(p.y[0]))
+        else:
+            hard.append(p)
+    if not hard:
+        return out
+    if cfg.node_type == "axis":
+        for p in hard:
+            feature, threshold, orientation, _ = axis.best_axis_split(p.X, p.y, p.v)
+            w, b = axis.axis_split_to_hyperplane(feature, threshold, orientation, D)
+            out[p.node] = (np.asarray(w, dtype=np.float64), float(b))
+        return out
+    lam = max(cfg.l1_penalty, 0.0)
+    if cfg.solver == "sklearn":
+        for p in hard:
+            w, b = liblinear.l1_logistic_sklearn(p.X, p.y, p.v, lam, tol=cfg.solver_tol,
+                                                 max_iter=cfg.solver_max_iter)
+            out[p.node] = (np.asarray(w, dtype=np.float64), float(b))
+        return out
+    Xall = np.concatenate([p.X for p in hard])
+    group = np.concatenate([np.full(p.y.size, g) for g, p in enumerate(hard)])
+    with fista.cpu_threads(cfg.device, 1):
+        W, B = fista.l1_logistic_torch(
+            Xall, np.concatenate([p.y for p in hard]), np.concatenate([p.v for p in hard]), group, len(hard), lam,
+            w0=np.stack([tree.weight[p.node] for p in hard]), b0=np.array([tree.bias[p.node] for p in hard]),
+            device=cfg.device, tol=min(cfg.solver_tol, 1e-5), max_iter=max(cfg.solver_max_iter, 500))
+    for g, p in enumerate(hard):
+        out[p.node] = (np.asarray(W[g], dtype=np.float64), float(B[g]))
+    return out
+
+
+def fit_decisions(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig,
+                  groups: list[tuple[int, np.ndarray]]) -> tuple[int, int]:
+    """Update every decision node of one level; returns (changed, rejected by the guard).
+
+    With ``guard="objective"`` four candidates compete on the node's reduced objective: the
+    solver's (w, b), the same w with the exact 0/1-optimal bias, the old parameters, and the old w
+    with its exact bias. The best wins (ties prefer the new ones, listed first); the old
+    parameters are a candidate, so the reduced objective never increases.
+    """
+    problems = reduced_problems(tree, X, Y, sw, cfg, groups)
+    new = solve_problems(problems, tree, cfg)
+    changed = rejected = 0
+    for p in problems:
+        w, b = new[p.node]
+        if cfg.guard == "objective":
+            w_old, b_old = tree.weight[p.node].copy(), float(tree.bias[p.node])
+            candidates = [(w, b), (w, exact_bias(p, w)), (w_old, b_old), (w_old, exact_bias(p, w_old))]
+            scores = [reduced_objective(p, cw, cb, cfg.l1_penalty) for cw, cb in candidates]
+            best = int(np.argmin(scores))
+            w, b = candidates[best]
+            if best >= 2:  # the surrogate's direction lost; at most the old bias improves
+                rejected += 1
+                if best == 2:
+                    continue
+        if not (np.array_equal(w, tree.weight[p.node]) and b == tree.bias[p.node]):
+            changed += 1
+        tree.weight[p.node] = w
+        tree.bias[p.node] = b
+    return changed, rejected
