@@ -2,8 +2,9 @@
 
 Node ids are those of the initial tree and never change while training: pruning only
 re-points a parent (or the root) at one of a node's children, so the trained tree's nodes are
-always a subset of the initial tree's ("the same or smaller structure", ``tao.md`` §3.3), and
-``TAOTree.origin`` in the exported :class:`treeviz.tree.Tree` maps back to them.
+always a subset of the initial tree's (TAO keeps the same or a smaller structure), and the
+estimators' ``node_origin_`` (``meta["node_origin"]`` of the exported :class:`treeviz.tree.Tree`)
+maps back to them.
 
 Routing follows the one project convention (:mod:`treeviz.tree`): a decision node sends ``x``
 right iff ``weight @ x + bias > 0``. The thesis writes ``>= 0``; with ``> 0`` a CART split
@@ -48,10 +49,7 @@ class TAOTree:
     def n_features(self) -> int:
         return int(self.weight.shape[1])
 
-    def is_leaf(self, node: int | np.ndarray) -> np.ndarray | bool:
-        return self.left[node] < 0
-
-    def copy(self) -> "TAOTree":
+    def copy(self) -> TAOTree:
         return TAOTree(self.left.copy(), self.right.copy(), self.weight.copy(), self.bias.copy(),
                        self.value.copy(), None if self.leaf_weight is None else self.leaf_weight.copy(),
                        self.root)
@@ -154,16 +152,15 @@ class TAOTree:
             leaf = np.where(level >= 0, level, leaf)
         return leaf
 
-    def leaf_scores(self, X: np.ndarray, leaves: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-        """Leaf outputs ``value + leaf_weight @ x`` for samples ``X[rows]`` at ``leaves``."""
-        rows = np.arange(X.shape[0]) if rows is None else rows
+    def leaf_scores(self, X: np.ndarray, leaves: np.ndarray) -> np.ndarray:
+        """Leaf outputs ``value + leaf_weight @ x`` for the samples ``X`` at ``leaves``."""
         out = self.value[leaves].copy()
         if self.leaf_weight is not None:
             for leaf, members in group_rows(leaves):
                 W = self.leaf_weight[leaf]
                 cols = np.flatnonzero(np.any(W != 0, axis=0))
                 if cols.size:
-                    out[members] += X[np.ix_(rows[members], cols)] @ W[:, cols].T
+                    out[members] += X[np.ix_(members, cols)] @ W[:, cols].T
         return out
 
     def members(self, X: np.ndarray) -> dict[int, np.ndarray]:
