@@ -4,9 +4,9 @@ Rows (mean ± std over seeds, beside the paper's mean ± std):
 
 * Letter (stratified 16000 / 4000 split per seed): single TAO-c tree, single TAO-l tree, CART
   (scikit-learn, unlimited depth) and a TAO-l forest, test error % vs the thesis's Table 2.2
-  (``shared/specs/tao.md`` §9.2).
+  (Zharmagambetov 2022).
 * SatImage (4435 / 2000) and PenDigits (7494 / 3498), stratified per seed: one TAO-c tree,
-  test accuracy % vs the TAO column of the DGT paper's Table 2 (``shared/specs/dgt.md`` §5.2).
+  test accuracy % vs the TAO column of the DGT paper's Table 2.
 * cpu_act (the five shipped DGT splits): TAO-c and TAO-l trees, test RMSE vs Table 2.3.
 * Timing: seconds per TAO iteration on Letter for the node-solver back-ends (scikit-learn
   liblinear per node; the batched torch solver on the CPU with torch's default intra-op threads
@@ -38,8 +38,9 @@ from __future__ import annotations
 import gzip
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

@@ -1,5 +1,5 @@
-"""Forests of TAO trees (``shared/specs/tao.md`` §6, §15 test 25): aggregation, subsamples,
-seeds, model files, callbacks, and a small accuracy sanity check on digits."""
+"""Forests of TAO trees: aggregation, subsamples, seeds, model files, callbacks, and a small
+accuracy sanity check on digits."""
 
 import numpy as np
 import pytest
@@ -61,7 +61,7 @@ def test_tao_l_averages_probabilities(iris):
         manual.append(z / z.sum(axis=1, keepdims=True))
     np.testing.assert_allclose(f.predict_proba(X), np.mean(manual, axis=0), rtol=1e-12, atol=1e-15)
     np.testing.assert_array_equal(f.predict(X), f.classes_[np.argmax(np.mean(manual, axis=0), axis=1)])
-    # not a vote of hard labels (pitfall 17): probabilities are not multiples of 1/T everywhere
+    # not a vote of hard labels (linear leaves average probabilities): probabilities are not multiples of 1/T everywhere
     assert np.any(np.abs(f.predict_proba(X) * 5 - np.round(f.predict_proba(X) * 5)) > 1e-6)
 
 
