@@ -475,7 +475,8 @@ def parse_target_features(spec: str, feature_names: Sequence[str]) -> np.ndarray
 
 
 class LatentTreeClustering(ClusterMixin, _LatentTreeBase):
-    """Self-supervised hierarchical clustering with a latent tree ([ICML] §4.2).
+    """Self-supervised hierarchical clustering with a latent tree (the ICML 2021 paper's clustering
+    experiment).
 
     A few features (``target_features``) are held out and regressed from the others through the
     tree (MSE, linear predictor on [x_in; z]); no labels are used. Each point's cluster is the

@@ -10,8 +10,10 @@ Which solver a node's problem goes to:
 * ``solver="sklearn"``: liblinear, one node at a time;
 * ``solver="torch"``: the batched FISTA solver, all the level's nodes in one call, warm-started
   from their current parameters, with a tighter tolerance and more iterations than liblinear
-  (at least 500 iterations, tolerance at most 1e-5), and one CPU thread (see
-  :func:`models.tao.solvers.fista.cpu_threads`).
+  (at least 500 iterations, tolerance at most 1e-5), and torch limited to one CPU thread
+  (:func:`treeviz.threads.limited`): the solver makes many small tensor operations per step, and
+  with several threads on a shared or busy CPU their synchronisation dominates (measured 1.4×
+  liblinear's time with one thread, 8–180× with two on a loaded 2-core machine).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from models.tao.config import TAOConfig
 from models.tao.problems import NodeProblem, exact_bias, reduced_objective, reduced_problems
 from models.tao.solvers import axis, fista, liblinear
 from models.tao.state import TAOTree
+from treeviz import threads
 
 
 def solve_problems(problems: list[NodeProblem], tree: TAOTree, cfg: TAOConfig) -> dict[int, tuple[np.ndarray, float]]:
@@ -53,7 +56,7 @@ def solve_problems(problems: list[NodeProblem], tree: TAOTree, cfg: TAOConfig) -
         return out
     Xall = np.concatenate([p.X for p in hard])
     group = np.concatenate([np.full(p.y.size, g) for g, p in enumerate(hard)])
-    with fista.cpu_threads(cfg.device, 1):
+    with threads.limited(1):
         W, B = fista.l1_logistic_torch(
             Xall, np.concatenate([p.y for p in hard]), np.concatenate([p.v for p in hard]), group, len(hard), lam,
             w0=np.stack([tree.weight[p.node] for p in hard]), b0=np.array([tree.bias[p.node] for p in hard]),

@@ -1,9 +1,8 @@
 """TAO estimators: sparse oblique trees (``TAOClassifier``, ``TAORegressor``) with constant, linear
-or softmax (k-class) leaves, following ``shared/specs/tao.md``; forests are in
+or softmax (k-class) leaves, following Zharmagambetov's thesis (2022); forests are in
 :mod:`models.tao.forest`.
 
-Decisions the thesis leaves open, made here (``tao.md`` §17) and documented in
-``docs/tao.md``:
+Decisions the thesis leaves open, made here and documented in ``docs/tao.md``:
 
 * λ is in **sum form** (``l1_penalty``): E = Σ_n loss + λ Σ‖w‖₁; converted per solver
   (liblinear / SAGA: C = 1/λ; Lasso: α = λ / (2 Σ s)).
@@ -109,7 +108,7 @@ class _TAOBase(TreeEstimator):
             solver = "torch" if device.startswith("cuda") else "sklearn"
         extra = {}
         if self._task == "classification":
-            extra = dict(leaf_classes=self.leaf_classes, loss=self.loss, beta=float(self.beta))
+            extra = {"leaf_classes": self.leaf_classes, "loss": self.loss, "beta": float(self.beta)}
         return TAOConfig(task=self._task, n_outputs=n_outputs, l1_penalty=float(self.l1_penalty), leaf=self.leaf,
                          node_type=self.node_type, max_iter=int(self.max_iter), tol=float(self.tol),
                          order=self.order, guard=self.guard, solver=solver, device=device, **extra)
@@ -257,7 +256,7 @@ class _Targets:
 
 
 class TAOClassifier(ClassifierMixin, _ClassLabels, _TAOBase):
-    """A sparse oblique classification tree trained by TAO (``tao.md``).
+    """A sparse oblique classification tree trained by TAO (``docs/tao.md``).
 
     Parameters
     ----------
@@ -275,7 +274,7 @@ class TAOClassifier(ClassifierMixin, _ClassLabels, _TAOBase):
         ℓ1-logistic hyperplanes, or exact weighted 0/1 axis-aligned splits.
     init : {"auto", "cart", "random", "clustering"}
         Initial tree; "auto" is CART for depth ≤ 2 and random otherwise; "clustering" is the
-        softmax-tree init (§5.4).
+        softmax-tree init (classes grouped into leaves by k-means on their mean inputs).
     max_iter, tol : int, float
         TAO iterations, and the relative objective change below which training stops.
     order : {"reverse_bfs", "bfs"}
@@ -318,7 +317,7 @@ class TAOClassifier(ClassifierMixin, _ClassLabels, _TAOBase):
         self.random_state = random_state
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
-            eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> "TAOClassifier":
+            eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> TAOClassifier:
         X, Y, sw = self._labels(X, y, sample_weight, keep_classes=bool(self.warm_start))
         self._fit_tao(X, Y, sw, self.classes_.size, callbacks, eval_set, feature_names)
         return self
@@ -363,7 +362,7 @@ class TAORegressor(RegressorMixin, _Targets, _TAOBase):
         self.random_state = random_state
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
-            eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> "TAORegressor":
+            eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> TAORegressor:
         X, Y, sw = self._targets(X, y, sample_weight)
         self._fit_tao(X, Y, sw, Y.shape[1], callbacks, eval_set, feature_names)
         return self

@@ -1,4 +1,4 @@
-"""Forests of TAO trees (``tao.md`` §6): each tree is trained independently by TAO on its own
+"""Forests of TAO trees (``docs/tao.md``): each tree is trained independently by TAO on its own
 random subsample (90 % without replacement by default) from its own random initial tree.
 
 Aggregation follows the thesis: regression averages the trees; classification takes a
@@ -9,7 +9,7 @@ or softmax leaves (TAO-l). Ties in a vote go to the smaller class index.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
@@ -33,7 +33,7 @@ from treeviz.tree import Tree
 
 
 class _ForestBase(_TAOBase):
-    _expected_failed_checks = {
+    _expected_failed_checks: ClassVar[dict[str, str]] = {
         "check_sample_weight_equivalence_on_dense_data":
             "each tree trains on a random subsample of the rows drawn without replacement; repeating a row "
             "changes the number of rows and hence the draw, so no weighting of the subsample can equal "
@@ -47,10 +47,10 @@ class _ForestBase(_TAOBase):
         X, Y, sw = drop_zero_weights(X, Y, sw)
         rng = seed_everything(self.random_state)
         n = X.shape[0]
-        m = max(2, int(round(float(self.subsample) * n))) if n >= 2 else n
+        m = max(2, round(float(self.subsample) * n)) if n >= 2 else n
         seeds = rng.integers(2**31 - 1, size=int(self.n_trees))
         self._begin_training(callbacks, int(self.n_trees))
-        trees, origins, samples = [], [], []
+        trees, origins = [], []
         try:
             for t, seed in enumerate(seeds):
                 tree_rng = np.random.default_rng(int(seed))
@@ -58,11 +58,10 @@ class _ForestBase(_TAOBase):
                 tree, assigned = self._initial_tree(X[idx], Y[idx], sw[idx], cfg, tree_rng)
                 records: list[dict] = []
                 train(tree, X[idx], Y[idx], sw[idx], cfg, initial_leaf=assigned,
-                      on_iteration=lambda r: records.append(r) is None)
+                      on_iteration=records.append)
                 tree, origin = compact(tree)
                 trees.append(tree)
                 origins.append(origin)
-                samples.append(idx)
                 last = records[-1] if records else {}
                 if not self._record(tree=t + 1, iterations=len(records), objective=last.get("objective"),
                                     tree_train_error=last.get("train_error"), n_nonzero=tree.n_nonzero(),
@@ -146,7 +145,7 @@ class TAOForestClassifier(ClassifierMixin, _ClassLabels, _ForestBase):
         self.random_state = random_state
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
-            eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> "TAOForestClassifier":
+            eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> TAOForestClassifier:
         X, Y, sw = self._labels(X, y, sample_weight)
         self._fit_forest(X, Y, sw, self.classes_.size, callbacks, feature_names)
         return self
@@ -195,7 +194,7 @@ class TAOForestRegressor(RegressorMixin, _Targets, _ForestBase):
         self.random_state = random_state
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
-            eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> "TAOForestRegressor":
+            eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> TAOForestRegressor:
         X, Y, sw = self._targets(X, y, sample_weight)
         self._fit_forest(X, Y, sw, Y.shape[1], callbacks, feature_names)
         return self

@@ -44,8 +44,6 @@ finish.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,25 +64,6 @@ _REFRESH_EVERY = 100
 
 #: Rows of finished groups are dropped when the live rows fall below this share of the work arrays.
 _COMPACT_BELOW = 0.6
-
-
-@contextlib.contextmanager
-def cpu_threads(device: str, n: int) -> Iterator[None]:
-    """Run torch on ``n`` CPU threads inside the block (restored after); no effect off the CPU.
-
-    The batched solver makes many small tensor operations per step. With several threads on a
-    shared or busy CPU their synchronisation dominates: measured 1.4× liblinear's time with one
-    thread, 8–180× with two on a loaded 2-core machine (``benchmarks/tao_paper.py``).
-    """
-    if not device.startswith("cpu"):
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 # ------------------------------------------------------------------------------------------------
