@@ -4,7 +4,7 @@ One call is the whole pruning layer on a batch of split scores ``S`` (n, 2**D - 
 
     Q = path_rewards(S); a = prune(Q, lam, solver=...); Z = readout(Q, a); Z.sum().backward()
 
-* ``fast``: :func:`~models.latent.pruning.latent_layer`, the production fast path: on the CPU one
+* ``fast``: :func:`~models.latent.pruning_layer.latent_layer`, the production fast path: on the CPU one
   compiled kernel for the whole layer (:mod:`models.latent.fused`: no sort, only the entries
   within margin ½ of a node take part), forward and backward;
 * ``fast_composed``: the same maths as separate torch functions (``prune(solver="auto")``, the
@@ -31,7 +31,8 @@ import torch
 
 from benchmarks.common import best_time
 from models.latent import heap
-from models.latent.pruning import latent_layer, path_rewards, prune, readout
+from models.latent.pruning import path_rewards, prune, readout
+from models.latent.pruning_layer import latent_layer
 
 NAME = "latent_pruning"
 FULL_DEPTHS = (2, 3, 4, 5, 6, 7, 8)
@@ -69,7 +70,7 @@ def _prune_call(Q: torch.Tensor, solver: str):
 
 def _osqp_call(Q: np.ndarray):
     """The generic QP (eq. 3) in cvxpy with OSQP, built once (DPP parameters); returns (call, a)."""
-    import cvxpy as cp
+    import cvxpy as cp  # deferred: cvxpy takes seconds to import and only this baseline needs it
 
     n, total = Q.shape
     par = heap.parents(heap.depth_from_n_nodes(total))

@@ -31,6 +31,8 @@ import numpy as np
 import torch
 from torch.autograd.function import once_differentiable
 
+from models.latent.params import readout_constants
+
 try:  # numba ships with umap-learn (a requirement); without it the composition is used
     from numba import njit
 
@@ -88,7 +90,7 @@ def _forward(S, lam, shift, delta, upper, Qt, Zt, a, scale, thresh):  # pragma: 
         cap = min(a[t], upper)
         for i in range(n):
             z = min(Qt[t, i] + delta, cap)
-            Zt[t, i] = z if z > 0.0 else 0.0
+            Zt[t, i] = max(0.0, z)
 
 
 @njit(cache=True, nogil=True)
@@ -172,7 +174,5 @@ def fused_layer(S: torch.Tensor, lam: float, shift: float = 0.5,
     ``mode`` is the read-out ("code": z = min(clip(q, 0, 1), a); "paper": z = min(max(q + shift, 0), a)).
     Q and Z are (n, |T|) views of node-major buffers, like :func:`~models.latent.pruning.path_rewards`.
     """
-    from models.latent.pruning import readout_constants
-
     delta, upper = readout_constants(mode, shift)
     return _FusedLayer.apply(S, float(lam), float(shift), delta, upper)

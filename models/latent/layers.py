@@ -18,10 +18,12 @@ import torch
 from torch import nn
 
 from models.latent import heap
-from models.latent.pruning import latent_layer, path_rewards, prune, readout
+from models.latent.params import READOUT_MODES
+from models.latent.pruning import path_rewards, prune, readout
+from models.latent.pruning_layer import latent_layer
 
 SPLITS = ("linear", "elu")
-READOUTS = ("code", "paper")
+READOUTS = READOUT_MODES
 FORMULATIONS = ("icml", "preprint")
 
 

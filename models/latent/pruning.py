@@ -63,7 +63,6 @@ written with torch operations (what a GPU runs); the tests check both back-ends 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,95 +72,34 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from models.latent import heap
+from models.latent.params import (
+    Number,
+    check_lam,
+    check_rewards,
+    check_shift,
+    depth_of_scores,
+    readout_constants,
+)
 from treeviz.errors import TreevizError
 
 __all__ = [
-    "READOUT_MODES",
     "SOLVERS",
     "PAVSolution",
     "PruneQP",
     "is_tree_consistent",
     "path_rewards",
-    "path_rewards_reference",
     "prune",
     "prune_fast",
-    "pruning_objective",
     "readout",
-    "readout_reference",
     "solve_pav",
 ]
 
-READOUT_MODES = ("code", "paper")
 SOLVERS = ("auto", "fast", "general")
-
-Number = int | float
-
-
-# --------------------------------------------------------------------------------------------
-# validation helpers
-# --------------------------------------------------------------------------------------------
-
-
-def _check_lam(lam: Any) -> float:
-    """λ as a Python float; a sentence-style error unless it is a finite number > 0 (§2.3.6)."""
-    if isinstance(lam, Tensor):
-        if lam.numel() != 1:
-            raise TreevizError(f"The pruning strength lam must be a single number, got a tensor of shape "
-                               f"{tuple(lam.shape)}.")
-        lam = lam.item()
-    try:
-        value = float(lam)
-    except (TypeError, ValueError):
-        raise TreevizError(f"The pruning strength lam must be a number > 0, got {lam!r}.") from None
-    if not math.isfinite(value) or value <= 0.0:
-        raise TreevizError(
-            f"The pruning strength lam must be a finite number > 0, got {lam!r}. With lam = 0 the pruning "
-            "problem has no unique solution; to switch pruning off, skip the pruning layer and use "
-            "z = clip(q, 0, 1) instead."
-        )
-    return value
-
-
-def _check_shift(shift: Any) -> float:
-    try:
-        value = float(shift)
-    except (TypeError, ValueError):
-        raise TreevizError(f"The shift must be a number (1/2 for [ICML], 0 for [PRE]), got {shift!r}.") from None
-    if not math.isfinite(value):
-        raise TreevizError(f"The shift must be a finite number (1/2 for [ICML], 0 for [PRE]), got {shift!r}.")
-    return value
-
-
-def _check_rewards(Q: Any, name: str = "Q") -> int:
-    """Validate an ``(n, |T|)`` floating tensor; return the tree depth."""
-    if not isinstance(Q, Tensor):
-        raise TreevizError(f"{name} must be a torch tensor of shape (n_samples, n_nodes), got {type(Q).__name__}.")
-    if Q.dim() != 2:
-        raise TreevizError(f"{name} must have shape (n_samples, n_nodes); got shape {tuple(Q.shape)}.")
-    if not Q.is_floating_point():
-        raise TreevizError(f"{name} must be a floating-point tensor, got dtype {Q.dtype}.")
-    if Q.shape[0] == 0:
-        raise TreevizError(f"{name} has no rows (an empty batch); pruning needs at least one sample.")
-    try:
-        return heap.depth_from_n_nodes(Q.shape[1])
-    except ValueError as err:
-        raise TreevizError(f"{name} has {Q.shape[1]} columns, which is not the node count 2**(D+1) - 1 of a "
-                           f"complete binary tree.") from err
 
 
 # --------------------------------------------------------------------------------------------
 # path rewards
 # --------------------------------------------------------------------------------------------
-
-
-def _depth_of_scores(S: Any) -> int:
-    if not isinstance(S, Tensor) or S.dim() != 2 or not S.is_floating_point():
-        raise TreevizError("The split scores S must be a floating-point tensor of shape (n_samples, n_splits).")
-    try:
-        return heap.depth_from_n_splits(S.shape[1])
-    except ValueError as err:
-        raise TreevizError(f"S has {S.shape[1]} columns, which is not the split count 2**D - 1 of a complete "
-                           f"binary tree.") from err
 
 
 def _on_numpy(x: Tensor) -> bool:
@@ -276,27 +214,13 @@ def path_rewards(S: Tensor) -> Tensor:
     Gradients follow Danskin's theorem: each ``q_it`` sends its gradient to the one split (with
     sign ``-`` for a left edge, ``+`` for a right edge) attaining the path minimum; the root is a
     constant. This is what autograd through ``torch.minimum`` gives (see
-    :func:`path_rewards_reference`), implemented as a custom backward because ``minimum``'s
+    :func:`models.latent.reference.path_rewards_reference`), implemented as a custom backward because ``minimum``'s
     autograd formula is ~10x slower on CPU. At an exact tie between a node's own edge and its
     parent's path minimum (measure zero for real-valued scores) the whole gradient goes to the
     parent's path, where ``torch.minimum`` would split it in halves; both are valid subgradients.
     """
-    _depth_of_scores(S)
+    depth_of_scores(S)
     return _PathRewards.apply(S)
-
-
-def path_rewards_reference(S: Tensor) -> Tensor:
-    """Plain-autograd version of :func:`path_rewards` (``torch.minimum`` per level); for tests."""
-    depth = _depth_of_scores(S)
-    n = S.shape[0]
-    q = S.new_ones((n, 1))
-    levels = [q]
-    for d in range(depth):
-        w = 2**d
-        s = S[:, w - 1: 2 * w - 1]
-        q = torch.stack((torch.minimum(q, -s), torch.minimum(q, s)), dim=2).reshape(n, 2 * w)
-        levels.append(q)
-    return torch.cat(levels, dim=1)
 
 
 def is_tree_consistent(Q: Tensor) -> bool:
@@ -306,7 +230,7 @@ def is_tree_consistent(Q: Tensor) -> bool:
     ``0 .. m-1`` are the node-major rows ``Q.T[1:]`` viewed as ``(m, 2, n)``. (NumPy on CPU, torch
     elsewhere.)
     """
-    _check_rewards(Q)
+    check_rewards(Q)
     total = Q.shape[1]
     m = (total - 1) // 2
     Qt = Q.detach().t()  # node-major view: contiguous for Q from path_rewards
@@ -404,9 +328,9 @@ def prune_fast(Q: Tensor, lam: Number, shift: Number = 0.5) -> Tensor:
     -------
     Tensor, shape (|T|,): ``a`` in ``[0, 1]``.
     """
-    lam = _check_lam(lam)
-    shift = _check_shift(shift)
-    _check_rewards(Q)
+    lam = check_lam(lam)
+    shift = check_shift(shift)
+    check_rewards(Q)
     Qt = Q.t()  # node-major view
     with torch.no_grad():
         Qt_d = Qt.detach()
@@ -523,8 +447,8 @@ def solve_pav(
         Which of several equal maximal violators to merge first; the result does not depend
         on it (§2.3.2).
     """
-    lam = _check_lam(lam)
-    shift = _check_shift(shift)
+    lam = check_lam(lam)
+    shift = check_shift(shift)
     C = np.asarray(Q, dtype=np.float64)
     if C.ndim != 2 or C.shape[0] == 0:
         raise TreevizError(f"Q must have shape (n_samples, n_nodes) with n_samples >= 1, got {C.shape}.")
@@ -696,9 +620,9 @@ def prune(
     Tensor, shape (|T|,): ``a`` in ``[0, 1]``, on ``Q``'s device and dtype. ``a_t = 0`` means node
     ``t`` (and, since ``a_child <= a_parent``, its subtree) is pruned for this batch.
     """
-    lam = _check_lam(lam)
-    shift = _check_shift(shift)
-    _check_rewards(Q)
+    lam = check_lam(lam)
+    shift = check_shift(shift)
+    check_rewards(Q)
     if solver not in SOLVERS:
         raise TreevizError(f"Unknown pruning solver {solver!r}; use one of {', '.join(SOLVERS)}.")
     if eta is not None:
@@ -790,68 +714,11 @@ def readout(Q: Tensor, a: Tensor, mode: str = "code", shift: Number = 0.5) -> Te
     layout (see :class:`_Readout`). Gradients reach ``q`` where the ``q`` term is the minimum and
     ``a`` where the cap ``a_t`` is active, as autograd through ``torch.minimum`` would, except at
     exact ties ``q + delta == a`` where the whole gradient goes to ``a`` instead of half of it
-    (:func:`readout_reference` is the plain-autograd version). The result has ``Q``'s layout.
+    (:func:`models.latent.reference.readout_reference` is the plain-autograd version). The result has ``Q``'s layout.
     """
-    _check_rewards(Q)
+    check_rewards(Q)
     if not isinstance(a, Tensor) or a.shape != (Q.shape[1],):
         raise TreevizError(f"a must be a tensor with one value per node, shape ({Q.shape[1]},); got "
                            f"{tuple(a.shape) if isinstance(a, Tensor) else type(a).__name__}.")
     delta, upper = readout_constants(mode, shift)
     return _Readout.apply(Q, a, delta, upper)
-
-
-def readout_constants(mode: str, shift: Number = 0.5) -> tuple[float, float]:
-    """``(delta, upper)`` with ``z = relu(min(q + delta, clip(a, 0, upper)))`` for a read-out mode."""
-    if mode == "code":
-        return 0.0, 1.0
-    if mode == "paper":
-        return _check_shift(shift), math.inf
-    raise TreevizError(f"Unknown read-out mode {mode!r}; use 'code' (reference code) or 'paper' (eq. 3).")
-
-
-def readout_reference(Q: Tensor, a: Tensor, mode: str = "code", shift: Number = 0.5) -> Tensor:
-    """Plain-autograd version of :func:`readout`, written exactly as in the spec; for tests."""
-    if mode == "code":
-        return torch.minimum(Q.clamp(0.0, 1.0), a)
-    if mode == "paper":
-        return torch.minimum((Q + float(shift)).clamp_min(0.0), a)
-    raise TreevizError(f"Unknown read-out mode {mode!r}; use 'code' or 'paper'.")
-
-
-def pruning_objective(
-    Q: Tensor,
-    a: Tensor,
-    z: Tensor,
-    lam: Number,
-    eta: Tensor | None = None,
-    shift: Number = 0.5,
-) -> Tensor:
-    """Value of the relaxed QP objective (eq. 3 / §1.10) at ``(a, z)``; for tests and diagnostics.
-
-    ``(lam/2) ||a - eta||^2 + 1/2 sum_i ||z_i - q_i - shift||^2`` (``eta = 0`` unless given). It
-    does not check feasibility (``a_child <= a_parent``, ``0 <= z <= a``).
-    """
-    lam = float(lam)
-    a = torch.as_tensor(a, dtype=Q.dtype, device=Q.device)
-    z = torch.as_tensor(z, dtype=Q.dtype, device=Q.device)
-    diff_a = a if eta is None else a - torch.as_tensor(eta, dtype=Q.dtype, device=Q.device)
-    return 0.5 * lam * (diff_a**2).sum() + 0.5 * ((z - Q - float(shift)) ** 2).sum()
-
-
-def latent_layer(S: Tensor, lam: Number, *, shift: Number = 0.5,
-                 mode: str = "code") -> tuple[Tensor, Tensor, Tensor]:
-    """The whole pruning layer of the ICML formulation: split scores → (Q, a, Z).
-
-    Equal to ``Q = path_rewards(S); a = prune(Q, lam, shift=shift); Z = readout(Q, a, mode)``
-    (Q from split scores is always tree-consistent, so the fast path applies). On the CPU it runs
-    as one compiled kernel (:mod:`models.latent.fused`, forward and backward), elsewhere as that
-    composition of torch operations.
-    """
-    from models.latent.fused import fused_available, fused_layer
-
-    lam = _check_lam(lam)
-    if fused_available(S):
-        return fused_layer(S, lam, float(shift), mode)
-    Q = path_rewards(S)
-    a = prune_fast(Q, lam, shift)
-    return Q, a, readout(Q, a, mode, shift)

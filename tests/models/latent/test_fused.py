@@ -1,12 +1,16 @@
 """The fused CPU pruning layer equals the composition path_rewards → prune → readout,
 in values and gradients (it is the CPU fast path of every latent-tree training step)."""
 
+import ast
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
 from models.latent.fused import HAVE_NUMBA, fused_layer
-from models.latent.pruning import latent_layer, path_rewards, prune, readout
+from models.latent.pruning import path_rewards, prune, readout
+from models.latent.pruning_layer import latent_layer
 
 pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
 
@@ -38,8 +42,8 @@ def test_ties_and_coarse_scores():
     # scores on a coarse grid: many equal q and exact zeros (a sample on a split boundary)
     gen = torch.Generator().manual_seed(5)
     S = (torch.randint(-4, 5, (200, 15), generator=gen).double() / 4.0)
-    Q1, a1, Z1 = composed(S, 2.0, "code")
-    Q2, a2, Z2 = fused_layer(S, 2.0)
+    _, a1, Z1 = composed(S, 2.0, "code")
+    _, a2, Z2 = fused_layer(S, 2.0)
     torch.testing.assert_close(a2, a1, rtol=0, atol=1e-12)
     torch.testing.assert_close(Z2, Z1, rtol=0, atol=1e-12)
 
@@ -47,20 +51,44 @@ def test_ties_and_coarse_scores():
 def test_float32_gradcheck_and_dispatch():
     gen = torch.Generator().manual_seed(6)
     S = torch.randn(40, 7, generator=gen)
-    Q, a, Z = latent_layer(S, 1.0)
-    Q2, a2, Z2 = composed(S.double(), 1.0, "code")
+    _, a, Z = latent_layer(S, 1.0)
+    _, a2, _ = composed(S.double(), 1.0, "code")
     torch.testing.assert_close(a.double(), a2, rtol=0, atol=1e-5)
     assert Z.dtype == torch.float32 and Z.shape == (40, 15)
     S64 = torch.randn(12, 7, generator=gen, dtype=torch.float64).requires_grad_()
     for mode in ("code", "paper"):
-        assert torch.autograd.gradcheck(lambda s: fused_layer(s, 0.7, 0.5, mode)[2], (S64,), eps=1e-6, atol=1e-5)
-        assert torch.autograd.gradcheck(lambda s: fused_layer(s, 0.7, 0.5, mode)[1], (S64,), eps=1e-6, atol=1e-5)
+        for out in (2, 1):  # Z, then a
+            def layer(s, mode=mode, out=out):
+                return fused_layer(s, 0.7, 0.5, mode)[out]
+
+            assert torch.autograd.gradcheck(layer, (S64,), eps=1e-6, atol=1e-5)
 
 
 def test_the_layer_is_sparse_where_the_qp_is():
     # nodes nobody reaches within margin 1/2 are pruned (a = 0) with zero gradient
     S = torch.full((5, 3), 10.0, dtype=torch.float64, requires_grad=True)  # everyone goes right
-    Q, a, Z = fused_layer(S, 1.0)
+    _, a, Z = fused_layer(S, 1.0)
     assert a[1].item() == 0.0 and a[3].item() == 0.0 and a[4].item() == 0.0  # the left subtree
     Z.sum().backward()
     assert np.isfinite(S.grad.numpy()).all()
+
+
+def test_the_kernel_and_the_composition_do_not_import_each_other():
+    """pruning.py (torch composition) and fused.py (numba kernel) share only params.py;
+    pruning_layer.py, above both, chooses between them."""
+    root = Path(__file__).resolve().parents[3] / "models" / "latent"
+
+    def imported(name):
+        tree = ast.parse((root / f"{name}.py").read_text(encoding="utf-8"))
+        found = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                found.add(node.module)
+                found.update(f"{node.module}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+        return found
+
+    assert "models.latent.fused" not in imported("pruning")
+    assert "models.latent.pruning" not in imported("fused")
+    assert not any(m.startswith("models.latent.reference") for m in imported("pruning") | imported("fused"))

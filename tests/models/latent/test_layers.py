@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 import torch
 
+from models.latent.estimators import LatentTreeClassifier
 from models.latent.layers import LatentTreeNet, SplitLayer, count_parameters, make_head
-from models.latent.pruning import path_rewards
+from models.latent.pruning import path_rewards, readout
 from models.latent.qhadam import QHAdam
 
 
@@ -68,8 +69,6 @@ def test_paper_readout_gives_half_the_cap_at_a_tied_split():
     s = torch.zeros(1, 1, dtype=torch.float64)  # a depth-1 tree, split value exactly 0
     q = path_rewards(s)
     assert q.tolist() == [[1.0, 0.0, 0.0]]
-    from models.latent.pruning import readout
-
     a = torch.tensor([1.0, 0.8, 0.8], dtype=torch.float64)
     assert readout(q, a, mode="paper")[0, 1:].tolist() == [0.5, 0.5]
     assert readout(q, a, mode="code")[0, 1:].tolist() == [0.0, 0.0]
@@ -123,8 +122,6 @@ def test_folded_rule_has_the_sign_of_the_split_in_eval_mode(activation):
 
 def test_xor_smoke_end_to_end():
     """Spec T18: XOR, depth 3, linear splits, linear head on [x; z], full batch, Adam."""
-    from models.latent.estimators import LatentTreeClassifier
-
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, size=(200, 2))
     y = (X[:, 0] * X[:, 1] >= 0).astype(int)
@@ -136,8 +133,6 @@ def test_xor_smoke_end_to_end():
 
 
 def test_training_is_deterministic_on_cpu():
-    from models.latent.estimators import LatentTreeClassifier
-
     rng = np.random.default_rng(5)
     X = rng.normal(size=(120, 4))
     y = (X[:, 0] + X[:, 1] > 0).astype(int)

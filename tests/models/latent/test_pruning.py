@@ -11,20 +11,19 @@ import itertools
 import numpy as np
 import pytest
 import torch
+from scipy.optimize import minimize_scalar
 
 from models.latent import heap
 from models.latent import pruning as P
 from models.latent.pruning import (
     is_tree_consistent,
     path_rewards,
-    path_rewards_reference,
     prune,
     prune_fast,
-    pruning_objective,
     readout,
-    readout_reference,
     solve_pav,
 )
+from models.latent.reference import path_rewards_reference, pruning_objective, readout_reference
 from treeviz.errors import TreevizError
 
 cp = pytest.importorskip("cvxpy")
@@ -206,8 +205,6 @@ def test_T2_rewards_float32_and_row_major_input():
 
 
 def test_T3_group_value_matches_scalar_minimisation_and_stationarity():
-    from scipy.optimize import minimize_scalar
-
     rng = np.random.default_rng(3)
     for trial in range(200):
         size = int(rng.integers(1, 5))
