@@ -12,7 +12,7 @@ lr = 1e-3, nus = (0.7, 1.0), betas = (0.995, 0.998), which the papers call the d
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import torch
 
@@ -38,10 +38,11 @@ class QHAdam(torch.optim.Optimizer):
         for name, pair in (("betas", betas), ("nus", nus)):
             if not all(0.0 <= v <= 1.0 for v in pair):
                 raise ValueError(f"QHAdam {name} must lie in [0, 1], got {pair}.")
-        super().__init__(params, dict(lr=lr, betas=betas, nus=nus, eps=eps, weight_decay=weight_decay))
+        super().__init__(params, {"lr": lr, "betas": betas, "nus": nus, "eps": eps,
+                                  "weight_decay": weight_decay})
 
     @torch.no_grad()
-    def step(self, closure=None):  # noqa: D102 - torch.optim API
+    def step(self, closure=None):
         loss = None
         if closure is not None:
             with torch.enable_grad():

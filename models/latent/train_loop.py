@@ -14,11 +14,13 @@ from __future__ import annotations
 import copy
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
+
 from models.latent import heap
 from models.latent.layers import LatentTreeNet
 from models.latent.qhadam import QHAdam
