@@ -8,11 +8,12 @@ One call is the whole pruning layer on a batch of split scores ``S`` (n, 2**D - 
   compiled kernel for the whole layer (:mod:`models.latent.fused`: no sort, only the entries
   within margin ½ of a node take part), forward and backward;
 * ``fast_composed``: the same maths as separate torch functions (``prune(solver="auto")``, the
-  per-node closed form of §2.5), which is what a GPU runs;
-* ``general``: ``solver="general"`` (tree PAV of Algorithm 1 on the CPU in float64, custom backward);
+  per-node closed form that is exact for the tree-consistent rewards a model produces), which is
+  what a GPU runs;
+* ``general``: ``solver="general"`` (tree PAV, [ICML] Algorithm 1, on the CPU in float64, custom backward);
 * ``prune_*``: the same, for the QP alone (``Q -> a``, forward + backward), without the shared
   path-reward and read-out work;
-* ``osqp``: the generic QP (eq. 3 in cvxpy, solved by OSQP; forward only, parameters cached, so
+* ``osqp``: the generic QP ([ICML] eq. 3 in cvxpy, solved by OSQP; forward only, parameters cached, so
   canonicalisation is not counted) for small problems (``n |T| <= 20000``), else n/a.
 
 All on the CPU with ``torch.set_num_threads(1)`` (restored afterwards), best of several rounds.

@@ -7,8 +7,8 @@ the same training split in the same process. Time per epoch is the latent tree's
 training epoch on CPU (1 thread for the epoch-time measurement of breast_cancer, depth 4,
 batch 64, as the issue's target states).
 
-The papers' own datasets are not available offline (spec §7.9), so this is a proxy comparison,
-not a reproduction of the paper's tables.
+The papers' own datasets (Year, Microsoft, Yahoo, Click, Higgs and others) are not available
+offline, so this is a proxy comparison, not a reproduction of the paper's tables.
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
 """The whole pruning layer S → (Q, a, Z) as one compiled CPU kernel (numba), forward and backward.
 
 Same mathematics as ``path_rewards → prune_fast → readout`` in :mod:`models.latent.pruning`
-(the fast path for the tree-consistent rewards a model produces), fused so that a CPU training
+(the fast path for the tree-consistent rewards a model produces; the formulas are written out in
+``docs/latent_trees.md``), fused so that a CPU training
 step pays one call instead of a dozen tensor operations, and sparse where the QP is sparse:
 
 * **Only positive shifted rewards matter.** For node t, only the entries c_it = q_it + shift > 0
   can be in the support: at k = #positive, a(k) > 0 ≥ c_(k+1), so the stopping rule
-  a(k) > c_(k+1) (Prop. 2) already holds. If none is positive, a_t clips to 0 with zero gradient.
+  a(k) > c_(k+1) of [ICML] Prop. 2 already holds. If none is positive, a_t clips to 0 with zero gradient.
 * **No sort.** a(k*) is the fixed point of value ← Σ_{c > value} c / (λ + #{c > value}). Started
   at 0 (all positive entries), the iterates increase: a(k) decreases in k for k ≥ k* (each a(k+1)
   is a convex combination of a(k) and the smaller c_(k+1)), so every iterate is some a(k) with
@@ -18,8 +19,11 @@ step pays one call instead of a dozen tensor operations, and sparse where the QP
   to its own split when its edge attains the minimum, q_t < q_parent, else it is carried to the
   parent), bottom-up.
 
-Used on CPU for the ICML formulation; GPUs use the torch composition. Tested equal to the
-composition (values and gradients) in ``tests/models/latent/test_fused.py``.
+Used on CPU for the ICML formulation; GPUs use the torch composition
+(:func:`models.latent.pruning_layer.latent_layer` chooses). This module and
+:mod:`models.latent.pruning` do not import each other; both take the read-out constants from
+:mod:`models.latent.params`. Tested equal to the composition (values and gradients) in
+``tests/models/latent/test_fused.py``.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 Latent trees (Zantedeschi, Kusner & Niculae, ICML 2021, "Learning Binary Decision Trees by
 Argmin Differentiation") route a batch through a complete binary tree (heap order, see
 :mod:`models.latent.heap`) and let the batch decide, through a small quadratic program, which
-nodes stay active. The method spec is ``latent_trees.md`` (sections cited as §x.y below).
-One mini-batch goes::
+nodes stay active. ``docs/latent_trees.md`` writes out the formulas and the reasons for each
+choice below; [ICML], [PRE] and [CODE] are the two papers and the authors' reference code, and
+equation, proposition and algorithm numbers are [ICML]'s. One mini-batch goes::
 
     S (n, 2**D - 1) split scores
       -> Q = path_rewards(S)            (n, |T|)  path minimum of the signed split scores, q_root = 1
@@ -15,14 +16,14 @@ One mini-batch goes::
 code [CODE] uses the opposite sign; it is the same model family with ``s -> -s``. Only
 :func:`path_rewards` encodes the rule.
 
-**The QP** (eq. 3 of [ICML], written with the unified parameters of §1.10)::
+**The QP** (eq. 3 of [ICML], with the parameters ``eta`` and ``shift`` that also cover [PRE])::
 
     (Z, a) = argmin  (lam/2) ||a - eta||^2 + 1/2 sum_i ||z_i - q_i - shift||^2
              s.t.    a_t <= a_parent(t),  z_it <= a_t,  z_it in [0, 1],  a_t in [0, 1]
 
 * [ICML] (the default): ``eta = 0``, ``shift = 1/2``, ``lam > 0`` is the pruning strength.
   ``lam`` is absolute, not per sample: tiling a batch k times with ``lam`` equals the
-  original batch with ``lam / k`` (§4.4).
+  original batch with ``lam / k`` (so the same ``lam`` prunes more with smaller batches).
 * [PRE] (the 2020 preprint): ``lam = 1`` inside the QP, ``shift = 0``, and a learned per-node
   preference ``eta`` (penalised outside the QP by ``lam_PRE * ||eta||_inf``). Pass ``eta`` (a
   tensor that may require grad), ``lam=1.0`` and ``shift=0.0``; ``prune`` then uses the
@@ -32,16 +33,19 @@ Eliminating ``Z`` (Prop. 1) leaves a tree-structured isotonic problem in ``a`` a
 pool-adjacent-violators (Algorithm 1, :func:`solve_pav`); each pooled group's value is the 1-D
 closed form of Prop. 2. When ``Q`` is tree-consistent (``q_child <= q_parent`` for every sample,
 which :func:`path_rewards` always produces) no group ever merges and the problem separates per
-node (§2.5): :func:`prune_fast` computes it with a handful of vectorised tensor operations on any
-device, differentiable by plain autograd. :func:`prune` picks the right one.
+node: each ``a_t`` solves ``lam a = sum_i (c_it - a)_+`` with ``c = q + shift``, whose right side
+grows with ``c``, so ``c_child <= c_parent`` already gives ``a_child <= a_parent``.
+:func:`prune_fast` computes that with a handful of vectorised tensor operations on any device,
+differentiable by plain autograd. :func:`prune` picks the right one.
 
 Gradients. The general solver is a :class:`torch.autograd.Function` (:class:`PruneQP`) whose
-backward is the sparse vector-Jacobian product of §3.2 with exact float denominators
-``lam |G| + k*`` (the reference code rounds them to integers, §3.4, which we do not copy); a
-group whose *unclipped* value is ``<= 0`` or ``>= 1`` gets exactly zero gradient. The fast path
-gets the same Jacobian (§3.1) from autograd and applies the same strict mask.
+backward is the sparse vector-Jacobian product of the group solution (``1 / (lam |G| + k*)`` on
+the group's support) with exact float denominators ``lam |G| + k*`` (the reference code stores
+them as integers, truncating them, which we do not copy); a group whose *unclipped* value is
+``<= 0`` or ``>= 1`` gets exactly zero gradient. The fast path gets the same Jacobian from
+autograd and applies the same strict mask.
 
-Choices where the paper and the reference code differ (spec §2.3, §2.4, §3.4):
+Choices where the paper and the reference code differ:
 
 * split sign: the paper's (left iff ``s < 0``);
 * root: ``q_root = 1`` for every sample, as in the code; ``a_root`` is NOT pinned to 1, so
@@ -190,7 +194,7 @@ class _PathRewards(torch.autograd.Function):
 
 
 def path_rewards(S: Tensor) -> Tensor:
-    """Path rewards ``Q`` from split scores ``S`` (§1.3), paper sign convention.
+    """Path rewards ``Q`` from split scores ``S``: path minimum of the signed scores, paper sign.
 
     Parameters
     ----------
@@ -214,8 +218,8 @@ def path_rewards(S: Tensor) -> Tensor:
     Gradients follow Danskin's theorem: each ``q_it`` sends its gradient to the one split (with
     sign ``-`` for a left edge, ``+`` for a right edge) attaining the path minimum; the root is a
     constant. This is what autograd through ``torch.minimum`` gives (see
-    :func:`models.latent.reference.path_rewards_reference`), implemented as a custom backward because ``minimum``'s
-    autograd formula is ~10x slower on CPU. At an exact tie between a node's own edge and its
+    :func:`models.latent.reference.path_rewards_reference`), implemented as a custom backward
+    because ``minimum``'s autograd formula is ~10x slower on CPU. At an exact tie between a node's own edge and its
     parent's path minimum (measure zero for real-valued scores) the whole gradient goes to the
     parent's path, where ``torch.minimum`` would split it in halves; both are valid subgradients.
     """
@@ -295,10 +299,10 @@ def _fast_solve_torch(Qt: Tensor, lam: float, shift: float) -> tuple[Tensor, Ten
 
 
 def prune_fast(Q: Tensor, lam: Number, shift: Number = 0.5) -> Tensor:
-    """Per-node closed form of the pruning QP for tree-consistent ``Q`` (§2.5); no eta.
+    """Per-node closed form of the pruning QP for tree-consistent ``Q``; no eta.
 
     For tree-consistent ``Q`` (``q_child <= q_parent``, e.g. from :func:`path_rewards`) the
-    pool-adjacent-violators loop never merges, so each ``a_t`` is Prop. 2 on column ``t``
+    pool-adjacent-violators loop never merges, so each ``a_t`` is [ICML] Prop. 2 on column ``t``
     alone: with ``c = sort(q_:t + shift, descending)``, ``P_k = c_(1) + ... + c_(k)`` and
     ``a(k) = P_k / (lam + k)``, ``k*`` is the first ``k`` with ``a(k) > c_(k+1)``
     (``c_(n+1) = -inf``) and ``a_t = clip(a(k*), 0, 1)``. This function does NOT check
@@ -307,7 +311,7 @@ def prune_fast(Q: Tensor, lam: Number, shift: Number = 0.5) -> Tensor:
     Implementation. Sort, cumulative sum and the first-True search (over ``k = 1..n``; when
     ``k* = 0``, i.e. every ``c < 0``, ``a(1) < 0`` qualifies too and both clip to 0) run without
     autograd, node-major, vectorised over nodes (NumPy's sort on CPU, ``torch.sort`` on other
-    devices). They give the clipped value and the Jacobian of §3.1 as a weight matrix ``W``:
+    devices). They give the clipped value and the Jacobian of ``a`` as a weight matrix ``W``:
     ``1 / (lam + k*_t)`` on node ``t``'s support (the ``k*`` largest entries, i.e.
     ``c_it >= c_(k*)``; there are no ties at that boundary since ``a(k) <= c_(k)``), zero elsewhere
     and zero for nodes whose UNCLIPPED value is ``<= 0`` or ``>= 1``. The output is
@@ -344,7 +348,7 @@ def prune_fast(Q: Tensor, lam: Number, shift: Number = 0.5) -> Tensor:
 
 
 # --------------------------------------------------------------------------------------------
-# general solver: tree pool-adjacent-violators (Algorithm 1)
+# general solver: tree pool-adjacent-violators ([ICML] Algorithm 1)
 # --------------------------------------------------------------------------------------------
 
 
@@ -383,7 +387,11 @@ class PAVSolution:
 
 
 def _group_value(desc: np.ndarray, lam: float, size: int, eta_sum: float) -> tuple[float, int]:
-    """Prop. 2 / §1.10 on one group: (unclipped a(k*), k*) from its entries sorted decreasingly."""
+    """[ICML] Prop. 2, with ``eta``, on one group: (unclipped a(k*), k*) from its sorted entries.
+
+    ``a(k) = (lam * eta_sum + c_(1) + ... + c_(k)) / (lam * size + k)``; ``k*`` is the first ``k``
+    with ``a(k) > c_(k+1)`` (``c_(m+1) = -inf``).
+    """
     m = desc.shape[0]
     P = np.empty(m + 1)
     P[0] = 0.0
@@ -419,16 +427,17 @@ def solve_pav(
     violator: str = "max",
     ties: str = "low",
 ) -> PAVSolution:
-    """Exact solution of the pruning QP for any ``Q`` by tree pool-adjacent-violators (§2.2).
+    """Exact solution of the pruning QP for any ``Q`` by tree pool-adjacent-violators (Algorithm 1).
 
     NumPy, float64; no autograd (:class:`PruneQP` wraps it). Each column of ``C = Q + shift`` is
-    sorted once. Every node starts as its own group with the value of Prop. 2 (§1.10 with eta):
+    sorted once. Every node starts as its own group with the value of [ICML] Prop. 2, with eta:
     ``a(k) = (lam * sum_{t in G} eta_t + P_k) / (lam |G| + k)``, ``k*`` the first ``k >= 0`` with
     ``a(k) > c_(k+1)``. Then, while some node ``t >= 1`` has ``a_t > a_parent(t)`` (strictly; the
     root is never a violator), the violator with the MAXIMUM value is merged into its parent's
     group (its group's sorted entries are merged into the parent group's in linear time) and the
     merged group's value is recomputed from all of its ``n |G|`` entries. Values are clipped to
-    ``[0, 1]`` once at the end (§2.3.5).
+    ``[0, 1]`` once at the end (clipping inside the loop gives the same ``a``, but the gradient
+    mask needs the unclipped values).
 
     Parameters
     ----------
@@ -441,11 +450,12 @@ def solve_pav(
     shift : float
         ``1/2`` for [ICML], ``0`` for [PRE].
     violator : {"max", "first"}
-        ``"max"`` is Algorithm 1. ``"first"`` (lowest index first) is WRONG on generic ``Q`` and
-        exists only so tests can show the difference (§2.3.1).
+        ``"max"`` is Algorithm 1. ``"first"`` (lowest index first) is WRONG on generic ``Q``
+        (groups never split, so merging a smaller violator early can lock in a wrong group) and
+        exists only so a test can show the difference on a counter-example.
     ties : {"low", "high"}
         Which of several equal maximal violators to merge first; the result does not depend
-        on it (§2.3.2).
+        on it (a test checks this on hundreds of tied instances).
     """
     lam = check_lam(lam)
     shift = check_shift(shift)
@@ -543,7 +553,7 @@ class PruneQP(torch.autograd.Function):
     """General pruning QP as an autograd Function: ``PruneQP.apply(Q, eta, lam, shift) -> a``.
 
     Forward: :func:`solve_pav` on the CPU in float64 (``Q`` is copied there), ``a`` returned
-    clipped, on ``Q``'s device and dtype. Backward (§3.2, no autograd through the PAV loop): for
+    clipped, on ``Q``'s device and dtype. Backward (no autograd through the PAV loop): for
     each final group ``G`` with ``0 < a_G(unclipped) < 1``,
     ``g = sum_{t in G} grad_a[t] / (lam |G| + k*_G)``; ``grad_Q[i, t'] = g`` for ``(i, t')`` in the
     support ``S*_G`` and ``grad_eta[t'] = lam * g`` for ``t'`` in ``G``; zero everywhere else
@@ -595,7 +605,7 @@ def prune(
     shift: Number = 0.5,
     solver: str = "auto",
 ) -> Tensor:
-    """Solve the pruning QP for one batch: the node activities ``a`` (§1.6-§2.5), differentiable.
+    """Solve the pruning QP for one batch: the node activities ``a``, differentiable.
 
     Parameters
     ----------
@@ -696,7 +706,7 @@ def _like_layout(x: Tensor, ref: Tensor) -> Tensor:
 
 
 def readout(Q: Tensor, a: Tensor, mode: str = "code", shift: Number = 0.5) -> Tensor:
-    """Per-sample traversal values ``Z`` (n, |T|) from path rewards and node activities (§2.4).
+    """Per-sample traversal values ``Z`` (n, |T|) from path rewards and node activities.
 
     ``mode="code"`` (default): ``z = min(clip(q, 0, 1), a)``. This is what the reference code uses
     in every released experiment, so it reproduces the published numbers; ``z_it > 0`` only on
@@ -714,7 +724,8 @@ def readout(Q: Tensor, a: Tensor, mode: str = "code", shift: Number = 0.5) -> Te
     layout (see :class:`_Readout`). Gradients reach ``q`` where the ``q`` term is the minimum and
     ``a`` where the cap ``a_t`` is active, as autograd through ``torch.minimum`` would, except at
     exact ties ``q + delta == a`` where the whole gradient goes to ``a`` instead of half of it
-    (:func:`models.latent.reference.readout_reference` is the plain-autograd version). The result has ``Q``'s layout.
+    (:func:`models.latent.reference.readout_reference` is the plain-autograd version). The result
+    has ``Q``'s layout.
     """
     check_rewards(Q)
     if not isinstance(a, Tensor) or a.shape != (Q.shape[1],):

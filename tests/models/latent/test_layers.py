@@ -1,5 +1,5 @@
-"""The latent-tree network: Table 4 parameter counts, bias initialisation, read-out sparsity,
-QHAdam, BatchNorm folding, and an end-to-end XOR smoke test (spec §10.2 T14–T19)."""
+"""The latent-tree network: [ICML] Table 4 parameter counts, bias initialisation, read-out
+sparsity, QHAdam, BatchNorm folding, and an end-to-end XOR smoke test."""
 
 import numpy as np
 import pytest
@@ -121,7 +121,7 @@ def test_folded_rule_has_the_sign_of_the_split_in_eval_mode(activation):
 
 
 def test_xor_smoke_end_to_end():
-    """Spec T18: XOR, depth 3, linear splits, linear head on [x; z], full batch, Adam."""
+    """XOR, depth 3, linear splits, linear head on [x; z], full batch, Adam: fits and prunes."""
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, size=(200, 2))
     y = (X[:, 0] * X[:, 1] >= 0).astype(int)
