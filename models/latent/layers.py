@@ -1,7 +1,8 @@
 """The latent-tree network: split scores → path rewards → pruning QP → z → predictor on [x; z].
 
-Architecture of the reference code (it reproduces the parameter counts of [ICML] Table 4 exactly;
-see ``tests/models/latent/test_layers.py``):
+Architecture of the authors' reference code [CODE] (it reproduces the parameter counts of [ICML]
+Table 4 exactly; see ``tests/models/latent/test_layers.py``). The tags name the sources listed in
+``docs/latent_trees.md``:
 
 * splits: ``s(x) = act(BatchNorm1d(Linear_{d → 2^D−1}(x)) + β)`` with act ∈ {identity, ELU};
   β is the extra bias set by the data-dependent initialisation ([ICML] A.4);
@@ -78,7 +79,9 @@ class SplitLayer(nn.Module):
         """The affine rule of each split with BatchNorm folded in (running statistics).
 
         Returns (W̃, b̃) with ``s`` having the sign of ``W̃ x + b̃`` (ELU keeps the sign), so a
-        sample goes left iff ``W̃ x + b̃ < 0`` in evaluation mode ([ICML] §4.3 of the spec).
+        sample goes left iff ``W̃ x + b̃ < 0`` in evaluation mode: with BatchNorm's running mean μ,
+        variance σ², scale γ and shift β_BN, ``W̃ = γ W / sqrt(σ² + ε)`` and
+        ``b̃ = γ (b − μ) / sqrt(σ² + ε) + β_BN + β``.
         """
         bn = self.bn
         inv = bn.weight / torch.sqrt(bn.running_var + bn.eps)
@@ -148,8 +151,11 @@ class LatentTreeNet(nn.Module):
         """Split scores, rewards, pruning vector and z for a batch.
 
         ``a`` given: use it (frozen pruning). Otherwise solve the QP on this batch with λ scaled by
-        ``strength_scale`` (λ acts on a sum over the batch, so scaling by n/n_batch makes a large
-        reference set prune like a training batch).
+        ``strength_scale``. λ competes with a sum over the batch, so scaling it by n / batch_size
+        gives a large reference set the a of an "average" training batch: close in the sizes of
+        its nonzero entries, but not in which nodes are exactly 0 (a node is pruned only when no
+        row of the whole set comes within margin ½ of it, whatever λ; see
+        :func:`models.latent.train_loop.frozen_pruning`).
         """
         s = self.splits(x)
         lam = self.prune_strength * strength_scale

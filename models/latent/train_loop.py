@@ -3,8 +3,10 @@
 For each batch: split scores → pruning QP on the batch → z → predictor → loss → backprop
 (through the QP by its own Jacobian). After each epoch the model is evaluated with *frozen
 pruning*: a is solved once on a reference set (the training data, at most ``REFERENCE_ROWS``
-rows) with λ scaled by n_ref / batch_size, which by the batch-replication identity of the QP
-prunes like a training batch would. Early stopping keeps the best-validation weights;
+rows) with λ scaled by n_ref / batch_size. That scaling matches a training batch in the sizes
+of a's nonzero entries, not in which nodes are exactly 0: the frozen vector prunes only the
+nodes that every batch would prune, so usually fewer (see :func:`frozen_pruning`). Early
+stopping keeps the best-validation weights;
 ReduceLROnPlateau divides the learning rate by 10 after ``lr_patience`` epochs without a
 better validation loss (as in the reference code).
 """
@@ -61,7 +63,23 @@ def reference_rows(n: int, generator: torch.Generator) -> torch.Tensor:
 
 @torch.no_grad()
 def frozen_pruning(net: LatentTreeNet, X_ref: torch.Tensor, batch_size: int) -> torch.Tensor:
-    """a solved on the reference set with λ scaled to the training batch size (eval mode)."""
+    """a solved on the reference set with λ scaled to the training batch size (eval mode).
+
+    With N reference rows and batch size B the QP runs with λ·N/B, so node t's value solves
+    λ a = (B/N) Σ_i (q_it + ½ − a)_+: the equation of a batch of B rows that were each the
+    reference set's average. By the QP's batch-replication identity (tiling a batch k times with
+    λ equals the batch with λ/k) this is exactly a training batch's a when the reference set is k
+    copies of one batch; on real data it holds approximately for the sizes of the nonzero entries.
+
+    It does not hold for which nodes are exactly 0. a_t = 0 exactly when no row comes within
+    margin ½ of node t (every q_it ≤ −½), and λ does not enter that condition. At the same
+    weights the frozen a is therefore zero exactly on the nodes that are zero in every batch of a
+    partition of the reference set: it prunes no more nodes than any one batch, and usually fewer.
+    Measured on breast_cancer (standard scaling, λ = 1, batch 64, 409 training rows, 5 seeds):
+    0.8 pruned nodes frozen against 2.7 per training batch of the last epoch at depth 3 (15
+    nodes), 4.0 against 6.5 at depth 4 (31 nodes), while the nonzero frozen entries were within
+    0.12 of the batches' mean a. ``docs/latent_trees.md`` has the table and the command.
+    """
     was_training = net.training
     net.eval()
     scale = X_ref.shape[0] / max(1, batch_size)
