@@ -14,6 +14,7 @@ from treeviz.plots import (
     weights_heatmap,
 )
 from treeviz.quantities import family_name, run_headline
+from treeviz.rules import leaf_summary, node_rule, rules
 from treeviz.run_view import PARTS
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
@@ -150,11 +151,11 @@ with user_errors("opening the run"):
         st.dataframe(pd.DataFrame({"": list(facts), "value": [str(v) for v in facts.values()]}),
                      hide_index=True)
         if tree.is_leaf[node]:
-            st.markdown(f"**Predicts:** {shown.leaf_summary(node)}")
+            st.markdown(f"**Predicts:** {leaf_summary(shown, node)}")
         else:
-            st.markdown(f"**Right if** `{shown.node_rule(node, True)}`  \n**Left if** "
-                        f"`{shown.node_rule(node, False)}`")
-        path_rules = [shown.node_rule(a, b == tree.children_right[a])
+            st.markdown(f"**Right if** `{node_rule(shown, node, True)}`  \n**Left if** "
+                        f"`{node_rule(shown, node, False)}`")
+        path_rules = [node_rule(shown, a, b == tree.children_right[a])
                       for a, b in zip(tree.ancestors(node)[:-1], tree.ancestors(node)[1:])]
         if path_rules:
             st.caption("Reached when: " + " AND ".join(path_rules))
@@ -185,18 +186,18 @@ with user_errors("opening the run"):
         st.subheader(f"Path of {part} row {row}")
         steps = tree.sample_path(view.X[row])
         st.dataframe(pd.DataFrame([{"node": s.node, "depth": s.depth,
-                                    "condition that holds": shown.node_rule(s.node, s.goes_right),
+                                    "condition that holds": node_rule(shown, s.node, s.goes_right),
                                     "w·x + b": round(s.value, 4), "P(right)": round(s.p_right, 4)}
                                    for s in steps]), hide_index=True)
         truth = view.true_label(row)
         st.markdown(f"**Prediction:** {view.predicted_label(row)}"
                     + (f" · **true:** {truth}" if truth is not None else ""))
-        conditions = " AND ".join(shown.node_rule(s.node, s.goes_right) for s in steps) or "TRUE"
-        st.code(f"IF {conditions} THEN {shown.leaf_summary(int(tree.apply(view.X[row])[0]))}",
+        conditions = " AND ".join(node_rule(shown, s.node, s.goes_right) for s in steps) or "TRUE"
+        st.code(f"IF {conditions} THEN {leaf_summary(shown, int(tree.apply(view.X[row])[0]))}",
                 language=None, wrap_lines=True)
 
     with st.expander(f"All {tree.n_leaves} rules"):
-        rules = shown.rules()
-        st.code("\n".join(rules[:500]) + ("\n…" if len(rules) > 500 else ""), language=None)
-        st.download_button("Download rules (.txt)", "\n".join(rules), file_name=f"{record.name}_rules.txt",
+        all_rules = rules(shown)
+        st.code("\n".join(all_rules[:500]) + ("\n…" if len(all_rules) > 500 else ""), language=None)
+        st.download_button("Download rules (.txt)", "\n".join(all_rules), file_name=f"{record.name}_rules.txt",
                            key="explorer.rules_download")

@@ -56,7 +56,6 @@ class PathStep:
     value: float  # decision value s(x) = weight @ x + bias
     goes_right: bool
     p_right: float  # 1.0 / 0.0 for hard routing
-    rule: str  # the condition that holds for this sample, e.g. "petal width > 0.8"
 
 
 @dataclass(frozen=True)
@@ -501,40 +500,7 @@ class Tree:
         std = np.sqrt(np.maximum(second - mean * mean, 0.0))
         return NodeStats(count=count, value_mean=mean, value_std=std)
 
-    # ------------------------------------------------------------------ rules
-    def node_rule(self, node: int, goes_right: bool = True, *, max_terms: int = 4,
-                  precision: int = 4) -> str:
-        """Human-readable condition for taking the right (or left) branch at ``node``."""
-        if self.is_leaf[node]:
-            raise ValueError(f"Node {node} is a leaf and has no rule.")
-        w, b = self.weight[node], float(self.bias[node])
-        nz = np.flatnonzero(w)
-        fmt = f"{{:.{precision}g}}"
-        if nz.size == 0:
-            # A constant split: every sample goes the same way.
-            return "always" if (b > 0) == goes_right else "never"
-        if nz.size == 1:
-            j = nz[0]
-            c = float(w[j])
-            threshold = -b / c
-            # c*x + b > 0  <=>  x > -b/c (c > 0)  or  x < -b/c (c < 0)
-            right_is_greater = c > 0
-            op = (">" if right_is_greater else "<") if goes_right else ("≤" if right_is_greater else "≥")
-            return f"{self.feature_names[j]} {op} {fmt.format(threshold)}"
-        order = nz[np.argsort(-np.abs(w[nz]), kind="stable")]
-        shown = order[:max_terms]
-        terms = []
-        for i, j in enumerate(shown):
-            c = float(w[j])
-            sign = ("−" if c < 0 else "+") + " " if i else ("−" if c < 0 else "")
-            terms.append(f"{sign}{fmt.format(abs(c))}·{self.feature_names[j]}")
-        if order.size > max_terms:
-            terms.append(f"+ … ({order.size - max_terms} more)")
-        if b != 0:
-            terms.append(("− " if b < 0 else "+ ") + fmt.format(abs(b)))
-        op = ">" if goes_right else "≤"
-        return f"{' '.join(terms)} {op} 0"
-
+    # ------------------------------------------------------------------ paths
     def sample_path(self, x: Any) -> list[PathStep]:
         """The decision nodes on one sample's (most probable) path, root first."""
         X = self._check_X(x)
@@ -554,42 +520,9 @@ class Tree:
                     value=s,
                     goes_right=right,
                     p_right=float(self.right_probability(np.array([s]))[0]),
-                    rule=self.node_rule(int(node), right),
                 )
             )
         return steps
-
-    def rule_text(self, x: Any) -> str:
-        """The decision path of one sample as an IF ... THEN ... rule."""
-        X = self._check_X(x)
-        steps = self.sample_path(X)
-        leaf = int(self.apply(X)[0])
-        conds = " AND ".join(s.rule for s in steps) or "TRUE"
-        return f"IF {conds} THEN {self.leaf_summary(leaf)}"
-
-    def leaf_summary(self, leaf: int) -> str:
-        """What a leaf predicts, in words (class and score, or value)."""
-        value = self.leaf_value[leaf]
-        if self.leaf_weight is not None and np.any(self.leaf_weight[leaf]):
-            return f"leaf {leaf}: linear model"
-        if self.task == "classification":
-            k = int(np.argmax(value))
-            return f"class = {self.output_names[k]} (score {value[k]:.3g}, leaf {leaf})"
-        if self.n_outputs == 1:
-            return f"{self.output_names[0]} = {value[0]:.4g} (leaf {leaf})"
-        return f"leaf {leaf}: " + ", ".join(f"{n} = {v:.3g}" for n, v in zip(self.output_names, value))
-
-    def rules(self, *, max_terms: int = 4) -> list[str]:
-        """Every root-to-leaf path as an IF ... THEN ... rule (leaves in id order)."""
-        out = []
-        for leaf in self.leaves:
-            path = self.ancestors(int(leaf))
-            conds = [
-                self.node_rule(a, path[i + 1] == self.children_right[a], max_terms=max_terms)
-                for i, a in enumerate(path[:-1])
-            ]
-            out.append(f"IF {' AND '.join(conds) or 'TRUE'} THEN {self.leaf_summary(int(leaf))}")
-        return out
 
     # ------------------------------------------------------------------ size and cost
     def _counted(self) -> np.ndarray:
@@ -637,7 +570,7 @@ class Tree:
         per_sample = np.where(paths >= 0, nnz_node[np.maximum(paths, 0)], 0.0).sum(axis=1)
         return float(per_sample.mean()) if per_sample.size else 0.0
 
-    def in_input_units(self, mean: Any, scale: Any) -> "Tree":
+    def in_input_units(self, mean: Any, scale: Any) -> Tree:
         """The same tree for inputs before an affine scaling ``x_model = (x - mean) / scale``.
 
         Hyperplanes are rewritten exactly in the original units: ``w·((x - μ)/σ) + b`` equals
@@ -659,7 +592,7 @@ class Tree:
             leaf_value = leaf_value - np.where(self.is_leaf[:, None], leaf_weight @ mean, 0.0)
         return self._replace(weight=weight, bias=bias, leaf_weight=leaf_weight, leaf_value=leaf_value)
 
-    def _replace(self, **changes: Any) -> "Tree":
+    def _replace(self, **changes: Any) -> Tree:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values.update(changes)
         return Tree(**values)
@@ -698,7 +631,7 @@ class Tree:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Tree":
+    def from_dict(cls, data: dict[str, Any]) -> Tree:
         if not isinstance(data, dict) or data.get("format") != "treeviz.Tree":
             raise TreevizError("This is not a treeviz tree description (missing 'format').")
         if int(data.get("version", 0)) > FORMAT_VERSION:
@@ -727,14 +660,14 @@ class Tree:
         return json.dumps(self.to_dict(), allow_nan=False, **dumps_kwargs)
 
     @classmethod
-    def from_json(cls, text: str) -> "Tree":
+    def from_json(cls, text: str) -> Tree:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as err:
             raise TreevizError(f"The tree file is not valid JSON ({err.msg}, line {err.lineno}).") from err
         return cls.from_dict(data)
 
-    def equals(self, other: "Tree") -> bool:
+    def equals(self, other: Tree) -> bool:
         """Exact equality of structure, parameters and names (NaN equal to NaN)."""
         if not isinstance(other, Tree):
             return False

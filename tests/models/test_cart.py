@@ -8,6 +8,7 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 from models.base import Callback
 from models.cart.estimators import CARTClassifier, CARTRegressor, float64_threshold
 from treeviz.errors import TrainingCancelled
+from treeviz.rules import node_rule
 
 
 def test_float64_threshold_matches_float32_comparison_exactly():
@@ -108,7 +109,7 @@ def test_feature_names_for_display_and_dataframes():
     names = ["sepal length", "sepal width", "petal length", "petal width"]
     est = CARTClassifier(max_depth=1).fit(X, y, feature_names=names)
     assert est.to_tree().feature_names == tuple(names)
-    assert est.to_tree().node_rule(0).startswith("petal")
+    assert node_rule(est.to_tree(), 0).startswith("petal")
     df = pd.DataFrame(X, columns=["a", "b", "c", "d"])
     with warnings.catch_warnings():
         warnings.simplefilter("error")

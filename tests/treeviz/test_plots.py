@@ -14,6 +14,7 @@ from treeviz.errors import TreevizError
 from treeviz.layout import tidy_layout
 from treeviz.plots import NODE_TRACE_NAME, node_from_selection, tree_figure
 from treeviz.plots.style import CLASS_PALETTE, NEUTRAL, class_color
+from treeviz.rules import node_rule
 from treeviz.tree import Tree
 
 
@@ -111,7 +112,7 @@ def test_hover_shows_rule_prediction_and_class_counts(cancer):
             k = int(np.argmax(tree.leaf_value[v]))
             assert f"predicts <b>{tree.output_names[k]}</b>" in hover[v]
         else:
-            assert tree.node_rule(v) in hover[v]
+            assert node_rule(tree, v) in hover[v]
         for k in np.flatnonzero(stats.class_counts[v]):
             assert f"{tree.output_names[k]}: {int(stats.class_counts[v, k]):,}" in hover[v]
     assert "0: 212" in hover[0] and "1: 357" in hover[0]

@@ -1,4 +1,4 @@
-"""The shared Tree: structure checks, routing (hard and soft), statistics, rules, counts, JSON."""
+"""The shared Tree: structure checks, routing (hard and soft), statistics, paths, counts, JSON."""
 
 import json
 
@@ -20,15 +20,15 @@ def small_tree(**kw):
           / \\
          3   4
     """
-    args = dict(
-        children_left=[1, -1, 3, -1, -1],
-        children_right=[2, -1, 4, -1, -1],
-        weight=[[1.0, 0.0], [0, 0], [0.0, 1.0], [0, 0], [0, 0]],
-        bias=[-0.5, 0, -0.5, 0, 0],
-        leaf_value=[[NAN, NAN], [1.0, 0.0], [NAN, NAN], [0.0, 1.0], [0.25, 0.75]],
-        feature_names=("a", "b"),
-        output_names=("no", "yes"),
-    )
+    args = {
+        "children_left": [1, -1, 3, -1, -1],
+        "children_right": [2, -1, 4, -1, -1],
+        "weight": [[1.0, 0.0], [0, 0], [0.0, 1.0], [0, 0], [0, 0]],
+        "bias": [-0.5, 0, -0.5, 0, 0],
+        "leaf_value": [[NAN, NAN], [1.0, 0.0], [NAN, NAN], [0.0, 1.0], [0.25, 0.75]],
+        "feature_names": ("a", "b"),
+        "output_names": ("no", "yes"),
+    }
     args.update(kw)
     return Tree(**args)
 
@@ -154,7 +154,9 @@ def test_soft_routing_reach_probabilities():
 def test_soft_routing_hand_example_from_the_skinny_trees_spec():
     # Depth 2, S(root)=0.7, S(1)=0.2, S(2)=0.9 are probabilities of going LEFT in the paper;
     # the Tree stores the negated scores so that it gives P(right) = 1 - S.
-    logit = lambda p: np.log(p / (1 - p))  # noqa: E731
+    def logit(p):
+        return np.log(p / (1 - p))
+
     p_left = {0: 0.7, 1: 0.2, 2: 0.9}
     bias = np.zeros(7)
     for node, p in p_left.items():
@@ -228,32 +230,15 @@ def test_soft_node_stats_sum_reach_probabilities():
     assert s.count[0] == pytest.approx(30)
 
 
-# ---------------------------------------------------------------- rules
-def test_rules_for_axis_aligned_and_oblique_nodes():
+# ---------------------------------------------------------------- paths
+def test_sample_path_lists_the_decision_nodes_with_values_and_branches():
     t = small_tree()
-    assert t.node_rule(0) == "a > 0.5"
-    assert t.node_rule(0, goes_right=False) == "a ≤ 0.5"
-    neg = small_tree(weight=[[-2.0, 0.0], [0, 0], [0.0, 1.0], [0, 0], [0, 0]], bias=[1.0, 0, -0.5, 0, 0])
-    # -2a + 1 > 0  <=>  a < 0.5
-    assert neg.node_rule(0) == "a < 0.5"
-    obl = small_tree(weight=[[0.5, -1.5], [0, 0], [0.0, 1.0], [0, 0], [0, 0]], bias=[0.25, 0, -0.5, 0, 0])
-    assert obl.node_rule(0) == "−1.5·b + 0.5·a + 0.25 > 0"
-    assert obl.node_rule(0, goes_right=False) == "−1.5·b + 0.5·a + 0.25 ≤ 0"
-    x = np.array([0.9, 0.1])
-    steps = t.sample_path(x)
-    assert [(s.node, s.goes_right) for s in steps] == [(0, True), (2, False)]
+    steps = t.sample_path(np.array([0.9, 0.1]))
+    assert [(s.node, s.depth, s.goes_right, s.p_right) for s in steps] == [(0, 0, True, 1.0), (2, 1, False, 0.0)]
     assert steps[0].value == pytest.approx(0.4)
-    assert t.rule_text(x) == "IF a > 0.5 AND b ≤ 0.5 THEN class = yes (score 1, leaf 3)"
-    assert len(t.rules()) == t.n_leaves
-    assert t.rules()[0] == "IF a ≤ 0.5 THEN class = no (score 1, leaf 1)"
-
-
-def test_oblique_rule_truncates_long_hyperplanes():
-    w = np.zeros((3, 10))
-    w[0] = np.arange(1, 11)
-    t = Tree([1, -1, -1], [2, -1, -1], w, [0.0, 0, 0], [[NAN], [0.0], [1.0]], task="regression")
-    rule = t.node_rule(0, max_terms=3)
-    assert rule.startswith("10·x9 + 9·x8 + 8·x7 + … (7 more)")
+    assert steps[1].value == pytest.approx(-0.4)
+    with pytest.raises(TreevizError, match="exactly one sample"):
+        t.sample_path(np.zeros((2, 2)))
 
 
 # ---------------------------------------------------------------- counts
@@ -332,7 +317,7 @@ def test_in_input_units_rewrites_hyperplanes_exactly_in_raw_units():
     # an axis-aligned threshold reads in raw units: z > 0.5 with z = (x - 10) / 2  <=>  x > 11
     axis = small_tree(bias=[-0.5, 0, -0.5, 0, 0])
     shown = axis.in_input_units([10.0, 0.0], [2.0, 1.0])
-    assert shown.node_rule(0) == "a > 11"
+    assert -shown.bias[0] / shown.weight[0, 0] == pytest.approx(11.0)
     lw = np.zeros((5, 2, 2))
     lw[3] = [[1.0, 2.0], [0.5, 0.0]]
     lin = small_tree(leaf_weight=lw)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from treeviz.plots import style
+from treeviz.rules import node_rule
 from treeviz.tree import NodeStats, Tree
 
 
@@ -57,7 +58,7 @@ def hover_text(tree: Tree, v: int, stats: NodeStats | None, root_count: float,
         else:
             lines.append(f"leaf · predicts {tree.output_names[0]} = <b>{style.fmt_num(lv[0])}</b>")
     else:
-        lines.append(f"split: right if <b>{tree.node_rule(v)}</b>")
+        lines.append(f"split: right if <b>{node_rule(tree, v)}</b>")
     if stats is not None:
         c = float(stats.count[v])
         share = f" ({c / root_count:.1%} of window)" if root_count > 0 else ""

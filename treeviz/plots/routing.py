@@ -11,6 +11,7 @@ from plotly.subplots import make_subplots
 
 from treeviz.errors import TreevizError
 from treeviz.plots import style
+from treeviz.rules import node_rule
 from treeviz.tree import NodeStats, Tree
 
 MAX_SPLIT_PANELS = 16
@@ -172,7 +173,7 @@ def class_split_bars(
     rows = math.ceil(len(nodes) / cols)
     titles = []
     for v in nodes:
-        t = f"node {v}: right if {tree.node_rule(v, max_terms=2, precision=3)}"
+        t = f"node {v}: right if {node_rule(tree, v, max_terms=2, precision=3)}"
         titles.append(t if len(t) <= 52 else t[:51] + "…")
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.12,
                         vertical_spacing=min(0.12, 0.3 / rows))
