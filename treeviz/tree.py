@@ -15,6 +15,9 @@ Conventions (one for every family)
 * **Soft routing** sends x right with probability ``S(s_i(x))`` where ``S`` is the logistic
   sigmoid or the smooth-step of width ``activation_width`` (Hazimeh et al. 2020). Families whose
   paper routes *left* with ``S(w x + b)`` store ``weight = -w`` and ``bias = -b``.
+* **Missing values** (NaN): a decision node's value is missing for a sample when a feature with a
+  nonzero weight in that node is NaN, and such a sample goes right iff ``missing_right[i]`` (with
+  probability exactly 0 or 1, for soft routing too), as scikit-learn's trees do.
 * ``leaf_value[i]`` is the output of leaf ``i`` (class scores or regression values); it is NaN at
   decision nodes. A linear leaf adds ``leaf_weight[i] @ x``.
 * ``active[i]`` in [0, 1] is the node's activity (a_t of latent trees), shown in figures and used
@@ -53,7 +56,7 @@ class PathStep:
 
     node: int
     depth: int
-    value: float  # decision value s(x) = weight @ x + bias
+    value: float  # decision value s(x) = weight @ x + bias; NaN when missing
     goes_right: bool
     p_right: float  # 1.0 / 0.0 for hard routing
 
@@ -129,6 +132,7 @@ class Tree:
     task: str = "classification"
     family: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    missing_right: np.ndarray | None = None
 
     # ------------------------------------------------------------------ construction
     def __post_init__(self) -> None:
@@ -161,6 +165,17 @@ class Tree:
         set_(self, "bias", bias)
         set_(self, "leaf_value", leaf_value)
         set_(self, "active", active)
+        missing_right = _as_array(
+            np.zeros(n, dtype=bool) if self.missing_right is None else self.missing_right,
+            bool, "missing_right", 1,
+        )
+        if missing_right.shape[0] != n:
+            raise ValueError(f"Tree.missing_right has {missing_right.shape[0]} entries for {n} nodes.")
+        if np.any(missing_right & (left < 0)):
+            # Leaves route nothing: store False there so equal trees compare equal.
+            missing_right = missing_right & (left >= 0)
+            missing_right.setflags(write=False)
+        set_(self, "missing_right", missing_right)
         if self.leaf_weight is not None:
             lw = _as_array(self.leaf_weight, np.float64, "leaf_weight", 3)
             if lw.shape != (n, leaf_value.shape[1], weight.shape[1]):
@@ -306,10 +321,10 @@ class Tree:
                 f"The tree expects {self.n_features} features but the data has "
                 f"{X.shape[-1] if X.ndim else 0}; use data prepared the same way as for training."
             )
-        if not np.all(np.isfinite(X)):
+        if np.isinf(X).any():
             raise TreevizError(
-                "The data contains missing or infinite values; prepare it the same way as the "
-                "training data (the Data page imputes missing values) before routing it."
+                "The data contains infinite values; prepare it the same way as the training data "
+                "before routing it (missing values may stay NaN)."
             )
         return X
 
@@ -318,20 +333,40 @@ class Tree:
         density = np.count_nonzero(self.weight) / max(1, self.weight.size)
         return sp.csr_matrix(self.weight) if density < _SPARSE_DENSITY else None
 
+    @cached_property
+    def _uses_feature(self) -> np.ndarray | sp.csr_matrix:
+        """(n_nodes, n_features) 0/1 pattern of nonzero weights (sparse like the weights)."""
+        if self._sparse_weight is not None:
+            pattern = self._sparse_weight.copy()
+            pattern.data = np.ones_like(pattern.data)
+            return pattern
+        return (self.weight != 0).astype(np.float64)
+
     def decision_values(self, X: Any) -> np.ndarray:
         """``s = X @ weight.T + bias`` for every node, shape (n_samples, n_nodes).
 
-        Values at leaves are meaningless (their weight rows are zero) and left as ``bias``.
+        NaN where the value is missing: a feature with a nonzero weight in that node is NaN for
+        that sample (NaN in a feature the node does not use is ignored). Values at leaves are
+        meaningless (their weight rows are zero) and left as ``bias``.
         """
         X = self._check_X(X)
         out = np.empty((X.shape[0], self.n_nodes))
         ws = self._sparse_weight
         for start in range(0, X.shape[0], _CHUNK_ROWS):
             block = X[start : start + _CHUNK_ROWS]
+            rows = slice(start, start + block.shape[0])
+            nan = np.isnan(block)
+            has_nan = nan.any()
+            if has_nan:
+                # 0 * NaN is NaN in a matmul: compute with NaN as 0, then mark what is missing.
+                block = np.where(nan, 0.0, block)
             if ws is not None:
-                out[start : start + block.shape[0]] = (ws @ block.T).T
+                out[rows] = (ws @ block.T).T
             else:
-                out[start : start + block.shape[0]] = block @ self.weight.T
+                out[rows] = block @ self.weight.T
+            if has_nan:
+                missing = np.asarray((self._uses_feature @ nan.T.astype(np.float64)).T) > 0
+                np.copyto(out[rows], np.nan, where=missing)
         out += self.bias
         return out
 
@@ -354,10 +389,16 @@ class Tree:
 
         Only the node a sample sits at is evaluated, from that node's nonzero weights, so the
         cost is n_samples × depth × (nonzeros per node) rather than n_samples × n_nodes × d.
-        Padding slots hold weight 0 on feature 0, which adds an exact 0 (inputs are finite).
+        Padding slots hold weight 0 on feature 0. NaN inputs are read as 0 so that a padding slot
+        or a zero weight adds an exact 0; a step whose node uses a NaN feature has value NaN and
+        goes right iff ``missing_right`` says so.
         """
         n = X.shape[0]
         feat, val = self._sparse_rows
+        nan = np.isnan(X)
+        has_nan = bool(nan.any())
+        if has_nan:
+            X = np.where(nan, 0.0, X)
         paths = np.full((n, self.max_depth + 1), -1, dtype=np.int64)
         values = np.full((n, self.max_depth), np.nan)
         node = np.zeros(n, dtype=np.int64)
@@ -368,16 +409,23 @@ class Tree:
             if active.size == 0:
                 break
             cur = node[active]
-            s = np.einsum("ij,ij->i", X[active[:, None], feat[cur]], val[cur]) + self.bias[cur]
+            cols = feat[cur]
+            s = np.einsum("ij,ij->i", X[active[:, None], cols], val[cur]) + self.bias[cur]
+            right = s > 0
+            if has_nan:
+                missing = (nan[active[:, None], cols] & (val[cur] != 0)).any(axis=1)
+                s[missing] = np.nan
+                right = np.where(missing, self.missing_right[cur], right)
             values[active, level - 1] = s
-            node[active] = np.where(s > 0, self.children_right[cur], self.children_left[cur])
+            node[active] = np.where(right, self.children_right[cur], self.children_left[cur])
             paths[active, level] = node[active]
         return paths, values
 
     def paths(self, X: Any) -> np.ndarray:
         """Hard root-to-leaf paths, shape (n_samples, max_depth + 1), padded with -1.
 
-        For soft trees this is the most probable branch at every node (S(s) > 1/2 iff s > 0).
+        For soft trees this is the most probable branch at every node (S(s) > 1/2 iff s > 0). A
+        missing value follows ``missing_right``.
         """
         return self._route(self._check_X(X))[0]
 
@@ -396,13 +444,27 @@ class Tree:
             shape=(paths.shape[0], self.n_nodes),
         )
 
-    def right_probability(self, S: np.ndarray) -> np.ndarray:
-        """P(go right) for decision values ``S`` under this tree's routing."""
+    def right_probability(self, S: Any, nodes: Any = None) -> np.ndarray:
+        """P(go right) for decision values ``S`` under this tree's routing.
+
+        ``nodes`` names the node of each entry along the last axis of ``S`` (default: every node
+        in order, as :meth:`decision_values` returns them). A NaN value is missing and goes right
+        with probability ``missing_right[node]``, exactly 0 or 1.
+        """
+        S = np.asarray(S, dtype=np.float64)
+        missing = np.isnan(S)
+        if missing.any():
+            S = np.where(missing, 0.0, S)
         if self.routing == "hard":
-            return (S > 0).astype(np.float64)
-        if self.activation == "smoothstep":
-            return smoothstep(S, self.activation_width)
-        return sigmoid(S)
+            p = (S > 0).astype(np.float64)
+        elif self.activation == "smoothstep":
+            p = smoothstep(S, self.activation_width)
+        else:
+            p = sigmoid(S)
+        if missing.any():
+            go_right = self.missing_right if nodes is None else self.missing_right[np.asarray(nodes)]
+            p = np.where(missing, go_right.astype(np.float64), p)
+        return p
 
     def reach_probability(self, X: Any) -> np.ndarray:
         """Probability that each sample reaches each node, shape (n_samples, n_nodes).
@@ -426,19 +488,22 @@ class Tree:
         """The tree's output per sample, shape (n_samples, n_outputs).
 
         Hard routing: the value of the leaf reached. Soft routing: the leaf values weighted by the
-        probability of reaching each leaf. Linear leaves add ``leaf_weight[leaf] @ x``.
+        probability of reaching each leaf. Linear leaves add ``leaf_weight[leaf] @ x``, which is
+        NaN when a feature with a nonzero leaf weight is NaN.
         """
         X = self._check_X(X)
         if self.routing == "hard":
             leaf = self.apply(X)
             out = self.leaf_value[leaf].copy()
             if self.leaf_weight is not None:
-                out += np.einsum("nkd,nd->nk", self.leaf_weight[leaf], X)
+                out += _linear_terms("nkd,nd->nk", self.leaf_weight[leaf], X)
             return out
         reach = self.reach_probability(X)[:, self.leaves]
         out = reach @ self.leaf_value[self.leaves]
         if self.leaf_weight is not None:
-            per_leaf = np.einsum("lkd,nd->nlk", self.leaf_weight[self.leaves], X)
+            per_leaf = _linear_terms("lkd,nd->nlk", self.leaf_weight[self.leaves], X)
+            # a leaf the sample cannot reach adds nothing, even when its linear term is NaN
+            per_leaf = np.where(reach[:, :, None] > 0, per_leaf, 0.0)
             out += np.einsum("nl,nlk->nk", reach, per_leaf)
         return out
 
@@ -512,14 +577,14 @@ class Tree:
             if node < 0 or self.is_leaf[node]:
                 break
             s = float(values[0, level])
-            right = s > 0
+            right = bool(self.missing_right[node]) if math.isnan(s) else s > 0
             steps.append(
                 PathStep(
                     node=int(node),
                     depth=int(self.node_depth[node]),
                     value=s,
                     goes_right=right,
-                    p_right=float(self.right_probability(np.array([s]))[0]),
+                    p_right=float(self.right_probability(np.array([s]), [node])[0]),
                 )
             )
         return steps
@@ -628,10 +693,13 @@ class Tree:
             "task": self.task,
             "family": self.family,
             "meta": self.meta,
+            "missing_right": self.missing_right.tolist(),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Tree:
+        """The Tree that :meth:`to_dict` wrote. A description without ``missing_right`` (written
+        before trees routed missing values) sends every missing value left."""
         if not isinstance(data, dict) or data.get("format") != "treeviz.Tree":
             raise TreevizError("This is not a treeviz tree description (missing 'format').")
         if int(data.get("version", 0)) > FORMAT_VERSION:
@@ -651,6 +719,11 @@ class Tree:
             kwargs[key] = dec(data.get(key))
         kwargs["feature_names"] = tuple(data.get("feature_names", ()))
         kwargs["output_names"] = tuple(data.get("output_names", ()))
+        missing_right = data.get("missing_right")
+        if missing_right is not None and (
+            not isinstance(missing_right, list) or not all(isinstance(v, bool) for v in missing_right)
+        ):
+            raise TreevizError("The tree description is inconsistent: missing_right must be a list of booleans.")
         try:
             return cls(**kwargs)
         except (ValueError, TypeError) as err:
@@ -681,6 +754,18 @@ class Tree:
             elif a != b:
                 return False
         return True
+
+
+def _linear_terms(subscripts: str, weights: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """``np.einsum(subscripts, weights, X)`` where a NaN in X spoils only the terms whose weight on
+    that feature is nonzero (a plain product would turn 0 * NaN into NaN)."""
+    nan = np.isnan(X)
+    if not nan.any():
+        return np.einsum(subscripts, weights, X)
+    out = np.einsum(subscripts, weights, np.where(nan, 0.0, X))
+    missing = np.einsum(subscripts, (weights != 0).astype(np.float64), nan.astype(np.float64)) > 0
+    out[missing] = np.nan
+    return out
 
 
 def _none_to_nan(v: Any) -> Any:

@@ -1,10 +1,13 @@
-"""The shared Tree: structure checks, routing (hard and soft), statistics, paths, counts, JSON."""
+"""The shared Tree: structure checks, routing (hard and soft, missing values), statistics, paths,
+counts, JSON."""
 
 import json
 
 import numpy as np
 import pytest
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
+from models.cart.estimators import float64_threshold
 from treeviz.errors import TreevizError
 from treeviz.tree import Tree, sigmoid, smoothstep
 
@@ -199,8 +202,152 @@ def test_bad_inputs_to_routing_are_sentences():
     t = small_tree()
     with pytest.raises(TreevizError, match="expects 2 features"):
         t.apply(np.zeros((3, 4)))
-    with pytest.raises(TreevizError, match="missing or infinite"):
-        t.apply(np.array([[np.nan, 0.0]]))
+    with pytest.raises(TreevizError, match="infinite values"):
+        t.apply(np.array([[np.inf, 0.0]]))
+    with pytest.raises(TreevizError, match="infinite values"):
+        t.decision_values(np.array([[0.0, -np.inf]]))
+
+
+# ---------------------------------------------------------------- missing values
+def test_missing_values_route_by_missing_right():
+    # root: a missing goes right; node 2: b missing goes left (the default)
+    t = small_tree(missing_right=[True, False, False, False, False])
+    X = np.array([[NAN, 0.9], [NAN, 0.1], [0.9, NAN], [0.1, NAN], [NAN, NAN]])
+    assert t.apply(X).tolist() == [4, 3, 3, 1, 3]
+    assert t.paths(X).tolist() == [[0, 2, 4], [0, 2, 3], [0, 2, 3], [0, 1, -1], [0, 2, 3]]
+    assert t.decision_path(X).toarray()[0].tolist() == [1, 0, 1, 0, 1]
+    S = t.decision_values(X)
+    assert np.isnan(S[:, 0]).tolist() == [True, True, False, False, True]
+    assert np.isnan(S[:, 2]).tolist() == [False, False, True, True, True]
+    assert S[0, 2] == pytest.approx(0.4) and S[2, 0] == pytest.approx(0.4)
+    np.testing.assert_array_equal(t.reach_probability(X), t.decision_path(X).toarray())
+    np.testing.assert_array_equal(t.predict_value(X), t.leaf_value[t.apply(X)])
+    s = t.node_stats(X, np.array([0, 1, 1, 0, 1]))
+    assert s.count.tolist() == [5, 1, 4, 3, 1]
+    assert s.class_counts.tolist() == [[2, 3], [1, 0], [1, 3], [0, 3], [1, 0]]
+    # the other way round: a missing goes left, b missing goes right
+    flipped = small_tree(missing_right=[False, False, True, False, False])
+    assert flipped.apply(X).tolist() == [1, 1, 4, 1, 1]
+    steps = t.sample_path(X[2])
+    assert [(st.node, st.goes_right, st.p_right) for st in steps] == [(0, True, 1.0), (2, False, 0.0)]
+    assert steps[0].value == pytest.approx(0.4) and np.isnan(steps[1].value)
+    steps = flipped.sample_path(X[2])
+    assert [(st.node, st.goes_right, st.p_right) for st in steps] == [(0, True, 1.0), (2, True, 1.0)]
+
+
+def test_soft_routing_sends_missing_values_with_probability_zero_or_one():
+    t = small_tree(routing="soft", missing_right=[True, False, False, False, False])
+    X = np.array([[NAN, 0.9], [0.9, NAN], [0.2, 0.7]])
+    reach = t.reach_probability(X)
+    np.testing.assert_allclose(reach[:, t.leaves].sum(axis=1), 1.0, atol=1e-12)
+    assert reach[0, 1] == 0.0 and reach[0, 2] == 1.0  # a missing: right for sure
+    assert reach[1, 3] == reach[1, 2] and reach[1, 4] == 0.0  # b missing: left for sure
+    assert 0 < reach[2, 1] < 1 and 0 < reach[2, 3] < 1  # nothing missing: soft as usual
+    p = t.right_probability(t.decision_values(X))
+    assert p[0, 0] == 1.0 and p[1, 2] == 0.0
+    assert t.right_probability([NAN, 0.0], nodes=[0, 2]).tolist() == [1.0, 0.5]
+    smooth = small_tree(routing="soft", activation="smoothstep", activation_width=0.1,
+                        missing_right=[False, False, True, False, False])
+    assert smooth.reach_probability(X[1:2])[0].tolist() == [1.0, 0.0, 1.0, 0.0, 1.0]
+    stats = t.node_stats(X, np.array([0, 1, 1]))
+    np.testing.assert_allclose(stats.count, reach.sum(axis=0))
+
+
+def test_nan_in_a_feature_with_zero_weight_is_ignored():
+    rng = np.random.default_rng(6)
+    for d in (4, 200):  # dense and sparse decision values
+        dense = random_tree(rng, 4, d=d)
+        # feature 1 has weight 0 in every node; features 0 and 2 only in some
+        w = dense.weight * (rng.random(dense.weight.shape) < 0.5)
+        w[:, 1] = 0.0
+        w[:, 3:] *= rng.random((dense.n_nodes, d - 3)) < 0.02
+        t = Tree(dense.children_left, dense.children_right, w, dense.bias, dense.leaf_value,
+                 missing_right=rng.random(dense.n_nodes) < 0.5)
+        X = rng.normal(size=(200, d))
+        X_nan = X.copy()
+        X_nan[:, 1] = np.nan
+        np.testing.assert_array_equal(t.decision_values(X_nan), t.decision_values(X))
+        np.testing.assert_array_equal(t.apply(X_nan), t.apply(X))
+        np.testing.assert_array_equal(t._route(X_nan)[1], t._route(X)[1])
+        # NaN in a used feature: missing exactly at the nodes with a nonzero weight on it
+        X_nan[:, 0] = np.nan
+        missing = np.isnan(t.decision_values(X_nan))
+        np.testing.assert_array_equal(missing, np.broadcast_to(w[:, 0] != 0, missing.shape))
+        expect = []
+        for x in X_nan:
+            node = 0
+            while t.children_left[node] >= 0:
+                if t.weight[node, 0] != 0:
+                    right = t.missing_right[node]
+                else:
+                    right = t.weight[node] @ np.nan_to_num(x) + t.bias[node] > 0
+                node = t.children_right[node] if right else t.children_left[node]
+            expect.append(node)
+        assert t.apply(X_nan).tolist() == expect
+
+
+def test_linear_leaves_ignore_nan_in_features_they_do_not_use():
+    lw = np.zeros((5, 2, 2))
+    lw[1] = [[1.0, 0.0], [2.0, 0.0]]  # leaf 1 uses a only
+    X = np.array([[0.2, NAN]])
+    for routing in ("hard", "soft"):
+        t = small_tree(leaf_weight=lw, routing=routing, activation="smoothstep", activation_width=0.1)
+        np.testing.assert_allclose(t.predict_value(X), [[1.2, 0.4]])
+    hard = small_tree(leaf_weight=lw, missing_right=[False] * 5)
+    assert np.isnan(hard.predict_value(np.array([[NAN, 0.0]]))).all()
+
+
+def _tree_from_sklearn_with_missing(model, task):
+    """A Tree with scikit-learn's node ids, one-hot splits and missing-value directions."""
+    st = model.tree_
+    n, d = st.node_count, model.n_features_in_
+    internal = st.children_left >= 0
+    weight = np.zeros((n, d))
+    weight[np.flatnonzero(internal), st.feature[internal]] = 1.0
+    bias = np.zeros(n)
+    # A split of missing from present values has threshold +inf (every number goes left); the
+    # largest finite float routes every finite input the same way and can be written as JSON.
+    bias[internal] = -np.minimum(float64_threshold(st.threshold[internal]), np.finfo(np.float64).max)
+    if task == "classification":
+        leaf_value = np.array(st.value[:, 0, :], dtype=np.float64)
+    else:
+        leaf_value = np.array(st.value[:, :, 0], dtype=np.float64)
+    leaf_value[internal] = NAN
+    missing_right = internal & (st.missing_go_to_left == 0)
+    return Tree(st.children_left, st.children_right, weight, bias, leaf_value, task=task,
+                missing_right=missing_right)
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_routing_with_missing_values_matches_sklearn(task):
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(3000, 6)) * [1, 10, 0.1, 1, 1000, 1]
+    signal = X[:, 0] + X[:, 1] / 10 - X[:, 2] * 10 + (X[:, 3] > 0.5)
+    # missing values carry information in feature 0, so some splits send them right
+    X[rng.random(X.shape) < np.array([0.3, 0.1, 0.2, 0.05, 0.0, 0.4])] = NAN
+    signal = np.where(np.isnan(X[:, 0]), 2.0, signal)
+    if task == "classification":
+        y = np.digitize(signal + rng.normal(scale=0.3, size=signal.size), [-1.0, 0.5, 1.5])
+        model = DecisionTreeClassifier(max_depth=10, random_state=0).fit(X, y)
+    else:
+        y = signal + rng.normal(scale=0.3, size=signal.size)
+        model = DecisionTreeRegressor(max_depth=10, random_state=0).fit(X, y)
+    tree = _tree_from_sklearn_with_missing(model, task)
+    assert np.isinf(model.tree_.threshold).any()  # some splits separate missing from present values
+    assert tree.missing_right.any() and not tree.missing_right[tree.decision_nodes].all()
+    X_test = rng.normal(size=(5000, 6)) * [1, 10, 0.1, 1, 1000, 1]
+    X_test[rng.random(X_test.shape) < 0.25] = NAN
+    X_test[:20] = NAN  # rows with every feature missing
+    for data in (X, X_test):
+        assert np.isnan(data).any()
+        np.testing.assert_array_equal(tree.apply(data), model.apply(data))
+        assert (tree.decision_path(data) != model.decision_path(data)).nnz == 0
+        expect = model.predict_proba(data) if task == "classification" else model.predict(data)[:, None]
+        np.testing.assert_allclose(tree.predict_value(data), expect, rtol=0, atol=1e-12)
+    # the JSON round trip keeps the directions
+    back = Tree.from_json(tree.to_json())
+    assert back.equals(tree)
+    np.testing.assert_array_equal(back.apply(X_test), model.apply(X_test))
 
 
 # ---------------------------------------------------------------- statistics
@@ -280,6 +427,31 @@ def test_json_round_trip_is_exact():
     assert back.equals(t)
     X = rng.normal(size=(20, 7))
     np.testing.assert_array_equal(back.predict_value(X), t.predict_value(X))
+
+
+def test_json_with_and_without_missing_right():
+    t = small_tree(missing_right=[True, True, False, True, True])
+    assert t.missing_right.tolist() == [True, False, False, False, False]  # False at leaves
+    d = json.loads(t.to_json())
+    assert d["missing_right"] == [True, False, False, False, False]
+    back = Tree.from_dict(d)
+    assert back.equals(t) and back.missing_right.dtype == bool
+    assert not back.equals(small_tree())
+    # a description written before the field existed: missing values go left
+    del d["missing_right"]
+    old = Tree.from_dict(d)
+    assert old.missing_right.tolist() == [False] * 5
+    assert old.equals(small_tree()) and old.apply(np.array([[NAN, 1.0]])).tolist() == [1]
+    d["missing_right"] = None
+    assert Tree.from_dict(d).equals(small_tree())
+    for bad in ([1, 0, 0, 0, 0], "yes", [True, False]):
+        d["missing_right"] = bad
+        with pytest.raises(TreevizError, match="inconsistent"):
+            Tree.from_dict(d)
+    with pytest.raises(ValueError, match="missing_right has 2 entries"):
+        small_tree(missing_right=[True, False])
+    # in_input_units keeps the directions
+    assert t.in_input_units([1.0, 2.0], [2.0, 3.0]).missing_right.tolist() == t.missing_right.tolist()
 
 
 def test_from_json_rejects_foreign_documents():
