@@ -92,11 +92,25 @@ def _if_then(conditions: list[str], conclusion: str) -> str:
     return f"IF {' AND '.join(conditions) or 'TRUE'} THEN {conclusion}"
 
 
+def _missing_condition(tree: Tree, node: int, x: np.ndarray) -> str:
+    """The features of ``node``'s split that are missing (NaN) in sample ``x``."""
+    used = np.flatnonzero((tree.weight[node] != 0) & np.isnan(x))
+    return " and ".join(tree.feature_names[j] for j in used) + " missing"
+
+
 def rule_text(tree: Tree, x: Any) -> str:
-    """The decision path of one sample as an IF ... THEN ... rule."""
+    """The decision path of one sample as an IF ... THEN ... rule.
+
+    A step decided by a missing value reads "<feature> missing" rather than a threshold.
+    """
     steps = tree.sample_path(x)
+    x = np.asarray(x, dtype=np.float64).reshape(-1)
     leaf = int(tree.apply(x)[0])
-    return _if_then([node_rule(tree, s.node, s.goes_right) for s in steps], leaf_summary(tree, leaf))
+    conditions = [
+        _missing_condition(tree, s.node, x) if np.isnan(s.value) else node_rule(tree, s.node, s.goes_right)
+        for s in steps
+    ]
+    return _if_then(conditions, leaf_summary(tree, leaf))
 
 
 def rules(tree: Tree, *, max_terms: int = 4) -> list[str]:

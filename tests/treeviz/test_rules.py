@@ -28,6 +28,14 @@ def test_rules_for_axis_aligned_and_oblique_nodes():
     assert rules(t)[2] == "IF a > 0.5 AND b > 0.5 THEN class = yes (score 0.75, leaf 4)"
 
 
+def test_rule_text_says_which_feature_was_missing():
+    t = small_tree(missing_right=[True, False, False, False, False])
+    assert rule_text(t, np.array([NAN, 0.9])) == "IF a missing AND b > 0.5 THEN class = yes (score 0.75, leaf 4)"
+    assert rule_text(t, np.array([[0.9, NAN]])) == "IF a > 0.5 AND b missing THEN class = yes (score 1, leaf 3)"
+    obl = small_tree(weight=[[0.5, -1.5], [0, 0], [0.0, 1.0], [0, 0], [0, 0]], bias=[0.25, 0, -0.5, 0, 0])
+    assert rule_text(obl, np.array([NAN, NAN])) == "IF a and b missing THEN class = no (score 1, leaf 1)"
+
+
 def test_oblique_rule_truncates_long_hyperplanes():
     w = np.zeros((3, 10))
     w[0] = np.arange(1, 11)
