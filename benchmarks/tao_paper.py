@@ -43,8 +43,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
+from joblib import Parallel, delayed
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+from sklearn.tree import DecisionTreeClassifier
 
 from benchmarks.common import shared_data_dir
+from models.tao.estimators import TAOClassifier, TAORegressor
+from models.tao.forest import TAOForestClassifier
 
 NAME = "tao_paper"
 SEEDS = (0, 1, 2, 3, 4)
@@ -107,7 +114,6 @@ def load_uci(name: str) -> tuple[np.ndarray, np.ndarray]:
 
 def uci_split(X: np.ndarray, y: np.ndarray, n_train: int, n_test: int, seed: int):
     """A seeded stratified ``n_train`` / ``n_test`` split, features standardised on the train part."""
-    from sklearn.model_selection import train_test_split
 
     Xtr, Xte, ytr, yte = train_test_split(X, y, train_size=n_train, test_size=n_test, stratify=y,
                                           random_state=seed)
@@ -124,7 +130,6 @@ def cpu_act_split(k: int, quick: bool = False):
 
 
 def _standardise(Xtr: np.ndarray, Xte: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.preprocessing import StandardScaler
 
     scaler = StandardScaler().fit(Xtr)
     return scaler.transform(Xtr), scaler.transform(Xte)
@@ -133,10 +138,7 @@ def _standardise(Xtr: np.ndarray, Xte: np.ndarray) -> tuple[np.ndarray, np.ndarr
 # ------------------------------------------------------------------------------------------ models
 def _model(dataset: str, method: str, depth: int, lam: float | None, max_iter: int, seed: int,
            n_trees: int = 1, solver: str = "sklearn", init: str = "random"):
-    from sklearn.tree import DecisionTreeClassifier
 
-    from models.tao.estimators import TAOClassifier, TAORegressor
-    from models.tao.forest import TAOForestClassifier
 
     if method == "CART":
         return DecisionTreeClassifier(random_state=seed)
@@ -169,7 +171,6 @@ def _parallel(fn: Callable, args: list, n_jobs: int) -> list:
     """``[fn(*a) for a in args]``, in ``n_jobs`` worker processes when that is more than one."""
     if n_jobs <= 1 or len(args) <= 1:
         return [fn(*a) for a in args]
-    from joblib import Parallel, delayed
 
     return Parallel(n_jobs=min(n_jobs, len(args)))(delayed(fn)(*a) for a in args)
 
@@ -179,7 +180,6 @@ def _tune(dataset: str, method: str, metric: str, grid: list, max_iter: int, n_t
     """Pick (depth, λ, init) on a validation split carved from the training data (never the test set)."""
     if len(grid) == 1:
         return tuple(grid[0]), []
-    from sklearn.model_selection import train_test_split
 
     stratify = None if metric == "rmse" else ytr
     Xa, Xv, ya, yv = train_test_split(Xtr, ytr, test_size=VAL_FRACTION, stratify=stratify, random_state=0)
@@ -280,9 +280,7 @@ def _row(dataset: str, method: str, quick: bool, splits: Callable[[int], tuple],
 # ------------------------------------------------------------------------------------------ timing
 def timing_rows(quick: bool) -> list[dict[str, Any]]:
     """Seconds per TAO iteration on Letter for each node-solver back-end, in one process."""
-    import torch
 
-    from models.tao.estimators import TAOClassifier
 
     n_train, n_test = QUICK_SPLITS["letter"] if quick else UCI_SPLITS["letter"]
     X, y = load_uci("letter")

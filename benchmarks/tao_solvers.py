@@ -28,8 +28,12 @@ import time
 from typing import Any
 
 import numpy as np
+import torch
+from sklearn.datasets import load_digits
+from sklearn.preprocessing import StandardScaler
 
 from benchmarks.common import shared_data_dir
+from benchmarks.tao_paper import load_uci
 from models.tao.config import TAOConfig
 from models.tao.init import random_init
 from models.tao.loop import _groups_at
@@ -46,16 +50,13 @@ TORCH_SETTINGS = dict(tol=1e-5, max_iter=500)
 
 
 def _data(quick: bool) -> tuple[np.ndarray, np.ndarray, str]:
-    from sklearn.preprocessing import StandardScaler
 
     root = shared_data_dir()
     if root is not None and (root / "uci" / "letter.csv.gz").is_file():
-        from benchmarks.tao_paper import load_uci
 
         X, y = load_uci("letter")
         name = "letter"
     else:
-        from sklearn.datasets import load_digits
 
         X, y = load_digits(return_X_y=True)
         X = X.astype(np.float64)
@@ -103,7 +104,6 @@ def compare(problems: list, lam: float, device: str, repeat: int) -> dict[str, A
     t_sk, sol_sk = _best(sk, repeat)
     out: dict[str, Any] = {"groups": len(problems), "rows": int(Xall.shape[0]), "sklearn_s": t_sk}
     f_sk = np.array([logistic_objective(p.X, p.y, p.v, w, b, lam) for p, (w, b) in zip(problems, sol_sk)])
-    import torch
 
     default_threads = torch.get_num_threads()
     # (label, device, torch intra-op threads)
@@ -133,7 +133,6 @@ def compare(problems: list, lam: float, device: str, repeat: int) -> dict[str, A
 
 
 def run(quick: bool = False) -> dict[str, Any]:
-    import torch
 
     X, y, data_name = _data(quick)
     device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -229,7 +229,7 @@ def test_highlight_from_sample_path_steps(cancer):
     _, tree, X, y = cancer
     steps = [s.node for s in tree.sample_path(X[5])] + [int(tree.apply(X[5:6])[0])]
     d = tree_figure(tree, highlight=steps).to_dict()
-    hl = [t for t in d["data"] if t.get("name") == "sample path"][0]
+    hl = next(t for t in d["data"] if t.get("name") == "sample path")
     assert len(hl["x"]) == len(steps)
 
 
@@ -335,7 +335,7 @@ def test_regression_value_colouring():
     assert d["layout"]["meta"]["color_by"] == "value"
     nt = node_trace(d)
     assert "mean y = " in nt["hovertext"][0]
-    bar = [t for t in d["data"] if t.get("marker", {}).get("showscale")][0]
+    bar = next(t for t in d["data"] if t.get("marker", {}).get("showscale"))
     stats = tree.node_stats(X, y)
     assert bar["marker"]["cmin"] == pytest.approx(np.nanmin(stats.value_mean))
     assert bar["marker"]["cmax"] == pytest.approx(np.nanmax(stats.value_mean))

@@ -29,7 +29,7 @@ ROWS = [
 
 
 def test_lambda_path_figure_plots_error_nonzeros_nodes_and_flops():
-    fig = lambda_path_figure(list(reversed(ROWS)), selected=1.0, baseline={"test_accuracy": 0.8,
+    fig = lambda_path_figure(list(reversed(ROWS)), param="l1_penalty", selected=1.0, baseline={"test_accuracy": 0.8,
                                                                           "n_nonzero_weights": 7})
     spec = fig.to_dict()
     by_name = {t["name"]: t for t in spec["data"]}
@@ -49,10 +49,10 @@ def test_lambda_path_figure_plots_error_nonzeros_nodes_and_flops():
 def test_lambda_path_figure_for_regression_uses_rmse():
     rows = [{"value": 0.1, "train_rmse": 2.0, "test_rmse": 3.0, "n_nonzero_weights": 5, "n_decision_nodes": 2},
             {"value": 10.0, "train_rmse": 4.0, "test_rmse": 4.5, "n_nonzero_weights": 1, "n_decision_nodes": 1}]
-    spec = lambda_path_figure(rows).to_dict()
+    spec = lambda_path_figure(rows, param="l1_penalty").to_dict()
     assert [list(t["y"]) for t in spec["data"] if t["name"] == "test error"] == [[3.0, 4.5]]
     assert spec["layout"]["yaxis"]["title"]["text"] == "RMSE"
-    assert "No λ path" in str(lambda_path_figure([]).to_dict()["layout"])
+    assert "No λ path" in str(lambda_path_figure([], param="l1_penalty").to_dict()["layout"])
 
 
 def test_vote_agreement_counts_equal_votes():
@@ -97,7 +97,7 @@ def test_weight_image_shapes_for_tao_trees():
     hm = weight_image_figure(tree, node, (8, 8)).to_dict()["data"][0]
     assert np.asarray(hm["z"]).shape == (8, 8)
     assert hm["zmin"] == -hm["zmax"] and hm["zmid"] == 0
-    assert dict((s, c) for s, c in DIVERGING)[0.5] == "#FFFFFF"
+    assert {s: c for s, c in DIVERGING}[0.5] == "#FFFFFF"
     assert "pushes right" in hm["colorbar"]["title"]["text"]
     assert np.count_nonzero(hm["z"]) == np.count_nonzero(tree.weight[node]) < 64  # ℓ1: sparse pixels
 

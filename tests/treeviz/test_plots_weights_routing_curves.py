@@ -9,7 +9,6 @@ from sklearn.datasets import load_breast_cancer, load_digits, load_iris
 from models.cart.estimators import CARTClassifier
 from models.registry import get_family
 from treeviz.errors import TreevizError
-from treeviz.quantities import curve_layout
 from treeviz.plots import (
     class_flow_figure,
     class_split_bars,
@@ -20,6 +19,7 @@ from treeviz.plots import (
     weights_heatmap,
 )
 from treeviz.plots.style import DIVERGING, NEGATIVE, POSITIVE, class_color, rgba
+from treeviz.quantities import curve_layout
 from treeviz.tree import Tree
 
 
@@ -72,7 +72,7 @@ def test_weight_image_of_a_cart_node_on_digits(digits):
 
 
 def test_diverging_scale_is_red_white_blue():
-    stops = dict((s, c) for s, c in DIVERGING)
+    stops = {s: c for s, c in DIVERGING}
     assert stops[0.5] == "#FFFFFF"
     assert DIVERGING[-1][1].upper() in ("#053061",) and POSITIVE in [c for _, c in DIVERGING[5:]]
     assert NEGATIVE in [c for _, c in DIVERGING[:5]]
