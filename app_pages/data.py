@@ -96,7 +96,7 @@ def upload_form() -> None:
         df = _table_for(upload, encoding)
         columns = list(df.columns)
         suggested = _target_for(upload, df)
-        options = [NO_TARGET] + columns
+        options = [NO_TARGET, *columns]
         c1, c2, c3 = st.columns(3)
         target = c1.selectbox("Target column", options,
                               index=options.index(suggested) if suggested in options else 0,

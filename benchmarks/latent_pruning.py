@@ -186,9 +186,9 @@ def run(quick: bool = False) -> dict[str, Any]:
                 r[k] = "n/a"
     if isinstance(gpu, dict):
         rows.append({"depth": 6, "batch": 512, "nodes": heap.n_nodes(6), "fast_ms": gpu["ms_fast"],
-                     "fast_composed_ms": "", "general_ms": "GPU", "speedup": "", "prune_fast_ms": "", "prune_general_ms": "",
-                     "prune_speedup": "", "active_nodes": "", "osqp_fwd_ms": "", "osqp_vs_fast": "",
-                     "osqp_max_err_a": ""})
+                     "fast_composed_ms": "", "general_ms": "GPU", "speedup": "", "prune_fast_ms": "",
+                     "prune_general_ms": "", "prune_speedup": "", "active_nodes": "", "osqp_fwd_ms": "",
+                     "osqp_vs_fast": "", "osqp_max_err_a": ""})
     else:
         print(f"GPU figure: {gpu}")
     return {"rows": rows, "results": results}

@@ -256,7 +256,7 @@ def _row(dataset: str, method: str, quick: bool, splits: Callable[[int], tuple],
     protocol.update(scaling="StandardScaler fitted on each training split", paper_source=source,
                     tuning=("none (quick mode)" if quick else
                             "grid on a 20% validation split of seed 0's training data: "
-                            + ", ".join(f"(Δ={d}, λ={l}, {i} init)" for d, l, i in settings["grid"])
+                            + ", ".join(f"(Δ={d}, λ={lam}, {i} init)" for d, lam, i in settings["grid"])
                             + (f"; {settings['tune_iter']} TAO iterations per candidate" if "tune_iter" in settings
                                else "")
                             if len(settings["grid"]) > 1 else "none (fixed)"))

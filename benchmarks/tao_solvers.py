@@ -115,7 +115,7 @@ def compare(problems: list, lam: float, device: str, repeat: int) -> dict[str, A
             th("cuda")  # warm-up: CUDA context
         torch.set_num_threads(threads)
         try:
-            t_th, (W, B) = _best(lambda: th(where), repeat)
+            t_th, (W, B) = _best(lambda where=where: th(where), repeat)
         finally:
             torch.set_num_threads(default_threads)
         f_th = np.array([logistic_objective(p.X, p.y, p.v, W[g], B[g], lam) for g, p in enumerate(problems)])

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install everything the test suite needs, then run all of it (unit, app and browser tests).
+# Install everything the test suite needs, check the code (ruff's rules and the one-way import layers
+# declared in pyproject.toml), then run all the tests (unit, contract, app and browser tests).
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh tests/treeviz -x`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,4 +12,6 @@ if [ ! -x /usr/bin/chromium ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
 $PY -m pip install -q --disable-pip-version-check -r requirements.txt
+$PY -m ruff check .
+$PY -c "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
 exec $PY -m pytest "$@"

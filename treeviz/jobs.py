@@ -211,7 +211,7 @@ class Job:
         except TrainingCancelled:
             with self._lock:
                 self._finish("cancelled", message="Training was cancelled.")
-        except BaseException as err:  # noqa: BLE001 - nothing may escape the worker thread
+        except BaseException as err:
             if isinstance(err, TreevizError):
                 message = str(err)
             else:

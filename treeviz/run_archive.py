@@ -66,7 +66,7 @@ def import_zip(store: RunStore, data: bytes) -> RunRecord:
         model = load_model(zip_bytes({CONFIG_JSON: files[CONFIG_JSON], WEIGHTS: files[WEIGHTS]}))
     except TreevizError:
         raise
-    except Exception as err:  # noqa: BLE001 - a stranger's file: refuse, never crash
+    except Exception as err:
         raise TreevizError(f"The zip's model cannot be loaded ({type(err).__name__}: {err}); "
                            "the file was refused.") from None
     if type(model).__name__ != record.estimator or model.family_key != record.family:

@@ -340,7 +340,7 @@ class RunStore:
                 records.append(self._read_record(entry.name))
             except TreevizError as err:
                 problems.append(f"The run folder {entry.name} was skipped: {err}")
-            except Exception as err:  # noqa: BLE001 - one bad folder never breaks the listing
+            except Exception as err:
                 problems.append(f"The run folder {entry.name} was skipped: it is unreadable "
                                 f"({type(err).__name__}).")
         self.problems = problems

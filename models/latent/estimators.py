@@ -462,7 +462,8 @@ def parse_target_features(spec: str, feature_names: Sequence[str]) -> np.ndarray
         if part.lstrip("-").isdigit():
             j = int(part)
             if not 0 <= j < len(feature_names):
-                raise TreevizError(f"There is no feature {j}; the data has {len(feature_names)} features (0..{len(feature_names) - 1}).")
+                n = len(feature_names)
+                raise TreevizError(f"There is no feature {j}; the data has {n} features (0..{n - 1}).")
         elif part in feature_names:
             j = list(feature_names).index(part)
         else:
@@ -504,7 +505,8 @@ class LatentTreeClustering(ClusterMixin, _LatentTreeBase):
                          head_layers=head_layers, dropout=dropout, readout=readout,
                          formulation=formulation, optimizer=optimizer, learning_rate=learning_rate,
                          batch_size=batch_size, max_epochs=max_epochs, patience=patience,
-                         validation_fraction=validation_fraction, lr_patience=lr_patience, inference=inference, eval_batch_size=eval_batch_size,
+                         validation_fraction=validation_fraction, lr_patience=lr_patience, inference=inference,
+                         eval_batch_size=eval_batch_size,
                          warm_start=warm_start, device=device, random_state=random_state)
         self.target_features = target_features
 

@@ -68,7 +68,8 @@ def _linear_leaf(Xi: np.ndarray, Yi: np.ndarray, swi: np.ndarray, cfg: TAOConfig
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             if lam > 0:
-                model = Lasso(alpha=lam / (2.0 * swi.sum()), tol=cfg.solver_tol, max_iter=max(1000, cfg.solver_max_iter))
+                model = Lasso(alpha=lam / (2.0 * swi.sum()), tol=cfg.solver_tol,
+                              max_iter=max(1000, cfg.solver_max_iter))
             else:
                 model = LinearRegression()
             model.fit(Xi, Yi, sample_weight=swi)

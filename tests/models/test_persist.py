@@ -69,7 +69,7 @@ def test_malicious_or_foreign_files_are_refused_with_sentences(fitted):
         def __reduce__(self):
             return (print, ("pwned",))
 
-    with pytest.raises(TreevizError, match="lacks config.json, weights.safetensors"):
+    with pytest.raises(TreevizError, match=r"lacks config\.json, weights\.safetensors"):
         load_model(_zip({"model.pkl": pickle.dumps(Boom())}))
     with pytest.raises(TreevizError, match="not a zip"):
         load_model(b"hello world")

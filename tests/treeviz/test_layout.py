@@ -61,8 +61,10 @@ def join(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> 
     la, ra = a
     lb, rb = b
     na = la.size
-    sh_a = lambda c: np.where(c >= 0, c + 1, -1)
-    sh_b = lambda c: np.where(c >= 0, c + 1 + na, -1)
+    def sh_a(c):
+        return np.where(c >= 0, c + 1, -1)
+    def sh_b(c):
+        return np.where(c >= 0, c + 1 + na, -1)
     left = np.concatenate([[1], sh_a(la), sh_b(lb)])
     right = np.concatenate([[1 + na], sh_a(ra), sh_b(rb)])
     return left, right

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 
@@ -145,7 +146,7 @@ def test_edge_widths_increase_with_sample_counts(cancer):
     counts = tree.node_stats(X, y).count
     kids = sorted(width_of, key=lambda c: counts[c])
     widths = [width_of[c] for c in kids]
-    assert all(a <= b for a, b in zip(widths, widths[1:]))
+    assert all(a <= b for a, b in itertools.pairwise(widths))
     assert widths[-1] > widths[0]
 
 
@@ -226,7 +227,7 @@ def test_highlight_follows_the_path(cancer):
 
 
 def test_highlight_from_sample_path_steps(cancer):
-    _, tree, X, y = cancer
+    _, tree, X, _y = cancer
     steps = [s.node for s in tree.sample_path(X[5])] + [int(tree.apply(X[5:6])[0])]
     d = tree_figure(tree, highlight=steps).to_dict()
     hl = next(t for t in d["data"] if t.get("name") == "sample path")

@@ -97,7 +97,7 @@ def test_weight_image_shapes_for_tao_trees():
     hm = weight_image_figure(tree, node, (8, 8)).to_dict()["data"][0]
     assert np.asarray(hm["z"]).shape == (8, 8)
     assert hm["zmin"] == -hm["zmax"] and hm["zmid"] == 0
-    assert {s: c for s, c in DIVERGING}[0.5] == "#FFFFFF"
+    assert dict(DIVERGING)[0.5] == "#FFFFFF"
     assert "pushes right" in hm["colorbar"]["title"]["text"]
     assert np.count_nonzero(hm["z"]) == np.count_nonzero(tree.weight[node]) < 64  # ℓ1: sparse pixels
 

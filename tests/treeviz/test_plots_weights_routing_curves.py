@@ -72,7 +72,7 @@ def test_weight_image_of_a_cart_node_on_digits(digits):
 
 
 def test_diverging_scale_is_red_white_blue():
-    stops = {s: c for s, c in DIVERGING}
+    stops = dict(DIVERGING)
     assert stops[0.5] == "#FFFFFF"
     assert DIVERGING[-1][1].upper() in ("#053061",) and POSITIVE in [c for _, c in DIVERGING[5:]]
     assert NEGATIVE in [c for _, c in DIVERGING[:5]]

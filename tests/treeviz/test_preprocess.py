@@ -228,7 +228,7 @@ def test_scaling_none_refuses_values_too_large_for_the_models():
     assert "Choose standard or quantile scaling on the Data page." in message
     X = np.column_stack([np.arange(20.0), np.arange(20.0) * 1e14])  # 1.9e15: just too large
     ds = Dataset(name="e15", X=X, y=None, feature_names=("ok", "e15"), task="clustering")
-    with pytest.raises(TreevizError, match="Column 'e15' has values up to 1.9e\\+15"):
+    with pytest.raises(TreevizError, match=r"Column 'e15' has values up to 1\.9e\+15"):
         prepare(ds, PrepConfig(scaling="none"))
     prepare(Dataset(name="fine", X=X / 2, y=None, feature_names=("ok", "e15"), task="clustering"),
             PrepConfig(scaling="none"))

@@ -334,6 +334,6 @@ def test_run_ids_sort_by_time():
     ids = [runs_mod.new_run_id(t) for _ in range(3)]
     later = runs_mod.new_run_id(t + timedelta(microseconds=1))
     assert ids[0].startswith("20260102-030405-678901-")
-    assert all(runs_mod.RUN_ID_RE.fullmatch(i) for i in ids + [later])
+    assert all(runs_mod.RUN_ID_RE.fullmatch(i) for i in [*ids, later])
     assert len(set(ids)) == 3 and max(ids) < later
     assert not runs_mod.RUN_ID_RE.fullmatch(ids[0] + "\n")

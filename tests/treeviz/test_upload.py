@@ -303,7 +303,7 @@ def test_rows_left_after_dropping_missing_targets_are_counted():
 
 
 def test_infinite_values_name_column_and_count():
-    df = frame(a=[np.inf, -np.inf, np.inf] + list(range(17)))
+    df = frame(a=[np.inf, -np.inf, np.inf, *list(range(17))])
     message = error_of(dataset, df, target="y")
     assert "Column 'a' has 3 infinite value(s)" in message and "empty" in message
 

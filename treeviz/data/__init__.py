@@ -7,7 +7,7 @@ training part only.
 
 from treeviz.data.catalogue import CATALOGUE, CatalogueEntry, list_datasets, load_dataset
 from treeviz.data.dataset import Dataset
-from treeviz.data.preprocess import PrepConfig, PreparedData, prepare
+from treeviz.data.preprocess import PreparedData, PrepConfig, prepare
 from treeviz.data.upload import (
     TableOptions,
     detect_task,

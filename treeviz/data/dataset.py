@@ -172,7 +172,7 @@ class Dataset:
 
     @classmethod
     def from_files(cls, info_bytes: bytes, arrays_bytes: bytes,
-                   fingerprint: str | None = None) -> "Dataset":
+                   fingerprint: str | None = None) -> Dataset:
         """Rebuild a data set from the two files of :meth:`to_files`.
 
         Parameters

@@ -246,7 +246,7 @@ def _read_csv(name: str, text: str, tab_default: bool) -> pd.DataFrame:
         raise TreevizError(_long_row_message(name, text, delim)) from None
     except pd.errors.ParserError as err:
         raise TreevizError(_parser_message(name, str(err))) from None
-    except Exception:  # noqa: BLE001 - whatever pandas raises, the user gets a sentence
+    except Exception:
         raise TreevizError(f"'{name}' could not be read as a CSV table. Check that it is a plain "
                            "comma-, semicolon- or tab-separated text file.") from None
     df.columns = [str(c).strip() for c in df.columns]
@@ -285,14 +285,14 @@ def _read_parquet(name: str, data: bytes) -> pd.DataFrame:
     try:
         parquet = pq.ParquetFile(io.BytesIO(data))
         names = [str(n).strip() for n in parquet.schema_arrow.names]
-    except Exception:  # noqa: BLE001 - pyarrow raises many types; the user gets one sentence
+    except Exception:
         raise unreadable from None
     dups = sorted({n for n in names if names.count(n) > 1})
     if dups:  # checked on the schema: pandas would refuse such a file with a confusing message
         raise duplicate_column_error(name, dups)
     try:
         df = parquet.read().to_pandas()
-    except Exception:  # noqa: BLE001
+    except Exception:
         raise unreadable from None
     df.columns = [str(c).strip() for c in df.columns]
     return df.reset_index(drop=True)

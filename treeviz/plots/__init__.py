@@ -23,9 +23,9 @@ from treeviz.plots.curves import training_curves
 from treeviz.plots.data import class_balance_figure, sample_images_figure, target_histogram
 from treeviz.plots.dendrogram import dendrogram_figure
 from treeviz.plots.forest import forest_summary_figure
-from treeviz.plots.sweep import PATH_FIGURES, lambda_path_figure, sweep_figure
 from treeviz.plots.routing import class_flow_figure, class_split_bars
 from treeviz.plots.style import CLASS_PALETTE, DIVERGING, class_color
+from treeviz.plots.sweep import PATH_FIGURES, lambda_path_figure, sweep_figure
 from treeviz.plots.tree_diagram import NODE_TRACE_NAME, node_from_selection, tree_figure
 from treeviz.plots.weights import (
     top_weights_figure,

@@ -7,7 +7,7 @@ left with one child is drawn as a straight link to it.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go

@@ -10,7 +10,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -126,7 +127,7 @@ def fmt_num(v: float, digits: int = 4) -> str:
 def fmt_count(v: float) -> str:
     """A sample count: an integer when it is one (hard routing), else one decimal (soft)."""
     if abs(v - round(v)) < 1e-9:
-        return f"{int(round(v)):,}"
+        return f"{round(float(v)):,}"
     return f"{v:,.1f}"
 
 

@@ -15,7 +15,8 @@ Trace order in the returned figure (``fig.layout.meta`` repeats the important in
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -244,7 +245,7 @@ def tree_figure(
 
     # ---- highlighted path
     path = [int(v) for v in (highlight if highlight is not None else []) if int(v) >= 0]
-    on_path = set(v for v in path if v in shown)
+    on_path = {v for v in path if v in shown}
     if path:
         hx, hy = _path_xy(path, shown, parent, pos)
         traces.append(_scatter(x=hx, y=hy, mode="lines", name="sample path", hoverinfo="skip",
@@ -260,7 +261,7 @@ def tree_figure(
         line_color = [style.INK if v in on_path else (style.PRUNED if dashed[i] else "white")
                       for i, v in enumerate(node_list)]
         line_width = [2.5 if v in on_path else (1.5 if dashed[i] else 1.0) for i, v in enumerate(node_list)]
-    counts = [None if stats is None else (int(round(c)) if abs(c - round(c)) < 1e-9 else round(float(c), 3))
+    counts = [None if stats is None else (round(float(c)) if abs(c - round(c)) < 1e-9 else round(float(c), 3))
               for c in (stats.count[nodes].tolist() if stats is not None else [0.0] * m)]
     depth = tree.node_depth[nodes].tolist()
     hover = [hover_text(tree, v, stats, root_count, names, int(cut[i])) for i, v in enumerate(node_list)]

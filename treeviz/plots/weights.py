@@ -8,7 +8,7 @@ to the right, a negative weight (red) to the left. Zero is white, colour limits 
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go

@@ -93,7 +93,7 @@ def _softplus_delta(m: torch.Tensor, dm: torch.Tensor) -> torch.Tensor:
 
 
 def _group_sum(values: torch.Tensor, group: torch.Tensor, G: int) -> torch.Tensor:
-    out = torch.zeros((G,) + tuple(values.shape[1:]), dtype=values.dtype, device=values.device)
+    out = torch.zeros((G, *tuple(values.shape[1:])), dtype=values.dtype, device=values.device)
     return out.index_add_(0, group, values)
 
 

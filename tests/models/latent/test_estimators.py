@@ -122,7 +122,7 @@ def test_multiclass_and_regression_and_bad_params():
 
 
 def test_clustering_reconstructs_held_out_features_and_labels_leaves():
-    X, groups = make_blobs(n_samples=300, centers=4, n_features=3, random_state=0)
+    X, _groups = make_blobs(n_samples=300, centers=4, n_features=3, random_state=0)
     X = StandardScaler().fit_transform(X)
     model = LatentTreeClustering(depth=2, max_epochs=40, target_features="0", learning_rate=0.05).fit(
         X, feature_names=["a", "b", "c"])

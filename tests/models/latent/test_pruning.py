@@ -248,7 +248,7 @@ def test_T3_group_value_matches_scalar_minimisation_and_stationarity():
 
 def test_T3_fast_solver_per_node_is_linear_scan():
     rng = np.random.default_rng(31)
-    for trial in range(30):
+    for _trial in range(30):
         n = int(rng.integers(1, 40))
         Q = consistent_q(rng, n, 3)
         lam = float(10 ** rng.uniform(-3, 3))
@@ -361,7 +361,7 @@ def test_T6_max_violator_counter_example():
 
 def test_T7_invariants_on_tree_consistent_q():
     rng = np.random.default_rng(77)
-    for trial in range(60):
+    for _trial in range(60):
         depth = int(rng.integers(1, 6))
         n = int(rng.integers(1, 64))
         lam = float(10 ** rng.uniform(-3, 3))
@@ -413,7 +413,7 @@ def test_T7_zero_batch_value_edge_cases():
 
 def test_T8_tiling_permutation_and_lambda_limits():
     rng = np.random.default_rng(88)
-    for trial in range(20):
+    for _trial in range(20):
         depth, n = int(rng.integers(1, 4)), int(rng.integers(1, 10))
         lam = float(10 ** rng.uniform(-1, 2))
         for Q in (consistent_q(rng, n, depth), rng.uniform(-2, 2, size=(n, 2 ** (depth + 1) - 1))):
@@ -434,7 +434,7 @@ def test_T8_whole_set_prunes_only_what_every_batch_prunes():
     of nodes pruned in every batch of B rows, whatever lam: a_t = 0 iff no row has q_t > -1/2."""
     rng = np.random.default_rng(89)
     strictly_fewer = 0
-    for trial in range(40):
+    for _trial in range(40):
         depth, batch, n_batches = int(rng.integers(2, 5)), int(rng.integers(2, 9)), int(rng.integers(2, 6))
         N = batch * n_batches - int(rng.integers(0, batch - 1))  # the last batch may be short
         lam = float(10 ** rng.uniform(-1, 1))
@@ -455,7 +455,7 @@ def test_T9_tie_breaking_does_not_matter():
     rng = np.random.default_rng(9)
     grid = np.array([-1.0, -0.5, 0.0, 0.5, 1.0])
     different_order = 0
-    for trial in range(400):
+    for _trial in range(400):
         depth, n = int(rng.integers(1, 4)), int(rng.integers(1, 6))
         Q = rng.choice(grid, size=(n, 2 ** (depth + 1) - 1))
         lam = float(rng.choice([0.5, 1.0, 2.0, 3.0]))
@@ -467,7 +467,7 @@ def test_T9_tie_breaking_does_not_matter():
 
 def test_T9_fast_path_with_tied_columns():
     rng = np.random.default_rng(91)
-    for trial in range(100):
+    for _trial in range(100):
         depth, n = int(rng.integers(1, 4)), int(rng.integers(1, 12))
         S = t64(rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0], size=(n, 2**depth - 1)))
         Q = path_rewards(S)
@@ -550,7 +550,7 @@ def test_T11_gradcheck_scores_to_a_and_z(solver):
 
 def test_T11_gradcheck_eta_and_q_preprint():
     rng = np.random.default_rng(111)
-    for trial in range(10):
+    for _trial in range(10):
         depth, n = int(rng.integers(1, 4)), int(rng.integers(1, 8))
         total = 2 ** (depth + 1) - 1
         Q = t64(rng.uniform(-1.5, 1.5, size=(n, total))).requires_grad_()
@@ -561,7 +561,7 @@ def test_T11_gradcheck_eta_and_q_preprint():
 def test_T11_central_differences_through_scores():
     """Pitfall 10: perturb the split scores, not single q entries, and compare the custom VJP."""
     rng = np.random.default_rng(112)
-    for trial in range(6):
+    for _trial in range(6):
         depth, n = 3, int(rng.integers(3, 12))
         S = random_scores(rng, n, depth)
         lam = float(10 ** rng.uniform(-1, 1.3))
@@ -589,7 +589,7 @@ def test_T11_central_differences_through_scores():
 
 def test_T12_general_backward_equals_fast_autograd():
     rng = np.random.default_rng(12)
-    for trial in range(25):
+    for _trial in range(25):
         depth, n = int(rng.integers(1, 5)), int(rng.integers(1, 30))
         lam = float(10 ** rng.uniform(-2, 2))
         Q = t64(consistent_q(rng, n, depth))
@@ -601,7 +601,7 @@ def test_T12_general_backward_equals_fast_autograd():
 def test_T12_jacobian_structure_with_merges():
     rng = np.random.default_rng(121)
     seen_merge = seen_clip = 0
-    for trial in range(60):
+    for _trial in range(60):
         depth, n = int(rng.integers(1, 4)), int(rng.integers(1, 8))
         lam = float(10 ** rng.uniform(-1.5, 1))
         Q = t64(rng.uniform(-2, 2, size=(n, 2 ** (depth + 1) - 1)))
@@ -624,7 +624,7 @@ def test_T12_jacobian_structure_with_merges():
 
 def test_T12_eta_gradient_formula():
     rng = np.random.default_rng(122)
-    for trial in range(20):
+    for _trial in range(20):
         n = int(rng.integers(1, 6))  # depth 2
         Q = t64(rng.uniform(-2, 2, size=(n, 7)))
         eta = t64(rng.uniform(-1, 2, size=7))

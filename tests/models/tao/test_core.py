@@ -801,7 +801,8 @@ def test_cart_flops_equal_mean_path_length(cancer, depth):
     X, y = cancer
     cfg = TAOConfig(task="classification", n_outputs=2)
     tao, _ = compact(cart_init(X, y, ones(len(y)), cfg, depth, 0))
-    tree = tao_tree_to_tree(tao, task="classification", family="tao", feature_names=[f"f{j}" for j in range(X.shape[1])],
+    tree = tao_tree_to_tree(tao, task="classification", family="tao",
+                            feature_names=[f"f{j}" for j in range(X.shape[1])],
                             output_names=["0", "1"], meta={})
     path_len = tree.node_depth[tree.apply(X)]
     assert tree.flops(X) == pytest.approx(path_len.mean())

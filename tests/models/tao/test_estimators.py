@@ -38,7 +38,7 @@ HISTORY_KEYS = ("iteration", "objective", "train_error", "n_nonzero", "n_decisio
 def test_history_records_every_iteration(fitted):
     assert len(fitted.history_) == fitted.n_iter_ >= 1
     for i, rec in enumerate(fitted.history_):
-        for key in HISTORY_KEYS + ("val_score",):
+        for key in (*HISTORY_KEYS, "val_score"):
             assert key in rec, key
         assert rec["iteration"] == i + 1
         assert 0 <= rec["train_error"] <= 1 and 0 <= rec["val_score"] <= 1
@@ -57,7 +57,7 @@ def test_val_score_is_the_validation_accuracy_of_that_iteration(cancer):
 
 
 def test_the_tree_describes_the_model(cancer, fitted):
-    X, y = cancer
+    X, _y = cancer
     tree = fitted.to_tree()
     assert tree.family == "tao" and tree.task == "classification"
     assert tree.feature_names[:2] == ("f0", "f1") and tree.output_names == ("benign", "malignant")

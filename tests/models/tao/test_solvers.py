@@ -2,7 +2,8 @@
 
 Covered: the reduced problem's objective and λ in sum form (C = 1/λ for liblinear), the degenerate
 care sets (one class, no care point), the bias left unpenalised, separable care sets, batched vs
-one-at-a-time solves, and exact axis-aligned enumeration. All numerics in float64 with fixed seeds. The generic oracle is cvxpy + CLARABEL.
+one-at-a-time solves, and exact axis-aligned enumeration. All numerics in float64 with fixed seeds.
+The generic oracle is cvxpy + CLARABEL.
 
 Tolerances: the sklearn wrapper is run with ``intercept_scaling=1e4`` wherever it is compared with
 an exact solver at 1e-4/1e-5 relative. liblinear penalises the bias by ``λ|b|/intercept_scaling``;
@@ -258,11 +259,12 @@ def test_lambda_C_mapping(lam):
     rng = np.random.default_rng(21)
     X, y, v = noisy_problem(rng, 150, 6, noise=0.2, shift=0.5)
     n = len(y)
-    f = lambda w, b: logistic_objective(X, y, v, w, b, lam)
+    def f(w, b):
+        return logistic_objective(X, y, v, w, b, lam)
     b_const = np.log(v[y > 0].sum() / v[y < 0].sum())
     for solve in (
-        lambda l: l1_logistic_sklearn(X, y, v, l),
-        lambda l: torch_single(X, y, v, l),
+        lambda lam_: l1_logistic_sklearn(X, y, v, lam_),
+        lambda lam_: torch_single(X, y, v, lam_),
     ):
         w, b = solve(lam)
         f0 = f(w, b)
@@ -339,7 +341,7 @@ def test_torch_solution_is_stationary(lam, shift):
     scale_w = np.sqrt(v.sum() * (v[:, None] * X**2).sum(0))  # ≥ Σ v |x_j|
     assert abs(gb) <= 1e-5 * scale_b
     nz = w != 0
-    assert nz.any() and (~nz).any() or lam < 0.1
+    assert (nz.any() and (~nz).any()) or lam < 0.1
     assert np.all(np.abs(gw[nz] + lam * np.sign(w[nz])) <= 1e-5 * scale_w[nz])
     assert np.all(np.abs(gw[~nz]) <= lam * (1 + 1e-4))
 
