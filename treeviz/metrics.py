@@ -7,7 +7,7 @@ least common ancestor of two points of the same class::
 
 Points are routed by the tree's hard paths; two points in the same leaf have that leaf as LCA.
 
-Variants (``shared/specs/latent_trees.md`` §5.3):
+Variants (the paper defines the first; its public code computes the second):
 
 * ``"standard"`` (default): unordered pairs of distinct points, P* = {i < j, same class};
 * ``"code"``: what the latent-tree reference code computes (and what produced the paper's DP

@@ -599,7 +599,7 @@ class Tree:
         return int(np.count_nonzero(self.weight[nodes]))
 
     def n_params(self) -> int:
-        """Parameter count following the TAO thesis, Appendix A (``tao.md`` §10).
+        """Parameter count following the TAO thesis (Zharmagambetov 2022), Appendix A.
 
         Decision node: nonzero weights + 1 bias (axis-aligned = 2). Constant leaf: n_outputs.
         Linear leaf: nonzero leaf weights + n_outputs. Only active nodes count. Feature indexes of
@@ -619,7 +619,7 @@ class Tree:
         return self.n_nonzero_weights()
 
     def flops(self, X: Any) -> float:
-        """Mean inference FLOPs per sample (``tao.md`` §10).
+        """Mean inference FLOPs per sample, counted as in the TAO thesis, Appendix A.
 
         Sum over decision nodes on the sample's path of nnz(weight), plus nnz(leaf weights) for a
         linear leaf; axis-aligned nodes count 1 and constant leaves 0. Soft trees visit every

@@ -2,7 +2,8 @@
 
 Zantedeschi, Kusner & Niculae, "Learning Binary Decision Trees by Argmin Differentiation"
 (ICML 2021); the 2020 preprint's learned-η pruning is available as ``formulation="preprint"``.
-Spec: ``shared/specs/latent_trees.md``.
+``docs/latent_trees.md`` writes out the method, its defaults and the choices made where the paper
+and its public code differ.
 
 Prediction
 ----------

@@ -1,4 +1,4 @@
-"""Dendrogram purity: toy cases of the spec (T17) and the fast formula against the pair loop."""
+"""Dendrogram purity: hand-computed toy cases and the fast formula against the pair loop."""
 
 import numpy as np
 import pytest

@@ -559,7 +559,7 @@ def test_T11_gradcheck_eta_and_q_preprint():
 
 
 def test_T11_central_differences_through_scores():
-    """Pitfall 10: perturb the split scores, not single q entries, and compare the custom VJP."""
+    """Perturb the split scores, not single q entries, and compare the custom VJP."""
     rng = np.random.default_rng(112)
     for _trial in range(6):
         depth, n = 3, int(rng.integers(3, 12))

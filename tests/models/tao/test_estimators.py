@@ -1,5 +1,5 @@
 """TAO estimators: scikit-learn contract, model files, history, callbacks, warm start, sample
-weights, regression, linear leaves and solvers (``shared/specs/tao.md``)."""
+weights, regression, linear leaves and solvers (``docs/tao.md``)."""
 
 import numpy as np
 import pytest
