@@ -9,6 +9,9 @@ stump's tests would fail.
 
 import os
 
+import pytest
+import streamlit as st
+
 from models import registry
 
 STUMP_MODULE = "tests.families.stump.family"
@@ -16,3 +19,15 @@ _extra = [m for m in os.environ.get(registry.PLUGINS_ENV, "").split(",") if m.st
 if STUMP_MODULE not in _extra:
     os.environ[registry.PLUGINS_ENV] = ",".join([*_extra, STUMP_MODULE])
 registry.reload()
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A private run store (``TREEVIZ_HOME``) for one test; Streamlit's caches cleared before and
+    after, so nothing leaks between tests."""
+    root = tmp_path / "treeviz-home"
+    monkeypatch.setenv("TREEVIZ_HOME", str(root))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield root
+    st.cache_resource.clear()

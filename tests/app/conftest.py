@@ -1,35 +1,17 @@
-"""AppTest helpers: every test gets its own run store (TREEVIZ_HOME) and fresh caches."""
+"""AppTest helpers. The ``home`` fixture (a private run store and fresh caches per test) lives in
+``tests/conftest.py``, so a family's own app tests in ``tests/models/<family>/`` can use it too."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
-import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from treeviz.ui.pages import PAGES as PAGE_TABLE
+
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
-PAGES = {
-    "data": "app_pages/data.py",
-    "train": "app_pages/train.py",
-    "explorer": "app_pages/explorer.py",
-    "routing": "app_pages/routing.py",
-    "pruning": "app_pages/pruning.py",
-    "clustering": "app_pages/clustering.py",
-    "runs": "app_pages/runs.py",
-}
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    """A private run store for one test; caches cleared so nothing leaks between tests."""
-    root = tmp_path / "treeviz-home"
-    monkeypatch.setenv("TREEVIZ_HOME", str(root))
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    yield root
-    st.cache_resource.clear()
+PAGES = {p.key: p.path for p in PAGE_TABLE}  # the app's one pages table
 
 
 def new_app() -> AppTest:

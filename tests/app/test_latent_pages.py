@@ -68,7 +68,7 @@ def test_explorer_hides_or_dashes_pruned_nodes(home):
 def test_pruning_page_runs_and_shows_a_lambda_path(home):
     at = new_app().run()
     at.selectbox(key="data.sample").set_value("breast_cancer").run()
-    open_page(at, "pruning")
+    open_page(at, "lambda_path")
     assert_clean(at)
     at.number_input(key="pruning.low.latent").set_value(0.1).run()
     at.number_input(key="pruning.high.latent").set_value(10.0).run()

@@ -44,7 +44,7 @@ def test_the_stump_trains_from_the_train_page_and_shows_everywhere(home):
 def test_the_stumps_lambda_path_and_run_zip(home):
     at = new_app().run()
     at.selectbox(key="data.sample").set_value("breast_cancer").run()
-    open_page(at, "pruning")
+    open_page(at, "lambda_path")
     at.selectbox(key="pruning.family").set_value("stump").run()
     assert at.number_input(key="pruning.low.stump").value == 0.001  # the family's own range
     at.number_input(key="pruning.high.stump").set_value(10.0).run()

@@ -50,7 +50,7 @@ def test_train_a_tao_tree_and_see_its_weights_as_images(home):
 def test_tao_lambda_path_on_the_pruning_page(home):
     at = new_app().run()
     at.selectbox(key="data.sample").set_value("breast_cancer").run()
-    open_page(at, "pruning")
+    open_page(at, "lambda_path")
     at.selectbox(key="pruning.family").set_value("tao").run()
     assert_clean(at)
     assert at.checkbox(key="pruning.warm.tao").value is False  # every λ from the same initial tree
@@ -124,7 +124,7 @@ def test_the_lambda_path_keeps_its_name_when_a_run_is_renamed(home):
     RunStore(home).rename(results[0].record.run_id, "my favourite point")
     at = new_app().run()
     at.selectbox(key="data.sample").set_value("breast_cancer").run()
-    open_page(at, "pruning")
+    open_page(at, "lambda_path")
     assert_clean(at)
     chooser = at.selectbox(key="pruning.sweep_id")
     shown = chooser.format_func(chooser.value)
