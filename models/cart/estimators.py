@@ -8,6 +8,11 @@ scikit-learn casts inputs to float32 before comparing ``x[f] <= threshold`` (a f
 :func:`float64_threshold` turns each threshold into the float64 boundary ``M`` for which
 ``x <= M`` holds exactly when ``float32(x) <= threshold``, so the Tree (which works in float64)
 routes every float64 input the same way scikit-learn does.
+
+Missing values (NaN) are handled as scikit-learn 1.9's trees handle them: each split learns on
+which side missing values go (``tree_.missing_go_to_left``), kept in the Tree as
+``missing_right``; a split that separates missing from present values has the threshold +inf in
+scikit-learn, stored here as the largest float64 so every present value goes left.
 """
 
 from __future__ import annotations
@@ -67,7 +72,9 @@ def tree_from_sklearn(
     weight = np.zeros((n, d))
     weight[np.flatnonzero(internal), st.feature[internal]] = 1.0
     bias = np.zeros(n)
-    bias[internal] = -float64_threshold(st.threshold[internal])
+    threshold = float64_threshold(st.threshold[internal])
+    bias[internal] = -np.where(np.isposinf(threshold), np.finfo(np.float64).max, threshold)
+    missing_right = internal & (np.asarray(st.missing_go_to_left) == 0)
     value = st.value[:, :, :]  # (n_nodes, n_outputs, n_classes)
     if task == "classification":
         # scikit-learn >= 1.4 stores class fractions in tree_.value and predict_proba returns
@@ -86,6 +93,7 @@ def tree_from_sklearn(
         weight=weight,
         bias=bias,
         leaf_value=leaf_value,
+        missing_right=missing_right,
         feature_names=tuple(feature_names) if feature_names is not None else (),
         output_names=tuple(str(o) for o in output_names) if output_names is not None else (),
         task=task,
@@ -97,6 +105,11 @@ def tree_from_sklearn(
 class _CARTBase(TreeEstimator):
     _sk_class: type
     _task: str
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # missing values are routed as scikit-learn routes them
+        return tags
 
     def _sk_params(self) -> dict[str, Any]:
         return {
@@ -147,7 +160,7 @@ class _CARTBase(TreeEstimator):
 
     def _validated_X(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "tree_structure_")
-        return validate_data(self, X, reset=False, dtype=np.float64)
+        return validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite="allow-nan")
 
     def apply(self, X: Any) -> np.ndarray:
         """Leaf id reached by each sample."""
@@ -165,6 +178,7 @@ class _CARTBase(TreeEstimator):
             "weight": t.weight,
             "bias": t.bias,
             "leaf_value": t.leaf_value,
+            "missing_right": t.missing_right.astype(np.uint8),
         }
         return learned, arrays
 
@@ -175,6 +189,7 @@ class _CARTBase(TreeEstimator):
             weight=arrays["weight"],
             bias=arrays["bias"],
             leaf_value=arrays["leaf_value"],
+            missing_right=arrays["missing_right"].astype(bool) if "missing_right" in arrays else None,
             feature_names=self.feature_names_,
             output_names=tuple(learned["output_names"]),
             task=self._task,
@@ -231,7 +246,7 @@ class CARTClassifier(ClassifierMixin, _CARTBase):
             Names shown in rules and figures (default: DataFrame columns, else x0, x1, ...).
         """
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite="allow-nan")
         check_classification_targets(y)
         self.classes_ = np.unique(y)
         return self._fit_common(X, y, sample_weight, callbacks, eval_set, feature_names)
@@ -282,7 +297,8 @@ class CARTRegressor(RegressorMixin, _CARTBase):
             feature_names: Sequence[str] | None = None) -> CARTRegressor:
         """Fit the tree; arguments as for :meth:`CARTClassifier.fit` (y may have several columns)."""
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True,
+                             ensure_all_finite="allow-nan")
         self.n_outputs_ = 1 if y.ndim == 1 else y.shape[1]
         return self._fit_common(X, y, sample_weight, callbacks, eval_set, feature_names)
 

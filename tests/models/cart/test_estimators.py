@@ -7,6 +7,7 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from models.base import Callback
 from models.cart.estimators import CARTClassifier, CARTRegressor, float64_threshold
+from models.persist import load_model, save_model
 from treeviz.errors import TrainingCancelled
 from treeviz.rules import node_rule
 
@@ -119,3 +120,55 @@ def test_feature_names_for_display_and_dataframes():
     assert CARTClassifier(max_depth=1).fit(X, y).to_tree().feature_names[0] == "x0"
     with pytest.raises(TreevizError, match="3 feature names"):
         CARTClassifier().fit(X, y, feature_names=names[:3])
+
+
+def _with_holes(X: np.ndarray, fraction: float, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    X = X.astype(np.float64).copy()
+    X[rng.random(X.shape) < fraction] = np.nan
+    return X
+
+
+@pytest.mark.parametrize("criterion", ["gini", "entropy"])
+def test_missing_values_train_and_route_exactly_as_scikit_learn(criterion):
+    X, y = load_breast_cancer(return_X_y=True)
+    X = _with_holes(X, 0.15, 0)
+    ours = CARTClassifier(max_depth=6, criterion=criterion).fit(X, y)
+    ref = DecisionTreeClassifier(max_depth=6, criterion=criterion, random_state=0).fit(X, y)
+    Xt = _with_holes(load_breast_cancer().data, 0.3, 1)  # other holes, and features never missing in training
+    np.testing.assert_array_equal(ours.apply(Xt), ref.apply(Xt))
+    np.testing.assert_array_equal(ours.predict_proba(Xt), ref.predict_proba(Xt))
+    tree = ours.to_tree()
+    assert tree.missing_right.any() and not tree.missing_right.all()  # both sides occur
+    split = ref.tree_.children_left >= 0
+    np.testing.assert_array_equal(tree.missing_right, (ref.tree_.missing_go_to_left == 0) & split)
+
+
+def test_a_split_between_missing_and_present_values_routes_like_scikit_learn():
+    x = np.array([0.0, 1.0, np.nan, 3.0, np.nan, 5.0, np.nan, 2.0])
+    y = np.array([0, 0, 1, 0, 1, 0, 1, 0])
+    ours = CARTClassifier().fit(x[:, None], y)
+    ref = DecisionTreeClassifier(random_state=0).fit(x[:, None], y)
+    assert np.isposinf(ref.tree_.threshold[0])  # scikit-learn's "missing vs present" split
+    probe = np.array([[-1e30], [0.0], [1e30], [np.nan]])
+    np.testing.assert_array_equal(ours.predict(probe), ref.predict(probe))
+    assert ours.predict(probe).tolist() == [0, 0, 0, 1]
+
+
+def test_missing_values_survive_save_and_load(tmp_path):
+    X, y = load_diabetes(return_X_y=True)
+    X = _with_holes(X, 0.2, 2)
+    model = CARTRegressor(max_depth=5).fit(X, y)
+    ref = DecisionTreeRegressor(max_depth=5, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(model.predict(X), ref.predict(X))
+    again = load_model(save_model(model, tmp_path / "m"))
+    np.testing.assert_array_equal(again.predict(X), model.predict(X))
+    np.testing.assert_array_equal(again.to_tree().missing_right, model.to_tree().missing_right)
+
+
+def test_infinite_values_are_still_refused():
+    X, y = load_iris(return_X_y=True)
+    X = X.copy()
+    X[0, 0] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        CARTClassifier().fit(X, y)
