@@ -25,24 +25,31 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from sklearn.base import ClassifierMixin, ClusterMixin, RegressorMixin
 from sklearn.model_selection import train_test_split
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from models.base import Callback, TreeEstimator, resolve_device, seed_everything
 from models.latent import heap
 from models.latent.layers import LatentTreeNet, count_parameters
-from models.latent.train_loop import Problem, as_tensor, fit_net, predict_outputs
+from models.latent.train_loop import Problem, as_tensor, fit_net, predict_outputs, weighted_mean
 from treeviz.errors import TreevizError
 from treeviz.tree import Tree
 
 
 class _LatentTreeBase(TreeEstimator):
+    _expected_failed_checks: ClassVar[dict[str, str]] = {
+        "check_sample_weight_equivalence_on_dense_data":
+            "mini-batch training shuffles the rows: repeating a row changes the number of rows, hence the "
+            "batches and the stochastic gradient path, so a weight of 2 cannot train exactly like a repeat "
+            "(weights do scale each row's loss; rows of weight 0 are left out, as if absent)",
+    }
+
     _task = ""
 
     def __init__(self, *, depth=3, prune_strength=1.0, split="linear", head="linear", head_layers=2,
@@ -80,15 +87,24 @@ class _LatentTreeBase(TreeEstimator):
     def _train(self, X: np.ndarray, Y: np.ndarray, problem_fns: dict[str, Any], n_outputs: int,
                eval_set: tuple[np.ndarray, np.ndarray] | None, callbacks: Iterable[Callback] | None,
                feature_names: Sequence[str] | None, n_inputs: int | None = None,
-               stratify: np.ndarray | None = None) -> None:
+               stratify: np.ndarray | None = None, sample_weight: Any = None) -> None:
+        W = None
+        if sample_weight is not None:  # rows of weight 0 are left out, as if absent
+            W = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+            keep = W > 0
+            if not keep.any():
+                raise ValueError("The sample weights sum to zero: at least one row must have a positive weight.")
+            X, Y, W = X[keep], Y[keep], W[keep]
+            stratify = None if stratify is None else stratify[keep]
         if X.shape[0] < 2:
             raise ValueError(f"Latent trees need at least 2 samples to train (got {X.shape[0]} sample).")
         self._set_feature_names(feature_names, self.n_features_in_)
         device = resolve_device(self.device)
         rng = seed_everything(self.random_state)
         generator = torch.Generator().manual_seed(int(rng.integers(2**31 - 1)))
+        W_val = None
         if eval_set is None:
-            X, Y, eval_set = self._hold_out(X, Y, rng, stratify)
+            X, Y, W, eval_set, W_val = self._hold_out(X, Y, W, rng, stratify)
         self._net64 = None
         reuse = bool(self.warm_start) and hasattr(self, "net_") and self._same_architecture(n_outputs)
         if not reuse:
@@ -97,10 +113,12 @@ class _LatentTreeBase(TreeEstimator):
             self.net_.to(device)
             self.net_.prune_strength = float(self.prune_strength)
         problem = Problem(X=as_tensor(X, device), Y=problem_fns["targets"](Y, device),
-                          loss=problem_fns["loss"], score=problem_fns["score"])
+                          loss=problem_fns["loss"], score=problem_fns["score"],
+                          W=None if W is None else as_tensor(W, device))
         if eval_set is not None:
             problem.X_val = as_tensor(eval_set[0], device)
             problem.Y_val = problem_fns["targets"](eval_set[1], device)
+            problem.W_val = None if W_val is None else as_tensor(W_val, device)
         self._begin_training(callbacks, total=int(self.max_epochs))
         try:
             a, best_epoch = fit_net(
@@ -117,15 +135,17 @@ class _LatentTreeBase(TreeEstimator):
         self.n_parameters_ = count_parameters(self.net_)
         self.device_ = device
 
-    def _hold_out(self, X: np.ndarray, Y: np.ndarray, rng: np.random.Generator, stratify: np.ndarray | None
-                  ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+    def _hold_out(self, X: np.ndarray, Y: np.ndarray, W: np.ndarray | None, rng: np.random.Generator,
+                  stratify: np.ndarray | None) -> tuple[Any, ...]:
         """Hold out ``validation_fraction`` of the rows for early stopping when ``fit`` got no
         ``eval_set`` (as scikit-learn's ``early_stopping=True``), stratified by class when every
-        class allows it. Nothing is held out with ``patience=0``, a zero fraction, or too few rows."""
+        class allows it. Nothing is held out with ``patience=0``, a zero fraction, or too few rows.
+        Returns (X, Y, W) of the rows kept for training, the held-out (X, Y) or None, and the
+        held-out rows' weights (None without sample weights)."""
         n, frac = X.shape[0], float(self.validation_fraction)
         n_val = round(frac * n)
         if int(self.patience) == 0 or n_val < 1 or n - n_val < 2:
-            return X, Y, None
+            return X, Y, W, None, None
         seed = int(rng.integers(2**31 - 1))
         rows = np.arange(n)
         try:
@@ -133,7 +153,9 @@ class _LatentTreeBase(TreeEstimator):
         except ValueError:  # a class too small to stratify
             train, val = train_test_split(rows, test_size=n_val, random_state=seed)
         train, val = np.sort(train), np.sort(val)
-        return X[train], Y[train], (X[val], Y[val])
+        if W is None:
+            return X[train], Y[train], None, (X[val], Y[val]), None
+        return X[train], Y[train], W[train], (X[val], Y[val]), W[val]
 
     def _architecture(self) -> dict[str, Any]:
         return {"depth": int(self.depth), "split": self.split, "head": self.head, "head_layers": int(self.head_layers),
@@ -286,11 +308,29 @@ class _LatentTreeBase(TreeEstimator):
 
 # ---------------------------------------------------------------------------- classification
 def _ce_loss(binary: bool):
+    """Logistic loss on one logit (binary) or cross-entropy on K logits, weighted by row."""
     if binary:
-        bce = torch.nn.BCEWithLogitsLoss()
-        return lambda out, y: bce(out[:, 0], y)
-    ce = torch.nn.CrossEntropyLoss()
-    return lambda out, y: ce(out, y)
+        bce = torch.nn.BCEWithLogitsLoss(reduction="none")
+        return lambda out, y, w: weighted_mean(bce(out[:, 0], y), w)
+    ce = torch.nn.CrossEntropyLoss(reduction="none")
+    return lambda out, y, w: weighted_mean(ce(out, y), w)
+
+
+def _standardisation(Y: np.ndarray, sample_weight: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard deviation (1 where it is 0) of the columns of Y, weighted by the sample
+    weights when given, so rows of weight 0 do not count."""
+    w = None if sample_weight is None else _check_sample_weight(sample_weight, Y, dtype=np.float64,
+                                                                   ensure_non_negative=True)
+    if w is not None and w.sum() <= 0:
+        raise ValueError("The sample weights sum to zero: at least one row must have a positive weight.")
+    mean = np.average(Y, axis=0, weights=w)
+    std = np.sqrt(np.average((Y - mean) ** 2, axis=0, weights=w))
+    return mean, np.where(std > 0, std, 1.0)
+
+
+def _mse_loss(out: torch.Tensor, y: torch.Tensor, w: torch.Tensor | None) -> torch.Tensor:
+    """Mean squared error over the outputs of each row, weighted by row."""
+    return weighted_mean(((out - y) ** 2).mean(dim=1), w)
 
 
 def _accuracy(binary: bool):
@@ -331,11 +371,17 @@ class LatentTreeClassifier(ClassifierMixin, _LatentTreeBase):
     warm_start : bool
         Reuse the current weights when fit is called again (used by λ paths).
     device : "auto", "cpu" or "cuda"; random_state : int
+
+    Notes
+    -----
+    ``fit(X, y, sample_weight=...)`` weights each row's loss, in training and in the held-out
+    validation loss; rows of weight 0 are left out. The pruning QP of a batch counts its rows
+    unweighted (its λ competes with a sum over the batch's rows, as in the papers).
     """
 
     _task = "classification"
 
-    def fit(self, X: Any, y: Any, *, callbacks: Iterable[Callback] | None = None,
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple[Any, Any] | None = None,
             feature_names: Sequence[str] | None = None) -> LatentTreeClassifier:
         self._validate_params()
@@ -356,7 +402,8 @@ class LatentTreeClassifier(ClassifierMixin, _LatentTreeBase):
         if eval_set is not None:
             ev = (self._X(eval_set[0], reset=False), np.asarray(eval_set[1]))
         fns = {"targets": targets, "loss": _ce_loss(binary), "score": _accuracy(binary)}
-        self._train(X, y, fns, 1 if binary else self.classes_.size, ev, callbacks, feature_names, stratify=y)
+        self._train(X, y, fns, 1 if binary else self.classes_.size, ev, callbacks, feature_names, stratify=y,
+                    sample_weight=sample_weight)
         self.leaf_value_ = self._leaf_values(X, np.searchsorted(self.classes_, y), self.classes_.size)
         return self
 
@@ -404,7 +451,7 @@ class LatentTreeRegressor(RegressorMixin, _LatentTreeBase):
         tags.target_tags.multi_output = True
         return tags
 
-    def fit(self, X: Any, y: Any, *, callbacks: Iterable[Callback] | None = None,
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple[Any, Any] | None = None,
             feature_names: Sequence[str] | None = None) -> LatentTreeRegressor:
         self._validate_params()
@@ -412,20 +459,17 @@ class LatentTreeRegressor(RegressorMixin, _LatentTreeBase):
         Y = y.reshape(y.shape[0], -1)
         self.n_outputs_ = Y.shape[1] if y.ndim == 2 else 1
         if not (self.warm_start and hasattr(self, "y_mean_")):
-            self.y_mean_ = Y.mean(axis=0)
-            std = Y.std(axis=0)
-            self.y_std_ = np.where(std > 0, std, 1.0)
+            self.y_mean_, self.y_std_ = _standardisation(Y, sample_weight)
 
         def targets(values: np.ndarray, device: str) -> torch.Tensor:
             v = np.asarray(values, dtype=np.float64).reshape(len(values), -1)
             return torch.as_tensor((v - self.y_mean_) / self.y_std_, dtype=torch.float32, device=device)
 
-        mse = torch.nn.MSELoss()
         ev = None
         if eval_set is not None:
             ev = (self._X(eval_set[0], reset=False), np.asarray(eval_set[1], dtype=np.float64))
-        fns = {"targets": targets, "loss": mse, "score": _r2}
-        self._train(X, Y, fns, Y.shape[1], ev, callbacks, feature_names)
+        fns = {"targets": targets, "loss": _mse_loss, "score": _r2}
+        self._train(X, Y, fns, Y.shape[1], ev, callbacks, feature_names, sample_weight=sample_weight)
         self.leaf_value_ = self._leaf_values(X, Y, Y.shape[1])
         return self
 
@@ -517,8 +561,8 @@ class LatentTreeClustering(ClusterMixin, _LatentTreeBase):
     def _net_inputs(self, X: np.ndarray) -> np.ndarray:
         return X[:, self._input_columns()]
 
-    def fit(self, X: Any, y: Any = None, *, callbacks: Iterable[Callback] | None = None,
-            eval_set: tuple[Any, Any] | None = None,
+    def fit(self, X: Any, y: Any = None, sample_weight: Any = None, *,
+            callbacks: Iterable[Callback] | None = None, eval_set: tuple[Any, Any] | None = None,
             feature_names: Sequence[str] | None = None) -> LatentTreeClustering:
         self._validate_params()
         X = validate_data(self, X, dtype=np.float64)
@@ -527,10 +571,7 @@ class LatentTreeClustering(ClusterMixin, _LatentTreeBase):
                              f"one as input (got {X.shape[1]} feature(s)).")
         names = list(feature_names) if feature_names is not None else [f"x{j}" for j in range(X.shape[1])]
         self.target_columns_ = parse_target_features(self.target_features, names)
-        T = X[:, self.target_columns_]
-        self.t_mean_ = T.mean(axis=0)
-        std = T.std(axis=0)
-        self.t_std_ = np.where(std > 0, std, 1.0)
+        self.t_mean_, self.t_std_ = _standardisation(X[:, self.target_columns_], sample_weight)
 
         def targets(rows: np.ndarray, device: str) -> torch.Tensor:
             t = np.asarray(rows, dtype=np.float64)[:, self.target_columns_]
@@ -540,9 +581,9 @@ class LatentTreeClustering(ClusterMixin, _LatentTreeBase):
         if eval_set is not None:
             Xv = self._X(eval_set[0], reset=False)
             ev = (Xv[:, self._input_columns()], Xv)
-        fns = {"targets": targets, "loss": torch.nn.MSELoss(), "score": _r2}
+        fns = {"targets": targets, "loss": _mse_loss, "score": _r2}
         self._train(X[:, self._input_columns()], X, fns, self.target_columns_.size, ev, callbacks,
-                    feature_names, n_inputs=X.shape[1] - self.target_columns_.size)
+                    feature_names, n_inputs=X.shape[1] - self.target_columns_.size, sample_weight=sample_weight)
         self.leaf_value_ = self._leaf_values(X, None, 1)
         leaf_of = self._tree_for_routing().apply(X)
         self.cluster_leaves_ = np.unique(leaf_of)

@@ -40,10 +40,21 @@ class Problem:
 
     X: torch.Tensor
     Y: torch.Tensor
-    loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    #: (outputs, targets, row weights or None) -> the weighted mean loss
+    loss: Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None], torch.Tensor]
     score: Callable[[torch.Tensor, torch.Tensor], float]  # (outputs, targets) -> higher is better
     X_val: torch.Tensor | None = None
     Y_val: torch.Tensor | None = None
+    #: sample weights of the training and validation rows (None: every row weighs 1)
+    W: torch.Tensor | None = None
+    W_val: torch.Tensor | None = None
+
+
+def weighted_mean(losses: torch.Tensor, w: torch.Tensor | None) -> torch.Tensor:
+    """The mean of per-row losses, weighted by the sample weights ``w`` when given."""
+    if w is None:
+        return losses.mean()
+    return (losses * w).sum() / w.sum()
 
 
 def make_optimizer(name: str, params: Any, lr: float) -> torch.optim.Optimizer:
@@ -132,12 +143,14 @@ def fit_net(net: LatentTreeNet, problem: Problem, *, batch_size: int, max_epochs
             if idx.numel() < 2 and seen:  # BatchNorm cannot train on one row
                 continue
             out, state = net(problem.X[idx])
-            loss = problem.loss(out, problem.Y[idx]) + net.penalty()
+            w = None if problem.W is None else problem.W[idx]
+            loss = problem.loss(out, problem.Y[idx], w) + net.penalty()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            total += float(loss.detach()) * idx.numel()
-            seen += idx.numel()
+            weight = idx.numel() if w is None else float(w.sum())
+            total += float(loss.detach()) * weight
+            seen += weight
             active_batches.append(float((state["a"].detach() > 0).sum()) / n_nodes)
         a = frozen_pruning(net, X_ref, batch_size)
         out_ref = predict_outputs(net, X_ref, a)
@@ -153,7 +166,7 @@ def fit_net(net: LatentTreeNet, problem: Problem, *, batch_size: int, max_epochs
         }
         if has_val:
             out_val = predict_outputs(net, problem.X_val, a)
-            val_loss = float(problem.loss(out_val, problem.Y_val))
+            val_loss = float(problem.loss(out_val, problem.Y_val, problem.W_val))
             values["val_loss"] = val_loss
             values["val_score"] = problem.score(out_val, problem.Y_val)
             monitor = val_loss

@@ -2,11 +2,18 @@
 
 import numpy as np
 import pytest
+import torch
 from sklearn.datasets import load_breast_cancer, load_iris, make_blobs
 from sklearn.preprocessing import StandardScaler
 
 from models.base import Callback
-from models.latent.estimators import LatentTreeClassifier, LatentTreeClustering, LatentTreeRegressor
+from models.latent.estimators import (
+    LatentTreeClassifier,
+    LatentTreeClustering,
+    LatentTreeRegressor,
+    _ce_loss,
+    _mse_loss,
+)
 from models.persist import load_model, model_bytes, zip_bytes
 from treeviz.errors import TrainingCancelled, TreevizError
 
@@ -138,3 +145,36 @@ def test_clustering_reconstructs_held_out_features_and_labels_leaves():
         LatentTreeClustering(target_features="z", max_epochs=1).fit(X, feature_names=["a", "b", "c"])
     with pytest.raises(TreevizError, match="At least one feature must remain"):
         LatentTreeClustering(target_features="0,1,2", max_epochs=1).fit(X)
+
+
+def test_weighted_losses_equal_the_loss_of_repeated_rows():
+    rng = torch.Generator().manual_seed(0)
+    out2, out3 = torch.randn(4, 1, generator=rng), torch.randn(4, 3, generator=rng)
+    yb, yk, yr = torch.tensor([0.0, 1.0, 1.0, 0.0]), torch.tensor([0, 2, 1, 2]), torch.randn(4, 3, generator=rng)
+    w = torch.tensor([2.0, 1.0, 3.0, 1.0])
+    rep = torch.repeat_interleave(torch.arange(4), w.long())
+    for loss, out, y in ((_ce_loss(True), out2, yb), (_ce_loss(False), out3, yk), (_mse_loss, out3, yr)):
+        torch.testing.assert_close(loss(out, y, w), loss(out[rep], y[rep], None))
+        assert not torch.isclose(loss(out, y, w), loss(out, y, None))
+
+
+def test_sample_weights_shift_the_decision_towards_the_heavy_class():
+    X, y = make_blobs(n_samples=400, centers=[[0, 0], [1.0, 0]], cluster_std=1.0, random_state=0)
+    params = dict(depth=2, max_epochs=30, learning_rate=0.05, patience=0, random_state=0)
+    plain = LatentTreeClassifier(**params).fit(X, y)
+    heavy = LatentTreeClassifier(**params).fit(X, y, sample_weight=np.where(y == 1, 8.0, 1.0))
+    share_plain, share_heavy = (plain.predict(X) == 1).mean(), (heavy.predict(X) == 1).mean()
+    assert share_heavy > share_plain + 0.15, (share_plain, share_heavy)
+
+
+def test_rows_of_weight_zero_are_as_if_absent(cancer):
+    X, labels = cancer
+    y = (labels == "benign").astype(float)
+    w = np.ones(len(y))
+    w[::3] = 0.0
+    params = dict(depth=2, max_epochs=5, batch_size=32, random_state=3)
+    with_zeros = LatentTreeRegressor(**params).fit(X, y, sample_weight=w)
+    without = LatentTreeRegressor(**params).fit(X[w > 0], y[w > 0], sample_weight=w[w > 0])
+    np.testing.assert_allclose(with_zeros.predict(X), without.predict(X), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="non-zero"):
+        LatentTreeClassifier(**params).fit(X, labels, sample_weight=np.zeros(len(y)))
