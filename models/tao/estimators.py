@@ -260,8 +260,9 @@ class TAOClassifier(ClassifierMixin, _ClassLabels, _TAOBase):
 
     Parameters
     ----------
-    depth : int
-        Depth Δ of the initial tree (complete for random init); pruning may shrink it.
+    depth : int, default 8
+        Depth Δ of the initial tree (complete for random init); pruning may shrink it. The default
+        keeps up with CART's defaults on many-class data (``benchmarks/defaults.py``).
     l1_penalty : float
         λ of the ℓ1 penalty on every node's weights, **sum form** (not divided by the number of
         samples): larger values give sparser, smaller trees.
@@ -296,7 +297,7 @@ class TAOClassifier(ClassifierMixin, _ClassLabels, _TAOBase):
 
     _task = "classification"
 
-    def __init__(self, *, depth=4, l1_penalty=0.01, leaf="constant", leaf_classes=None, node_type="oblique",
+    def __init__(self, *, depth=8, l1_penalty=0.01, leaf="constant", leaf_classes=None, node_type="oblique",
                  init="auto", max_iter=20, tol=1e-4, order="reverse_bfs", guard="objective", solver="auto",
                  loss="zero_one", beta=100.0, device="auto", warm_start=False, random_state=0):
         self.depth = depth
