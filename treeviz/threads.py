@@ -50,14 +50,21 @@ def job_budget(n_jobs: int) -> int:
 def apply_budget(n_threads: int) -> None:
     """Let torch, the OpenMP / BLAS pools and numba (in the calling thread) use ``n_threads``."""
     import numba  # deferred: numba and torch are heavy imports
+    import scipy.linalg  # noqa: F401  deferred: loads SciPy's OpenBLAS, so that it is limited too
+    import sklearn.utils._openmp_helpers  # noqa: F401  deferred: loads scikit-learn's OpenMP runtime
     import torch  # deferred: see above
     from threadpoolctl import threadpool_limits  # deferred: scans the loaded native libraries
 
     n = max(1, int(n_threads))
+    # threadpoolctl limits only the libraries loaded so far, hence the imports above (NumPy's and
+    # SciPy's OpenBLAS, scikit-learn's and torch's OpenMP). numba goes first: its first
+    # set_num_threads starts numba's OpenMP threading layer, which sets OpenMP's thread count back
+    # to every core in the process-wide libgomp that torch loaded, so torch would otherwise run on
+    # all cores again.
+    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
     threadpool_limits(limits=n)
-    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ Decisions the thesis leaves open, made here and documented in ``docs/tao.md``:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -97,6 +98,13 @@ def drop_zero_weights(X: np.ndarray, Y: np.ndarray, sw: np.ndarray) -> tuple[np.
     return X[keep], Y[keep], sw[keep]
 
 
+def auto_depth(n_classes: int) -> int:
+    """The depth ``depth=None`` gives a classification tree: ⌈log2 K⌉ + 3 for K classes, between 4
+    and 8. Enough leaves for every class with room to split each one several ways: Δ = 4 for two
+    classes, 6 for 6-7, 7 for 10, 8 for 26 (``docs/tao.md`` gives the measurements behind it)."""
+    return int(min(8, max(4, math.ceil(math.log2(max(2, int(n_classes)))) + 3)))
+
+
 class _TAOBase(TreeEstimator):
     _task = ""
 
@@ -114,15 +122,17 @@ class _TAOBase(TreeEstimator):
                          order=self.order, guard=self.guard, solver=solver, device=device, **extra)
 
     def _initial_tree(self, X, Y, sw, cfg, rng) -> tuple[TAOTree, np.ndarray | None]:
+        depth = auto_depth(cfg.n_outputs) if self.depth is None else int(self.depth)
+        self.depth_ = depth
         init = self.init
         if init == "auto":
-            init = "cart" if self.depth <= 2 else "random"
+            init = "cart" if depth <= 2 else "random"
         if init == "cart":
             seed = int(rng.integers(2**31 - 1))
-            return cart_init(X, Y, sw, cfg, int(self.depth), seed), None
+            return cart_init(X, Y, sw, cfg, depth, seed), None
         if init == "random":
-            return random_init(X, Y, sw, cfg, int(self.depth), rng), None
-        return clustering_init(X, Y, sw, cfg, int(self.depth), rng)
+            return random_init(X, Y, sw, cfg, depth, rng), None
+        return clustering_init(X, Y, sw, cfg, depth, rng)
 
     # ------------------------------------------------------------------ fitting
     def _fit_tao(self, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, n_outputs: int,
@@ -260,9 +270,10 @@ class TAOClassifier(ClassifierMixin, _ClassLabels, _TAOBase):
 
     Parameters
     ----------
-    depth : int, default 8
-        Depth Δ of the initial tree (complete for random init); pruning may shrink it. The default
-        keeps up with CART's defaults on many-class data (``benchmarks/defaults.py``).
+    depth : int or None, default None
+        Depth Δ of the initial tree (complete for random init); pruning may shrink it. None
+        ("auto") grows it with the number of classes K: ⌈log2 K⌉ + 3, between 4 and 8
+        (:func:`auto_depth`); the depth used is ``depth_``.
     l1_penalty : float
         λ of the ℓ1 penalty on every node's weights, **sum form** (not divided by the number of
         samples): larger values give sparser, smaller trees.
@@ -297,7 +308,7 @@ class TAOClassifier(ClassifierMixin, _ClassLabels, _TAOBase):
 
     _task = "classification"
 
-    def __init__(self, *, depth=8, l1_penalty=0.01, leaf="constant", leaf_classes=None, node_type="oblique",
+    def __init__(self, *, depth=None, l1_penalty=0.01, leaf="constant", leaf_classes=None, node_type="oblique",
                  init="auto", max_iter=20, tol=1e-4, order="reverse_bfs", guard="objective", solver="auto",
                  loss="zero_one", beta=100.0, device="auto", warm_start=False, random_state=0):
         self.depth = depth

@@ -6,11 +6,12 @@ from models.schema import Curves, Family, LambdaPath, Panel, Param, device_param
 _DEPTH_HELP = "Depth Δ of the initial tree; pruning can only shrink it."
 
 _TREE_PARAMS = (
-    # Classification defaults to Δ = 8: with Δ = 4 (16 leaves) TAO fell 5-41 points behind CART's
-    # defaults on pendigits and letter (10 and 26 classes); at Δ = 8 it matched or beat CART on every
-    # dataset of benchmarks/defaults.py. Regression keeps Δ = 4: constant leaves overfit deeper trees
-    # (diabetes and cars lost 0.1-0.5 R² at Δ = 8).
-    Param("depth", "int", 8, _DEPTH_HELP, low=0, high=16, tasks=("classification",)),
+    # Classification defaults to "auto" (⌈log2 K⌉ + 3 for K classes, 4 to 8): a fixed Δ = 4 (16
+    # leaves) fell 5-41 points behind CART's defaults on pendigits and letter (10 and 26 classes),
+    # a fixed Δ = 8 overfitted two-class moons. Regression keeps Δ = 4: constant leaves overfit
+    # deeper trees (diabetes and cars lost 0.1-0.5 R² at Δ = 8).
+    Param("depth", "int", None, _DEPTH_HELP + " Auto: ⌈log2 K⌉ + 3 for K classes, between 4 and 8.",
+          low=0, high=16, optional_label="auto", tasks=("classification",)),
     Param("depth", "int", 4, _DEPTH_HELP, low=0, high=16, tasks=("regression",)),
     Param("l1_penalty", "float", 0.01,
           "λ of the ℓ1 penalty on node weights, in sum form (the loss is summed over samples, not "

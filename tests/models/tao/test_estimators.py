@@ -10,7 +10,7 @@ from sklearn.preprocessing import StandardScaler
 
 from models.base import Callback
 from models.persist import load_model
-from models.tao.estimators import TAOClassifier, TAORegressor
+from models.tao.estimators import TAOClassifier, TAORegressor, auto_depth
 from models.tao.objective import objective
 from treeviz.errors import TrainingCancelled, TreevizError
 
@@ -285,3 +285,12 @@ def test_cuda_solver_matches_cpu(cancer):
     np.testing.assert_array_equal(gpu.to_tree().apply(X), gpu.apply(X))
     auto = TAOClassifier(device="auto", solver="auto", depth=2, max_iter=1).fit(X, y)
     assert auto._config(2).solver == "torch"
+
+
+def test_auto_depth_grows_with_the_number_of_classes():
+    assert [auto_depth(k) for k in (2, 3, 6, 7, 10, 26, 1000)] == [4, 5, 6, 6, 7, 8, 8]
+    X = np.random.default_rng(0).normal(size=(300, 4))
+    y = np.repeat(np.arange(10), 30)
+    model = TAOClassifier(max_iter=1).fit(X, y)
+    assert model.depth is None and model.depth_ == 7 and model.to_tree().max_depth <= 7
+    assert TAOClassifier(depth=3, max_iter=1).fit(X, y).depth_ == 3
