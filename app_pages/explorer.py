@@ -83,6 +83,8 @@ with user_errors("opening the run"):
     if view.n_rows:
         metrics[6].metric("FLOPs / sample", f"{tree.flops(view.X):.2f}",
                           help="Nonzero weights met on the root-to-leaf path, averaged over the split.")
+    for note in tree.meta.get("notes", ()):  # what the family wants said about this tree
+        st.caption(note)
     if tree.meta.get("prediction", "leaf_value") != "leaf_value":
         st.info("This family predicts from a head on the tree's node memberships, not from the leaf "
                 "values; leaf colours show the data that reaches each leaf.")

@@ -241,8 +241,21 @@ class _LatentTreeBase(TreeEstimator):
                 "batch_size": int(self.batch_size),
                 "split": self.split,
                 "n_parameters": int(self.n_parameters_),
+                "notes": self._pruning_notes(n_nodes),
             },
         )
+
+    def _pruning_notes(self, n_nodes: int) -> tuple[str, ...]:
+        """What the explorer says about pruning: the frozen tree's pruned nodes beside the mean per
+        training batch at the kept epoch (a frozen vector prunes no more nodes than any batch)."""
+        frozen = int(np.count_nonzero(self.pruning_ == 0))
+        kept = [r for r in getattr(self, "history_", []) if r.get("epoch") == getattr(self, "best_epoch_", -1)]
+        if not kept or "batch_active_fraction" not in kept[0]:
+            return (f"{frozen} of {n_nodes} nodes pruned (a solved once on the training data).",)
+        per_batch = n_nodes * (1.0 - float(kept[0]["batch_active_fraction"]))
+        return (f"{frozen} of {n_nodes} nodes pruned in this tree (a solved once on the training data, "
+                f"λ scaled to the batch size), against {per_batch:.1f} on average per training batch at "
+                f"epoch {kept[0]['epoch']}: a node is pruned here only when every batch would prune it.",)
 
     def _input_columns(self) -> np.ndarray:
         return np.arange(self.n_features_in_)

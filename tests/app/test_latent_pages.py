@@ -36,6 +36,10 @@ def test_train_a_latent_tree_from_the_train_page(home):
     open_page(at, "explorer")
     assert_clean(at)
     assert any("predicts from a head" in i for i in texts(at.info))
+    model = RunStore(home).load_model(record.run_id)
+    frozen = int(np.count_nonzero(model.pruning_ == 0))
+    (note,) = [c for c in texts(at.caption) if "per training batch" in c]
+    assert note.startswith(f"{frozen} of {model.to_tree().n_nodes} nodes pruned")  # frozen vs per batch
     at.selectbox(key="explorer.color").set_value("active").run()
     assert_clean(at)
     spec = next(s for s in chart_specs(at) if any(t.get("name") == "nodes" for t in s["data"]))
