@@ -8,7 +8,7 @@ from models.registry import families_offering, get_family
 from treeviz.errors import TreevizError
 from treeviz.plots import PATH_FIGURES, tree_figure
 from treeviz.quantities import SIZE_HELP, format_size, headline, size_label
-from treeviz.sweep import run_sweep, sweep_label, value_grid
+from treeviz.sweep import SweepJob, sweep_label, value_grid
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.forms import param_form
@@ -48,11 +48,8 @@ with st.expander("Run a new λ path", expanded=not state.store().list()):
                 prepared = state.current_prepared()
                 store, device = state.store(), state.device()
 
-                def fn(progress):
-                    results = run_sweep(family.key, ds.task, clean, prepared, grid, warm_start=warm,
-                                        store=store, progress=progress, device=device)
-                    return results[0].record.sweep["id"] if results else None
-
+                fn = SweepJob(family.key, ds.task, dict(clean), prepared, tuple(grid), store, warm_start=warm,
+                              device=device)
                 job = state.jobs().submit(fn, label=f"λ path of {family.label} on {ds.name}")
                 st.session_state["pruning.job_id"] = job.id
 

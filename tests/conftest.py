@@ -13,6 +13,7 @@ import pytest
 import streamlit as st
 
 from models import registry
+from treeviz.jobs import JobManager
 
 STUMP_MODULE = "tests.families.stump.family"
 _extra = [m for m in os.environ.get(registry.PLUGINS_ENV, "").split(",") if m.strip()]
@@ -30,4 +31,5 @@ def home(tmp_path, monkeypatch):
     st.cache_resource.clear()
     st.cache_data.clear()
     yield root
+    JobManager.shutdown_all()  # the app's job workers and their child processes end with the test
     st.cache_resource.clear()

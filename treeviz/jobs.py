@@ -10,9 +10,13 @@ estimator's callbacks into these calls lives with the training glue
 (:class:`treeviz.training.ProgressCallback`). Cancellation is cooperative: the job ends
 "cancelled" when ``fn`` returns or raises after the request.
 
-Each worker thread runs under the thread budget of :mod:`treeviz.threads`: the machine's cores
-shared between the ``max_workers`` jobs that may run at once, so two jobs never oversubscribe the
-CPU.
+Each job runs under the thread budget of :mod:`treeviz.threads`: the machine's cores shared
+between the ``max_workers`` jobs that may run at once, so two jobs never oversubscribe the CPU.
+With ``processes=True`` (the app's setting) each worker thread hands its jobs to its own
+persistent child process (:class:`treeviz.worker_process.WorkerProcess`), so two jobs do not
+contend for one Python interpreter lock either; a job function that cannot be pickled (a lambda,
+a closure) runs in the worker thread itself. The child is started on a worker's first job and
+stops when the worker retires after ``idle_s`` seconds without work.
 
 Nothing raised by ``fn`` leaves the worker thread: the job ends "failed" with a one-sentence
 ``message`` (a :class:`~treeviz.errors.TreevizError`'s own text, else
@@ -30,12 +34,14 @@ import secrets
 import threading
 import time
 import traceback as tb
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from treeviz import threads
 from treeviz.errors import TrainingCancelled, TreevizError
+from treeviz.worker_process import NotPicklable, RemoteFailure, WorkerProcess
 
 JOB_STATUSES = ("queued", "running", "finished", "failed", "cancelled")
 DONE_STATUSES = ("finished", "failed", "cancelled")
@@ -200,25 +206,34 @@ class Job:
         self._finished = time.time()
         self._done.set()
 
-    def _run(self) -> None:
+    def _run(self, process: Callable[[], WorkerProcess] | None = None) -> None:
+        """Run the job here, or in the child process ``process()`` gives when the function pickles."""
         with self._lock:
             if self._status != "queued":
                 return  # cancelled while queued
             self._status = "running"
             self._started = time.time()
         try:
-            result = self._fn(Progress(self))
+            try:
+                if process is None:
+                    raise NotPicklable("no worker process")
+                result = process().run(self._fn, self)
+            except NotPicklable:
+                result = self._fn(Progress(self))
         except TrainingCancelled:
             with self._lock:
                 self._finish("cancelled", message="Training was cancelled.")
         except BaseException as err:
+            trace = tb.format_exc()
             if isinstance(err, TreevizError):
                 message = str(err)
+            elif isinstance(err, RemoteFailure):
+                message, trace = f"Training failed: {err.type_name}: {err.text}", err.trace
             else:
                 message = f"Training failed: {type(err).__name__}: {err}"
             with self._lock:
                 status = "cancelled" if self._cancel.is_set() else "failed"
-                self._finish(status, message=message, trace=tb.format_exc())
+                self._finish(status, message=message, trace=trace)
         else:
             with self._lock:
                 self._finish("cancelled" if self._cancel.is_set() else "finished", result=result)
@@ -253,6 +268,9 @@ class Progress:
             raise TrainingCancelled()
 
 
+_MANAGERS: weakref.WeakSet[JobManager] = weakref.WeakSet()
+
+
 class JobManager:
     """Runs jobs in daemon worker threads, at most ``max_workers`` at a time (others queue).
 
@@ -263,6 +281,11 @@ class JobManager:
         that moment is not damaged because the run store writes atomically.
     keep
         How many finished jobs to remember (older ones are forgotten on the next submit).
+    processes
+        Run each job whose function pickles in the worker's own child process (see the module
+        docstring); False runs every job in the worker thread.
+    idle_s
+        Seconds a worker (and its child process) waits for a job before it retires.
 
     Examples
     --------
@@ -272,14 +295,18 @@ class JobManager:
     42
     """
 
-    def __init__(self, max_workers: int = 2, keep: int = 100) -> None:
+    def __init__(self, max_workers: int = 2, keep: int = 100, *, processes: bool = False,
+                 idle_s: float = 5.0) -> None:
         if max_workers < 1:
             raise TreevizError("A job manager needs at least one worker.")
         self.max_workers = int(max_workers)
         self.keep = int(keep)
+        self.processes = bool(processes)
+        self.idle_s = float(idle_s)
+        _MANAGERS.add(self)
         self._lock = threading.Lock()
         self._jobs: dict[str, Job] = {}
-        self._queue: queue.SimpleQueue[Job] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._workers: list[threading.Thread] = []
         self._ids = itertools.count(1)
 
@@ -303,17 +330,51 @@ class JobManager:
         return job
 
     def _work(self) -> None:
-        threads.apply_budget(threads.job_budget(self.max_workers))
-        while True:
-            try:
-                job = self._queue.get(timeout=5.0)
-            except queue.Empty:
-                with self._lock:  # idle: retire, unless a job slipped in meanwhile
-                    if self._queue.empty():
-                        self._workers = [w for w in self._workers if w is not threading.current_thread()]
-                        return
-                continue
-            job._run()
+        budget = threads.job_budget(self.max_workers)
+        threads.apply_budget(budget)
+        child: list[WorkerProcess] = []  # this worker's child process, started on first use
+
+        def process() -> WorkerProcess:
+            if child and not child[0].alive:
+                child.pop().stop()
+            if not child:
+                child.append(WorkerProcess(budget))
+            return child[0]
+
+        try:
+            while True:
+                try:
+                    job = self._queue.get(timeout=self.idle_s)
+                except queue.Empty:
+                    with self._lock:  # idle: retire, unless a job slipped in meanwhile
+                        if self._queue.empty():
+                            self._workers = [w for w in self._workers if w is not threading.current_thread()]
+                            return
+                    continue
+                if job is None:  # shutdown
+                    return
+                job._run(process if self.processes else None)
+        finally:
+            for proc in child:
+                proc.stop()
+
+    def shutdown(self) -> None:
+        """Cancel what runs, stop the workers and their child processes (the manager stays usable)."""
+        for job in self.active():
+            job._request_cancel()
+        with self._lock:
+            workers = list(self._workers)
+            self._workers = []
+        for _ in workers:
+            self._queue.put(None)
+        for worker in workers:
+            worker.join(timeout=30)
+
+    @staticmethod
+    def shutdown_all() -> None:
+        """:meth:`shutdown` every manager of this process (tests call it between tests)."""
+        for manager in list(_MANAGERS):
+            manager.shutdown()
 
     def _forget_old(self) -> None:
         done = [j for j in self._jobs.values() if j.done]

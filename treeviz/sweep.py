@@ -69,6 +69,26 @@ class SweepResult:
     estimator: Any = None
 
 
+@dataclass(frozen=True)
+class SweepJob:
+    """A job function that runs one λ path (:func:`run_sweep`) and returns its sweep id (None if
+    no point was trained). A plain object, so the job manager can send it to a worker process."""
+
+    family_key: str
+    task: str
+    params: dict[str, Any]
+    prepared: PreparedData
+    values: tuple[float, ...]
+    store: RunStore
+    warm_start: bool | None = None
+    device: str | None = None
+
+    def __call__(self, progress: Progress) -> str | None:
+        results = run_sweep(self.family_key, self.task, self.params, self.prepared, self.values,
+                            warm_start=self.warm_start, store=self.store, progress=progress, device=self.device)
+        return results[0].record.sweep["id"] if results else None
+
+
 def run_sweep(family_key: str, task: str, params: Mapping[str, Any] | None, prepared: PreparedData,
               values: Sequence[float], *, param: str | None = None, warm_start: bool | None = None,
               store: RunStore | None = None, callbacks: Iterable[Callback] = (),

@@ -14,7 +14,8 @@ still stored, with status ``"cancelled"``, so no work is lost.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -192,18 +193,29 @@ def model_cost(estimator: Any, X: np.ndarray) -> dict[str, float]:
     return out
 
 
+@dataclass(frozen=True)
+class TrainingJob:
+    """A job function that trains and stores one run. A plain object (not a closure), so the job
+    manager can send it to a worker process; call it with a progress handle."""
+
+    family_key: str
+    task: str
+    params: dict[str, Any]
+    prepared: PreparedData
+    store: RunStore
+    device: str | None = None
+    name: str | None = None
+
+    def __call__(self, progress: Progress) -> RunRecord:
+        return train_run(self.family_key, self.task, self.params, self.prepared, store=self.store,
+                         callbacks=[ProgressCallback(progress)], device=self.device, name=self.name)
+
+
 def job_fn(family_key: str, task: str, params: Mapping[str, Any] | None, prepared: PreparedData,
-           *, store: RunStore, device: str | None = None, name: str | None = None
-           ) -> Callable[[Progress], RunRecord]:
+           *, store: RunStore, device: str | None = None, name: str | None = None) -> TrainingJob:
     """A function for :meth:`treeviz.jobs.JobManager.submit` that trains and stores one run.
 
     Example: ``manager.submit(job_fn("cart", "classification", {}, prepared, store=store),
     label="CART on iris")``; the job's ``result`` is the :class:`RunRecord`.
     """
-    params = dict(params or {})
-
-    def fn(progress: Progress) -> RunRecord:
-        return train_run(family_key, task, params, prepared, store=store,
-                         callbacks=[ProgressCallback(progress)], device=device, name=name)
-
-    return fn
+    return TrainingJob(family_key, task, dict(params or {}), prepared, store, device, name)

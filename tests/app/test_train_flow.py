@@ -1,6 +1,8 @@
 """Acceptance: a CART run on breast_cancer trained from the Train page appears in the Tree explorer
 with sklearn's per-node counts, survives an app restart, and reloads with identical predictions."""
 
+import multiprocessing
+
 import numpy as np
 import streamlit as st
 from sklearn.tree import DecisionTreeClassifier
@@ -44,6 +46,8 @@ def test_cart_run_from_train_page_to_explorer_and_back_after_restart(home):
     store = RunStore(home)
     (record,) = store.list()
     assert record.family == "cart" and record.params["max_depth"] == 6
+    # the app trains in a worker process of its own, not in a thread of this one
+    assert "treeviz-job-process" in {p.name for p in multiprocessing.active_children()}
     assert record.dataset["name"] == "breast_cancer"
 
     # the Tree explorer shows the run, with sklearn's own per-node counts on the training split

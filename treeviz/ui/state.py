@@ -53,7 +53,7 @@ def store() -> RunStore:
 @st.cache_resource(show_spinner=False)
 def jobs() -> JobManager:
     """The process-wide background job manager."""
-    return JobManager()
+    return JobManager(processes=True, idle_s=60.0)
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)

@@ -1,0 +1,107 @@
+"""Jobs in worker processes (JobManager(processes=True), the app's setting): the same results,
+progress, cancel and error sentences as in threads, from another process with its own interpreter
+lock; functions that cannot be pickled still run, in the worker thread."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from treeviz import threads
+from treeviz.errors import TreevizError
+from treeviz.jobs import JobManager
+
+
+@dataclass(frozen=True)
+class Steps:
+    """Records ``n`` steps (a pause each) and returns the process id and torch's thread count."""
+
+    n: int = 3
+    pause: float = 0.0
+    fail: str | None = None
+
+    def __call__(self, progress):
+        import torch
+
+        progress.stages(1)
+        progress.begin(self.n)
+        for i in range(self.n):
+            time.sleep(self.pause)
+            progress.record({"epoch": i + 1, "loss": 1.0 / (i + 1)})
+        if self.fail == "treeviz":
+            raise TreevizError("The data has no rows; load a dataset first.")
+        if self.fail == "value":
+            raise ValueError("shapes (3,) and (4,) not aligned")
+        if self.fail == "exit":
+            os._exit(3)
+        return {"pid": os.getpid(), "torch_threads": torch.get_num_threads()}
+
+
+@pytest.fixture
+def manager():
+    manager = JobManager(max_workers=2, processes=True)
+    yield manager
+    manager.shutdown()
+
+
+def test_a_job_runs_in_a_child_process_under_the_budget_with_its_records(manager):
+    job = manager.submit(Steps(4), label="steps")
+    assert job.wait(120), job.status
+    snap = job.snapshot()
+    assert snap.status == "finished" and snap.message is None
+    assert snap.result["pid"] != os.getpid()
+    assert snap.result["torch_threads"] == threads.job_budget(2)
+    assert [r["epoch"] for r in snap.records] == [1, 2, 3, 4] and snap.progress == 1.0
+
+
+def test_two_jobs_run_at_once_in_two_processes(manager):
+    jobs = [manager.submit(Steps(3, pause=0.3), label=str(i)) for i in range(2)]
+    assert all(j.wait(120) for j in jobs)
+    assert len({j.result["pid"] for j in jobs}) == 2
+
+
+def test_the_child_process_is_reused_between_jobs(manager):
+    first = manager.submit(Steps(1), label="a")
+    first.wait(120)
+    second = manager.submit(Steps(1), label="b")
+    second.wait(120)
+    assert first.result["pid"] == second.result["pid"]
+
+
+def test_cancel_reaches_the_child(manager):
+    job = manager.submit(Steps(200, pause=0.05), label="slow")
+    deadline = time.monotonic() + 120
+    while len(job.records) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    manager.cancel(job.id)
+    assert job.wait(60)
+    assert job.status == "cancelled" and len(job.records) < 200
+
+
+def test_errors_come_back_as_the_same_sentences(manager):
+    mine = manager.submit(Steps(1, fail="treeviz"), label="treeviz")
+    other = manager.submit(Steps(1, fail="value"), label="value")
+    assert mine.wait(120) and other.wait(120)
+    assert mine.status == "failed" and mine.message == "The data has no rows; load a dataset first."
+    assert other.status == "failed" and other.message == "Training failed: ValueError: shapes (3,) and (4,) not aligned"
+    assert "ValueError" in other.traceback
+
+
+def test_a_dead_child_fails_its_job_and_the_next_job_gets_a_new_one():
+    manager = JobManager(max_workers=1, processes=True)
+    try:
+        dead = manager.submit(Steps(1, fail="exit"), label="dies")
+        assert dead.wait(120)
+        assert dead.status == "failed" and "ended unexpectedly (exit code 3)" in dead.message
+        after = manager.submit(Steps(1), label="after")
+        assert after.wait(120) and after.status == "finished"
+    finally:
+        manager.shutdown()
+
+
+def test_functions_that_cannot_be_pickled_run_in_the_worker_thread(manager):
+    job = manager.submit(lambda progress: os.getpid(), label="lambda")
+    assert job.wait(60) and job.result == os.getpid()
