@@ -41,7 +41,7 @@ from typing import Any
 
 from treeviz import threads
 from treeviz.errors import TrainingCancelled, TreevizError
-from treeviz.worker_process import NotPicklable, RemoteFailure, WorkerProcess
+from treeviz.worker_process import SUPPORTED, NotPicklable, RemoteFailure, WorkerProcess
 
 JOB_STATUSES = ("queued", "running", "finished", "failed", "cancelled")
 DONE_STATUSES = ("finished", "failed", "cancelled")
@@ -283,7 +283,8 @@ class JobManager:
         How many finished jobs to remember (older ones are forgotten on the next submit).
     processes
         Run each job whose function pickles in the worker's own child process (see the module
-        docstring); False runs every job in the worker thread.
+        docstring); False runs every job in the worker thread, as does a platform without
+        child-process support (:data:`treeviz.worker_process.SUPPORTED`).
     idle_s
         Seconds a worker (and its child process) waits for a job before it retires.
 
@@ -301,7 +302,7 @@ class JobManager:
             raise TreevizError("A job manager needs at least one worker.")
         self.max_workers = int(max_workers)
         self.keep = int(keep)
-        self.processes = bool(processes)
+        self.processes = bool(processes) and SUPPORTED
         self.idle_s = float(idle_s)
         _MANAGERS.add(self)
         self._lock = threading.Lock()

@@ -38,6 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from treeviz.errors import TreevizError
+from treeviz.jsonio import json_default
 
 ROUTINGS = ("hard", "soft")
 ACTIVATIONS = ("sigmoid", "smoothstep")
@@ -200,7 +201,12 @@ class Tree:
         if len(outs) != k:
             raise ValueError(f"Tree has {k} outputs but {len(outs)} output names.")
         set_(self, "output_names", outs)
-        set_(self, "meta", dict(self.meta))
+        try:  # kept in its JSON form, so that a JSON round trip gives back an equal Tree
+            meta = json.loads(json.dumps(dict(self.meta), default=json_default, allow_nan=False))
+        except (TypeError, ValueError) as err:
+            raise ValueError("Tree.meta must hold only JSON values (finite numbers, text, lists, dicts): "
+                             f"{err}") from None
+        set_(self, "meta", meta)
         self._check_structure()
 
     def _check_structure(self) -> None:

@@ -17,21 +17,37 @@ cancel request flows down, and an exception in the child comes back as the same
 :class:`RemoteFailure` naming the original type. A child that dies (killed, out of memory) fails
 its job with a sentence and is replaced on the next job.
 
-Like every ``spawn`` process, the child imports the parent's main module: a script that starts
-jobs must keep its top-level work under ``if __name__ == "__main__":``.
+The child is ``python -m treeviz.worker_process``, started with :mod:`subprocess` and two pipes,
+not with :mod:`multiprocessing`'s ``spawn``: spawn re-runs the parent's ``__main__`` in the child,
+which under ``streamlit run`` is ``app.py`` (a whole app run in every worker) and inside Streamlit's
+test harness a generated script that fails outside it. This child imports only this module, then
+takes the parent's ``sys.path`` as its first message, so a job function pickled by reference
+(``module.Class``) imports in the child exactly as in the parent. Functions defined in a script's
+``__main__`` cannot be found that way and run in the worker thread instead. When the parent goes
+away, the child's task pipe closes and the child exits at once. POSIX only (inherited pipe
+descriptors); elsewhere :class:`treeviz.jobs.JobManager` keeps jobs in its threads.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import os
 import pickle
 import queue
+import subprocess
+import sys
 import threading
 import traceback
+from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any, Protocol
 
 from treeviz import threads
 from treeviz.errors import TrainingCancelled, TreevizError
+
+#: The folder holding the ``treeviz`` package, which the child needs on its path to start.
+_ROOT = str(Path(__file__).resolve().parents[1])
+#: Whether this platform can run jobs in child processes (pipes passed as inherited descriptors).
+SUPPORTED = os.name == "posix"
 
 
 class NotPicklable(Exception):
@@ -60,22 +76,33 @@ class WorkerProcess:
     """One spawned child process that runs pickled job functions, one at a time."""
 
     def __init__(self, n_threads: int) -> None:
-        ctx = multiprocessing.get_context("spawn")
-        task_recv, self._tasks = ctx.Pipe(duplex=False)
-        self._events, event_send = ctx.Pipe(duplex=False)
-        self._process = ctx.Process(target=_child_main, args=(task_recv, event_send, int(n_threads)),
-                                    name="treeviz-job-process", daemon=True)
-        self._process.start()
-        task_recv.close()
-        event_send.close()
+        task_read, task_write = os.pipe()
+        event_read, event_write = os.pipe()
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH", "")) if p)
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "treeviz.worker_process", str(task_read), str(event_write), str(int(n_threads))],
+                pass_fds=(task_read, event_write), env=env, stdin=subprocess.DEVNULL)
+        except BaseException:
+            for fd in (task_read, task_write, event_read, event_write):
+                os.close(fd)
+            raise
+        os.close(task_read)
+        os.close(event_write)
+        self._tasks = Connection(task_write, readable=False)
+        self._events = Connection(event_read, writable=False)
+        self._tasks.send(("path", list(sys.path)))
         self._runs = 0
 
     @property
     def alive(self) -> bool:
-        return self._process.is_alive()
+        return self._process.poll() is None
 
     def run(self, fn: Any, relay: Relay) -> Any:
         """Run ``fn(progress)`` in the child; returns its result or raises what it raised."""
+        if "__main__" in (type(fn).__module__, getattr(fn, "__module__", None)):
+            raise NotPicklable("defined in the main script, which the child process does not import")
         try:
             payload = pickle.dumps(fn)
         except Exception as err:  # any pickling failure means "run it in the thread"
@@ -92,12 +119,12 @@ class WorkerProcess:
                 ready = self._events.poll(0.1)
                 message = self._events.recv() if ready else None
             except (EOFError, OSError):  # the pipe closed: the child is gone
-                self._process.join(timeout=5)
+                self._wait(5)
                 message = None
             if message is None:
-                if not self._process.is_alive():
+                if not self.alive:
                     raise TreevizError(f"The training process ended unexpectedly (exit code "
-                                       f"{self._process.exitcode}); the run was not saved. Try again.")
+                                       f"{self._process.returncode}); the run was not saved. Try again.")
                 continue
             kind, *rest = message
             if kind == "begin":
@@ -121,10 +148,19 @@ class WorkerProcess:
             self._tasks.send(("stop",))
         except (OSError, ValueError):
             pass
-        self._process.join(timeout=5)
-        if self._process.is_alive():
+        if not self._wait(5):
             self._process.kill()
-            self._process.join(timeout=5)
+            self._wait(5)
+        for end in (self._tasks, self._events):
+            end.close()
+
+    def _wait(self, seconds: float) -> bool:
+        """Whether the child has ended within ``seconds``."""
+        try:
+            self._process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
 
 
 class _ChildProgress:
@@ -159,9 +195,8 @@ def _child_main(tasks: Any, events: Any, n_threads: int) -> None:
         while True:
             try:
                 message = tasks.recv()
-            except (EOFError, OSError):  # the parent is gone
-                todo.put(None)
-                return
+            except (EOFError, OSError):  # the parent is gone: nobody wants the result
+                os._exit(0)
             if message[0] == "run":
                 todo.put((message[1], message[2]))
             elif message[0] == "cancel":
@@ -187,3 +222,20 @@ def _child_main(tasks: Any, events: Any, n_threads: int) -> None:
         except Exception as err:  # e.g. a result that cannot be pickled
             events.send(("error", type(err).__name__, f"the job's result could not be returned: {err}",
                          traceback.format_exc()))
+
+
+def _main(argv: list[str]) -> None:
+    """Entry point of the child: ``python -m treeviz.worker_process TASK_FD EVENT_FD N_THREADS``."""
+    tasks = Connection(int(argv[0]), writable=False)
+    events = Connection(int(argv[1]), readable=False)
+    try:
+        kind, path = tasks.recv()
+    except (EOFError, OSError):
+        return
+    if kind == "path":  # the parent's import path, so its job functions import here too
+        sys.path[:] = [*path, *(p for p in sys.path if p not in path)]
+    _child_main(tasks, events, int(argv[2]))
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])

@@ -429,6 +429,18 @@ def test_json_round_trip_is_exact():
     np.testing.assert_array_equal(back.predict_value(X), t.predict_value(X))
 
 
+def test_meta_is_kept_in_its_json_form():
+    # tuples and numpy numbers in meta come back from JSON as lists and plain numbers; the Tree
+    # stores them that way from the start, so a round trip gives an equal Tree
+    t = small_tree(meta={"notes": ("one", "two"), "lambda": np.float64(0.5), "origin": np.arange(3)})
+    assert t.meta == {"notes": ["one", "two"], "lambda": 0.5, "origin": [0, 1, 2]}
+    assert Tree.from_json(t.to_json()).equals(t)
+    with pytest.raises(ValueError, match="JSON values"):
+        small_tree(meta={"model": object()})
+    with pytest.raises(ValueError, match="JSON values"):
+        small_tree(meta={"score": float("nan")})
+
+
 def test_json_with_and_without_missing_right():
     t = small_tree(missing_right=[True, True, False, True, True])
     assert t.missing_right.tolist() == [True, False, False, False, False]  # False at leaves

@@ -5,7 +5,9 @@ lock; functions that cannot be pickled still run, in the worker thread."""
 from __future__ import annotations
 
 import os
+import sys
 import time
+import types
 from dataclasses import dataclass
 
 import pytest
@@ -104,4 +106,24 @@ def test_a_dead_child_fails_its_job_and_the_next_job_gets_a_new_one():
 
 def test_functions_that_cannot_be_pickled_run_in_the_worker_thread(manager):
     job = manager.submit(lambda progress: os.getpid(), label="lambda")
+    assert job.wait(60) and job.result == os.getpid()
+
+
+def test_the_child_does_not_run_the_parents_main_script(manager, tmp_path, monkeypatch):
+    # Under `streamlit run app.py` (and in Streamlit's test harness) __main__ is the app's script;
+    # a child started by multiprocessing's spawn would run it again. This one imports only itself.
+    script = tmp_path / "app_script.py"
+    script.write_text("raise SystemExit('the main script ran in the child')\n")
+    main = types.ModuleType("__main__")
+    main.__file__ = str(script)
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    job = manager.submit(Steps(2), label="steps")
+    assert job.wait(120) and job.status == "finished", job.message
+    assert job.result["pid"] != os.getpid()
+
+
+def test_functions_from_the_main_script_run_in_the_worker_thread(manager):
+    fn = types.FunctionType((lambda progress: os.getpid()).__code__, {"os": os}, "from_main")
+    fn.__module__ = "__main__"
+    job = manager.submit(fn, label="main")
     assert job.wait(60) and job.result == os.getpid()
