@@ -1,4 +1,6 @@
-"""Latent trees in the app: Train page, Tree explorer (a_t, pruned nodes), Pruning and Clustering pages."""
+"""Latent trees in the app: Train page, Tree explorer (a_t, pruned nodes), Pruning and Clustering pages.
+
+The family's own app tests; the page helpers come from tests/app/conftest.py."""
 
 
 import numpy as np

@@ -1,4 +1,6 @@
-"""TAO in the app: Train page, node weights (bars and images), the λ path, and the forest summary."""
+"""TAO in the app: Train page, node weights (bars and images), the λ path, and the forest summary.
+
+The family's own app tests; the page helpers come from tests/app/conftest.py."""
 
 
 import numpy as np
