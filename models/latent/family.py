@@ -18,7 +18,9 @@ LATENT = Family(
         "clustering": "models.latent.estimators:LatentTreeClustering",
     },
     params=(
-        Param("depth", "int", 3, "Depth D of the complete tree (2^D − 1 oblique splits).", low=1, high=10),
+        Param("depth", "int", None,
+              "Depth D of the complete tree (2^D − 1 oblique splits). Auto: 3, or for K classes enough "
+              "leaves for every class (2^D ≥ K), at most 6.", low=1, high=10, optional_label="auto"),
         Param("prune_strength", "float", 1.0,
               "Pruning strength λ of the QP; it competes with a sum over each batch, so the same λ "
               "prunes more with smaller batches (0 = no pruning).", low=0.0, high=1e4, log=True,

@@ -13,6 +13,7 @@ from models.latent.estimators import (
     LatentTreeRegressor,
     _ce_loss,
     _mse_loss,
+    auto_depth,
 )
 from models.persist import load_model, model_bytes, zip_bytes
 from treeviz.errors import TrainingCancelled, TreevizError
@@ -178,3 +179,15 @@ def test_rows_of_weight_zero_are_as_if_absent(cancer):
     np.testing.assert_allclose(with_zeros.predict(X), without.predict(X), rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="non-zero"):
         LatentTreeClassifier(**params).fit(X, labels, sample_weight=np.zeros(len(y)))
+
+
+def test_depth_auto_gives_every_class_a_leaf_between_3_and_6():
+    assert [auto_depth(k) for k in (2, 3, 8, 9, 10, 16, 17, 26, 64, 100)] == [3, 3, 3, 4, 4, 4, 5, 5, 6, 6]
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(260, 4))
+    y = np.repeat(np.arange(26), 10)
+    clf = LatentTreeClassifier(max_epochs=1, device="cpu").fit(X, y)
+    assert clf.depth is None and clf.to_tree().n_nodes == 2 ** 6 - 1  # depth 5: 31 splits, 32 leaves
+    assert LatentTreeClassifier(depth=2, max_epochs=1, device="cpu").fit(X, y).to_tree().n_nodes == 7
+    reg = LatentTreeRegressor(max_epochs=1, device="cpu").fit(X, X[:, 0])
+    assert reg.to_tree().n_nodes == 2 ** 4 - 1  # depth 3
