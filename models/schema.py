@@ -215,7 +215,6 @@ class Family:
     params: tuple[Param, ...]
     presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     paper: str = ""
-    uses_torch: bool = False
     lambda_path: LambdaPath | None = None
     metrics: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(DEFAULT_METRICS))
     curves: Curves | None = None

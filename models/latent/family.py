@@ -75,7 +75,6 @@ LATENT = Family(
         "clustering (paper)": {"depth": 4, "split": "linear", "head": "linear", "batch_size": 8,
                                "learning_rate": 1e-3, "prune_strength": 10.0},
     },
-    uses_torch=True,
     lambda_path=LambdaPath(
         param="prune_strength", low=0.1, high=100.0, count=5, warm_start=True, figure="activity",
         sizes=("n_active_nodes", "active_depth"), tree_view="activity",

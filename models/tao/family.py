@@ -80,7 +80,6 @@ TAO = Family(
         "TAO-l (thesis)": {"depth": 5, "l1_penalty": 0.01, "leaf": "linear", "max_iter": 20},
         "softmax tree": {"depth": 3, "leaf": "softmax", "leaf_classes": 5, "init": "clustering"},
     },
-    uses_torch=True,
     # Every λ starts from the same initial tree by default: warm-starting from a pruned tree can
     # never regrow the nodes a smaller λ would keep.
     lambda_path=LambdaPath(
@@ -123,7 +122,6 @@ TAO_FOREST = Family(
     ),
     presets={"quick": {"n_trees": 5, "depth": 4, "max_iter": 10},
              "TAO-l forest (thesis)": {"n_trees": 30, "depth": 7, "leaf": "linear", "l1_penalty": 0.01}},
-    uses_torch=True,
     curves=Curves(x="tree", panels=(
         Panel("Objective of each tree", ("objective",)),
         Panel("Training error of each tree", ("tree_train_error",)),
