@@ -128,11 +128,12 @@ def test_cars_drops_rows_without_mpg_with_a_note():
     assert {"Origin=Europe", "Origin=Japan", "Origin=USA"} <= set(cars.feature_names)
 
 
-def test_seattle_weather_leaves_out_the_date():
-    weather = load_dataset("seattle_weather")
+def test_seattle_weather_reads_its_year_first_dates():
+    weather = load_dataset("seattle_weather")  # dates written 2012/01/01
     assert weather.n_samples == 1461 and weather.n_classes == 5
-    assert "date" not in weather.feature_names
-    assert any("'date' (1461 levels)" in note for note in weather.notes)
+    assert weather.feature_names == ("date (year)", "precipitation", "temp_max", "temp_min", "wind")
+    assert weather.X[0, 0] == 2012.0 and weather.X[-1, 0] > 2015.99
+    assert any("as dates" in note for note in weather.notes)
 
 
 def test_sample_data_readme_names_source_and_licence():

@@ -599,6 +599,8 @@ def test_iso_date_times_with_and_without_time_zones():
     (["07/02/2024", "12/31/2023"], 2024.5),  # month first
     (["02/07/2024", "31/12/2023"], 2024.5),  # a first number above 12: day first
     (["7/2/2024 12:00", "1/1/2024"], 2024.5 + 0.5 / 366),
+    (["2024/07/02", "2023/1/1"], 2024.5),  # year first, as ISO
+    (["2024/7/2 12:00", "2024-01-01"], 2024.5 + 0.5 / 366),
 ])
 def test_slash_dates(values, first):
     ds = dataset(frame(d=values * 10), target="y")
@@ -621,7 +623,7 @@ def test_datetime_columns_and_parquet_dates():
 
 @pytest.mark.parametrize("values", [
     ["A", "B"], ["2024", "2025"], ["20240301", "20240302"], ["2024-01-01", "soon"], ["2024-02-30", "2024-03-01"],
-    ["13/13/2024", "01/01/2024"], ["2024/03/01", "2024/03/02"], ["1/2", "3/4"],
+    ["13/13/2024", "01/01/2024"], ["2024/02/30", "2024/03/02"], ["2024/13/01", "2024/03/02"], ["1/2", "3/4"],
 ])
 def test_text_and_numbers_that_are_not_dates(values):
     ds = dataset(frame(v=values * 10), target="y")

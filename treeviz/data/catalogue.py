@@ -191,7 +191,7 @@ _ENTRIES = (
                    "StatLib data; vega_datasets package BSD-3-Clause", _cars, "sample CSV"),
     CatalogueEntry("seattle_weather", "Seattle weather", "classification",
                    "1461 days of 2012–15 precipitation, temperatures and wind; predict the weather "
-                   "type. The date column is left out (too many distinct values).",
+                   "type. The date becomes one feature, the decimal year.",
                    "NOAA, via vega_datasets", "public domain (NOAA)", _seattle_weather, "sample CSV"),
 )
 CATALOGUE: dict[str, CatalogueEntry] = {entry.key: entry for entry in _ENTRIES}

@@ -15,8 +15,9 @@ everything here). Rules, stated once:
   (Parquet), holds date objects, or every non-missing value is an ISO date or date-time text
   (``2024-03-01``, ``2024-03-01 12:30``, ``2024-03-01T12:30:00Z``, ``2024-03-01T12:30+02:00``) or
   a slash date (``03/01/2024``, optionally with a time), read month first unless some first
-  number is above 12, then day first. Time-zone-aware values are converted to UTC first; naive
-  ones are taken as they are. A column with any other value (or an impossible date such as
+  number is above 12, then day first, or a year-first slash date (``2024/03/01``, read as ISO).
+  Time-zone-aware values are converted to UTC first; naive ones are taken as they are. A column
+  with any other value (or an impossible date such as
   2024-02-30) stays text. A note names the columns read as dates;
 * other non-numeric columns (text, categorical, boolean) with at most ``max_levels`` distinct
   values are one-hot encoded into features named ``column=level``; a missing value becomes its own
@@ -122,6 +123,9 @@ _THOUSANDS = r"[+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?"
 _ISO_DATE = (r"\d{4}-\d{2}-\d{2}"
              r"(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?")
 _SLASH_DATE = r"(\d{1,2})/(\d{1,2})/(\d{4})(?:[T ](\d{1,2}):(\d{2})(?::(\d{2}))?)?"
+#: The date part of a year-first slash date (2012/01/31, 2012/1/31), rewritten as ISO before parsing.
+_YEAR_FIRST = r"^(\d{4})/(\d{1,2})/(\d{1,2})(?=$|[T ])"
+_YEAR_FIRST_DATE = r"\d{4}/\d{1,2}/\d{1,2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?"
 
 
 class ReadColumn(NamedTuple):
@@ -179,10 +183,16 @@ def _as_utc(times: pd.Series) -> pd.Series:
     return times
 
 
+def _year_first_as_iso(match: re.Match[str]) -> str:
+    return f"{match[1]}-{int(match[2]):02d}-{int(match[3]):02d}"
+
+
 def _text_dates(text: pd.Series) -> pd.Series | None:
     """ISO dates/date-times and slash dates as naive UTC datetimes; None if some value is not one."""
-    if not (re.fullmatch(_ISO_DATE, text.iloc[0]) or re.fullmatch(_SLASH_DATE, text.iloc[0])):
+    first = text.iloc[0]
+    if not any(re.fullmatch(p, first) for p in (_ISO_DATE, _SLASH_DATE, _YEAR_FIRST_DATE)):
         return None  # the common case, text that is no date, without scanning the whole column
+    text = text.str.replace(_YEAR_FIRST, _year_first_as_iso, regex=True)  # 2012/1/31 -> 2012-01-31
     iso = text.str.fullmatch(_ISO_DATE)
     slash = text.where(~iso).str.extract(f"^{_SLASH_DATE}$")
     if not (iso | slash[0].notna()).all():
