@@ -17,8 +17,7 @@ everything here). Rules, stated once:
   a slash date (``03/01/2024``, optionally with a time), read month first unless some first
   number is above 12, then day first, or a year-first slash date (``2024/03/01``, read as ISO).
   Time-zone-aware values are converted to UTC first; naive ones are taken as they are. A column
-  with any other value (or an impossible date such as
-  2024-02-30) stays text. A note names the columns read as dates;
+  with any other value (or an impossible date such as 2024-02-30) stays text. A note names the columns read as dates;
 * other non-numeric columns (text, categorical, boolean) with at most ``max_levels`` distinct
   values are one-hot encoded into features named ``column=level``; a missing value becomes its own
   level ``(missing)``; columns with more levels are left out;
