@@ -21,6 +21,9 @@ What a Family holds:
 * ``metrics``: the headline metric of each task (first found is shown);
 * ``curves``: which training-history series to plot, in which panels (:class:`Curves`);
 * ``views``: the extra views it offers (from :data:`VIEWS`), which pages look for;
+* ``feature_selection``: for a family whose models select features (:class:`FeatureSelection`), the
+  history keys of the features kept and of the selection strength, and the parameters a
+  feature-budget search samples; the Features page is offered for it;
 * ``test_params``: small settings under which the contract test (``tests/test_contract.py``,
   scikit-learn's estimator checks among others) runs every estimator quickly.
 
@@ -42,7 +45,8 @@ from treeviz.errors import TreevizError
 PARAM_KINDS = ("int", "float", "choice", "bool", "text", "seed")
 TASKS = ("classification", "regression", "clustering")
 #: Views a family may offer beyond the common pages (explorer, routing, runs); pages that show a
-#: view list only the runs of families offering it. A λ path is offered through ``lambda_path``.
+#: view list only the runs of families offering it. A λ path is offered through ``lambda_path``,
+#: the Features page through ``feature_selection``.
 VIEWS = ("clustering",)
 #: The figure a λ path is drawn with (names of figures in :mod:`treeviz.plots.sweep`).
 PATH_FIGURES = ("activity", "sparsity")
@@ -187,6 +191,40 @@ class LambdaPath:
 
 
 @dataclass(frozen=True)
+class SearchRange:
+    """How a random search samples one parameter: uniformly between ``low`` and ``high``
+    (log-uniformly when ``log``; whole numbers for an integer parameter), or one of ``choices``."""
+
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    choices: tuple[Any, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.choices and (self.low is None or self.high is None or not self.low <= self.high
+                                 or (self.log and self.low <= 0)):
+            raise ValueError("SearchRange needs choices, or low <= high (both positive when log).")
+
+
+@dataclass(frozen=True)
+class FeatureSelection:
+    """What a family whose models select features gives the Features page.
+
+    ``count`` is the history key of the number of features kept after each epoch, ``schedule``
+    the key of the selection strength (e.g. λ0 of a ramp) with its ``schedule_label``. A
+    feature-budget search (:func:`treeviz.sweep.budget_search`) runs ``trials`` fits, each with
+    the chosen parameters and the ones in ``search`` drawn at random, and keeps the best on
+    validation among those within the budget.
+    """
+
+    count: str = "n_features"
+    schedule: str | None = None
+    schedule_label: str = ""
+    search: Mapping[str, SearchRange] = field(default_factory=dict)
+    trials: int = 16
+
+
+@dataclass(frozen=True)
 class Panel:
     """One panel of the training curves: a title and the history keys drawn in it."""
 
@@ -219,6 +257,7 @@ class Family:
     metrics: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(DEFAULT_METRICS))
     curves: Curves | None = None
     views: tuple[str, ...] = ()
+    feature_selection: FeatureSelection | None = None
     test_params: Mapping[str, Any] = field(default_factory=dict)
     order: int = 100  # position in family lists (smaller first)
 
@@ -235,6 +274,8 @@ class Family:
                 raise ValueError(f"Family {self.key}: a parameter is declared twice for {task}.")
         if self.lambda_path is not None and self.lambda_path.param not in names:
             raise ValueError(f"Family {self.key}: the λ path sweeps an unknown parameter.")
+        if self.feature_selection is not None and set(self.feature_selection.search) - set(names):
+            raise ValueError(f"Family {self.key}: the feature-budget search samples unknown parameters.")
         for preset, values in (*self.presets.items(), ("test_params", self.test_params)):
             if set(values) - set(names):
                 raise ValueError(f"Family {self.key}: preset {preset!r} names unknown parameters.")
@@ -249,9 +290,13 @@ class Family:
         return self.label.split(" (")[0]
 
     def offers(self, view: str) -> bool:
-        """Whether runs of this family have something to show in ``view`` ("lambda_path" or one
-        of :data:`VIEWS`)."""
-        return self.lambda_path is not None if view == "lambda_path" else view in self.views
+        """Whether runs of this family have something to show in ``view`` ("lambda_path",
+        "features" or one of :data:`VIEWS`)."""
+        if view == "lambda_path":
+            return self.lambda_path is not None
+        if view == "features":
+            return self.feature_selection is not None
+        return view in self.views
 
     def headline_metrics(self, task: str) -> tuple[str, ...]:
         return tuple(self.metrics.get(task, DEFAULT_METRICS.get(task, ())))

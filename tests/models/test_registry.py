@@ -1,9 +1,12 @@
 """The registry: families discovered from their own packages, each described once."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_iris
 
+import models
 from models import registry
 from models.registry import families, families_for_task, family_of_class, get_family
 from models.tao.forest import TAOForestClassifier
@@ -11,8 +14,14 @@ from treeviz.errors import TreevizError
 
 
 def test_families_are_discovered_from_their_packages():
-    # the stump is the test-only family that tests/conftest.py registers through TREEVIZ_FAMILIES
-    assert list(families()) == ["cart", "latent", "tao", "tao_forest", "stump"]
+    # every models/<package>/family.py, and the test-only stump that tests/conftest.py registers
+    # through TREEVIZ_FAMILIES; listed in their declared order
+    packages = sorted(p.parent.name for p in Path(models.__file__).parent.glob("*/family.py"))
+    found = families()
+    assert sorted({f.estimator_class(t).__module__.split(".")[1] for f in found.values() for t in f.tasks
+                   if f.key != "stump"}) == packages
+    assert {"cart", "latent", "tao", "tao_forest", "stump"} <= set(found)
+    assert [f.order for f in found.values()] == sorted(f.order for f in found.values())
     assert family_of_class(TAOForestClassifier).key == "tao_forest"
     assert TAOForestClassifier().family_key == "tao_forest"
 

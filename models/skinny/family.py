@@ -1,0 +1,109 @@
+"""Skinny Trees as a treeviz family: estimators, hyperparameter schema, presets, λ path, curves and
+the feature-budget search (no heavy imports; the estimators import torch when first used)."""
+
+from models.schema import (
+    Curves,
+    Family,
+    FeatureSelection,
+    LambdaPath,
+    Panel,
+    Param,
+    SearchRange,
+    device_param,
+    seed_param,
+)
+
+SKINNY = Family(
+    key="skinny",
+    label="Skinny Trees (feature selection)",
+    description=(
+        "Ibrahim, Behdin & Mazumder (AISTATS 2024): an ensemble of soft oblique trees trained by proximal "
+        "SGD with a group-ℓ0 penalty, where a group is one feature's weights in every node of every tree. "
+        "Whole features are removed during training; larger λ0 keeps fewer."
+    ),
+    paper="End-to-end Feature Selection Approach for Learning Skinny Trees (AISTATS 2024)",
+    estimators={
+        "classification": "models.skinny.estimators:SkinnyTreesClassifier",
+        "regression": "models.skinny.estimators:SkinnyTreesRegressor",
+    },
+    params=(
+        Param("n_trees", "int", 20, "Number of soft trees m (their outputs are summed).", low=1, high=1000),
+        Param("depth", "int", 4, "Depth d of every tree (2^d − 1 oblique split nodes each).", low=1, high=10),
+        Param("lambda0", "float", 300.0,
+              "Group-ℓ0 strength λ0 before division by the number of features p (the authors ran 100; "
+              "300 removes features within the default training length). Larger keeps fewer features.",
+              low=0.0, high=1e7, log=True, label="λ0 (× 1/p)"),
+        Param("schedule", "choice", "dense_to_sparse",
+              "Dense-to-sparse: ramp λ0 from 0 as (λ0/p)(1 − e^(−s·t)) over the optimiser steps t; "
+              "fixed: λ0/p from the first step.", choices=("dense_to_sparse", "fixed")),
+        Param("temperature", "float", 0.01, "s: how fast the dense-to-sparse ramp rises, per optimiser step.",
+              low=1e-7, high=10.0, log=True, label="ramp rate s"),
+        Param("lambda2", "float", 0.1, "Ridge strength λ2 on the split weights (used as λ2 / (m(2^d − 1))).",
+              low=0.0, high=1e4, log=True, label="ridge λ2"),
+        Param("learning_rate", "float", 0.1, "Step size of plain SGD (no momentum, constant).", low=1e-6,
+              high=100.0, log=True),
+        Param("batch_size", "int", 16, "Rows per SGD step (and per prox step).", low=1, high=1_000_000),
+        Param("max_epochs", "int", None,
+              "Passes over the training data (no early stopping, as in the paper). Auto: about 10 000 "
+              "optimiser steps, between 10 and 300 epochs.", low=1, high=100_000, optional_label="auto"),
+        Param("activation", "choice", "sigmoid",
+              "Routing function: the logistic sigmoid (the authors' code) or the smooth-step, which is exactly "
+              "0 or 1 beyond ±γ_ss/2.", choices=("sigmoid", "smoothstep"), advanced=True),
+        Param("smoothstep_width", "float", 1.0, "γ_ss: width of the smooth-step's soft band (smoothstep only).",
+              low=1e-6, high=1e6, log=True, label="smooth-step width γ_ss", advanced=True),
+        Param("penalty", "choice", "l0",
+              "Group ℓ0 with hard thresholding (Skinny Trees), or the group-lasso baseline (block soft "
+              "thresholding with λ1; no ridge term).", choices=("l0", "group_lasso"), advanced=True),
+        Param("lambda1", "float", 1.0, "Group-lasso strength λ1 (used as λ1 / √(m(2^d − 1))); group_lasso only.",
+              low=0.0, high=1e6, log=True, label="group-lasso λ1", advanced=True),
+        Param("min_features", "int", 1,
+              "Never remove features below this count: the largest groups are kept when the prox would remove "
+              "more (0 = the paper's operator, which may remove every feature).", low=0, high=1_000_000,
+              advanced=True),
+        Param("target_scaling", "choice", "standard",
+              "Train on z-scored targets (predictions in the data's units), or on the raw targets as the "
+              "paper's synthetic experiments do.", choices=("standard", "none"), tasks=("regression",),
+              advanced=True),
+        device_param(),
+        seed_param(),
+    ),
+    presets={
+        "quick": {"n_trees": 10, "depth": 3, "max_epochs": 50},
+        "toy example (paper)": {"n_trees": 20, "depth": 4, "lambda0": 100.0, "lambda2": 0.1, "temperature": 0.01,
+                                "learning_rate": 0.1, "batch_size": 16, "max_epochs": 1000},
+        "single tree": {"n_trees": 1, "depth": 4, "schedule": "fixed", "lambda0": 30.0, "max_epochs": 200},
+        "group lasso (baseline)": {"penalty": "group_lasso", "lambda1": 1.0},
+    },
+    metrics={"classification": ("auc", "accuracy"), "regression": ("r2", "rmse")},
+    lambda_path=LambdaPath(
+        param="lambda0", low=30.0, high=3000.0, count=5, warm_start=False, figure="sparsity",
+        sizes=("n_features", "n_nonzero_weights"), tree_view="structure",
+        note="One tree of the ensemble at this λ0; the Features page shows which features every tree uses.",
+    ),
+    curves=Curves(x="epoch", panels=(
+        Panel("Loss", ("loss", "val_loss")),
+        Panel("Score", ("val_score", "val_auc")),
+        Panel("Features kept", ("n_features",)),
+        Panel("λ0 / p", ("lambda0",)),
+    )),
+    feature_selection=FeatureSelection(
+        count="n_features", schedule="lambda0", schedule_label="λ0 / p (dense-to-sparse ramp)",
+        # The paper searches m, d, batch, epochs, λ2, s and the learning rate over ~2000 trials with
+        # γ fixed at 100/p; with a few dozen trials, sampling λ0 too reaches a budget far more often.
+        search={
+            "n_trees": SearchRange(5, 50),
+            "depth": SearchRange(2, 5),
+            "lambda0": SearchRange(30.0, 3000.0, log=True),
+            "lambda2": SearchRange(1e-3, 1.0, log=True),
+            "temperature": SearchRange(1e-4, 0.1, log=True),
+            "learning_rate": SearchRange(0.02, 1.0, log=True),
+            "batch_size": SearchRange(choices=(16, 64, 256)),
+        },
+        trials=16,
+    ),
+    # λ0 = 10: scikit-learn's checks use two-feature data, where λ0 = 300 keeps a single feature
+    test_params={"n_trees": 4, "depth": 2, "max_epochs": 30, "batch_size": 16, "learning_rate": 0.2, "lambda0": 10.0},
+    order=30,
+)
+
+FAMILIES = (SKINNY,)
