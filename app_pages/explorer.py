@@ -63,8 +63,8 @@ with user_errors("opening the run"):
         with st.expander(f"Forest summary: {len(trees)} trees", expanded=False):
             if view.n_rows:
                 st.plotly_chart(forest_summary_figure(trees, view.X), key="explorer.forest")
-                st.caption(f"Vote agreement on the {part} split. Constant-leaf forests predict by majority vote, "
-                           "linear-leaf forests by averaging class probabilities, regression forests by the mean.")
+                st.caption(f"Vote agreement on the {part} split: how often two trees' own predictions agree. "
+                           + str(trees[0].meta.get("ensemble", "")))
             else:
                 st.info(f"The {part} split is empty; pick another split to compare the trees' votes.")
     if view.n_rows == 0:

@@ -38,8 +38,7 @@ with st.expander("Run a new λ path", expanded=not state.store().list()):
         warm = c4.checkbox("Warm start", value=path.warm_start, key=f"pruning.warm.{key}")
         with st.expander("Other parameters (shared by every point)"):
             values = family.defaults(ds.task, "quick" if "quick" in family.presets else None)
-            params = param_form(family, ds.task, values, key=f"pruning.{family.key}")
-        params.pop(path.param, None)
+            params = param_form(family, ds.task, values, key=f"pruning.{family.key}", exclude=(path.param,))
 
         def start_sweep() -> None:
             with user_errors("starting the λ path"):

@@ -140,3 +140,46 @@ def vote_agreement(trees: list[Tree] | tuple[Tree, ...], X: np.ndarray) -> dict[
         with_ens = np.array([np.nan_to_num(np.corrcoef(votes[i], mean)[0, 1], nan=1.0) for i in range(t)])
     off = pair[~np.eye(t, dtype=bool)]
     return {"pairwise": pair, "with_ensemble": with_ens, "mean_pairwise": float(off.mean()) if off.size else 1.0}
+
+
+def class_auc(labels: np.ndarray, proba: np.ndarray, classes: np.ndarray) -> float | None:
+    """ROC AUC of class probabilities, as feature-selection papers report it: the probability of
+    the second class for two classes, one-vs-one macro average for more (scikit-learn's
+    ``multi_class="ovo"``). ``proba`` columns follow ``classes``. Classes absent from ``labels`` are
+    left out (their columns dropped and the rest renormalised); None with fewer than two present."""
+    from sklearn.metrics import roc_auc_score  # deferred: scikit-learn's metrics load slowly
+
+    labels, classes = np.asarray(labels), np.asarray(classes)
+    index = {c: i for i, c in enumerate(classes.tolist())}
+    y = np.array([index.get(v, -1) for v in labels.tolist()])
+    keep = y >= 0
+    y, proba = y[keep], np.asarray(proba, dtype=np.float64)[keep]
+    present = np.unique(y)
+    if present.size < 2:
+        return None
+    if present.size < classes.size:
+        proba = proba[:, present]
+        proba = proba / np.clip(proba.sum(axis=1, keepdims=True), 1e-300, None)
+        y = np.searchsorted(present, y)
+    if proba.shape[1] == 2:
+        return float(roc_auc_score(y, proba[:, 1]))
+    return float(roc_auc_score(y, proba, multi_class="ovo"))
+
+
+def features_used(trees: list[Tree]) -> np.ndarray:
+    """(n_features,) bool: the features some tree's split or linear leaf gives a nonzero weight."""
+    used = np.zeros(trees[0].n_features, dtype=bool)
+    for tree in trees:
+        used |= np.any(tree.weight[tree.decision_nodes] != 0, axis=0)
+        if tree.leaf_weight is not None:
+            used |= np.any(tree.leaf_weight[tree.leaves] != 0, axis=(0, 1))
+    return used
+
+
+def feature_weight_norms(trees: list[Tree]) -> np.ndarray:
+    """(n_features,) each feature's weight norm over every decision node of every tree: its group
+    norm, for Skinny Trees; for axis-aligned trees the square root of the number of splits on it."""
+    total = np.zeros(trees[0].n_features)
+    for tree in trees:
+        total += np.sum(tree.weight[tree.decision_nodes] ** 2, axis=0)
+    return np.sqrt(total)

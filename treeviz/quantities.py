@@ -20,6 +20,7 @@ SPLITS = ("test", "val", "train")
 #: Short and long names of the metrics :func:`treeviz.training.evaluate` computes.
 METRIC_LABELS: Mapping[str, tuple[str, str]] = {
     "accuracy": ("acc", "accuracy"),
+    "auc": ("AUC", "ROC AUC"),
     "r2": ("R²", "R²"),
     "rmse": ("RMSE", "RMSE"),
     "dendrogram_purity": ("DP", "dendrogram purity"),
@@ -34,11 +35,13 @@ SIZE_LABELS: Mapping[str, str] = {
     "n_decision_nodes": "Decision nodes",
     "n_nonzero_weights": "Nonzero weights",
     "n_params": "Parameters",
+    "n_features": "Features used",
     "flops": "FLOPs / sample",
     "n_active_nodes": "Active nodes",
     "active_depth": "Depth of the active tree",
 }
 SIZE_HELP: Mapping[str, str] = {
+    "n_features": "Features that some split (or linear leaf) of some tree gives a nonzero weight.",
     "flops": "Nonzero parameters met on the root-to-leaf path, averaged over the training split.",
     "n_active_nodes": "Nodes whose activity a_t is above 0 (not pruned).",
     "active_depth": "Depth of the tree once pruned nodes are removed.",

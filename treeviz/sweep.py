@@ -169,12 +169,19 @@ def sweep_label(records: Sequence[RunRecord]) -> str:
     return f"{family} on {first.dataset_name}"
 
 
-def sweeps(store: RunStore) -> dict[str, list[RunRecord]]:
-    """Stored sweeps: sweep id -> its runs ordered by value (newest sweep first)."""
+def tagged_groups(store: RunStore, kind: str) -> dict[str, list[RunRecord]]:
+    """Runs tagged with a ``sweep`` of ``kind`` ("lambda_path", the default of older tags, or
+    "budget_search"), grouped by the tag's id."""
     groups: dict[str, list[RunRecord]] = {}
     for record in store.list():
-        if record.sweep and record.sweep.get("id"):
+        if record.sweep and record.sweep.get("id") and record.sweep.get("kind", "lambda_path") == kind:
             groups.setdefault(str(record.sweep["id"]), []).append(record)
+    return groups
+
+
+def sweeps(store: RunStore) -> dict[str, list[RunRecord]]:
+    """Stored λ paths: sweep id -> its runs ordered by value (newest sweep first)."""
+    groups = tagged_groups(store, "lambda_path")
     ordered = sorted(groups.items(), key=lambda kv: max(r.created for r in kv[1]), reverse=True)
     return {k: sorted(v, key=lambda r: float(r.sweep["value"])) for k, v in ordered}
 

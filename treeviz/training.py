@@ -26,7 +26,7 @@ from models.registry import get_family
 from treeviz.data.preprocess import PreparedData
 from treeviz.errors import TrainingCancelled, TreevizError
 from treeviz.jobs import Progress
-from treeviz.metrics import dendrogram_purity
+from treeviz.metrics import class_auc, dendrogram_purity, features_used
 from treeviz.runs import RunRecord, RunStore, tree_size
 
 PARTS = ("train", "val", "test")
@@ -38,7 +38,9 @@ def evaluate(estimator: Any, prepared: PreparedData, task: str | None = None) ->
     Returns
     -------
     dict
-        classification: ``{part}_accuracy``; regression: ``{part}_r2`` (splits of 2+ rows) and
+        classification: ``{part}_accuracy`` and, for models with ``predict_proba``, ``{part}_auc``
+        (ROC AUC, one-vs-one for more than two classes; left out when the split holds one class);
+        regression: ``{part}_r2`` (splits of 2+ rows) and
         ``{part}_rmse``; clustering with reference classes: ``{part}_ari`` (adjusted Rand index).
         ``part`` is ``train``, ``val`` or ``test``.
     """
@@ -52,6 +54,10 @@ def evaluate(estimator: Any, prepared: PreparedData, task: str | None = None) ->
             y = np.asarray(prepared.labels(part)).astype(str)
             pred = np.asarray(estimator.predict(X)).astype(str)
             out[f"{part}_accuracy"] = float(np.mean(pred == y))
+            if hasattr(estimator, "predict_proba") and hasattr(estimator, "classes_"):
+                auc = class_auc(y, estimator.predict_proba(X), np.asarray(estimator.classes_).astype(str))
+                if auc is not None:
+                    out[f"{part}_auc"] = auc
         elif task == "regression":
             y = np.asarray(prepared.labels(part), dtype=np.float64)
             pred = np.asarray(estimator.predict(X), dtype=np.float64).reshape(y.shape)
@@ -87,7 +93,7 @@ class ProgressCallback(Callback):
 def train_run(family_key: str, task: str, params: Mapping[str, Any] | None,
               prepared: PreparedData, *, store: RunStore | None = None,
               callbacks: Iterable[Callback] = (), device: str | None = None,
-              name: str | None = None, notes: Iterable[str] = ()
+              name: str | None = None, notes: Iterable[str] = (), sweep: Mapping[str, Any] | None = None
               ) -> RunRecord | tuple[Any, dict[str, Any]]:
     """Build, fit and score one estimator; store it as a run when ``store`` is given.
 
@@ -107,6 +113,8 @@ def train_run(family_key: str, task: str, params: Mapping[str, Any] | None,
         Passed to the estimator when its family has a ``device`` parameter.
     name, notes
         The run's display name (default "<family> on <data set> #n") and extra notes.
+    sweep
+        The tag of the sweep or search the run belongs to (stored as ``RunRecord.sweep``).
 
     Returns
     -------
@@ -117,7 +125,7 @@ def train_run(family_key: str, task: str, params: Mapping[str, Any] | None,
     estimator = build_estimator(family_key, task, params, prepared, device=device)
     duration, stopped = fit_estimator(estimator, task, prepared, callbacks)
     return finish_run(estimator, prepared, family_key, task, duration, stopped, store=store, name=name,
-                      notes=notes)
+                      notes=notes, sweep=sweep)
 
 
 def build_estimator(family_key: str, task: str, params: Mapping[str, Any] | None,
@@ -180,10 +188,12 @@ def finish_run(estimator: Any, prepared: PreparedData, family_key: str, task: st
 def model_cost(estimator: Any, X: np.ndarray) -> dict[str, float]:
     """Size and inference cost of the model's tree(s), summed over an ensemble:
     ``n_decision_nodes``, ``n_nonzero_weights``, ``n_params`` (counted as in
-    :meth:`treeviz.tree.Tree.n_params`) and ``flops`` (nonzero parameters met per sample on its
-    root-to-leaf path, averaged over ``X``: the training split)."""
+    :meth:`treeviz.tree.Tree.n_params`), ``flops`` (nonzero parameters met per sample on its
+    root-to-leaf path, averaged over ``X``: the training split) and ``n_features`` (features some
+    tree uses)."""
     trees = estimator.to_trees()
-    out = {"n_decision_nodes": 0, "n_nonzero_weights": 0, "n_params": 0, "flops": 0.0}
+    out = {"n_decision_nodes": 0, "n_nonzero_weights": 0, "n_params": 0, "flops": 0.0,
+           "n_features": int(features_used(trees).sum())}
     for tree in trees:
         out["n_decision_nodes"] += int(tree.decision_nodes.size)
         out["n_nonzero_weights"] += tree.n_nonzero_weights()

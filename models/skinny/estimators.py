@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 from sklearn.base import ClassifierMixin, RegressorMixin
-from sklearn.metrics import r2_score, roc_auc_score
+from sklearn.metrics import r2_score
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
@@ -284,7 +284,7 @@ class SkinnyTreesClassifier(ClassifierMixin, _SkinnyTreesBase):
         Each feature's group norm (zero for removed features).
     history_ : list of dict
         Per epoch: ``loss`` (training, with the ridge term), ``n_features``, ``lambda0``,
-        ``threshold`` and, with ``eval_set``, ``val_loss``, ``val_score`` (accuracy) and ``val_auc``.
+        ``threshold`` and, with ``eval_set``, ``val_loss`` and ``val_score`` (accuracy).
     """
 
     _task = "classification"
@@ -316,12 +316,8 @@ class SkinnyTreesClassifier(ClassifierMixin, _SkinnyTreesBase):
         def validation(out, target):
             proba = torch.softmax(out, dim=1).cpu().double().numpy()
             labels = target.cpu().numpy()
-            numbers = {"val_loss": float(ce(out, target).mean()),
-                       "val_score": float(np.mean(proba.argmax(axis=1) == labels))}
-            auc = class_auc(labels, proba, classes.size)
-            if auc is not None:
-                numbers["val_auc"] = auc
-            return numbers
+            return {"val_loss": float(ce(out, target).mean()),
+                    "val_score": float(np.mean(proba.argmax(axis=1) == labels))}
 
         self._fit_ensemble(X, Y, W, classes.size, loss, validation, ev, callbacks, feature_names)
         return self
@@ -432,18 +428,3 @@ class SkinnyTreesRegressor(RegressorMixin, _SkinnyTreesBase):
         self.target_mean_ = np.asarray(arrays["target_mean"], dtype=np.float64)
         self.target_scale_ = np.asarray(arrays["target_scale"], dtype=np.float64)
 
-
-def class_auc(labels: np.ndarray, proba: np.ndarray, n_classes: int) -> float | None:
-    """ROC AUC as the paper reports it: of class 1's probability for two classes, one-vs-one macro
-    for more; None when the labels hold fewer than two classes."""
-    present = np.unique(labels)
-    if present.size < 2:
-        return None
-    if n_classes == 2:
-        return float(roc_auc_score(labels, proba[:, 1]))
-    if present.size < n_classes:  # AUC over the classes present, with their probabilities renormalised
-        sub = proba[:, present]
-        sub = sub / sub.sum(axis=1, keepdims=True)
-        return float(roc_auc_score(np.searchsorted(present, labels), sub, multi_class="ovo")) if present.size > 2 \
-            else float(roc_auc_score(labels == present[1], sub[:, 1]))
-    return float(roc_auc_score(labels, proba, multi_class="ovo"))

@@ -82,7 +82,7 @@ SKINNY = Family(
     ),
     curves=Curves(x="epoch", panels=(
         Panel("Loss", ("loss", "val_loss")),
-        Panel("Score", ("val_score", "val_auc")),
+        Panel("Validation accuracy / R²", ("val_score",)),
         Panel("Features kept", ("n_features",)),
         Panel("λ0 / p", ("lambda0",)),
     )),

@@ -86,8 +86,17 @@ class _ForestBase(_TAOBase):
         check_is_fitted(self, "trees_")
         return [tao_tree_to_tree(t, task=self._task, family=self.family_key, feature_names=self.feature_names_,
                                  output_names=self._output_names(),
-                                 meta={**self._meta(o), "forest_index": i, "forest_size": len(self.trees_)})
+                                 meta={**self._meta(o), "forest_index": i, "forest_size": len(self.trees_),
+                                       "ensemble": self._combination()})
                 for i, (t, o) in enumerate(zip(self.trees_, self.node_origins_))]
+
+    def _combination(self) -> str:
+        """How the forest combines its trees, in a sentence (shown with the forest summary)."""
+        if self._task == "regression":
+            return "The forest predicts the mean of its trees' predictions."
+        if self.leaf == "linear":
+            return "The forest predicts by averaging its trees' class probabilities (linear leaves)."
+        return "The forest predicts by majority vote of its trees (constant leaves)."
 
     def to_tree(self, index: int = 0) -> Tree:
         """One tree of the forest (the first by default); :meth:`to_trees` gives all of them."""

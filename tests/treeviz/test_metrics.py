@@ -2,9 +2,16 @@
 
 import numpy as np
 import pytest
+from sklearn.metrics import roc_auc_score
 
 from treeviz.errors import TreevizError
-from treeviz.metrics import dendrogram_purity, dendrogram_purity_bruteforce
+from treeviz.metrics import (
+    class_auc,
+    dendrogram_purity,
+    dendrogram_purity_bruteforce,
+    feature_weight_norms,
+    features_used,
+)
 from treeviz.tree import Tree
 
 NAN = np.nan
@@ -69,3 +76,32 @@ def test_the_code_variant_counts_self_pairs():
         dendrogram_purity(tree, X, labels, "standard")
     # the code variant scores each point with itself (leaf purity 1): DP = 1
     assert dendrogram_purity(tree, X, labels, "code") == pytest.approx(1.0)
+
+
+def test_class_auc_as_the_papers_report_it():
+    rng = np.random.default_rng(0)
+    y2 = rng.choice(["no", "yes"], 100)
+    p2 = rng.dirichlet([1, 1], 100)
+    assert class_auc(y2, p2, np.array(["no", "yes"])) == roc_auc_score(y2 == "yes", p2[:, 1])
+    y3 = rng.integers(0, 3, 100)
+    p3 = rng.dirichlet([1, 1, 1], 100)
+    assert class_auc(y3, p3, np.arange(3)) == roc_auc_score(y3, p3, multi_class="ovo")
+    assert class_auc(np.zeros(5, int), p3[:5], np.arange(3)) is None
+    # a class absent from the split: AUC over the two present, probabilities renormalised
+    two = y3 != 1
+    expected = roc_auc_score(y3[two] == 2, p3[two][:, 2] / (p3[two][:, 0] + p3[two][:, 2]))
+    assert class_auc(y3[two], p3[two], np.arange(3)) == pytest.approx(expected)
+
+
+def test_features_used_and_weight_norms_read_every_tree():
+    def stump(weights):
+        w = np.zeros((3, 4))
+        w[0] = weights
+        leaf = np.full((3, 1), np.nan)
+        leaf[1:] = [[0.0], [1.0]]
+        return Tree(children_left=[1, -1, -1], children_right=[2, -1, -1], weight=w, bias=[0.0, 0, 0],
+                    leaf_value=leaf, task="regression")
+
+    trees = [stump([3.0, 0, 0, 0]), stump([4.0, 0, 2.0, 0])]
+    assert features_used(trees).tolist() == [True, False, True, False]
+    np.testing.assert_allclose(feature_weight_norms(trees), [5.0, 0.0, 2.0, 0.0])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes
+from sklearn.metrics import roc_auc_score
 
 from models.base import Callback
 from treeviz.data.dataset import Dataset
@@ -53,10 +54,14 @@ def test_train_without_store_returns_estimator_and_metrics(prepared):
     spy = Spy()
     est, metrics = train_run("cart", "classification", {"max_depth": 3}, prepared, callbacks=[spy])
     assert type(est).__name__ == "CARTClassifier" and est.max_depth == 3
-    assert set(metrics) == {"train_accuracy", "val_accuracy", "test_accuracy",
+    assert set(metrics) == {"train_accuracy", "val_accuracy", "test_accuracy", "train_auc", "val_auc", "test_auc",
                             "n_nodes", "n_leaves", "depth",
-                            "n_decision_nodes", "n_nonzero_weights", "n_params", "flops"}
+                            "n_decision_nodes", "n_nonzero_weights", "n_params", "flops", "n_features"}
     tree = est.to_tree()
+    assert metrics["n_features"] == np.unique(np.nonzero(tree.weight)[1]).size  # features some split uses
+    proba = est.predict_proba(prepared.X_test)
+    positive = np.asarray(prepared.labels("test")) == est.classes_[1]
+    assert metrics["test_auc"] == pytest.approx(roc_auc_score(positive, proba[:, 1]))
     assert metrics["n_decision_nodes"] == tree.decision_nodes.size == metrics["n_nonzero_weights"]
     assert metrics["n_params"] == tree.n_params()
     assert metrics["flops"] == pytest.approx(tree.flops(prepared.X_train))  # one per axis-aligned split met
@@ -75,8 +80,9 @@ def test_train_with_store_saves_a_run(prepared, tmp_path):
     assert isinstance(record, RunRecord) and record.name == "shallow"
     assert record.status == "finished" and record.duration_s >= 0
     assert record.params["max_depth"] == 2 and record.depth == 2
-    assert set(record.metrics) == {"train_accuracy", "val_accuracy", "test_accuracy", "n_decision_nodes",
-                                   "n_nonzero_weights", "n_params", "flops"}
+    assert set(record.metrics) == {"train_accuracy", "val_accuracy", "test_accuracy", "train_auc", "val_auc",
+                                   "test_auc", "n_decision_nodes", "n_nonzero_weights", "n_params", "flops",
+                                   "n_features"}
     est = store.load_model(record.run_id)
     reloaded = store.load_prepared(record.run_id)
     assert {**evaluate(est, reloaded), **model_cost(est, reloaded.X_train)} == record.metrics
@@ -88,7 +94,7 @@ def test_regression_metrics_and_empty_validation_split(tmp_path):
     est, metrics = train_run("cart", "regression", {"max_depth": 3}, prep, callbacks=[spy])
     assert set(metrics) == {"train_r2", "train_rmse", "test_r2", "test_rmse",
                             "n_nodes", "n_leaves", "depth",
-                            "n_decision_nodes", "n_nonzero_weights", "n_params", "flops"}
+                            "n_decision_nodes", "n_nonzero_weights", "n_params", "flops", "n_features"}
     pred = est.predict(prep.X_test)
     rmse = np.sqrt(np.mean((pred - prep.labels("test")) ** 2))
     assert metrics["test_rmse"] == pytest.approx(rmse)

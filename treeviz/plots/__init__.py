@@ -13,6 +13,9 @@ module                      figures
                             :func:`lambda_path_figure` (error, nonzeros, nodes, FLOPs vs λ)
 :mod:`.forest`              :func:`forest_summary_figure` (size per tree, vote agreement)
 :mod:`.dendrogram`          :func:`dendrogram_figure` (the hierarchy over the leaves)
+:mod:`.features`            :func:`feature_trajectory_figure`, :func:`feature_ranking_figure`,
+                            :func:`feature_mask_figure`, :func:`budget_trials_figure`,
+                            :func:`selection_comparison_figure` (feature selection)
 :mod:`.data`                :func:`class_balance_figure`, :func:`target_histogram`,
                             :func:`sample_images_figure` (before any model)
 :mod:`.style`               palette, colour scales and shared layout helpers
@@ -22,6 +25,13 @@ module                      figures
 from treeviz.plots.curves import training_curves
 from treeviz.plots.data import class_balance_figure, sample_images_figure, target_histogram
 from treeviz.plots.dendrogram import dendrogram_figure
+from treeviz.plots.features import (
+    budget_trials_figure,
+    feature_mask_figure,
+    feature_ranking_figure,
+    feature_trajectory_figure,
+    selection_comparison_figure,
+)
 from treeviz.plots.forest import forest_summary_figure
 from treeviz.plots.routing import class_flow_figure, class_split_bars
 from treeviz.plots.style import CLASS_PALETTE, DIVERGING, class_color
@@ -39,15 +49,20 @@ __all__ = [
     "DIVERGING",
     "NODE_TRACE_NAME",
     "PATH_FIGURES",
+    "budget_trials_figure",
     "class_balance_figure",
     "class_color",
     "class_flow_figure",
     "class_split_bars",
     "dendrogram_figure",
+    "feature_mask_figure",
+    "feature_ranking_figure",
+    "feature_trajectory_figure",
     "forest_summary_figure",
     "lambda_path_figure",
     "node_from_selection",
     "sample_images_figure",
+    "selection_comparison_figure",
     "sweep_figure",
     "target_histogram",
     "top_weights_figure",

@@ -5,6 +5,7 @@ are not in the form."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import streamlit as st
@@ -43,14 +44,16 @@ def _widget(p: Param, value: Any, key: str) -> Any:
     )
 
 
-def param_form(family: Family, task: str, values: dict[str, Any], *, key: str) -> dict[str, Any]:
+def param_form(family: Family, task: str, values: dict[str, Any], *, key: str,
+               exclude: Iterable[str] = ()) -> dict[str, Any]:
     """Render one widget per hyperparameter of ``family`` for ``task``; return the chosen values.
 
     ``values`` seeds the widgets (defaults or a preset). Parameters marked ``advanced`` go into an
-    expander. Widget keys include ``key`` so that switching family or preset resets them.
+    expander; those in ``exclude`` (set elsewhere on the page, e.g. the swept λ) are left out.
+    Widget keys include ``key`` so that switching family or preset resets them.
     """
     out: dict[str, Any] = {}
-    params = family.params_for(task, form_only=True)
+    params = [p for p in family.params_for(task, form_only=True) if p.name not in set(exclude)]
     basic = [p for p in params if not p.advanced]
     advanced = [p for p in params if p.advanced]
     cols = st.columns(2)

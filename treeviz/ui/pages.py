@@ -35,6 +35,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("routing", "app_pages/routing.py", "Routing", ":material/alt_route:"),
     PageSpec("lambda_path", "app_pages/pruning.py", "Pruning / λ path", ":material/content_cut:",
              view="lambda_path"),
+    PageSpec("features", "app_pages/features.py", "Features", ":material/filter_alt:", view="features"),
     PageSpec("clustering", "app_pages/clustering.py", "Clustering", ":material/bubble_chart:",
              view="clustering"),
     PageSpec("runs", "app_pages/runs.py", "Runs", ":material/history:"),

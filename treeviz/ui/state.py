@@ -24,9 +24,12 @@ import streamlit as st
 
 from treeviz.data import Dataset, PreparedData, PrepConfig, load_dataset, prepare
 from treeviz.errors import TreevizError
+from treeviz.features import BaselineResult
+from treeviz.features import importance_baselines as _baselines
 from treeviz.jobs import JobManager
 from treeviz.run_view import RunView
 from treeviz.runs import RunStore, default_root
+from treeviz.search import searches as search_groups
 from treeviz.sweep import sweep_table
 from treeviz.sweep import sweeps as sweep_groups
 
@@ -180,6 +183,23 @@ def _sweep_rows(root: str, sweep_id: str, run_ids: tuple[str, ...]) -> list[dict
 def sweeps() -> dict[str, list[Any]]:
     """Stored λ paths (sweeps), newest first."""
     return sweep_groups(store())
+
+
+def searches() -> dict[str, list[Any]]:
+    """Stored feature-budget searches, newest first."""
+    return search_groups(store())
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _importance_baselines(root: str, run_id: str, k: int) -> list[BaselineResult]:
+    record = RunStore(root).get(run_id)
+    return _baselines(_run_prepared(root, run_id), k, record.task, seed=0)
+
+
+def importance_baselines(run_id: str, k: int) -> list[BaselineResult]:
+    """Random-forest and gradient-boosting importance selections of ``k`` features on a run's
+    data (cached per run and budget)."""
+    return _importance_baselines(str(default_root()), run_id, int(k))
 
 
 def sweep_rows(sweep_id: str, run_ids: tuple[str, ...]) -> list[dict[str, Any]]:

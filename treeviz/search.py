@@ -1,0 +1,263 @@
+"""Feature-budget searches: the best model on validation that uses at most k features.
+
+A family that selects features declares, in ``Family.feature_selection.search``, which of its
+parameters a search may vary. :func:`budget_search` runs a random search the way the Skinny Trees
+paper meets a budget:
+
+1. draw ``n_trials`` settings: the caller's parameters, with each searched parameter drawn from
+   its range (uniform, log-uniform or one of its choices) by a seeded generator;
+2. train them all, in parallel over the cores (joblib worker processes, one thread each), each
+   trial a run in the store when one is given, tagged ``RunRecord.sweep = {"id", "kind":
+   "budget_search", "label", "budget", "index", "size", "seed"}``;
+3. keep the trials with 0 < features used ≤ k, and pick the best validation score (validation
+   AUC for classification, else validation accuracy; validation R² for regression); ties go to
+   the trial with fewer features.
+
+A budget is a count of features (a whole number ≥ 1) or a fraction of the input columns (a
+number in (0, 1): ⌊fraction·p⌋, at least 1). A trial that fails (a diverging fit, say) is kept
+with its error and never chosen; a cancel stops the search after the trials already finished,
+which stay stored.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from joblib import Parallel, delayed
+
+from models.base import resolve_device
+from models.registry import get_family
+from models.schema import Family, SearchRange
+from treeviz import threads
+from treeviz.data import PreparedData
+from treeviz.errors import TrainingCancelled, TreevizError
+from treeviz.jobs import Progress
+from treeviz.runs import RunRecord, RunStore
+from treeviz.sweep import tagged_groups
+from treeviz.training import train_run
+
+KIND = "budget_search"
+#: Validation metrics that choose among the trials within the budget, best first.
+SELECTION: Mapping[str, tuple[str, ...]] = {
+    "classification": ("val_auc", "val_accuracy"),
+    "regression": ("val_r2",),
+}
+
+
+def budget_size(budget: float, n_features: int) -> int:
+    """k, the most features allowed: a count (a whole number ≥ 1) or a fraction of ``n_features``
+    (0 < budget < 1; ⌊budget·p⌋, at least 1)."""
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not math.isfinite(budget) \
+            or budget <= 0:
+        raise TreevizError(f"A feature budget must be a positive count or a fraction between 0 and 1; got {budget!r}.")
+    if budget < 1:
+        return max(1, math.floor(budget * n_features))
+    if not float(budget).is_integer():
+        raise TreevizError(f"A feature budget of 1 or more is a count of features; {budget:g} is not a whole number.")
+    return min(int(budget), n_features)
+
+
+def _draw(rng: np.random.Generator, spec: SearchRange, kind: str) -> Any:
+    if spec.choices:
+        return spec.choices[int(rng.integers(len(spec.choices)))]
+    low, high = float(spec.low), float(spec.high)
+    if kind == "int":
+        if spec.log:  # log-uniform over [low, high + 1), floored
+            return int(min(high, math.floor(math.exp(rng.uniform(math.log(low), math.log(high + 1))))))
+        return int(rng.integers(int(low), int(high) + 1))
+    value = math.exp(rng.uniform(math.log(low), math.log(high))) if spec.log else rng.uniform(low, high)
+    return float(f"{value:.4g}")
+
+
+def sample_params(family: Family, task: str, params: Mapping[str, Any] | None, n_trials: int,
+                  seed: int) -> list[dict[str, Any]]:
+    """``n_trials`` parameter settings: ``params`` with each searched parameter drawn at random."""
+    if family.feature_selection is None:
+        raise TreevizError(f"{family.label} does not select features, so it has no feature-budget search.")
+    rng = np.random.default_rng(seed)
+    searched = {name: spec for name, spec in family.feature_selection.search.items()
+                if any(p.name == name for p in family.params_for(task))}
+    out = []
+    for i in range(n_trials):
+        values = dict(params or {})
+        for name, spec in searched.items():
+            values[name] = _draw(rng, spec, family.param(name, task).kind)
+        if any(p.name == "random_state" for p in family.params_for(task)):
+            values["random_state"] = int(seed) * 1000 + i
+        out.append(family.validate_params(values, task))
+    return out
+
+
+def selection_score(metrics: Mapping[str, Any], task: str) -> float | None:
+    """The validation number a search maximises (see :data:`SELECTION`), or None."""
+    for key in SELECTION.get(task, ()):
+        value = metrics.get(key)
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            return float(value)
+    return None
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One fit of a search: its parameters, metrics (with ``n_features``), and its run id (stored)
+    or estimator (not stored); ``error`` says why a failed trial has no model."""
+
+    index: int
+    params: dict[str, Any]
+    metrics: dict[str, Any] = field(default_factory=dict)
+    run_id: str | None = None
+    estimator: Any = None
+    error: str | None = None
+
+    @property
+    def n_features(self) -> int | None:
+        value = self.metrics.get("n_features")
+        return None if value is None else int(value)
+
+
+def select_best(trials: Sequence[Any], budget: int, task: str) -> Any:
+    """The best trial within ``budget`` features (0 < n_features ≤ budget) by validation score,
+    fewer features first at a tie; None when no trial qualifies. Works on :class:`Trial` and on
+    stored :class:`RunRecord` alike (both have ``metrics``)."""
+    best, best_key = None, None
+    for trial in trials:
+        metrics = trial.metrics
+        n = metrics.get("n_features")
+        score = selection_score(metrics, task)
+        if getattr(trial, "error", None) or n is None or not 0 < int(n) <= budget or score is None:
+            continue
+        key = (score, -int(n))
+        if best_key is None or key > best_key:
+            best, best_key = trial, key
+    return best
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """A finished (or cancelled) search: its id, budget k, the input width p, and every trial."""
+
+    search_id: str
+    task: str
+    budget: int
+    n_inputs: int
+    trials: tuple[Trial, ...]
+
+    @property
+    def best(self) -> Trial | None:
+        return select_best(self.trials, self.budget, self.task)
+
+
+def _trial(family_key: str, task: str, index: int, params: dict[str, Any], prepared: PreparedData,
+           store: RunStore | None, tag: dict[str, Any] | None, name: str, device: str | None,
+           n_threads: int | None) -> Trial:
+    """Train one trial (in a worker process, or here); a failed fit becomes a Trial with its error."""
+    if n_threads is not None:
+        threads.apply_budget(n_threads)
+    try:
+        out = train_run(family_key, task, params, prepared, store=store, device=device, name=name,
+                        sweep=None if tag is None else {**tag, "index": index, "value": index})
+    except (TreevizError, ValueError, ArithmeticError) as err:
+        return Trial(index, params, error=str(err))
+    if isinstance(out, RunRecord):
+        return Trial(index, params, metrics=dict(out.metrics), run_id=out.run_id)
+    estimator, metrics = out
+    return Trial(index, params, metrics=dict(metrics), estimator=estimator)
+
+
+def budget_search(family_key: str, task: str, prepared: PreparedData, *, budget: float,
+                  n_trials: int | None = None, params: Mapping[str, Any] | None = None, seed: int = 0,
+                  n_jobs: int | None = None, store: RunStore | None = None, progress: Progress | None = None,
+                  device: str | None = None, name: str | None = None) -> SearchResult:
+    """Run a feature-budget search and return every trial with the best one within the budget.
+
+    Parameters
+    ----------
+    budget : int or float
+        At most this many features (a count), or this fraction of the input columns.
+    n_trials : int, optional
+        Fits to run (default: the family's ``feature_selection.trials``).
+    params : dict, optional
+        Fixed parameters; the family's searched parameters are drawn on top of them.
+    n_jobs : int, optional
+        Worker processes (default: every usable core; one on a GPU, where trials run in turn).
+    store : RunStore, optional
+        Store every trial as a run (tagged as one search); without it trials keep their estimator.
+    progress : Progress, optional
+        A job's progress handle: one record per finished trial; a cancel stops the search.
+    """
+    family = get_family(family_key)
+    if family.feature_selection is None:
+        raise TreevizError(f"{family.label} does not select features, so it has no feature-budget search.")
+    n_trials = int(n_trials or family.feature_selection.trials)
+    if n_trials < 1:
+        raise TreevizError("A feature-budget search needs at least one trial.")
+    k = budget_size(budget, prepared.X_train.shape[1])
+    settings = sample_params(family, task, params, n_trials, seed)
+    search_id = f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+    label = name or f"{family.short_label} on {prepared.dataset.name}, at most {k} features"
+    tag = {"id": search_id, "kind": KIND, "label": label, "budget": k, "size": n_trials, "seed": int(seed)}
+    tag = tag if store is not None else None
+    on_gpu = device is not None and resolve_device(device).startswith("cuda")
+    workers = 1 if on_gpu else max(1, min(n_trials, int(n_jobs or threads.usable_cores())))
+    calls = [(family_key, task, i, p, prepared, store, tag, f"{label} · trial {i + 1}", device,
+              None if workers == 1 else max(1, threads.usable_cores() // workers))
+             for i, p in enumerate(settings)]
+    if progress is not None:
+        progress.stages(1)
+        progress.begin(n_trials)
+    trials: list[Trial] = []
+    results = (_trial(*c) for c in calls) if workers == 1 else \
+        Parallel(n_jobs=workers, return_as="generator_unordered")(delayed(_trial)(*c) for c in calls)
+    try:
+        for trial in results:
+            trials.append(trial)
+            if progress is not None:
+                progress.record({"trial": len(trials), "index": trial.index, "n_features": trial.n_features,
+                                 "score": selection_score(trial.metrics, task), "error": trial.error})
+    except TrainingCancelled:
+        if hasattr(results, "close"):
+            results.close()
+        raise
+    trials.sort(key=lambda t: t.index)
+    return SearchResult(search_id, task, k, prepared.X_train.shape[1], tuple(trials))
+
+
+@dataclass(frozen=True)
+class SearchJob:
+    """A job function that runs one feature-budget search into a store and returns its id. A
+    plain object, so the job manager can send it to a worker process."""
+
+    family_key: str
+    task: str
+    params: dict[str, Any]
+    prepared: PreparedData
+    budget: float
+    n_trials: int
+    store: RunStore
+    seed: int = 0
+    device: str | None = None
+
+    def __call__(self, progress: Progress) -> str:
+        return budget_search(self.family_key, self.task, self.prepared, budget=self.budget, n_trials=self.n_trials,
+                             params=self.params, seed=self.seed, store=self.store, progress=progress,
+                             device=self.device).search_id
+
+
+def searches(store: RunStore) -> dict[str, list[RunRecord]]:
+    """Stored feature-budget searches: id -> its trials in order (newest search first)."""
+    groups = tagged_groups(store, KIND)
+    ordered = sorted(groups.items(), key=lambda kv: max(r.created for r in kv[1]), reverse=True)
+    return {k: sorted(v, key=lambda r: int(r.sweep.get("index", 0))) for k, v in ordered}
+
+
+def stored_best(records: Sequence[RunRecord]) -> RunRecord | None:
+    """The chosen trial of a stored search (the same rule as :func:`select_best`)."""
+    if not records:
+        return None
+    return select_best(records, int(records[0].sweep["budget"]), records[0].task)
