@@ -4,8 +4,9 @@ A family that selects features declares, in ``Family.feature_selection.search``,
 parameters a search may vary. :func:`budget_search` runs a random search the way the Skinny Trees
 paper meets a budget:
 
-1. draw ``n_trials`` settings: the caller's parameters, with each searched parameter drawn from
-   its range (uniform, log-uniform or one of its choices) by a seeded generator;
+1. draw ``n_trials`` settings: the caller's parameters, with each searched parameter the caller
+   did not fix drawn from its range (uniform, log-uniform or one of its choices) by a seeded
+   generator;
 2. train them all, in parallel over the cores (joblib worker processes, one thread each), each
    trial a run in the store when one is given, tagged ``RunRecord.sweep = {"id", "kind":
    "budget_search", "label", "budget", "index", "size", "seed"}``;
@@ -77,15 +78,18 @@ def _draw(rng: np.random.Generator, spec: SearchRange, kind: str) -> Any:
 
 def sample_params(family: Family, task: str, params: Mapping[str, Any] | None, n_trials: int,
                   seed: int) -> list[dict[str, Any]]:
-    """``n_trials`` parameter settings: ``params`` with each searched parameter drawn at random."""
+    """``n_trials`` parameter settings: ``params`` with each searched parameter drawn at random.
+    A parameter given in ``params`` is fixed: it is not searched (e.g. ``n_trees=1`` for a single
+    tree)."""
     if family.feature_selection is None:
         raise TreevizError(f"{family.label} does not select features, so it has no feature-budget search.")
     rng = np.random.default_rng(seed)
+    given = dict(params or {})
     searched = {name: spec for name, spec in family.feature_selection.search.items()
-                if any(p.name == name for p in family.params_for(task))}
+                if name not in given and any(p.name == name for p in family.params_for(task))}
     out = []
     for i in range(n_trials):
-        values = dict(params or {})
+        values = dict(given)
         for name, spec in searched.items():
             values[name] = _draw(rng, spec, family.param(name, task).kind)
         if any(p.name == "random_state" for p in family.params_for(task)):

@@ -113,7 +113,7 @@ class _SkinnyTreesBase(TreeEstimator):
                                  generator=generator).to(device)
 
         def as_tensor(a: np.ndarray, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-            return torch.as_tensor(np.asarray(a), dtype=dtype, device=device)
+            return torch.tensor(np.asarray(a), dtype=dtype, device=device)  # a copy: inputs may be read-only
 
         target_dtype = torch.long if Y.dtype.kind in "iu" else torch.float32
         data = Data(X=as_tensor(X), Y=as_tensor(Y, target_dtype), W=None if W is None else as_tensor(W))
