@@ -48,7 +48,8 @@ with st.expander("Search for a feature budget", expanded=not state.searches()):
         p = ds.n_features
         st.caption(f"Dataset **{ds.name}** ({ds.task}, {p} features). Random search: each trial draws "
                    f"{', '.join(family.param(n, ds.task).title for n in selection.search)} at random; the trial with "
-                   "the best validation score among those using at most the budget's features is chosen.")
+                   "the best validation score among those using at most the budget's features is chosen. A quarter "
+                   "more trials then copy the best one with its λ lowered, to use more of the budget.")
         c1, c2, c3, c4 = st.columns(4)
         mode = c1.radio("Budget as", ["fraction of the features", "number of features"], key="features.mode")
         if mode == "fraction of the features":
@@ -57,7 +58,7 @@ with st.expander("Search for a feature budget", expanded=not state.searches()):
         else:
             budget = c2.number_input("At most", min_value=1, max_value=max(1, p), value=max(1, p // 4), step=1,
                                      key="features.count")
-        trials = c3.number_input("Trials", min_value=1, max_value=500, value=selection.trials, step=1,
+        trials = c3.number_input("Random trials", min_value=1, max_value=500, value=selection.trials, step=1,
                                  key=f"features.trials.{key}")
         seed = c4.number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, step=1, key="features.seed")
         with user_errors("reading the budget"):
@@ -146,9 +147,8 @@ with user_errors("showing the budget searches"):
                      if key and key in best.metrics}
             st.success(f"Chosen: trial {int(best.sweep['index']) + 1}, {int(best.metrics['n_features'])} features · "
                        + " · ".join(f"{a} {b}" for a, b in shown.items()))
-            if st.button("Show the chosen model below and in the explorer", key="features.open_best",
-                         on_click=state.select_run, args=(best.run_id,)):
-                pass
+            st.button("Show the chosen model below and in the explorer", key="features.open_best",
+                      on_click=state.select_run, args=(best.run_id,))
         table = pd.DataFrame([{"trial": row["index"] + 1, "features": row["n_features"],
                                **{metric_title(key): row.get(key) for key in (score_key, test_key) if key},
                                "run": r.name} for row, r in zip(rows, records)])

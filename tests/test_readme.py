@@ -24,9 +24,7 @@ def readme_blocks(language: str) -> list[str]:
     return blocks
 
 
-def test_the_readme_example_runs_and_prints_the_documented_lines(tmp_path):
-    (code,) = readme_blocks("python")
-    (expected,) = [b for b in readme_blocks("") if "test accuracy" in b]
+def run_block(code: str, tmp_path: Path) -> subprocess.CompletedProcess:
     script = tmp_path / "example.py"
     script.write_text(code, encoding="utf-8")
     env = {"PATH": "/usr/bin:/bin", "TREEVIZ_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT),
@@ -34,6 +32,19 @@ def test_the_readme_example_runs_and_prints_the_documented_lines(tmp_path):
     done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def test_the_readme_feature_selection_example_runs(tmp_path):
+    (code,) = [b for b in readme_blocks("python") if "budget_search" in b]
+    printed = run_block(code, tmp_path).stdout.splitlines()
+    assert printed[0].startswith("[") and len(printed) == 2
+
+
+def test_the_readme_example_runs_and_prints_the_documented_lines(tmp_path):
+    (code,) = [b for b in readme_blocks("python") if "CARTClassifier" in b]
+    (expected,) = [b for b in readme_blocks("") if "test accuracy" in b]
+    done = run_block(code, tmp_path)
     printed = done.stdout.splitlines()
     for line in expected.splitlines():
         if line.strip() and line.strip() != "...":

@@ -10,9 +10,15 @@ paper meets a budget:
 2. train them all, in parallel over the cores (joblib worker processes, one thread each), each
    trial a run in the store when one is given, tagged ``RunRecord.sweep = {"id", "kind":
    "budget_search", "label", "budget", "index", "size", "seed"}``;
-3. keep the trials with 0 < features used ≤ k, and pick the best validation score (validation
+3. then (an extension, not in the paper, which ran ~2000 random trials) a few trials that copy the
+   best trial within the budget with its λ lowered, so that it may use more of the budget: the
+   feature count jumps between nearby λ values, and random trials rarely land just inside the
+   budget;
+4. keep the trials with 0 < features used ≤ k, and pick the best validation score (validation
    AUC for classification, else validation accuracy; validation R² for regression); ties go to
-   the trial with fewer features.
+   the trial with fewer features. Only validation scores are used.
+
+Every trial gets its own ``random_state``, from the search's seed.
 
 A budget is a count of features (a whole number ≥ 1) or a fraction of the input columns (a
 number in (0, 1): ⌊fraction·p⌋, at least 1). A trial that fails (a diverging fit, say) is kept
@@ -177,7 +183,7 @@ def _trial(family_key: str, task: str, index: int, params: dict[str, Any], prepa
 def budget_search(family_key: str, task: str, prepared: PreparedData, *, budget: float,
                   n_trials: int | None = None, params: Mapping[str, Any] | None = None, seed: int = 0,
                   n_jobs: int | None = None, store: RunStore | None = None, progress: Progress | None = None,
-                  device: str | None = None, name: str | None = None) -> SearchResult:
+                  device: str | None = None, name: str | None = None, refine: int | None = None) -> SearchResult:
     """Run a feature-budget search and return every trial with the best one within the budget.
 
     Parameters
@@ -194,6 +200,10 @@ def budget_search(family_key: str, task: str, prepared: PreparedData, *, budget:
         Store every trial as a run (tagged as one search); without it trials keep their estimator.
     progress : Progress, optional
         A job's progress handle: one record per finished trial; a cancel stops the search.
+    refine : int, optional
+        Trials that follow the random ones: the best trial within the budget with its λ lowered
+        (:func:`weaker_variants`). Default: a quarter of ``n_trials`` (at least 2) when the search
+        draws the family's λ, else none.
     """
     family = get_family(family_key)
     if family.feature_selection is None:
@@ -202,22 +212,39 @@ def budget_search(family_key: str, task: str, prepared: PreparedData, *, budget:
     if n_trials < 1:
         raise TreevizError("A feature-budget search needs at least one trial.")
     k = budget_size(budget, prepared.X_train.shape[1])
+    strength = strength_param(family)
+    refine = (max(2, n_trials // 4) if strength is not None and n_trials >= 4 else 0) if refine is None else int(refine)
     settings = sample_params(family, task, params, n_trials, seed)
     search_id = f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
     label = name or f"{family.short_label} on {prepared.dataset.name}, at most {k} features"
-    tag = {"id": search_id, "kind": KIND, "label": label, "budget": k, "size": n_trials, "seed": int(seed)}
+    tag = {"id": search_id, "kind": KIND, "label": label, "budget": k, "size": n_trials + refine, "seed": int(seed)}
     tag = tag if store is not None else None
     on_gpu = device is not None and resolve_device(device).startswith("cuda")
     workers = 1 if on_gpu else max(1, min(n_trials, int(n_jobs or threads.usable_cores())))
-    calls = [(family_key, task, i, p, prepared, store, tag, f"{label} · trial {i + 1}", device,
-              None if workers == 1 else max(1, threads.usable_cores() // workers))
-             for i, p in enumerate(settings)]
+    inner = None if workers == 1 else max(1, threads.usable_cores() // workers)
+
+    def calls(batch: list[dict[str, Any]], start: int) -> list[tuple]:
+        return [(family_key, task, start + i, p, prepared, store, tag, f"{label} · trial {start + i + 1}", device,
+                 inner) for i, p in enumerate(batch)]
+
     if progress is not None:
         progress.stages(1)
-        progress.begin(n_trials)
+        progress.begin(n_trials + refine)
     trials: list[Trial] = []
+    _run_trials(calls(settings, 0), workers, trials, progress, task)
+    if refine and strength is not None:
+        variants = weaker_variants(trials, k, task, strength, refine, family.param(strength, task))
+        _run_trials(calls(variants, n_trials), workers, trials, progress, task)
+    trials.sort(key=lambda t: t.index)
+    return SearchResult(search_id, task, k, prepared.X_train.shape[1], tuple(trials))
+
+
+def _run_trials(calls: list[tuple], workers: int, trials: list[Trial], progress: Progress | None, task: str) -> None:
+    """Run ``calls`` (in worker processes when ``workers`` > 1), appending each finished trial."""
+    if not calls:
+        return
     results = (_trial(*c) for c in calls) if workers == 1 else \
-        Parallel(n_jobs=workers, return_as="generator_unordered")(delayed(_trial)(*c) for c in calls)
+        Parallel(n_jobs=min(workers, len(calls)), return_as="generator_unordered")(delayed(_trial)(*c) for c in calls)
     try:
         for trial in results:
             trials.append(trial)
@@ -228,8 +255,33 @@ def budget_search(family_key: str, task: str, prepared: PreparedData, *, budget:
         if hasattr(results, "close"):
             results.close()
         raise
-    trials.sort(key=lambda t: t.index)
-    return SearchResult(search_id, task, k, prepared.X_train.shape[1], tuple(trials))
+
+
+def strength_param(family: Family) -> str | None:
+    """The parameter that sets how many features a model keeps: the family's λ (its λ path's
+    parameter), when the budget search draws it; None otherwise."""
+    path, selection = family.lambda_path, family.feature_selection
+    if path is None or selection is None or path.param not in selection.search:
+        return None
+    return path.param
+
+
+def weaker_variants(trials: Sequence[Trial], budget: int, task: str, strength: str, count: int,
+                    spec: Any) -> list[dict[str, Any]]:
+    """``count`` copies of the best trial within the budget with its λ lowered (factors 0.9 down to
+    0.5), so that they keep more features, up to the budget. Empty when no trial is within it."""
+    best = select_best(trials, budget, task)
+    if best is None or count < 1:
+        return []
+    factors = np.geomspace(0.9, 0.5, count) if count > 1 else np.array([0.8])
+    out = []
+    for i, factor in enumerate(factors):
+        values = dict(best.params)
+        values[strength] = spec.validate(float(f"{values[strength] * factor:.4g}"))
+        if "random_state" in values:
+            values["random_state"] = int(values["random_state"]) + 100_000 + i
+        out.append(values)
+    return out
 
 
 @dataclass(frozen=True)

@@ -93,7 +93,7 @@ SKINNY = Family(
         search={
             "n_trees": SearchRange(5, 50),
             "depth": SearchRange(2, 5),
-            "lambda0": SearchRange(30.0, 3000.0, log=True),
+            "lambda0": SearchRange(20.0, 1000.0, log=True),
             "lambda2": SearchRange(1e-3, 1.0, log=True),
             "temperature": SearchRange(1e-4, 0.1, log=True),
             "learning_rate": SearchRange(0.02, 1.0, log=True),

@@ -1,0 +1,28 @@
+"""The Skinny Trees benchmark runs end to end in --quick mode and writes every row with the fields a
+paper comparison needs (numbers are not asserted: they belong in the full benchmark)."""
+
+import json
+
+from benchmarks import run
+from benchmarks.common import shared_data_dir
+
+FIELDS = {"name", "metric", "ours_mean", "ours_std", "paper_mean", "paper_std", "protocol"}
+
+
+def test_quick_skinny_benchmark_writes_rows_beside_the_paper(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    assert run.main(["skinny", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "breast_cancer toy: test AUC" in out and "Table 1 N=1000: support F1" in out
+    payload = json.loads((tmp_path / "skinny.json").read_text())
+    rows = {r["name"]: r for r in payload["results"]["rows"]}
+    assert all(FIELDS <= set(r) for r in rows.values())
+    assert rows["breast_cancer toy: test AUC"]["paper_mean"] == 0.9993
+    assert "reduced" in rows["Table 1 N=200: test MSE"]["protocol"]
+    assert rows["breast_cancer toy: s/epoch, CPU, 1 thread"]["speedup_vs_authors"] > 0
+    compact = next(r for name, r in rows.items() if name.startswith("compact model"))
+    assert compact["identical_to_full_model"] is True and compact["dense_ms"] > 0
+    data = shared_data_dir()
+    if data is not None and (data / "uci" / "satimage.csv.gz").is_file():
+        assert rows["satimage Table 4, 25% budget: Skinny Trees"]["paper_mean"] == 98.05
+        assert rows["satimage Table 4, 25% budget: XGBoost importance"]["paper_mean"] == 98.23

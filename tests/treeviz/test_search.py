@@ -1,0 +1,109 @@
+"""Feature-budget searches: budgets, sampled trials, the selection rule, refinement, cancel, the store."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.registry import get_family
+from treeviz.data import PrepConfig, load_dataset, prepare
+from treeviz.errors import TrainingCancelled, TreevizError
+from treeviz.runs import RunStore
+from treeviz.search import Trial, budget_search, budget_size, sample_params, searches, select_best, stored_best
+
+TINY = {"n_trees": 3, "depth": 2, "max_epochs": 6}
+
+
+@pytest.fixture(scope="module")
+def prepared():
+    return prepare(load_dataset("breast_cancer"), PrepConfig(seed=0))
+
+
+def test_a_budget_is_a_count_or_a_fraction():
+    assert budget_size(0.25, 30) == 7 and budget_size(0.01, 30) == 1 and budget_size(5, 30) == 5
+    assert budget_size(5.0, 30) == 5 and budget_size(100, 30) == 30
+    for bad in (0, -1, 1.5, float("nan"), True, "3"):
+        with pytest.raises(TreevizError, match="budget"):
+            budget_size(bad, 30)
+
+
+def test_trials_draw_the_searched_parameters_and_keep_the_fixed_ones():
+    family = get_family("skinny")
+    a = sample_params(family, "classification", {"n_trees": 1, "max_epochs": 7}, 6, seed=3)
+    assert a == sample_params(family, "classification", {"n_trees": 1, "max_epochs": 7}, 6, seed=3)
+    assert a != sample_params(family, "classification", {"n_trees": 1, "max_epochs": 7}, 6, seed=4)
+    assert all(t["n_trees"] == 1 and t["max_epochs"] == 7 for t in a)  # fixed by the caller: not searched
+    assert len({t["random_state"] for t in a}) == 6  # every trial its own seed
+    for t in a:
+        assert 2 <= t["depth"] <= 5 and 20 <= t["lambda0"] <= 1000 and t["batch_size"] in (16, 64, 256)
+        assert isinstance(t["depth"], int)
+    with pytest.raises(TreevizError, match="does not select features"):
+        sample_params(get_family("cart"), "classification", {}, 2, seed=0)
+
+
+def trial(i, n, auc, error=None):
+    return Trial(i, {}, {"n_features": n, "val_auc": auc, "val_accuracy": 0.5}, error=error)
+
+
+def test_the_best_validation_score_within_the_budget_fewer_features_at_a_tie():
+    trials = [trial(0, 10, 0.99), trial(1, 0, 0.98), trial(2, 5, 0.95), trial(3, 3, 0.95), trial(4, 4, 0.97, "x")]
+    assert select_best(trials, 7, "classification").index == 3
+    assert select_best(trials, 10, "classification").index == 0
+    assert select_best(trials, 2, "classification") is None
+    regression = [Trial(0, {}, {"n_features": 2, "val_r2": 0.5}), Trial(1, {}, {"n_features": 2, "val_r2": 0.7})]
+    assert select_best(regression, 2, "regression").index == 1
+
+
+def test_a_search_without_a_store_returns_models_and_refines_the_best(prepared):
+    result = budget_search("skinny", "classification", prepared, budget=0.25, n_trials=4, params=TINY, seed=1,
+                           n_jobs=1, refine=2)
+    assert result.budget == 7 and result.n_inputs == 30 and len(result.trials) in (4, 6)
+    assert [t.index for t in result.trials] == list(range(len(result.trials)))
+    assert all(t.estimator is not None and t.run_id is None for t in result.trials if t.error is None)
+    best = result.best
+    if best is not None:
+        assert 0 < best.n_features <= 7 and best.estimator.selected_features_.size == best.n_features
+        random = select_best(result.trials[:4], 7, "classification")
+        refined = result.trials[4:]
+        assert len(refined) == 2
+        assert [t.params["lambda0"] for t in refined] == pytest.approx(
+            [random.params["lambda0"] * 0.9, random.params["lambda0"] * 0.5], rel=1e-3)
+
+
+def test_a_stored_search_is_one_tagged_group_and_its_best_is_recomputed(prepared, tmp_path):
+    store = RunStore(tmp_path)
+    result = budget_search("skinny", "classification", prepared, budget=10, n_trials=3, params=TINY, seed=2,
+                           store=store, refine=0)
+    (found,) = searches(store).values()
+    assert [r.sweep["index"] for r in found] == [0, 1, 2]
+    assert {r.sweep["kind"] for r in found} == {"budget_search"} and found[0].sweep["budget"] == 10
+    assert [t.run_id for t in result.trials] == [r.run_id for r in found]
+    best = stored_best(found)
+    assert (best.run_id if best else None) == (result.best.run_id if result.best else None)
+
+
+class CancelAfterFirst:
+    def __init__(self):
+        self.records, self.cancelled = [], False
+
+    def stages(self, n):
+        pass
+
+    def begin(self, total):
+        self.total = total
+
+    def record(self, values):
+        self.records.append(values)
+        raise TrainingCancelled()
+
+
+def test_a_cancel_stops_the_search(prepared):
+    progress = CancelAfterFirst()
+    with pytest.raises(TrainingCancelled):
+        budget_search("skinny", "classification", prepared, budget=5, n_trials=3, params=TINY, n_jobs=1,
+                      progress=progress, refine=0)
+    assert len(progress.records) == 1 and progress.total == 3
+
+
+def test_only_families_that_select_features_search(prepared):
+    with pytest.raises(TreevizError, match="does not select features"):
+        budget_search("cart", "classification", prepared, budget=5)
