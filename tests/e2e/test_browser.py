@@ -48,3 +48,23 @@ def test_pick_a_sample_train_cart_and_see_the_tree(app_url, page):
         timeout=30_000,
     )
     assert node_input.input_value() != "0"
+
+
+def test_train_skinny_trees_and_see_the_features_page(app_url, page):
+    page.goto(app_url)
+    page.get_by_role("heading", name="Data", exact=True).wait_for()
+    choose(page, "Sample dataset", "Breast cancer")
+    page.get_by_test_id("stSidebar").get_by_text("Dataset: breast_cancer").wait_for()
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Train").click()
+    page.get_by_role("heading", name="Train", exact=True).wait_for()
+    choose(page, "Model family", "Skinny Trees (feature selection)")
+    choose(page, "Preset", "quick")
+    page.get_by_role("button", name="Train", exact=True).click()
+    page.get_by_text(re.compile(r"Finished: saved as 'Skinny Trees on breast_cancer")).wait_for(timeout=180_000)
+
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Features").click()
+    page.get_by_role("heading", name="Features", exact=True).wait_for()
+    page.get_by_text("Features kept during training").first.wait_for(timeout=60_000)
+    page.get_by_text("Selected features, ranked").first.wait_for()
+    assert page.locator(".js-plotly-plot").count() >= 2
+    assert page.get_by_test_id("stMetricValue").filter(has_text=re.compile(r"^\d+ / 30$")).count() == 1
