@@ -22,6 +22,7 @@ from treeviz.search import SELECTION, SearchJob, budget_size, stored_best
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.forms import param_form
+from treeviz.ui.job_panel import job_panel, start, take_result
 
 SEARCH_ID = "features.search_id"
 
@@ -72,51 +73,22 @@ with st.expander("Search for a feature budget", expanded=not state.searches()):
                 clean = family.validate_params(params, ds.task)
                 fn = SearchJob(family.key, ds.task, dict(clean), state.current_prepared(), float(budget),
                                int(trials), state.store(), seed=int(seed), device=state.device())
-                job = state.jobs().submit(fn, label=f"Budget search of {family.label} on {ds.name}",
-                                          meta={"family": family.key})
-                st.session_state["features.job_id"] = job.id
+                start("features", fn, label=f"Budget search of {family.label} on {ds.name}",
+                      meta={"family": family.key})
 
         st.button("Run the search", type="primary", on_click=start_search, key="features.start")
 
 
-def current_search_job():
-    job_id = st.session_state.get("features.job_id")
-    try:
-        return state.jobs().get(job_id) if job_id else None
-    except TreevizError:  # the job list is gone after an app restart
-        return None
+def failed_trials(snap) -> None:
+    failed = [r for r in snap.records if r.get("error")]
+    if failed:
+        st.caption(f"{len(failed)} trial(s) failed so far: {failed[-1]['error']}")
 
 
-search_job = current_search_job()
-active = search_job is not None and not search_job.done
-
-
-@st.fragment(run_every=1.0 if active else None)
-def job_panel() -> None:
-    job = current_search_job()
-    if job is None:
-        return
-    snap = job.snapshot()
-    st.progress(min(1.0, snap.progress), text=f"{snap.label}: {snap.status} · {snap.epochs} trial(s) done · "
-                                              f"{snap.elapsed:.1f} s")
-    if snap.status in ("queued", "running"):
-        st.button("Cancel", on_click=state.jobs().cancel, args=(snap.id,), key="features.cancel")
-        failed = [r for r in snap.records if r.get("error")]
-        if failed:
-            st.caption(f"{len(failed)} trial(s) failed so far: {failed[-1]['error']}")
-    elif snap.status == "failed":
-        st.error(snap.message)
-    elif snap.status == "cancelled":
-        st.warning("The search was cancelled; the trials finished before are kept.")
-    if active and job.done:
-        if snap.result:
-            st.session_state["features.select_next"] = snap.result
-        st.rerun()  # a full rerun lists the new search
-
-
-job_panel()
-if "features.select_next" in st.session_state:  # before the selectbox exists in this run
-    st.session_state[SEARCH_ID] = st.session_state.pop("features.select_next")
+job_panel("features", cancelled="The search was cancelled; the trials finished before are kept.",
+          progress_text=lambda snap: f"{snap.label}: {snap.status} · {snap.epochs} trial(s) done",
+          while_running=failed_trials)
+take_result("features", SEARCH_ID)
 
 # ---------------------------------------------------------------- stored searches
 with user_errors("showing the budget searches"):

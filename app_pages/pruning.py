@@ -5,13 +5,13 @@ import pandas as pd
 import streamlit as st
 
 from models.registry import families_offering, get_family
-from treeviz.errors import TreevizError
 from treeviz.plots import PATH_FIGURES, tree_figure
 from treeviz.quantities import SIZE_HELP, format_size, headline, size_label
 from treeviz.sweep import SweepJob, sweep_label, value_grid
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.forms import param_form
+from treeviz.ui.job_panel import job_panel, start, take_result
 
 SWEEP_ID = "pruning.sweep_id"
 
@@ -49,46 +49,13 @@ with st.expander("Run a new λ path", expanded=not state.store().list()):
 
                 fn = SweepJob(family.key, ds.task, dict(clean), prepared, tuple(grid), store, warm_start=warm,
                               device=device)
-                job = state.jobs().submit(fn, label=f"λ path of {family.label} on {ds.name}")
-                st.session_state["pruning.job_id"] = job.id
+                start("pruning", fn, label=f"λ path of {family.label} on {ds.name}")
 
         st.button("Run λ path", type="primary", on_click=start_sweep, key="pruning.start")
 
 
-def current_sweep_job():
-    job_id = st.session_state.get("pruning.job_id")
-    try:
-        return state.jobs().get(job_id) if job_id else None
-    except TreevizError:  # the job list is gone after an app restart
-        return None
-
-
-sweep_job = current_sweep_job()
-active = sweep_job is not None and not sweep_job.done
-
-
-@st.fragment(run_every=1.0 if active else None)
-def job_panel() -> None:
-    job = current_sweep_job()
-    if job is None:
-        return
-    snap = job.snapshot()
-    st.progress(min(1.0, snap.progress), text=f"{snap.label}: {snap.status} · {snap.elapsed:.1f} s")
-    if snap.status in ("queued", "running"):
-        st.button("Cancel", on_click=state.jobs().cancel, args=(snap.id,), key="pruning.cancel")
-    elif snap.status == "failed":
-        st.error(snap.message)
-    elif snap.status == "cancelled":
-        st.warning("The λ path was cancelled; the points finished before are kept.")
-    if active and job.done:
-        if snap.result:
-            st.session_state["pruning.select_next"] = snap.result
-        st.rerun()  # a full rerun lists the new λ path
-
-
-job_panel()
-if "pruning.select_next" in st.session_state:  # before the selectbox exists in this run
-    st.session_state[SWEEP_ID] = st.session_state.pop("pruning.select_next")
+job_panel("pruning", cancelled="The λ path was cancelled; the points finished before are kept.")
+take_result("pruning", SWEEP_ID)
 
 # ---------------------------------------------------------------- explore stored λ paths
 with user_errors("showing the λ paths"):
