@@ -25,6 +25,16 @@ CHROMIUM_ARGS = [
 ]
 
 
+_LOGS: list[Path] = []  # the streamlit logs of this session's servers, newest last
+
+
+def _tail(path: Path, lines: int) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError as err:
+        return f"could not be read: {err}"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -39,6 +49,7 @@ def app_url(tmp_path_factory):
     env = {**os.environ, "TREEVIZ_HOME": str(home), "PYTHONUNBUFFERED": "1"}
     log_path = ARTIFACTS / f"streamlit-{port}.log"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    _LOGS.append(log_path)
     with open(log_path, "w") as log:
         yield from _serve(log, log_path, port, env)
 
@@ -96,7 +107,8 @@ def page(browser, request):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """On a failed browser test, save a full-page screenshot to tests/e2e/artifacts/."""
+    """On a failed browser test, save a full-page screenshot to tests/e2e/artifacts/ and put the page's
+    text and the end of the server's log in the report (CI shows the report, not the artifacts)."""
     outcome = yield
     report = outcome.get_result()
     pg = getattr(item, "_page", None)
@@ -108,3 +120,9 @@ def pytest_runtest_makereport(item, call):
             report.sections.append(("screenshot", str(path)))
         except Exception as err:
             report.sections.append(("screenshot", f"could not be saved: {err}"))
+        try:
+            report.sections.append(("page text", pg.inner_text("body", timeout=5_000)[-4000:]))
+        except Exception as err:
+            report.sections.append(("page text", f"could not be read: {err}"))
+        if _LOGS:
+            report.sections.append(("streamlit log (end)", _tail(_LOGS[-1], 80)))

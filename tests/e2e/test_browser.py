@@ -3,15 +3,30 @@
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.e2e
 
 
+IDLE = "() => !document.querySelector('[data-testid=\"stStatusWidgetRunningIcon\"]')"
+
+
+def settle(page) -> None:
+    """Wait until the app's script is not running (a click during a rerun can land on an element that
+    the rerun then replaces, and the click is lost)."""
+    page.wait_for_timeout(250)
+    page.wait_for_function(IDLE, timeout=60_000)
+
+
 def choose(page, label: str, option: str) -> None:
-    """Pick ``option`` in the Streamlit selectbox labelled ``label``."""
+    """Pick ``option`` in the Streamlit selectbox labelled ``label`` and wait for the rerun to end."""
+    settle(page)
     box = page.get_by_test_id("stSelectbox").filter(has_text=label).first
     box.locator("input").click()
     page.get_by_role("option", name=re.compile(re.escape(option))).first.click()
+    settle(page)
+    chosen = page.get_by_test_id("stSelectbox").filter(has_text=label).first.get_by_role("combobox")
+    expect(chosen).to_have_value(re.compile(re.escape(option)))
 
 
 def test_pick_a_sample_train_cart_and_see_the_tree(app_url, page):
@@ -22,6 +37,7 @@ def test_pick_a_sample_train_cart_and_see_the_tree(app_url, page):
 
     page.get_by_test_id("stSidebarNav").get_by_role("link", name="Train").click()
     page.get_by_role("heading", name="Train", exact=True).wait_for()
+    settle(page)
     page.get_by_role("button", name="Train", exact=True).click()
     page.get_by_text(re.compile(r"Finished: saved as 'CART on breast_cancer #1'")).wait_for(timeout=120_000)
 
@@ -59,7 +75,9 @@ def test_train_skinny_trees_and_see_the_features_page(app_url, page):
     page.get_by_role("heading", name="Train", exact=True).wait_for()
     choose(page, "Model family", "Skinny Trees (feature selection)")
     choose(page, "Preset", "quick")
+    settle(page)
     page.get_by_role("button", name="Train", exact=True).click()
+    page.get_by_role("heading", name="Skinny Trees (feature selection) on breast_cancer").wait_for(timeout=30_000)
     page.get_by_text(re.compile(r"Finished: saved as 'Skinny Trees on breast_cancer")).wait_for(timeout=180_000)
 
     page.get_by_test_id("stSidebarNav").get_by_role("link", name="Features").click()
