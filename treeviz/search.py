@@ -83,16 +83,21 @@ def _draw(rng: np.random.Generator, spec: SearchRange, kind: str) -> Any:
 
 
 def sample_params(family: Family, task: str, params: Mapping[str, Any] | None, n_trials: int,
-                  seed: int) -> list[dict[str, Any]]:
+                  seed: int, search: Mapping[str, SearchRange] | None = None) -> list[dict[str, Any]]:
     """``n_trials`` parameter settings: ``params`` with each searched parameter drawn at random.
     A parameter given in ``params`` is fixed: it is not searched (e.g. ``n_trees=1`` for a single
-    tree)."""
+    tree). ``search`` adds ranges to the family's, or replaces them, by parameter name."""
     if family.feature_selection is None:
         raise TreevizError(f"{family.label} does not select features, so it has no feature-budget search.")
+    known = {p.name for p in family.params_for(task)}
+    unknown = sorted(set(search or {}) - known)
+    if unknown:
+        raise TreevizError(f"{family.label} has no parameter {', '.join(map(repr, unknown))} to search; "
+                           f"its parameters are {', '.join(sorted(known))}.")
     rng = np.random.default_rng(seed)
     given = dict(params or {})
-    searched = {name: spec for name, spec in family.feature_selection.search.items()
-                if name not in given and any(p.name == name for p in family.params_for(task))}
+    ranges = {**family.feature_selection.search, **(search or {})}
+    searched = {name: spec for name, spec in ranges.items() if name not in given and name in known}
     out = []
     for i in range(n_trials):
         values = dict(given)
@@ -183,7 +188,8 @@ def _trial(family_key: str, task: str, index: int, params: dict[str, Any], prepa
 def budget_search(family_key: str, task: str, prepared: PreparedData, *, budget: float,
                   n_trials: int | None = None, params: Mapping[str, Any] | None = None, seed: int = 0,
                   n_jobs: int | None = None, store: RunStore | None = None, progress: Progress | None = None,
-                  device: str | None = None, name: str | None = None, refine: int | None = None) -> SearchResult:
+                  device: str | None = None, name: str | None = None, refine: int | None = None,
+                  search: Mapping[str, SearchRange] | None = None) -> SearchResult:
     """Run a feature-budget search and return every trial with the best one within the budget.
 
     Parameters
@@ -204,6 +210,9 @@ def budget_search(family_key: str, task: str, prepared: PreparedData, *, budget:
         Trials that follow the random ones: the best trial within the budget with its λ lowered
         (:func:`weaker_variants`). Default: a quarter of ``n_trials`` (at least 2) when the search
         draws the family's λ, else none.
+    search : dict of SearchRange, optional
+        Ranges that widen or replace the family's by parameter name (e.g. also draw
+        ``max_epochs``); the family's ``feature_selection.search`` otherwise.
     """
     family = get_family(family_key)
     if family.feature_selection is None:
@@ -212,9 +221,9 @@ def budget_search(family_key: str, task: str, prepared: PreparedData, *, budget:
     if n_trials < 1:
         raise TreevizError("A feature-budget search needs at least one trial.")
     k = budget_size(budget, prepared.X_train.shape[1])
-    strength = strength_param(family)
+    strength = strength_param(family, search)
     refine = (max(2, n_trials // 4) if strength is not None and n_trials >= 4 else 0) if refine is None else int(refine)
-    settings = sample_params(family, task, params, n_trials, seed)
+    settings = sample_params(family, task, params, n_trials, seed, search)
     search_id = f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
     label = name or f"{family.short_label} on {prepared.dataset.name}, at most {k} features"
     tag = {"id": search_id, "kind": KIND, "label": label, "budget": k, "size": n_trials + refine, "seed": int(seed)}
@@ -257,11 +266,11 @@ def _run_trials(calls: list[tuple], workers: int, trials: list[Trial], progress:
         raise
 
 
-def strength_param(family: Family) -> str | None:
+def strength_param(family: Family, search: Mapping[str, SearchRange] | None = None) -> str | None:
     """The parameter that sets how many features a model keeps: the family's λ (its λ path's
     parameter), when the budget search draws it; None otherwise."""
     path, selection = family.lambda_path, family.feature_selection
-    if path is None or selection is None or path.param not in selection.search:
+    if path is None or selection is None or path.param not in {**selection.search, **(search or {})}:
         return None
     return path.param
 

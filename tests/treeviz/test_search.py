@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from models.registry import get_family
+from models.schema import SearchRange
 from treeviz.data import PrepConfig, load_dataset, prepare
 from treeviz.errors import TrainingCancelled, TreevizError
 from treeviz.runs import RunStore
@@ -38,6 +39,18 @@ def test_trials_draw_the_searched_parameters_and_keep_the_fixed_ones():
         assert isinstance(t["depth"], int)
     with pytest.raises(TreevizError, match="does not select features"):
         sample_params(get_family("cart"), "classification", {}, 2, seed=0)
+
+
+def test_a_caller_widens_or_replaces_the_familys_ranges():
+    family = get_family("skinny")
+    wider = {"max_epochs": SearchRange(choices=(None, 100)), "depth": SearchRange(choices=(3,))}
+    drawn = sample_params(family, "classification", {}, 40, seed=1, search=wider)
+    assert {t["max_epochs"] for t in drawn} == {None, 100}  # added: max_epochs is not in the family's ranges
+    assert {t["depth"] for t in drawn} == {3}  # replaced
+    assert all(20 <= t["lambda0"] <= 1000 for t in drawn)  # the family's other ranges still apply
+    assert all("max_epochs" not in t for t in sample_params(family, "classification", {}, 40, seed=1))
+    with pytest.raises(TreevizError, match="no parameter 'epochs'"):
+        sample_params(family, "classification", {}, 2, seed=0, search={"epochs": SearchRange(1, 5)})
 
 
 def trial(i, n, auc, error=None):
