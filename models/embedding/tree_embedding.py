@@ -1,0 +1,428 @@
+"""Tree embeddings: a t-SNE or elastic embedding whose out-of-sample mapping is a sparse oblique
+decision tree trained by TAO (Zharmagambetov, PhD thesis 2022, chapter 4).
+
+The parametric problem is ``min_F E(F(X)) + λ φ(F)``: E the embedding objective (t-SNE's KL
+divergence or the elastic embedding), F a sparse oblique tree with linear leaves and φ its ℓ1 norm.
+A tree is not differentiable, so the method of auxiliary coordinates introduces free coordinates
+Z = F(X) and alternates, for an increasing penalty weight μ:
+
+* **Z-step** (the embedding optimiser with a pull towards the tree):
+  ``min_Z E(Z) + μ ||Z − F(X)||² − 2 ⟨β, Z − F(X)⟩``, i.e. ``E(Z) + μ ||Z − (F(X) + β/μ)||²`` up to
+  a constant, solved by the spectral direction warm-started from the previous Z;
+* **F-step** (ordinary regression): TAO on the targets ``Z − β/μ`` with the user's λ,
+  ``min_F ||(Z − β/μ) − F(X)||² + λ φ(F)``, warm-started from the previous tree;
+* **multipliers** (augmented Lagrangian only): ``β ← β − μ (Z − F(X))`` with the unshifted Z.
+
+With β ≡ 0 (``augmented_lagrangian=False``) this is the quadratic-penalty method. The shifted
+coordinates ``F(X) + β/μ`` and ``Z − β/μ`` are only targets; Z and F are never overwritten by them.
+
+Choices made where the thesis is silent or where it offers two readings:
+
+* **Fixed tree penalty.** The thesis reports that keeping the F-step penalty at λ (instead of
+  λ/μ) works better, and uses it; so does this module. The F-step then minimises, times μ, the
+  quantity ``P_μ(Z, F) = E(Z) + μ λ φ(F) + μ ||Z − F(X)||² − 2 ⟨β, Z − F(X)⟩``, which is what
+  ``history_`` calls the penalty objective: the Z-step and the F-step each leave it non-increasing
+  (the spectral direction decreases its Z part, and guarded TAO never increases the tree objective
+  from its warm start).
+* **Start of the path.** Z starts at the free embedding Z0 and F at the *direct fit*: TAO from a
+  random complete tree on the targets Z0 (the μ → 0⁺ end of the path), β = 0. ``history_[0]`` is
+  that state, so the learning curve starts at the direct fit.
+* **μ schedule.** μ_k = μ0 · factor^k for k = 0 … n_mu − 1, one (Z, F) alternation per μ. The
+  thesis's raw μ0 values depend on how E is scaled; by default μ0 follows a scale-free rule,
+  ``μ0 = mu0_ratio · E(Z0) / ||Z0 − F0(X)||²`` with ratio 0.3, which on breast cancer with t-SNE
+  gives about the thesis's 1e-5.
+* **Output.** The tree F. Its outputs F(X) (``embedding_``) are the tree embedding; ``Z_`` holds
+  the final free coordinates of the alternation, for diagnostics only.
+
+Baselines: :func:`direct_fit` fits a TAO tree (the start of the path) or a scikit-learn CART
+regression tree, its depth pre-pruned on a 30 % validation split as in the thesis, to Z0.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import numbers
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import torch
+from sklearn.model_selection import train_test_split
+from sklearn.tree import DecisionTreeRegressor
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from models.base import Callback, TreeEstimator, resolve_device
+from models.embedding.objectives import EmbeddingObjective, FreeEmbedding, free_embedding
+from models.tao.estimators import TAORegressor
+from treeviz.errors import TreevizError
+from treeviz.tree import Tree
+
+METHODS = ("tsne", "ee")
+LEAVES = ("constant", "linear")
+DIRECT_KINDS = ("tao", "cart")
+
+#: Share of the points the CART baseline holds out to choose its depth (as in the thesis).
+CART_VALIDATION_FRACTION = 0.3
+
+#: Depths the CART baseline tries (the thesis shows depths up to 30).
+CART_DEPTHS = tuple(range(1, 31))
+
+
+# --------------------------------------------------------------------------------------------------
+# baselines
+
+
+def _tao_mapping(*, depth: int, l1_penalty: float, leaf: str, tao_iter: int, device: str,
+                 random_state: Any, warm_start: bool = False) -> TAORegressor:
+    """The TAO regression tree used for direct fits and F-steps (random complete initial tree)."""
+    return TAORegressor(depth=depth, l1_penalty=l1_penalty, leaf=leaf, init="random", max_iter=tao_iter,
+                        device=device, warm_start=warm_start, random_state=random_state)
+
+
+def direct_fit(
+    X: Any,
+    Z0: Any,
+    *,
+    kind: str = "tao",
+    depth: int = 3,
+    l1_penalty: float = 0.1,
+    leaf: str = "linear",
+    tao_iter: int = 15,
+    validation_fraction: float = CART_VALIDATION_FRACTION,
+    depths: Iterable[int] = CART_DEPTHS,
+    device: str = "auto",
+    random_state: int | None = 0,
+) -> Any:
+    """Fit a tree mapping X → Z0 directly (regression on a free embedding); its ``predict`` is F(X).
+
+    Parameters
+    ----------
+    X : array of shape (N, D)
+    Z0 : array of shape (N, L)
+        The free embedding.
+    kind : {"tao", "cart"}, default "tao"
+        "tao": a sparse oblique TAO tree from a random complete tree of ``depth``, ``tao_iter``
+        iterations, penalty ``l1_penalty`` (sum form) and ``leaf`` leaves: the start of the tree
+        embedding's path. "cart": scikit-learn's multi-output CART regression tree, its
+        ``max_depth`` chosen among ``depths`` by the mean squared error on a held-out
+        ``validation_fraction`` of the points and then kept as fitted on the remaining ones
+        (pre-pruning on a validation split).
+    depth, l1_penalty, leaf, tao_iter, device
+        TAO only.
+    validation_fraction, depths
+        CART only.
+    random_state : int or None, default 0
+
+    Returns
+    -------
+    TAORegressor or sklearn.tree.DecisionTreeRegressor
+        Fitted. The CART tree also carries ``validation_mse_`` (depth → validation MSE).
+    """
+    if kind not in DIRECT_KINDS:
+        raise TreevizError(f"The direct fit's kind must be 'tao' or 'cart'; got {kind!r}.")
+    X = np.asarray(X, dtype=np.float64)
+    Z0 = np.asarray(Z0, dtype=np.float64)
+    if X.ndim != 2 or Z0.ndim != 2 or X.shape[0] != Z0.shape[0]:
+        raise TreevizError(f"X and Z0 must be 2-D with the same number of rows; got {X.shape} and {Z0.shape}.")
+    if kind == "tao":
+        return _tao_mapping(depth=depth, l1_penalty=l1_penalty, leaf=leaf, tao_iter=tao_iter, device=device,
+                            random_state=random_state).fit(X, Z0)
+    if not 0.0 < float(validation_fraction) < 1.0:
+        raise TreevizError(f"The validation fraction must be between 0 and 1; got {validation_fraction}.")
+    depths = sorted({int(d) for d in depths})
+    if not depths or depths[0] < 1:
+        raise TreevizError("The CART depths to try must be positive integers.")
+    Xt, Xv, Zt, Zv = train_test_split(X, Z0, test_size=float(validation_fraction), random_state=random_state)
+    best, scores = None, {}
+    for d in depths:
+        model = DecisionTreeRegressor(max_depth=d, random_state=random_state).fit(Xt, Zt)
+        scores[d] = float(np.mean((model.predict(Xv) - Zv) ** 2))
+        if best is None or scores[d] < scores[best[0]]:
+            best = (d, model)
+        if model.get_depth() < d:  # deeper trees are all the same tree
+            break
+    assert best is not None
+    model = best[1]
+    model.validation_mse_ = scores
+    return model
+
+
+# --------------------------------------------------------------------------------------------------
+# the estimator
+
+
+def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low or (
+            high is not None and value > high):
+        upper = "" if high is None else f" and at most {high}"
+        raise TreevizError(f"{name} must be an integer of at least {low}{upper}; got {value!r}.")
+    return int(value)
+
+
+def _check_float(name: str, value: Any, *, low: float, strict: bool = False, allow_none: bool = False) -> float | None:
+    if value is None and allow_none:
+        return None
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(float(value))
+    if ok:
+        ok = float(value) > low if strict else float(value) >= low
+    if not ok:
+        rel = ">" if strict else "≥"
+        extra = " or None" if allow_none else ""
+        raise TreevizError(f"{name} must be a finite number {rel} {low:g}{extra}; got {value!r}.")
+    return float(value)
+
+
+class TreeEmbedding(TreeEstimator):
+    """t-SNE or the elastic embedding with a sparse oblique TAO tree as the mapping.
+
+    Parameters
+    ----------
+    method : {"tsne", "ee"}, default "tsne"
+        The embedding objective: t-SNE's KL divergence or the elastic embedding.
+    perplexity : float, default 15
+        Perplexity of the entropic affinities.
+    n_neighbors : int, optional
+        Neighbours the affinities are spread over; default ``min(N − 1, round(3·perplexity))``.
+    lam_ee : float, default 100
+        The elastic embedding's repulsion weight (ignored by t-SNE).
+    n_components : int, default 2
+        Embedding dimension.
+    depth : int, default 3
+        Depth of the random complete initial tree (pruning may shrink it).
+    l1_penalty : float, default 0.1
+        λ of the tree's ℓ1 penalty in sum form (the squared error is summed over points, so λ is
+        relative to the scale of the embedding's coordinates); held fixed along the path. Because
+        it is fixed, its weight relative to the tree's squared error grows as the tree follows Z
+        ever more closely: late in the path the tree slowly trades fit for sparsity, and E(F(X))
+        may rise again after its minimum (on breast cancer with t-SNE and depth 3 the minimum came
+        about halfway along the 20 steps, for λ = 0.1 and 1).
+    leaf : {"linear", "constant"}, default "linear"
+        Lasso-linear leaves (the thesis) or constant leaves.
+    mu0 : float, optional
+        The first penalty weight; None: ``mu0_ratio · E(Z0) / ||Z0 − F0(X)||²``.
+    mu0_ratio : float, default 0.3
+        The constant of that scale-free rule.
+    mu_factor : float, default 1.4
+        μ is multiplied by it after each step.
+    n_mu : int, default 20
+        Number of μ steps (one Z-step and one F-step each).
+    z_iter : int, default 100
+        Most spectral-direction iterations per Z-step.
+    z_tol : float, default 1e-4
+        A Z-step stops when the relative change of its iterates is below it.
+    free_iter : int, default 2000
+        Most iterations of the free embedding.
+    tao_iter : int, default 15
+        TAO iterations of the direct fit and of each F-step.
+    augmented_lagrangian : bool, default True
+        Multipliers β (the thesis's experiments); False is the quadratic penalty (β = 0).
+    device : str, default "auto"
+        Device of the embedding objective and of TAO's torch solver.
+    random_state : int or None, default 0
+        Seeds the free embedding's start and the random initial tree.
+
+    Attributes
+    ----------
+    free_embedding_ : ndarray (N, L)
+        Z0, the free embedding.
+    embedding_ : ndarray (N, L)
+        The tree's outputs F(X) on the training points: the tree embedding.
+    Z_ : ndarray (N, L)
+        The free coordinates at the end of the alternation.
+    multipliers_ : ndarray (N, L)
+        β at the end (zeros for the quadratic penalty).
+    tree_ : TAORegressor
+        The fitted tree F.
+    direct_tree_ : TAORegressor
+        The direct fit F0 (the start of the path).
+    free_objective_, direct_fit_objective_, tree_objective_ : float
+        E(Z0), E(F0(X)), E(F(X)).
+    mu0_ : float
+        The first μ used.
+    objective_ : EmbeddingObjective
+        The embedding objective E (evaluate other embeddings of the training points with it).
+    history_ : list of dict
+        Step 0 is the direct fit; then one record per μ step (see :meth:`fit`).
+    """
+
+    def __init__(self, *, method="tsne", perplexity=15.0, n_neighbors=None, lam_ee=100.0, n_components=2,
+                 depth=3, l1_penalty=0.1, leaf="linear", mu0=None, mu0_ratio=0.3, mu_factor=1.4, n_mu=20,
+                 z_iter=100, z_tol=1e-4, free_iter=2000, tao_iter=15, augmented_lagrangian=True,
+                 device="auto", random_state=0):
+        self.method = method
+        self.perplexity = perplexity
+        self.n_neighbors = n_neighbors
+        self.lam_ee = lam_ee
+        self.n_components = n_components
+        self.depth = depth
+        self.l1_penalty = l1_penalty
+        self.leaf = leaf
+        self.mu0 = mu0
+        self.mu0_ratio = mu0_ratio
+        self.mu_factor = mu_factor
+        self.n_mu = n_mu
+        self.z_iter = z_iter
+        self.z_tol = z_tol
+        self.free_iter = free_iter
+        self.tao_iter = tao_iter
+        self.augmented_lagrangian = augmented_lagrangian
+        self.device = device
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ parameters
+    def _check_params(self) -> dict[str, Any]:
+        if self.method not in METHODS:
+            raise TreevizError(f"The embedding method must be 'tsne' or 'ee'; got {self.method!r}.")
+        if self.leaf not in LEAVES:
+            raise TreevizError(f"The tree's leaves must be 'linear' or 'constant'; got {self.leaf!r}.")
+        if not isinstance(self.augmented_lagrangian, (bool, np.bool_)):
+            raise TreevizError(f"augmented_lagrangian must be True or False; got {self.augmented_lagrangian!r}.")
+        if self.random_state is not None and (isinstance(self.random_state, bool) or not isinstance(
+                self.random_state, numbers.Integral)):
+            raise TreevizError(f"random_state must be None or an integer; got {self.random_state!r}.")
+        mu_factor = _check_float("The μ growth factor", self.mu_factor, low=1.0)
+        return {
+            "perplexity": _check_float("The perplexity", self.perplexity, low=0.0, strict=True),
+            "n_neighbors": None if self.n_neighbors is None else _check_int("n_neighbors", self.n_neighbors, 1),
+            "lam_ee": _check_float("The elastic embedding's repulsion weight", self.lam_ee, low=0.0),
+            "n_components": _check_int("n_components", self.n_components, 1),
+            "depth": _check_int("The tree depth", self.depth, 0, 16),
+            "l1_penalty": _check_float("The ℓ1 penalty", self.l1_penalty, low=0.0),
+            "mu0": _check_float("μ0", self.mu0, low=0.0, strict=True, allow_none=True),
+            "mu0_ratio": _check_float("The μ0 ratio", self.mu0_ratio, low=0.0, strict=True),
+            "mu_factor": mu_factor,
+            "n_mu": _check_int("The number of μ steps", self.n_mu, 0),
+            "z_iter": _check_int("The Z-step's iterations", self.z_iter, 0),
+            "z_tol": _check_float("The Z-step's tolerance", self.z_tol, low=0.0),
+            "free_iter": _check_int("The free embedding's iterations", self.free_iter, 1),
+            "tao_iter": _check_int("The TAO iterations", self.tao_iter, 1, 1000),
+            "device": resolve_device(self.device),
+        }
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X: Any, y: Any = None, *, callbacks: Iterable[Callback] | None = None) -> TreeEmbedding:
+        """Free embedding, direct fit, then the μ path; returns ``self``.
+
+        ``history_`` records (plain numbers): ``step`` (0 = the direct fit), ``mu``, ``E_tree``
+        = E(F(X)), ``E_Z`` = E(Z), ``dist2`` = ||Z − F(X)||², ``objective_start``,
+        ``objective_after_z`` and ``objective`` (the penalty objective P_μ at the step's start, after
+        its Z-step and after its F-step, all at the step's μ and β), ``z_iter`` (Z-step iterations),
+        ``n_leaves``, ``n_decision_nodes``, ``n_nonzero`` (split weights), ``n_nonzero_leaf``
+        (linear-leaf weights) and ``seconds``. Callbacks get each record as it is appended.
+        """
+        p = self._check_params()
+        X = validate_data(self, X, dtype=np.float64)
+        n = X.shape[0]
+        if n < 3:
+            raise TreevizError(f"A tree embedding needs at least 3 points; got {n}.")
+        self._set_feature_names(None, X.shape[1])
+        device = torch.device(p["device"])
+        start = time.perf_counter()
+        free: FreeEmbedding = free_embedding(
+            X, self.method, perplexity=p["perplexity"], n_neighbors=p["n_neighbors"],
+            n_components=p["n_components"], lam=p["lam_ee"], max_iter=p["free_iter"], tol=p["z_tol"],
+            random_state=self.random_state, device=device,
+        )
+        objective: EmbeddingObjective = free.objective
+        self.objective_ = objective
+        Z0 = free.Z
+        self.free_embedding_ = Z0.copy()
+        self.free_objective_ = float(free.value)
+
+        tree = _tao_mapping(depth=p["depth"], l1_penalty=p["l1_penalty"], leaf=self.leaf, tao_iter=p["tao_iter"],
+                            device=p["device"], random_state=self.random_state, warm_start=True)
+        tree.fit(X, Z0, feature_names=self.feature_names_)
+        self.direct_tree_ = copy.deepcopy(tree)
+        FX = tree.predict(X)
+        self.direct_fit_objective_ = float(objective.embedding_value(FX))
+        dist2 = float(((Z0 - FX) ** 2).sum())
+        if p["mu0"] is not None:
+            mu0 = p["mu0"]
+        else:
+            mu0 = p["mu0_ratio"] * abs(self.free_objective_) / max(dist2, 1e-300)
+        self.mu0_ = float(mu0)
+
+        dtype = objective.dtype
+        Z = torch.as_tensor(Z0, dtype=dtype, device=device)
+        beta = torch.zeros_like(Z)
+        lam = p["l1_penalty"]
+
+        def penalty_objective(E_Z: float, Zt: torch.Tensor, F: np.ndarray, mu: float, phi: float) -> float:
+            R = Zt - torch.as_tensor(F, dtype=dtype, device=device)
+            return float(E_Z + mu * lam * phi + mu * float((R * R).sum()) - 2.0 * float((beta * R).sum()))
+
+        self._begin_training(callbacks, p["n_mu"] + 1)
+        try:
+            ok = self._record(
+                step=0, mu=0.0, E_tree=self.direct_fit_objective_, E_Z=self.free_objective_, dist2=dist2,
+                objective_start=self.free_objective_, objective_after_z=self.free_objective_,
+                objective=self.free_objective_, z_iter=int(free.result.n_iter), **self._tree_counts(tree),
+                seconds=time.perf_counter() - start,
+            )
+            mu = float(mu0)
+            for k in range(p["n_mu"] if ok else 0):
+                t0 = time.perf_counter()
+                phi = tree.tao_tree_.l1_norm()
+                # Z-step: min_Z E(Z) + μ||Z − F(X)||² − 2⟨β, Z − F(X)⟩ from the previous Z.
+                pen = objective.with_penalty(mu, FX, beta if self.augmented_lagrangian else None)
+                res = free.optimizer.minimize(pen, Z, max_iter=p["z_iter"], tol=p["z_tol"])
+                obj_start = res.values[0] + mu * lam * phi
+                Z = res.Z
+                obj_after_z = res.values[-1] + mu * lam * phi
+                # F-step: TAO on the shifted targets Z − β/μ, warm-started, with the fixed λ.
+                target = (Z - beta / mu).detach().cpu().numpy()
+                tree.fit(X, target, feature_names=self.feature_names_)
+                FX = tree.predict(X)
+                E_Z = float(objective.embedding_value(Z))
+                obj = penalty_objective(E_Z, Z, FX, mu, tree.tao_tree_.l1_norm())
+                R = Z - torch.as_tensor(FX, dtype=dtype, device=device)
+                dist2 = float((R * R).sum())
+                E_tree = float(objective.embedding_value(FX))
+                record = dict(step=k + 1, mu=mu, E_tree=E_tree, E_Z=E_Z, dist2=dist2, objective_start=obj_start,
+                              objective_after_z=obj_after_z, objective=obj, z_iter=int(res.n_iter),
+                              **self._tree_counts(tree), seconds=time.perf_counter() - t0)
+                # Multipliers (augmented Lagrangian), with the unshifted Z.
+                if self.augmented_lagrangian:
+                    beta = beta - mu * R
+                mu *= p["mu_factor"]
+                if not self._record(**record):
+                    break
+        finally:
+            self._end_training()
+        self.tree_ = tree
+        self.Z_ = Z.detach().cpu().numpy()
+        self.multipliers_ = beta.detach().cpu().numpy()
+        self.embedding_ = FX
+        self.tree_objective_ = float(objective.embedding_value(FX))
+        self.n_iter_ = len(self.history_) - 1
+        return self
+
+    @staticmethod
+    def _tree_counts(tree: TAORegressor) -> dict[str, int]:
+        t = tree.tao_tree_
+        leaves = t.leaves()
+        nz_leaf = 0 if t.leaf_weight is None else int(np.count_nonzero(t.leaf_weight[leaves]))
+        return {"n_leaves": int(leaves.size), "n_decision_nodes": int(t.decision_nodes().size),
+                "n_nonzero": t.n_nonzero(), "n_nonzero_leaf": nz_leaf}
+
+    def fit_transform(self, X: Any, y: Any = None, *, callbacks: Iterable[Callback] | None = None) -> np.ndarray:
+        """Fit and return ``embedding_`` (the tree's outputs on X)."""
+        return self.fit(X, y, callbacks=callbacks).embedding_
+
+    # ------------------------------------------------------------------ using the fitted tree
+    def transform(self, X: Any) -> np.ndarray:
+        """Embed points (new or not) through the tree: F(X), shape (n, n_components)."""
+        check_is_fitted(self, "tree_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return np.asarray(self.tree_.predict(X)).reshape(X.shape[0], -1)
+
+    def to_tree(self) -> Tree:
+        """The shared :class:`Tree` of the fitted tree (outputs: the embedding's coordinates)."""
+        check_is_fitted(self, "tree_")
+        tree = self.tree_.to_tree()
+        names = tuple(f"z{j + 1}" for j in range(len(tree.output_names)))
+        notes = ["The leaves' outputs are embedding coordinates (a linear leaf maps its points into the plane)."]
+        return dataclasses.replace(tree, output_names=names, meta={**tree.meta, "notes": notes})

@@ -1,0 +1,160 @@
+"""The tree embedding (t-SNE / EE with a TAO tree as the mapping) on small subsets of breast cancer."""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import load_breast_cancer
+from sklearn.exceptions import NotFittedError
+from sklearn.preprocessing import StandardScaler
+from sklearn.tree import DecisionTreeRegressor
+
+from models.base import Callback
+from models.embedding.objectives import free_embedding
+from models.embedding.tree_embedding import TreeEmbedding, direct_fit
+from models.tao.estimators import TAORegressor
+from treeviz.errors import TreevizError
+from treeviz.tree import Tree
+
+SMALL = {"depth": 2, "l1_penalty": 0.1, "n_mu": 4, "z_iter": 30, "free_iter": 200, "tao_iter": 5,
+         "device": "cpu"}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Small problems: one intra-op thread avoids OpenMP barrier waits on a busy machine."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def X():
+    data = StandardScaler().fit_transform(load_breast_cancer().data)
+    return data[np.random.default_rng(0).permutation(data.shape[0])[:120]]
+
+
+@pytest.fixture(scope="module")
+def fitted(X):
+    return TreeEmbedding(**SMALL).fit(X)
+
+
+def test_learning_curve_starts_at_the_direct_fit(X, fitted):
+    first = fitted.history_[0]
+    assert first["step"] == 0 and first["E_tree"] == fitted.direct_fit_objective_
+    direct = fitted.direct_tree_.predict(X)
+    assert fitted.direct_fit_objective_ == pytest.approx(float(fitted.objective_.embedding_value(direct)))
+    # the same direct fit as the baseline function gives
+    again = direct_fit(X, fitted.free_embedding_, kind="tao", depth=2, l1_penalty=0.1, tao_iter=5, device="cpu")
+    np.testing.assert_allclose(again.predict(X), direct, atol=1e-8)
+    assert fitted.free_objective_ == pytest.approx(float(fitted.objective_.embedding_value(fitted.free_embedding_)))
+    assert len(fitted.history_) == SMALL["n_mu"] + 1
+
+
+def test_penalty_objective_does_not_increase_within_a_mu_step(fitted):
+    for r in fitted.history_[1:]:
+        tol = 1e-9 * max(1.0, abs(r["objective_start"]))
+        assert r["objective_after_z"] <= r["objective_start"] + tol  # Z-step
+        assert r["objective"] <= r["objective_after_z"] + tol  # F-step
+
+
+def test_mu_grows_geometrically_from_the_relative_rule(fitted):
+    mus = [r["mu"] for r in fitted.history_[1:]]
+    assert mus[0] == pytest.approx(fitted.mu0_)
+    expected = 0.3 * fitted.free_objective_ / fitted.history_[0]["dist2"]
+    assert fitted.mu0_ == pytest.approx(expected)
+    np.testing.assert_allclose(np.diff(np.log(mus)), np.log(1.4))
+
+
+def test_transform_of_the_training_points_is_the_embedding(X, fitted):
+    np.testing.assert_array_equal(fitted.transform(X), fitted.embedding_)
+    assert fitted.embedding_.shape == (X.shape[0], 2)
+    assert fitted.tree_objective_ == pytest.approx(float(fitted.objective_.embedding_value(fitted.embedding_)))
+    np.testing.assert_array_equal(fitted.fit_transform(X), fitted.embedding_)
+
+
+def test_to_tree_is_a_valid_tree_that_predicts_like_transform(X, fitted):
+    tree = fitted.to_tree()
+    assert isinstance(tree, Tree)
+    assert tree.output_names == ("z1", "z2")
+    assert Tree.from_json(tree.to_json()).to_json() == tree.to_json()
+    np.testing.assert_allclose(tree.predict_value(X), fitted.transform(X), atol=1e-9)
+    rng = np.random.default_rng(1)
+    new = rng.standard_normal((7, X.shape[1]))
+    np.testing.assert_allclose(tree.predict_value(new), fitted.transform(new), atol=1e-9)
+
+
+def test_same_random_state_gives_the_same_embedding(X, fitted):
+    again = TreeEmbedding(**SMALL).fit(X)
+    np.testing.assert_array_equal(again.embedding_, fitted.embedding_)
+    np.testing.assert_array_equal(again.Z_, fitted.Z_)
+    assert [r["E_tree"] for r in again.history_] == [r["E_tree"] for r in fitted.history_]
+
+
+@pytest.mark.parametrize("augmented", [True, False])
+def test_large_mu_makes_Z_equal_to_the_tree_outputs(X, augmented):
+    # One μ step (β = 0 at its start): the Z-step's pull towards F(X) dominates E at μ = 1e4.
+    model = TreeEmbedding(**{**SMALL, "mu0": 1e4, "n_mu": 1, "augmented_lagrangian": augmented}).fit(X)
+    FX = model.direct_tree_.predict(X)
+    gap = np.linalg.norm(model.Z_ - FX) / np.linalg.norm(FX)
+    assert gap < 1e-3
+    # the F-step refits the tree to that Z, so the final tree outputs stay close too
+    assert np.linalg.norm(model.Z_ - model.embedding_) / np.linalg.norm(model.Z_) < 0.1
+
+
+def test_quadratic_penalty_keeps_multipliers_at_zero(X):
+    model = TreeEmbedding(**{**SMALL, "n_mu": 2, "augmented_lagrangian": False}).fit(X)
+    assert not model.multipliers_.any()
+
+
+def test_callbacks_see_every_mu_step(X):
+    seen = []
+
+    class Spy(Callback):
+        def on_train_begin(self, estimator, **kwargs):
+            seen.append(("begin", kwargs["total"]))
+
+        def on_epoch_end(self, estimator, **kwargs):
+            seen.append(("step", kwargs["record"]["step"]))
+
+    TreeEmbedding(**{**SMALL, "n_mu": 2}).fit(X, callbacks=[Spy()])
+    assert seen == [("begin", 3), ("step", 0), ("step", 1), ("step", 2)]
+
+
+def test_elastic_embedding_runs(X):
+    model = TreeEmbedding(**{**SMALL, "method": "ee", "n_mu": 2}).fit(X[:60])
+    assert np.isfinite(model.tree_objective_) and model.embedding_.shape == (60, 2)
+
+
+def test_cart_baseline_is_pruned_on_a_validation_split(X, fitted):
+    cart = direct_fit(X, fitted.free_embedding_, kind="cart")
+    assert isinstance(cart, DecisionTreeRegressor)
+    best = min(cart.validation_mse_, key=cart.validation_mse_.get)
+    assert cart.get_depth() <= best and cart.predict(X).shape == (X.shape[0], 2)
+
+
+def test_direct_tao_fit_is_a_tao_tree(X):
+    Z0 = free_embedding(X, "tsne", max_iter=100).Z
+    model = direct_fit(X, Z0, depth=1, tao_iter=3, device="cpu")
+    assert isinstance(model, TAORegressor) and model.predict(X).shape == Z0.shape
+
+
+@pytest.mark.parametrize("params, words", [
+    ({"method": "umap"}, "embedding method"),
+    ({"leaf": "softmax"}, "leaves"),
+    ({"n_mu": -1}, "μ steps"),
+    ({"mu0": 0.0}, "μ0"),
+    ({"mu_factor": 0.5}, "growth factor"),
+    ({"depth": 2.5}, "depth"),
+    ({"augmented_lagrangian": "yes"}, "augmented_lagrangian"),
+])
+def test_bad_parameters_raise_sentences_at_fit(X, params, words):
+    model = TreeEmbedding(**params)
+    assert model.get_params()[next(iter(params))] == next(iter(params.values()))
+    with pytest.raises(TreevizError, match=words):
+        model.fit(X[:20])
+
+
+def test_unfitted_transform_raises(X):
+    with pytest.raises(NotFittedError):
+        TreeEmbedding().transform(X)
