@@ -1,0 +1,34 @@
+"""The LapTAO benchmark runs end to end in --quick mode and writes every row with the fields a
+comparison needs (numbers are not asserted: they belong in the full benchmark)."""
+
+import json
+
+from benchmarks import run
+from benchmarks.laptao import METHODS
+
+FIELDS = {"name", "metric", "ours_mean", "ours_std", "paper_mean", "paper_std", "protocol"}
+
+
+def test_quick_laptao_benchmark_writes_rows(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    assert run.main(["laptao", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "digits 5% labels: LapTAO" in out
+    payload = json.loads((tmp_path / "laptao.json").read_text())
+    assert payload["quick"] is True
+    rows = {r["name"]: r for r in payload["results"]["rows"]}
+    assert all(FIELDS <= set(r) for r in rows.values())
+    for pct in ("1%", "5%", "20%"):
+        for method in METHODS:
+            row = rows[f"digits {pct} labels: {method}"]
+            assert 0.0 <= row["ours_mean"] <= 100.0 and len(row["values"]) == len(row["n_labelled"]) >= 1
+            assert "reduced" in row["protocol"]
+    assert min(rows["digits 1% labels: LapTAO"]["n_labelled"]) >= 10  # at least one label per class
+    ordering = rows["digits: ordering, LapTAO best among semi-supervised tree methods"]
+    assert isinstance(ordering["laptao_best_among_tree_methods"], bool)
+    assert isinstance(rows["digits: convergence as labels grow (LapTAO at 20% vs oblique-all)"]["monotone"], bool)
+    reference = rows["digits 5% labels: LapTAO vs linear surrogate"]
+    assert reference["paper_mean"] == 86.2 and "surrogate" in reference["protocol"]
+    assert isinstance(reference["meets_reference"], bool)
+    # MNIST rows when the shared data is there, a skip row with its reason when it is not
+    assert "MNIST 5k 20% labels: LapTAO" in rows or "skipped" in rows["MNIST 5k rows"]["protocol"]
