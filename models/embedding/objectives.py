@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import copy
 import math
+from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -181,7 +182,7 @@ def _make_penalty(mu: float, target: Any, multipliers: Any, n: int, dtype: torch
 # objectives
 
 
-class EmbeddingObjective:
+class EmbeddingObjective(ABC):
     """An embedding objective E(Z), optionally plus a :class:`Penalty`, with its exact gradient.
 
     Subclasses (:class:`ElasticEmbedding`, :class:`TSNE`) implement ``_dense`` and ``_chunked``.
@@ -280,22 +281,25 @@ class EmbeddingObjective:
             return self._dense(Z, buffers, need_grad)
         return self._chunked(Z, buffers, need_grad)
 
+    @abstractmethod
     def _build(self, device: torch.device) -> dict[str, Any]:
-        raise NotImplementedError
+        """The constant buffers (weights, edges) on ``device``; built once per device."""
 
+    @abstractmethod
     def _dense(self, Z: torch.Tensor, b: dict[str, Any], need_grad: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
-        raise NotImplementedError
+        """E(Z) (and its gradient) with every pair at once as N × N matrices."""
 
+    @abstractmethod
     def _chunked(self, Z: torch.Tensor, b: dict[str, Any], need_grad: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
-        raise NotImplementedError
+        """E(Z) (and its gradient): attraction over the graph's edges, repulsion in blocks of rows."""
 
+    @abstractmethod
     def _kernel_(self, d2: torch.Tensor, start: int, stop: int, b: dict[str, Any]) -> torch.Tensor:
         """The repulsive kernel of a block row of squared distances, computed in place."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _grad_weights_(self, K: torch.Tensor) -> torch.Tensor:
         """The weights a_nm of the repulsive gradient Σ_m a_nm (z_n − z_m), in place from K."""
-        raise NotImplementedError
 
     def _repulsion(
         self, Z: torch.Tensor, b: dict[str, Any], need_grad: bool

@@ -42,7 +42,14 @@ from models.laptao.label_step import make_solver, partial_labels
 from models.laptao.loop import Problem, Settings, alternate, solve_leaves
 from models.laptao.params import KEY, PARAMS
 from models.registry import families
-from models.tao.estimators import TAORegressor, auto_depth, tao_tree_to_tree, tree_arrays, tree_from_arrays
+from models.tao.estimators import (
+    FittedTAOTree,
+    TAORegressor,
+    auto_depth,
+    tao_tree_to_tree,
+    tree_arrays,
+    tree_from_arrays,
+)
 from models.tao.state import TAOTree
 from treeviz.errors import TreevizError
 from treeviz.tree import Tree
@@ -84,7 +91,7 @@ def _registered_family(cls: type):
     return None
 
 
-class _LapTAOBase(TreeEstimator):
+class _LapTAOBase(FittedTAOTree, TreeEstimator):
     _task = ""
 
     # ------------------------------------------------------------------ family and parameters
@@ -177,17 +184,6 @@ class _LapTAOBase(TreeEstimator):
         self.n_iter_ = len(self.history_)
 
     # ------------------------------------------------------------------ predictions
-    def _outputs(self, X: Any) -> np.ndarray:
-        check_is_fitted(self, "tao_tree_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return self.tao_tree_.leaf_scores(X, self.tao_tree_.apply(X))
-
-    def apply(self, X: Any) -> np.ndarray:
-        """Index (in :meth:`to_tree`'s numbering) of the leaf each sample reaches."""
-        check_is_fitted(self, "tao_tree_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return self.tao_tree_.apply(X)
-
     # ------------------------------------------------------------------ the Tree
     def _meta(self) -> dict[str, Any]:
         return {"l1_penalty": float(self.l1_penalty), "gamma": float(self.gamma), "leaf": self.leaf,
@@ -323,17 +319,17 @@ class LapTAOClassifier(ClassifierMixin, _LapTAOBase):
 
     def decision_function(self, X: Any) -> np.ndarray:
         """The class scores of each sample's leaf (rows sum to 1; entries may be slightly negative)."""
-        return self._outputs(X)
+        return self._scores(X)
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """The leaf's class scores clipped at 0 and renormalised (uniform where no score is positive)."""
-        scores = np.clip(self._outputs(X), 0.0, None)
+        scores = np.clip(self._scores(X), 0.0, None)
         total = scores.sum(axis=1, keepdims=True)
         uniform = np.full_like(scores, 1.0 / scores.shape[1])
         return np.where(total > 0, scores / np.where(total > 0, total, 1.0), uniform)
 
     def predict(self, X: Any) -> np.ndarray:
-        return self.classes_.take(np.argmax(self._outputs(X), axis=1))
+        return self.classes_.take(np.argmax(self._scores(X), axis=1))
 
 
 class LapTAORegressor(RegressorMixin, _LapTAOBase):
@@ -398,7 +394,7 @@ class LapTAORegressor(RegressorMixin, _LapTAOBase):
         return ["target"] if k == 1 else [f"target {j}" for j in range(k)]
 
     def predict(self, X: Any) -> np.ndarray:
-        out = self._outputs(X)
+        out = self._scores(X)
         return out[:, 0] if getattr(self, "_y_ndim", 1) == 1 and out.shape[1] == 1 else out
 
     def _get_model_state(self):

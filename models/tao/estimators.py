@@ -105,7 +105,23 @@ def auto_depth(n_classes: int) -> int:
     return int(min(8, max(4, math.ceil(math.log2(max(2, int(n_classes)))) + 3)))
 
 
-class _TAOBase(TreeEstimator):
+class FittedTAOTree:
+    """Outputs of an estimator whose fitted model is a :class:`TAOTree` in ``tao_tree_`` (TAO trees,
+    LapTAO): the leaf scores and the leaf each sample reaches."""
+
+    def _scores(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "tao_tree_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self.tao_tree_.leaf_scores(X, self.tao_tree_.apply(X))
+
+    def apply(self, X: Any) -> np.ndarray:
+        """Index (in :meth:`to_tree`'s numbering) of the leaf each sample reaches."""
+        check_is_fitted(self, "tao_tree_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self.tao_tree_.apply(X)
+
+
+class _TAOBase(FittedTAOTree, TreeEstimator):
     _task = ""
 
     # ------------------------------------------------------------------ configuration
@@ -172,17 +188,6 @@ class _TAOBase(TreeEstimator):
 
     def _score_tree(self, tree: TAOTree, X: np.ndarray, y: np.ndarray) -> float:
         raise NotImplementedError  # pragma: no cover
-
-    def _scores(self, X: Any) -> np.ndarray:
-        check_is_fitted(self, "tao_tree_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return self.tao_tree_.leaf_scores(X, self.tao_tree_.apply(X))
-
-    def apply(self, X: Any) -> np.ndarray:
-        """Index (in :meth:`to_tree`'s numbering) of the leaf each sample reaches."""
-        check_is_fitted(self, "tao_tree_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return self.tao_tree_.apply(X)
 
     def _meta(self, origin: np.ndarray) -> dict[str, Any]:
         return {"l1_penalty": float(self.l1_penalty), "leaf": self.leaf, "init": self.init,

@@ -29,14 +29,18 @@ def choose(page, label: str, option: str) -> None:
     expect(chosen).to_have_value(re.compile(re.escape(option)))
 
 
-def test_pick_a_sample_train_cart_and_see_the_tree(app_url, page):
+def open_train_page_on_breast_cancer(page, app_url: str) -> None:
+    """Pick the breast-cancer sample on the Data page, then open the Train page."""
     page.goto(app_url)
     page.get_by_role("heading", name="Data", exact=True).wait_for()
     choose(page, "Sample dataset", "Breast cancer")
     page.get_by_test_id("stSidebar").get_by_text("Dataset: breast_cancer").wait_for()
-
     page.get_by_test_id("stSidebarNav").get_by_role("link", name="Train").click()
     page.get_by_role("heading", name="Train", exact=True).wait_for()
+
+
+def test_pick_a_sample_train_cart_and_see_the_tree(app_url, page):
+    open_train_page_on_breast_cancer(page, app_url)
     settle(page)
     page.get_by_role("button", name="Train", exact=True).click()
     page.get_by_text(re.compile(r"Finished: saved as 'CART on breast_cancer #1'")).wait_for(timeout=120_000)
@@ -67,12 +71,7 @@ def test_pick_a_sample_train_cart_and_see_the_tree(app_url, page):
 
 
 def test_train_skinny_trees_and_see_the_features_page(app_url, page):
-    page.goto(app_url)
-    page.get_by_role("heading", name="Data", exact=True).wait_for()
-    choose(page, "Sample dataset", "Breast cancer")
-    page.get_by_test_id("stSidebar").get_by_text("Dataset: breast_cancer").wait_for()
-    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Train").click()
-    page.get_by_role("heading", name="Train", exact=True).wait_for()
+    open_train_page_on_breast_cancer(page, app_url)
     choose(page, "Model family", "Skinny Trees (feature selection)")
     choose(page, "Preset", "quick")
     settle(page)

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import torch
 from sklearn.datasets import load_breast_cancer
 from sklearn.exceptions import NotFittedError
 from sklearn.preprocessing import StandardScaler
@@ -17,15 +16,6 @@ from treeviz.tree import Tree
 
 SMALL = {"depth": 2, "l1_penalty": 0.1, "n_mu": 4, "z_iter": 30, "free_iter": 200, "tao_iter": 5,
          "device": "cpu"}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Small problems: one intra-op thread avoids OpenMP barrier waits on a busy machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 @pytest.fixture(scope="module")
