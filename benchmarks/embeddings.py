@@ -104,17 +104,16 @@ def _dataset_rows(name: str, X: np.ndarray, y: np.ndarray, quick: bool) -> tuple
     start = time.perf_counter()
     model = TreeEmbedding(**params, device="cpu", random_state=0).fit(X_train)
     seconds = time.perf_counter() - start
-    energy = model.objective_.embedding_value
+    energy = model.objective_function_.embedding_value
     cart_start = time.perf_counter()
     cart = direct_fit(X_train, model.free_embedding_, kind="cart", random_state=0)
     cart_s = time.perf_counter() - cart_start
     umap_start = time.perf_counter()
     reducer = UMAP(n_neighbors=15, random_state=0, n_jobs=1).fit(X_train)
     umap_s = time.perf_counter() - umap_start
-    direct_tree = model.direct_tree_
     embeddings = {  # name: (training embedding, test mapping or None, seconds, size fields)
         "free embedding": (model.free_embedding_, None, None, {}),
-        "direct TAO fit": (direct_tree.predict(X_train), direct_tree.predict(X_test), None, {}),
+        "direct TAO fit": (model.direct_embedding_, model.direct_transform(X_test), None, {}),
         "direct CART fit": (cart.predict(X_train), cart.predict(X_test), cart_s,
                             {"cart_depth": int(cart.get_depth()), "cart_nodes": int(cart.tree_.node_count)}),
         "tree embedding": (model.embedding_, model.transform(X_test), seconds, {}),
@@ -137,9 +136,9 @@ def _dataset_rows(name: str, X: np.ndarray, y: np.ndarray, quick: bool) -> tuple
             "trustworthiness": float(trustworthiness(X_train, Z_tr, n_neighbors=NEIGHBOURS)),
             "fit_seconds": secs, **size}
         if method == "tree embedding":
-            extra.update(tree_below_direct=bool(model.tree_objective_ < model.direct_fit_objective_),
-                         free_below_tree=bool(model.free_objective_ <= model.tree_objective_),
-                         relative_decrease=1.0 - model.tree_objective_ / model.direct_fit_objective_,
+            extra.update(tree_below_direct=bool(model.objective_ < model.direct_fit_objective_),
+                         free_below_tree=bool(model.free_objective_ <= model.objective_),
+                         relative_decrease=1.0 - model.objective_ / model.direct_fit_objective_,
                          best_step=int(best["step"]), best_E_tree=float(best["E_tree"]),
                          n_leaves=int(last["n_leaves"]), n_nonzero=int(last["n_nonzero"]),
                          n_nonzero_leaf=int(last["n_nonzero_leaf"]), mu0=model.mu0_,

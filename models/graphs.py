@@ -44,6 +44,27 @@ def default_neighbors(n_points: int, perplexity: float) -> int:
     return int(min(n_points - 1, round(3 * perplexity)))
 
 
+def usable_perplexity(perplexity: float, n_points: int, k: int | None = None) -> float:
+    """The perplexity a model actually uses on ``n_points`` points.
+
+    With the default neighbour count (``k`` None) a perplexity too large for a small data set is
+    lowered to (N − 1)/3, so that the default 3·perplexity neighbours fit among the N − 1 others
+    and a model's defaults train on any table of at least 4 rows. An explicit ``k`` is the user's
+    choice and is only checked (perplexity < k ≤ N − 1), with a sentence if it does not fit.
+    """
+    perplexity = float(perplexity)
+    if n_points < 4:
+        raise TreevizError(f"A neighbourhood graph needs at least 4 points; got {n_points} sample(s).")
+    if k is None:
+        return max(1.0, min(perplexity, (n_points - 1) / 3.0))
+    if not perplexity < k <= n_points - 1:
+        raise TreevizError(
+            f"The number of neighbours k must exceed the perplexity and be at most N − 1 (here {perplexity:g} < k ≤ "
+            f"{n_points - 1}); got {k}. Leave it unset (3·perplexity) or choose a value in that range."
+        )
+    return perplexity
+
+
 def entropic_affinities(X: Any, perplexity: float = 15.0, k: int | None = None) -> tuple[sp.csr_matrix, np.ndarray]:
     """Perplexity-calibrated Gaussian affinities on the k nearest neighbours.
 

@@ -43,11 +43,15 @@ from typing import Any
 from treeviz.errors import TreevizError
 
 PARAM_KINDS = ("int", "float", "choice", "bool", "text", "seed")
-TASKS = ("classification", "regression", "clustering")
+#: What a model does with a data set. Classification and regression need the data set's task;
+#: clustering and embedding run on any data set (its classes, if any, are only used to evaluate).
+TASKS = ("classification", "regression", "clustering", "embedding")
+#: Tasks a family may run on a data set of any task.
+ANY_DATA_TASKS = ("clustering", "embedding")
 #: Views a family may offer beyond the common pages (explorer, routing, runs); pages that show a
 #: view list only the runs of families offering it. A λ path is offered through ``lambda_path``,
 #: the Features page through ``feature_selection``.
-VIEWS = ("clustering",)
+VIEWS = ("clustering", "embedding", "semi_supervised")
 #: The figure a λ path is drawn with (names of figures in :mod:`treeviz.plots.sweep`).
 PATH_FIGURES = ("activity", "sparsity")
 #: How the tree at one λ is drawn: nodes coloured by their activity with pruned nodes dashed, or
@@ -58,6 +62,7 @@ DEFAULT_METRICS: Mapping[str, tuple[str, ...]] = {
     "classification": ("accuracy",),
     "regression": ("r2", "rmse"),
     "clustering": ("dendrogram_purity", "ari"),
+    "embedding": ("knn_accuracy", "trustworthiness", "objective"),
 }
 
 

@@ -3,7 +3,8 @@
 The upload corpus is ``tests/bad_inputs.py`` (every case that loads, with its note) plus the bundled
 sample CSVs. For each table and each scaling the Data page offers, ``prepare`` either refuses with
 a TreevizError sentence (shown on the Data page) or every registered family that handles the
-task trains with its default parameters and scores finite numbers on every split.
+task, and every embedding family (which runs on any table), trains with its default parameters
+and scores finite numbers on every split.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ def test_an_accepted_table_trains_with_every_familys_defaults(kind, name, monkey
         except TreevizError as err:  # refused on the Data page, with a sentence
             assert str(err).endswith("."), str(err)
             continue
-        task = "clustering" if dataset.task == "clustering" else dataset.task
-        for family in families_for_task(task):
+        runs = [(family, dataset.task) for family in families_for_task(dataset.task)]
+        runs += [(family, "embedding") for family in families_for_task("embedding")]
+        for family, task in runs:
             _, metrics = train_run(family.key, task, {}, prepared)
             scores = {k: v for k, v in metrics.items() if k.split("_", 1)[0] in ("train", "val", "test")}
             assert scores, (family.key, scaling)

@@ -35,7 +35,7 @@ from treeviz.tree import Tree
 
 CASES = list(all_estimator_classes())
 IDS = [cls.__name__ for _, _, cls in CASES]
-DATA = {"classification": "iris", "regression": "diabetes", "clustering": "blobs"}
+DATA = {"classification": "iris", "regression": "diabetes", "clustering": "blobs", "embedding": "iris"}
 
 
 def small(family, task):
@@ -55,6 +55,8 @@ def fitted(family_key: str, task: str):
 
 
 def outputs(estimator, X) -> list[np.ndarray]:
+    if not hasattr(estimator, "predict"):  # an embedding
+        return [np.asarray(estimator.transform(X))]
     out = [np.asarray(estimator.predict(X))]
     if hasattr(estimator, "predict_proba"):
         out.append(np.asarray(estimator.predict_proba(X)))
@@ -124,7 +126,9 @@ def test_trees_are_valid_and_hard_trees_agree_with_predict(family, task, cls):
     tree = trees[0]
     if len(trees) == 1 and tree.routing == "hard" and tree.meta.get("prediction") == "leaf_value":
         values = tree.predict_value(X)
-        if task == "classification":
+        if task == "embedding":
+            np.testing.assert_allclose(estimator.transform(X), values, atol=1e-9)
+        elif task == "classification":
             expected = np.asarray(tree.output_names)[np.argmax(values, axis=1)]
             assert np.array_equal(np.asarray(estimator.predict(X)).astype(str), expected)
         else:
@@ -154,9 +158,9 @@ def test_the_form_round_trips_the_defaults(family, task, cls):
 def test_every_preset_fits_on_a_small_sample(family, task, cls):
     prepared = prepared_for(task)
     X = prepared.X_train[:60]
-    y = None if task == "clustering" else prepared.labels("train")[:60]
+    y = None if task in ("clustering", "embedding") else prepared.labels("train")[:60]
     for preset in family.presets_for(task):
         estimator = family.make(task, family.defaults(task, preset))
         estimator.fit(X, y)
-        assert len(np.asarray(estimator.predict(X))) == len(X), preset
+        assert len(outputs(estimator, X)[0]) == len(X), preset
         assert estimator.to_trees(), preset

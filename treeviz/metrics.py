@@ -1,4 +1,5 @@
-"""Metrics that read a Tree: dendrogram purity of the hierarchy a tree defines over its leaves.
+"""Metrics that read a Tree (dendrogram purity, ensemble votes, features used), and the quality
+metrics of an embedding (kNN accuracy, trustworthiness).
 
 Dendrogram purity (Heller & Ghahramani 2005; Monath et al. 2019) is the expected purity of the
 least common ancestor of two points of the same class::
@@ -183,3 +184,52 @@ def feature_weight_norms(trees: list[Tree]) -> np.ndarray:
     for tree in trees:
         total += np.sum(tree.weight[tree.decision_nodes] ** 2, axis=0)
     return np.sqrt(total)
+
+
+# ---------------------------------------------------------------------------- embeddings
+#: Neighbours of the embedding-quality metrics (kNN accuracy, trustworthiness).
+EMBEDDING_NEIGHBOURS = 5
+#: Trustworthiness ranks all pairs; above this many points it is computed on a seeded sample.
+TRUSTWORTHINESS_MAX_POINTS = 3000
+
+
+def knn_accuracy(Z: Any, labels: Any, Z_eval: Any = None, labels_eval: Any = None, *,
+                 k: int = EMBEDDING_NEIGHBOURS) -> float:
+    """Accuracy of a k-nearest-neighbour vote in an embedding (not a measure from the tree
+    embedding thesis; what a user judges a 2-D map by).
+
+    Without ``Z_eval`` it is leave-one-out on ``Z`` (each point voted on by its k nearest other
+    points); with it, the points ``Z_eval`` are voted on by their k nearest points of ``Z``. Ties
+    go to the class that comes first in sorted order."""
+    from sklearn.neighbors import NearestNeighbors  # deferred: scikit-learn's neighbours load slowly
+
+    Z = np.asarray(Z, dtype=np.float64)
+    names, y = np.unique(np.asarray(labels).astype(str), return_inverse=True)
+    loo = Z_eval is None
+    Q = Z if loo else np.asarray(Z_eval, dtype=np.float64)
+    truth = np.asarray(labels if loo else labels_eval).astype(str)
+    k = int(min(k, Z.shape[0] - (1 if loo else 0)))
+    if k < 1 or Q.shape[0] == 0:
+        return float("nan")
+    idx = NearestNeighbors(n_neighbors=k + int(loo)).fit(Z).kneighbors(Q, return_distance=False)
+    idx = idx[:, 1:] if loo else idx
+    votes = np.zeros((Q.shape[0], names.size))
+    np.add.at(votes, (np.repeat(np.arange(Q.shape[0]), k), y.reshape(-1)[idx].reshape(-1)), 1.0)
+    return float(np.mean(names[np.argmax(votes, axis=1)] == truth))
+
+
+def trustworthiness_score(X: Any, Z: Any, *, k: int = EMBEDDING_NEIGHBOURS,
+                          max_points: int = TRUSTWORTHINESS_MAX_POINTS, seed: int = 0) -> float:
+    """scikit-learn's ``trustworthiness`` of an embedding ``Z`` of ``X`` (1 = every point's k
+    nearest neighbours in the embedding are also near in the input), on at most ``max_points``
+    points drawn with ``seed`` (it ranks all pairs, O(n²) memory)."""
+    from sklearn.manifold import trustworthiness  # deferred: scikit-learn's manifold module loads slowly
+
+    X, Z = np.asarray(X, dtype=np.float64), np.asarray(Z, dtype=np.float64)
+    n = X.shape[0]
+    if n > max_points:
+        keep = np.sort(np.random.default_rng(seed).choice(n, max_points, replace=False))
+        X, Z, n = X[keep], Z[keep], max_points
+    if n < 2 * k + 2:  # trustworthiness needs k < n / 2
+        return float("nan")
+    return float(trustworthiness(X, Z, n_neighbors=k))

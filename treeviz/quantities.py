@@ -26,6 +26,9 @@ METRIC_LABELS: Mapping[str, tuple[str, str]] = {
     "dendrogram_purity": ("DP", "dendrogram purity"),
     "dendrogram_purity_code": ("DP (code)", "dendrogram purity (reference-code variant)"),
     "ari": ("ARI", "adjusted Rand index"),
+    "knn_accuracy": ("5-NN acc", "5-NN accuracy in the embedding"),
+    "trustworthiness": ("trust", "trustworthiness (5 neighbours)"),
+    "objective": ("E", "embedding objective E(F(X)) (lower is better)"),
 }
 #: Names of the size and cost numbers stored with every run and shown along a λ path.
 SIZE_LABELS: Mapping[str, str] = {

@@ -23,10 +23,11 @@ from sklearn.metrics import adjusted_rand_score, r2_score
 
 from models.base import Callback
 from models.registry import get_family
+from models.schema import ANY_DATA_TASKS
 from treeviz.data.preprocess import PreparedData
 from treeviz.errors import TrainingCancelled, TreevizError
 from treeviz.jobs import Progress
-from treeviz.metrics import class_auc, dendrogram_purity, features_used
+from treeviz.metrics import class_auc, dendrogram_purity, features_used, knn_accuracy, trustworthiness_score
 from treeviz.runs import RunRecord, RunStore, tree_size
 
 PARTS = ("train", "val", "test")
@@ -41,10 +42,16 @@ def evaluate(estimator: Any, prepared: PreparedData, task: str | None = None) ->
         classification: ``{part}_accuracy`` and, for models with ``predict_proba``, ``{part}_auc``
         (ROC AUC, one-vs-one for more than two classes; left out when the split holds one class);
         regression: ``{part}_r2`` (splits of 2+ rows) and
-        ``{part}_rmse``; clustering with reference classes: ``{part}_ari`` (adjusted Rand index).
-        ``part`` is ``train``, ``val`` or ``test``.
+        ``{part}_rmse``; clustering with reference classes: ``{part}_ari`` (adjusted Rand index);
+        embedding: ``train_objective`` (the estimator's ``objective_``, its embedding objective on
+        the training points), ``{part}_trustworthiness`` and, on a data set with classes,
+        ``{part}_knn_accuracy`` (5-NN vote in the embedding: leave-one-out on the training points,
+        voted by the training points for the other splits). ``part`` is ``train``, ``val`` or
+        ``test``.
     """
     task = task or prepared.dataset.task
+    if task == "embedding":
+        return evaluate_embedding(estimator, prepared)
     out: dict[str, float] = {}
     for part in PARTS:
         X = prepared.X(part)
@@ -72,6 +79,32 @@ def evaluate(estimator: Any, prepared: PreparedData, task: str | None = None) ->
                 tree = estimator.to_tree()
                 out[f"{part}_dendrogram_purity"] = dendrogram_purity(tree, X, ref, "standard")
                 out[f"{part}_dendrogram_purity_code"] = dendrogram_purity(tree, X, ref, "code")
+    return out
+
+
+def evaluate_embedding(estimator: Any, prepared: PreparedData) -> dict[str, float]:
+    """The embedding scores of :func:`evaluate`: every split is mapped by ``transform``."""
+    out: dict[str, float] = {}
+    objective = getattr(estimator, "objective_", None)
+    if isinstance(objective, (int, float)) and np.isfinite(objective):
+        out["train_objective"] = float(objective)
+    labelled = prepared.classes("train") is not None
+    Z_train = np.asarray(estimator.transform(prepared.X_train))
+    for part in PARTS:
+        X = prepared.X(part)
+        if X.shape[0] == 0:
+            continue
+        Z = Z_train if part == "train" else np.asarray(estimator.transform(X))
+        trust = trustworthiness_score(X, Z)
+        if np.isfinite(trust):
+            out[f"{part}_trustworthiness"] = trust
+        if labelled:
+            if part == "train":
+                acc = knn_accuracy(Z, prepared.classes("train"))
+            else:
+                acc = knn_accuracy(Z_train, prepared.classes("train"), Z, prepared.classes(part))
+            if np.isfinite(acc):
+                out[f"{part}_knn_accuracy"] = acc
     return out
 
 
@@ -134,7 +167,7 @@ def build_estimator(family_key: str, task: str, params: Mapping[str, Any] | None
     family = get_family(family_key)
     family.estimator_class(task)  # a sentence if the family lacks this task
     data_task = prepared.dataset.task
-    if task != "clustering" and task != data_task:
+    if task not in ANY_DATA_TASKS and task != data_task:
         raise TreevizError(
             f"{family.label} was asked for {task}, but '{prepared.dataset.name}' is a {data_task} "
             f"data set; choose a {data_task} model or another data set."
@@ -146,15 +179,17 @@ def build_estimator(family_key: str, task: str, params: Mapping[str, Any] | None
 
 def fit_estimator(estimator: Any, task: str, prepared: PreparedData,
                   callbacks: Iterable[Callback] = ()) -> tuple[float, bool]:
-    """Fit on the training split (validation split as ``eval_set``); returns (seconds, stopped).
+    """Fit on the training split (validation split as ``eval_set``, except for an embedding,
+    which has no validation loss); returns (seconds, stopped).
 
-    ``stopped`` is True when a callback cancelled training.
+    ``stopped`` is True when a callback cancelled training. Clustering and embedding fits get no
+    labels (``y=None``).
     """
     fit_kwargs: dict[str, Any] = {"callbacks": list(callbacks),
                                   "feature_names": prepared.dataset.feature_names}
-    if prepared.X_val.shape[0] > 0:
+    if prepared.X_val.shape[0] > 0 and task != "embedding":
         fit_kwargs["eval_set"] = (prepared.X_val, prepared.labels("val"))
-    y_train = None if task == "clustering" else prepared.labels("train")
+    y_train = None if task in ANY_DATA_TASKS else prepared.labels("train")
     start = time.perf_counter()
     estimator.fit(prepared.X_train, y_train, **fit_kwargs)
     return time.perf_counter() - start, bool(getattr(estimator, "stopped_early_", False))

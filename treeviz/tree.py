@@ -42,7 +42,7 @@ from treeviz.jsonio import json_default
 
 ROUTINGS = ("hard", "soft")
 ACTIVATIONS = ("sigmoid", "smoothstep")
-TASKS = ("classification", "regression", "clustering")
+TASKS = ("classification", "regression", "clustering", "embedding")
 FORMAT_VERSION = 1
 
 # Above this density a dense matmul beats a sparse one for decision values.
@@ -539,7 +539,8 @@ class Tree:
         X : array (n_samples, n_features)
         y : array, optional
             Class indices ``0..n_outputs-1`` for classification, or target values (1-D) for
-            regression. Ignored for clustering.
+            regression. Ignored for clustering and embedding trees (their leaves hold cluster or
+            embedding outputs, not labels).
         soft : bool, optional
             Weight samples by their reach probability. Defaults to True for soft trees.
         """
@@ -551,7 +552,7 @@ class Tree:
             # sparse (n, n_nodes) membership: deep trees on large data stay cheap
             weights = self.decision_path(X).astype(np.float64)
         count = np.asarray(weights.sum(axis=0)).reshape(-1)
-        if y is None or self.task == "clustering":
+        if y is None or self.task in ("clustering", "embedding"):
             return NodeStats(count=count)
         y = np.asarray(y)
         if y.shape[0] != X.shape[0]:

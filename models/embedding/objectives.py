@@ -201,10 +201,14 @@ class EmbeddingObjective(ABC):
         preconditioner.
     attractive_scale : float
         1, or t-SNE's exaggeration factor.
+    affinities : scipy.sparse.csr_matrix or None
+        The row-stochastic affinities P the objective was built from, when built by
+        :func:`embedding_objective`.
     """
 
     attractive_weights: sp.csr_matrix
     attractive_scale: float = 1.0
+    affinities: sp.csr_matrix | None = None
 
     def __init__(self, n_points: int, *, path: str, chunk_size: int | None, dtype: torch.dtype) -> None:
         self.n_points = int(n_points)
@@ -898,6 +902,40 @@ def initial_embedding(
     return Z * (scale / sd) if sd > 0 else Z
 
 
+def embedding_objective(
+    X: Any = None,
+    method: str = "tsne",
+    *,
+    affinities: Any = None,
+    perplexity: float = 15.0,
+    n_neighbors: int | None = None,
+    lam: float = 100.0,
+    repulsion: str = "ones",
+    weight_norm: str = "rows",
+    path: str = "auto",
+    dtype: torch.dtype = torch.float64,
+) -> EmbeddingObjective:
+    """The t-SNE or elastic-embedding objective E of the points ``X`` (entropic affinities with
+    ``perplexity`` on ``n_neighbors`` neighbours) or of given row-stochastic ``affinities``; the
+    parameters are :func:`free_embedding`'s. Its ``affinities`` attribute holds the row-stochastic P."""
+    if method not in METHOD_NAMES:
+        raise TreevizError(f"The embedding method must be 'tsne' or 'ee'; got {method!r}.")
+    if (X is None) == (affinities is None):
+        raise ValueError("Give exactly one of X (points) and affinities.")
+    if affinities is None:
+        P, _ = entropic_affinities(X, perplexity, n_neighbors)
+    else:
+        P = sp.csr_matrix(affinities, dtype=np.float64)
+    if method == "tsne":
+        objective: EmbeddingObjective = TSNE(P, path=path, dtype=dtype)
+    else:
+        objective = ElasticEmbedding(
+            P, lam=lam, repulsion=repulsion, X=X, weight_norm=weight_norm, path=path, dtype=dtype
+        )
+    objective.affinities = P
+    return objective
+
+
 def free_embedding(
     X: Any = None,
     method: str = "tsne",
@@ -967,21 +1005,10 @@ def free_embedding(
     FreeEmbedding
         Z (ndarray), the objective, the optimiser with its cached factorisation, and the runs.
     """
-    if method not in METHOD_NAMES:
-        raise TreevizError(f"The embedding method must be 'tsne' or 'ee'; got {method!r}.")
-    if (X is None) == (affinities is None):
-        raise ValueError("Give exactly one of X (points) and affinities.")
-    if affinities is None:
-        P, _ = entropic_affinities(X, perplexity, n_neighbors)
-    else:
-        P = sp.csr_matrix(affinities, dtype=np.float64)
+    objective = embedding_objective(X, method, affinities=affinities, perplexity=perplexity, n_neighbors=n_neighbors,
+                                    lam=lam, repulsion=repulsion, weight_norm=weight_norm, path=path, dtype=dtype)
+    P = objective.affinities
     n = P.shape[0]
-    if method == "tsne":
-        objective: EmbeddingObjective = TSNE(P, path=path, dtype=dtype)
-    else:
-        objective = ElasticEmbedding(
-            P, lam=lam, repulsion=repulsion, X=X, weight_norm=weight_norm, path=path, dtype=dtype
-        )
     optimizer = SpectralDirection.for_objective(objective, method=solver, ridge=ridge, sparsify=sparsify)
     dev = device if isinstance(device, torch.device) else torch.device(resolve_device(device))
     Z0 = initial_embedding(n, n_components, init=init, X=X, scale=init_scale, random_state=random_state)

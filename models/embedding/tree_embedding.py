@@ -40,23 +40,21 @@ regression tree, its depth pre-pruned on a 30 % validation split as in the thesi
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-import math
-import numbers
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import torch
+from sklearn.base import TransformerMixin
 from sklearn.model_selection import train_test_split
 from sklearn.tree import DecisionTreeRegressor
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from models.base import Callback, TreeEstimator, resolve_device
-from models.embedding.objectives import EmbeddingObjective, FreeEmbedding, free_embedding
-from models.tao.estimators import TAORegressor
+from models.embedding.objectives import EmbeddingObjective, FreeEmbedding, embedding_objective, free_embedding
+from models.graphs import usable_perplexity
+from models.tao.estimators import FittedTAOTree, TAORegressor, tao_tree_to_tree, tree_arrays, tree_from_arrays
 from treeviz.errors import TreevizError
 from treeviz.tree import Tree
 
@@ -153,29 +151,11 @@ def direct_fit(
 # --------------------------------------------------------------------------------------------------
 # the estimator
 
-
-def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low or (
-            high is not None and value > high):
-        upper = "" if high is None else f" and at most {high}"
-        raise TreevizError(f"{name} must be an integer of at least {low}{upper}; got {value!r}.")
-    return int(value)
+#: The embedding's dimension: the thesis's maps, and everything the app draws, are 2-D.
+N_COMPONENTS = 2
 
 
-def _check_float(name: str, value: Any, *, low: float, strict: bool = False, allow_none: bool = False) -> float | None:
-    if value is None and allow_none:
-        return None
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(float(value))
-    if ok:
-        ok = float(value) > low if strict else float(value) >= low
-    if not ok:
-        rel = ">" if strict else "≥"
-        extra = " or None" if allow_none else ""
-        raise TreevizError(f"{name} must be a finite number {rel} {low:g}{extra}; got {value!r}.")
-    return float(value)
-
-
-class TreeEmbedding(TreeEstimator):
+class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
     """t-SNE or the elastic embedding with a sparse oblique TAO tree as the mapping.
 
     Parameters
@@ -183,13 +163,12 @@ class TreeEmbedding(TreeEstimator):
     method : {"tsne", "ee"}, default "tsne"
         The embedding objective: t-SNE's KL divergence or the elastic embedding.
     perplexity : float, default 15
-        Perplexity of the entropic affinities.
+        Perplexity of the entropic affinities; on a data set too small for it (with the default
+        neighbour count) it is lowered to (N − 1)/3, and ``perplexity_`` holds the value used.
     n_neighbors : int, optional
         Neighbours the affinities are spread over; default ``min(N − 1, round(3·perplexity))``.
     lam_ee : float, default 100
         The elastic embedding's repulsion weight (ignored by t-SNE).
-    n_components : int, default 2
-        Embedding dimension.
     depth : int, default 3
         Depth of the random complete initial tree (pruning may shrink it).
     l1_penalty : float, default 0.1
@@ -226,37 +205,39 @@ class TreeEmbedding(TreeEstimator):
 
     Attributes
     ----------
-    free_embedding_ : ndarray (N, L)
-        Z0, the free embedding.
-    embedding_ : ndarray (N, L)
+    free_embedding_ : ndarray (N, 2)
+        Z0, the free embedding of the training points.
+    direct_embedding_ : ndarray (N, 2)
+        F0(X), the direct fit's outputs on the training points (the start of the path).
+    embedding_ : ndarray (N, 2)
         The tree's outputs F(X) on the training points: the tree embedding.
-    Z_ : ndarray (N, L)
+    Z_ : ndarray (N, 2)
         The free coordinates at the end of the alternation.
-    multipliers_ : ndarray (N, L)
+    multipliers_ : ndarray (N, 2)
         β at the end (zeros for the quadratic penalty).
-    tree_ : TAORegressor
-        The fitted tree F.
-    direct_tree_ : TAORegressor
-        The direct fit F0 (the start of the path).
-    free_objective_, direct_fit_objective_, tree_objective_ : float
-        E(Z0), E(F0(X)), E(F(X)).
+    tao_tree_ : TAOTree
+        The fitted tree F (``transform``, ``apply`` and ``to_tree`` read it).
+    direct_tao_tree_ : TAOTree
+        The direct fit F0 (``direct_transform`` reads it).
+    free_objective_, direct_fit_objective_, objective_ : float
+        E(Z0), E(F0(X)) and E(F(X)), the embedding objective of the free embedding, of the direct
+        fit and of the tree embedding on the training points.
+    objective_function_ : EmbeddingObjective
+        The embedding objective E of the training points, to evaluate other embeddings of them
+        (after fitting; a loaded model rebuilds it with :meth:`embedding_objective`).
     mu0_ : float
         The first μ used.
-    objective_ : EmbeddingObjective
-        The embedding objective E (evaluate other embeddings of the training points with it).
     history_ : list of dict
         Step 0 is the direct fit; then one record per μ step (see :meth:`fit`).
     """
 
-    def __init__(self, *, method="tsne", perplexity=15.0, n_neighbors=None, lam_ee=100.0, n_components=2,
-                 depth=3, l1_penalty=0.1, leaf="linear", mu0=None, mu0_ratio=0.3, mu_factor=1.4, n_mu=20,
-                 z_iter=100, z_tol=1e-4, free_iter=2000, tao_iter=15, augmented_lagrangian=True,
-                 device="auto", random_state=0):
+    def __init__(self, *, method="tsne", perplexity=15.0, n_neighbors=None, lam_ee=100.0, depth=3, l1_penalty=0.1,
+                 leaf="linear", mu0=None, mu0_ratio=0.3, mu_factor=1.4, n_mu=20, z_iter=100, z_tol=1e-4,
+                 free_iter=2000, tao_iter=15, augmented_lagrangian=True, device="auto", random_state=0):
         self.method = method
         self.perplexity = perplexity
         self.n_neighbors = n_neighbors
         self.lam_ee = lam_ee
-        self.n_components = n_components
         self.depth = depth
         self.l1_penalty = l1_penalty
         self.leaf = leaf
@@ -273,38 +254,27 @@ class TreeEmbedding(TreeEstimator):
         self.random_state = random_state
 
     # ------------------------------------------------------------------ parameters
-    def _check_params(self) -> dict[str, Any]:
-        if self.method not in METHODS:
-            raise TreevizError(f"The embedding method must be 'tsne' or 'ee'; got {self.method!r}.")
-        if self.leaf not in LEAVES:
-            raise TreevizError(f"The tree's leaves must be 'linear' or 'constant'; got {self.leaf!r}.")
-        if not isinstance(self.augmented_lagrangian, (bool, np.bool_)):
-            raise TreevizError(f"augmented_lagrangian must be True or False; got {self.augmented_lagrangian!r}.")
-        if self.random_state is not None and (isinstance(self.random_state, bool) or not isinstance(
-                self.random_state, numbers.Integral)):
-            raise TreevizError(f"random_state must be None or an integer; got {self.random_state!r}.")
-        mu_factor = _check_float("The μ growth factor", self.mu_factor, low=1.0)
-        return {
-            "perplexity": _check_float("The perplexity", self.perplexity, low=0.0, strict=True),
-            "n_neighbors": None if self.n_neighbors is None else _check_int("n_neighbors", self.n_neighbors, 1),
-            "lam_ee": _check_float("The elastic embedding's repulsion weight", self.lam_ee, low=0.0),
-            "n_components": _check_int("n_components", self.n_components, 1),
-            "depth": _check_int("The tree depth", self.depth, 0, 16),
-            "l1_penalty": _check_float("The ℓ1 penalty", self.l1_penalty, low=0.0),
-            "mu0": _check_float("μ0", self.mu0, low=0.0, strict=True, allow_none=True),
-            "mu0_ratio": _check_float("The μ0 ratio", self.mu0_ratio, low=0.0, strict=True),
-            "mu_factor": mu_factor,
-            "n_mu": _check_int("The number of μ steps", self.n_mu, 0),
-            "z_iter": _check_int("The Z-step's iterations", self.z_iter, 0),
-            "z_tol": _check_float("The Z-step's tolerance", self.z_tol, low=0.0),
-            "free_iter": _check_int("The free embedding's iterations", self.free_iter, 1),
-            "tao_iter": _check_int("The TAO iterations", self.tao_iter, 1, 1000),
-            "device": resolve_device(self.device),
-        }
+    def _check_params(self, n: int) -> dict[str, Any]:
+        """The parameters checked against the family's schema and against ``n`` training points."""
+        p = self._validate_params()
+        p["perplexity"] = usable_perplexity(p["perplexity"], n, p["n_neighbors"])
+        p["device"] = resolve_device(p["device"])
+        return p
+
+    def embedding_objective(self, X: Any) -> EmbeddingObjective:
+        """The embedding objective E of the points ``X`` with this model's settings (method,
+        perplexity, neighbours, λ of the elastic embedding). On the training points it is the E the
+        model was fitted for (e.g. to score other embeddings of them after loading the model)."""
+        X = np.asarray(X, dtype=np.float64)
+        perplexity = usable_perplexity(self.perplexity, X.shape[0], self.n_neighbors)
+        return embedding_objective(X, self.method, perplexity=perplexity, n_neighbors=self.n_neighbors,
+                                   lam=float(self.lam_ee))
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X: Any, y: Any = None, *, callbacks: Iterable[Callback] | None = None) -> TreeEmbedding:
-        """Free embedding, direct fit, then the μ path; returns ``self``.
+    def fit(self, X: Any, y: Any = None, *, callbacks: Iterable[Callback] | None = None,
+            feature_names: Sequence[str] | None = None) -> TreeEmbedding:
+        """Free embedding, direct fit, then the μ path; returns ``self``. ``y`` is ignored (an
+        embedding is unsupervised).
 
         ``history_`` records (plain numbers): ``step`` (0 = the direct fit), ``mu``, ``E_tree``
         = E(F(X)), ``E_Z`` = E(Z), ``dist2`` = ||Z − F(X)||², ``objective_start``,
@@ -313,21 +283,19 @@ class TreeEmbedding(TreeEstimator):
         ``n_leaves``, ``n_decision_nodes``, ``n_nonzero`` (split weights), ``n_nonzero_leaf``
         (linear-leaf weights) and ``seconds``. Callbacks get each record as it is appended.
         """
-        p = self._check_params()
         X = validate_data(self, X, dtype=np.float64)
-        n = X.shape[0]
-        if n < 3:
-            raise TreevizError(f"A tree embedding needs at least 3 points; got {n}.")
-        self._set_feature_names(None, X.shape[1])
+        p = self._check_params(X.shape[0])
+        self._set_feature_names(feature_names, X.shape[1])
         device = torch.device(p["device"])
         start = time.perf_counter()
         free: FreeEmbedding = free_embedding(
             X, self.method, perplexity=p["perplexity"], n_neighbors=p["n_neighbors"],
-            n_components=p["n_components"], lam=p["lam_ee"], max_iter=p["free_iter"], tol=p["z_tol"],
+            n_components=N_COMPONENTS, lam=p["lam_ee"], max_iter=p["free_iter"], tol=p["z_tol"],
             random_state=self.random_state, device=device,
         )
         objective: EmbeddingObjective = free.objective
-        self.objective_ = objective
+        self.objective_function_ = objective
+        self.perplexity_ = p["perplexity"]
         Z0 = free.Z
         self.free_embedding_ = Z0.copy()
         self.free_objective_ = float(free.value)
@@ -335,8 +303,9 @@ class TreeEmbedding(TreeEstimator):
         tree = _tao_mapping(depth=p["depth"], l1_penalty=p["l1_penalty"], leaf=self.leaf, tao_iter=p["tao_iter"],
                             device=p["device"], random_state=self.random_state, warm_start=True)
         tree.fit(X, Z0, feature_names=self.feature_names_)
-        self.direct_tree_ = copy.deepcopy(tree)
+        self.direct_tao_tree_ = tree.tao_tree_.copy()
         FX = tree.predict(X)
+        self.direct_embedding_ = FX.copy()
         self.direct_fit_objective_ = float(objective.embedding_value(FX))
         dist2 = float(((Z0 - FX) ** 2).sum())
         if p["mu0"] is not None:
@@ -392,11 +361,12 @@ class TreeEmbedding(TreeEstimator):
                     break
         finally:
             self._end_training()
-        self.tree_ = tree
+        self.tao_tree_ = tree.tao_tree_.copy()
+        self.node_origin_ = np.asarray(tree.node_origin_, dtype=np.int64)
         self.Z_ = Z.detach().cpu().numpy()
         self.multipliers_ = beta.detach().cpu().numpy()
         self.embedding_ = FX
-        self.tree_objective_ = float(objective.embedding_value(FX))
+        self.objective_ = float(objective.embedding_value(FX))
         self.n_iter_ = len(self.history_) - 1
         return self
 
@@ -408,21 +378,50 @@ class TreeEmbedding(TreeEstimator):
         return {"n_leaves": int(leaves.size), "n_decision_nodes": int(t.decision_nodes().size),
                 "n_nonzero": t.n_nonzero(), "n_nonzero_leaf": nz_leaf}
 
-    def fit_transform(self, X: Any, y: Any = None, *, callbacks: Iterable[Callback] | None = None) -> np.ndarray:
+    def fit_transform(self, X: Any, y: Any = None, *, callbacks: Iterable[Callback] | None = None,
+                      feature_names: Sequence[str] | None = None) -> np.ndarray:
         """Fit and return ``embedding_`` (the tree's outputs on X)."""
-        return self.fit(X, y, callbacks=callbacks).embedding_
+        return self.fit(X, y, callbacks=callbacks, feature_names=feature_names).embedding_
 
     # ------------------------------------------------------------------ using the fitted tree
     def transform(self, X: Any) -> np.ndarray:
-        """Embed points (new or not) through the tree: F(X), shape (n, n_components)."""
-        check_is_fitted(self, "tree_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return np.asarray(self.tree_.predict(X)).reshape(X.shape[0], -1)
+        """Embed points (new or not) through the tree: F(X), shape (n, 2)."""
+        return self._scores(X)
+
+    def direct_transform(self, X: Any) -> np.ndarray:
+        """Embed points through the direct fit F0 (the TAO tree fitted to the free embedding)."""
+        check_is_fitted(self, "direct_tao_tree_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self.direct_tao_tree_.leaf_scores(X, self.direct_tao_tree_.apply(X))
 
     def to_tree(self) -> Tree:
         """The shared :class:`Tree` of the fitted tree (outputs: the embedding's coordinates)."""
-        check_is_fitted(self, "tree_")
-        tree = self.tree_.to_tree()
-        names = tuple(f"z{j + 1}" for j in range(len(tree.output_names)))
+        check_is_fitted(self, "tao_tree_")
         notes = ["The leaves' outputs are embedding coordinates (a linear leaf maps its points into the plane)."]
-        return dataclasses.replace(tree, output_names=names, meta={**tree.meta, "notes": notes})
+        return tao_tree_to_tree(self.tao_tree_, task="embedding", family=self.family_key,
+                                feature_names=self.feature_names_, output_names=("z1", "z2"),
+                                meta={"l1_penalty": float(self.l1_penalty), "leaf": self.leaf, "method": self.method,
+                                      "node_origin": [int(v) for v in self.node_origin_], "notes": notes})
+
+    # ------------------------------------------------------------------ model files
+    _ARRAYS = ("free_embedding_", "direct_embedding_", "embedding_", "Z_", "multipliers_")
+    _VALUES = ("free_objective_", "direct_fit_objective_", "objective_", "mu0_", "perplexity_")
+
+    def _get_model_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        check_is_fitted(self, "tao_tree_")
+        arrays = {**tree_arrays(self.tao_tree_), **tree_arrays(self.direct_tao_tree_, "direct_"),
+                  "node_origin": self.node_origin_}
+        arrays.update({name.rstrip("_"): np.asarray(getattr(self, name)) for name in self._ARRAYS})
+        learned = {name: float(getattr(self, name)) for name in self._VALUES}
+        learned["n_iter_"] = int(self.n_iter_)
+        return learned, arrays
+
+    def _set_model_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        self.tao_tree_ = tree_from_arrays(arrays)
+        self.direct_tao_tree_ = tree_from_arrays(arrays, "direct_")
+        self.node_origin_ = np.asarray(arrays["node_origin"], dtype=np.int64)
+        for name in self._ARRAYS:
+            setattr(self, name, np.array(arrays[name.rstrip("_")], dtype=np.float64))
+        for name in self._VALUES:
+            setattr(self, name, float(learned[name]))
+        self.n_iter_ = int(learned["n_iter_"])

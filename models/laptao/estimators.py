@@ -22,26 +22,26 @@ Decisions where the thesis is silent or ambiguous:
   ``penalty_mode="over_mu"`` gives the literal form.
 * The multiplier update is the thesis's ``ν ← ν − μ (z − t)`` (``multiplier_step=1``); the
   textbook step for a μ‖·‖² penalty is twice that (``multiplier_step=2``).
-* LapTAO has no sample weights; ``fit`` refuses them.
+* LapTAO has no sample weights (the thesis's objective has none); ``fit`` does not take them.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.metrics import r2_score
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from models.base import Callback, TreeEstimator, seed_everything
+from models.graphs import usable_perplexity
 from models.laptao.graph import laptao_graph
-from models.laptao.label_step import make_solver, partial_labels
+from models.laptao.label_step import keep_fraction, make_solver, partial_labels
 from models.laptao.loop import Problem, Settings, alternate, solve_leaves
-from models.laptao.params import KEY, PARAMS
-from models.registry import families
 from models.tao.estimators import (
     FittedTAOTree,
     TAORegressor,
@@ -83,66 +83,39 @@ class TAOTreeStep:
         return self.tree.l1_norm()
 
 
-def _registered_family(cls: type):
-    ref = f"{cls.__module__}:{cls.__name__}"
-    for family in families().values():
-        if ref in family.estimators.values():
-            return family
-    return None
-
-
 class _LapTAOBase(FittedTAOTree, TreeEstimator):
     _task = ""
 
-    # ------------------------------------------------------------------ family and parameters
-    @property
-    def family_key(self) -> str:
-        family = _registered_family(type(self))
-        return KEY if family is None else family.key
-
-    def _validate_params(self) -> dict[str, Any]:
-        """The parameters checked against the family's schema, or against :data:`models.laptao.params.PARAMS`
-        while the family is not registered."""
-        if _registered_family(type(self)) is not None:
-            return super()._validate_params()
-        known = {p.name: p for p in PARAMS if p.applies_to(self._task)}
-        values = self.get_params(deep=False)
-        unknown = sorted(set(values) - set(known))
-        if unknown:
-            raise TreevizError(f"LapTAO has no parameter(s) {', '.join(unknown)}.")
-        return {name: known[name].validate(v, strict=True) for name, v in values.items()}
-
-    def _check_common(self, X: Any, sample_weight: Any) -> np.ndarray:
-        params = self._validate_params()
-        if sample_weight is not None:
-            raise TreevizError("LapTAO does not take sample weights; leave sample_weight out.")
-        k = params["n_neighbors"]
-        if k is not None and k <= params["perplexity"]:
-            raise TreevizError(f"The graph's neighbour count k ({k}) must exceed its perplexity "
-                               f"({params['perplexity']:g}).")
+    # ------------------------------------------------------------------ parameters
+    def _check_common(self, X: Any, y: Any) -> np.ndarray:
+        self._validate_params()
+        if y is None:
+            raise TreevizError("LapTAO requires y to be passed, but the target y is None; give −1 (classes) or NaN "
+                               "(targets) for the unlabelled points.")
         return validate_data(self, X, dtype=np.float64)
 
     # ------------------------------------------------------------------ fitting
     def _fit_laptao(self, X: np.ndarray, Y: np.ndarray, labelled: np.ndarray, depth: int,
                     callbacks: Iterable[Callback] | None, eval_set: tuple | None,
-                    feature_names: Sequence[str] | None) -> None:
+                    feature_names: Sequence[str] | None, groups: np.ndarray | None) -> None:
+        """The whole fit. ``groups`` (each point's class, or None for regression) stratifies the
+        draw of the labels kept when ``labelled_fraction`` < 1."""
         self._set_feature_names(feature_names, X.shape[1])
-        n = X.shape[0]
-        if n < 3:
-            raise TreevizError(f"LapTAO needs at least 3 points to build its neighbourhood graph; got {n}.")
         setup = time.perf_counter()
-        perplexity = float(self.perplexity)
-        if self.n_neighbors is None and perplexity >= n - 1:
-            raise TreevizError(f"The perplexity ({perplexity:g}) must be below the number of points minus one "
-                               f"({n - 1}); lower it for this small data set.")
+        perplexity = usable_perplexity(self.perplexity, X.shape[0], self.n_neighbors)
+        self.perplexity_ = perplexity
+        rng = seed_everything(self.random_state)
+        tao_seed = int(rng.integers(2**31 - 1))
+        # the labels kept are drawn after the tree's seed, so labelled_fraction = 1 changes nothing
+        labelled = keep_fraction(labelled, float(self.labelled_fraction), groups, rng)
+        Y = np.where(labelled[:, None], Y, 0.0)
+        self.labelled_ = labelled
         _, lap = laptao_graph(X, perplexity, self.n_neighbors)
         problem = Problem(Y=Y, labelled=labelled, laplacian=lap, gamma=float(self.gamma),
                           solver=make_solver(lap, labelled, float(self.gamma), method=self.solver))
-        rng = seed_everything(self.random_state)
         self.depth_ = depth
         regressor = TAORegressor(depth=depth, l1_penalty=float(self.l1_penalty), leaf=self.leaf, init=self.init,
-                                 max_iter=int(self.tao_iter), device=self.device,
-                                 random_state=int(rng.integers(2**31 - 1)))
+                                 max_iter=int(self.tao_iter), device=self.device, random_state=tao_seed)
         step = TAOTreeStep(X, regressor)
         settings = Settings(l1_penalty=float(self.l1_penalty), mu0=float(self.mu0), mu_factor=float(self.mu_factor),
                             n_mu=int(self.n_mu), n_inner=int(self.n_inner), tol=float(self.tol),
@@ -204,13 +177,17 @@ class _LapTAOBase(FittedTAOTree, TreeEstimator):
         check_is_fitted(self, "tao_tree_")
         arrays = tree_arrays(self.tao_tree_)
         arrays["node_origin"] = self.node_origin_
-        return {"n_iter_": int(self.n_iter_), "depth_": int(self.depth_), "objective_": float(self.objective_)}, arrays
+        arrays["labelled"] = self.labelled_.astype(np.uint8)
+        return {"n_iter_": int(self.n_iter_), "depth_": int(self.depth_), "objective_": float(self.objective_),
+                "perplexity_": float(self.perplexity_)}, arrays
 
     def _set_model_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         self.tao_tree_ = tree_from_arrays(arrays)
         self.node_origin_ = np.asarray(arrays.get("node_origin", np.arange(self.tao_tree_.n_slots)), dtype=np.int64)
+        self.labelled_ = np.asarray(arrays["labelled"]).astype(bool)
         self.n_iter_ = int(learned.get("n_iter_", 0))
         self.depth_ = int(learned.get("depth_", 0))
+        self.perplexity_ = float(learned["perplexity_"])
         self.objective_ = float(learned.get("objective_", float("nan")))
 
     # ------------------------------------------------------------------ per task
@@ -238,11 +215,16 @@ class LapTAOClassifier(ClassifierMixin, _LapTAOBase):
 
     Parameters
     ----------
+    labelled_fraction : float, default 1.0
+        The fraction of the given labels used in training; the rest are hidden (treated as −1),
+        drawn at random with ``random_state``, stratified by class with at least one label per
+        class. ``labelled_`` records which points kept their labels.
     gamma : float, default 0.1
         γ, the weight of ``Σ_c t_cᵀ Lap t_c`` (the Laplacian's matrix form, half the pairwise sum)
         on a graph whose degrees are about 1.
     perplexity : float, default 15
-        Perplexity K of the graph's entropic affinities.
+        Perplexity K of the graph's entropic affinities; on a data set too small for it (with the
+        default k) it is lowered to (N − 1)/3, and ``perplexity_`` holds the value used.
     n_neighbors : int or None, default None
         k, the neighbours per point (None: 3K, at most N − 1); must exceed K.
     depth : int or None, default None
@@ -275,30 +257,39 @@ class LapTAOClassifier(ClassifierMixin, _LapTAOBase):
     """
 
     _task = "classification"
+    _expected_failed_checks: ClassVar[dict[str, str]] = {
+        "check_classifiers_classes":
+            "−1 marks an unlabelled point (scikit-learn's semi-supervised convention), so the labels {−1, 1} "
+            "the check uses leave a single class",
+    }
 
-    def __init__(self, *, gamma=0.1, perplexity=15.0, n_neighbors=None, depth=None, l1_penalty=0.01,
-                 leaf="constant", mu0=1e-3, mu_factor=1.5, n_mu=20, n_inner=1, tol=1e-4, tao_iter=15,
+    def __init__(self, *, labelled_fraction=1.0, gamma=0.1, perplexity=15.0, n_neighbors=None, depth=None,
+                 l1_penalty=0.01, leaf="constant", mu0=1e-3, mu_factor=1.5, n_mu=20, n_inner=1, tol=1e-4, tao_iter=15,
                  multiplier_step=1, penalty_mode="fixed", leaf_solve=True, init="auto", solver="auto",
                  device="auto", random_state=0):
-        _init_params(self, gamma=gamma, perplexity=perplexity, n_neighbors=n_neighbors, depth=depth,
+        _init_params(self, labelled_fraction=labelled_fraction, gamma=gamma, perplexity=perplexity,
+                     n_neighbors=n_neighbors, depth=depth,
                      l1_penalty=l1_penalty, leaf=leaf, mu0=mu0, mu_factor=mu_factor, n_mu=n_mu, n_inner=n_inner,
                      tol=tol, tao_iter=tao_iter, multiplier_step=multiplier_step, penalty_mode=penalty_mode,
                      leaf_solve=leaf_solve, init=init, solver=solver, device=device, random_state=random_state)
 
-    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
+    def fit(self, X: Any, y: Any, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> LapTAOClassifier:
-        """Fit on all points; ``y`` holds −1 for the unlabelled ones."""
-        X = self._check_common(X, sample_weight)
+        """Fit on all points; ``y`` holds −1 for the unlabelled ones. There are no sample weights."""
+        X = self._check_common(X, y)
         y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = column_or_1d(y, warn=True)
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise TreevizError(f"Give one label per point (−1 for unlabelled): {X.shape[0]} points, "
                                f"labels of shape {y.shape}.")
+        check_classification_targets(y[y != -1])
         Y, labelled, classes = partial_labels(y)
         if classes.size < 2:
             raise TreevizError("LapTAO needs labelled points of at least two classes; only one class is labelled.")
         self.classes_ = classes
         depth = auto_depth(classes.size) if self.depth is None else int(self.depth)
-        self._fit_laptao(X, Y, labelled, depth, callbacks, eval_set, feature_names)
+        self._fit_laptao(X, Y, labelled, depth, callbacks, eval_set, feature_names, np.argmax(Y, axis=1))
         return self
 
     def _score_outputs(self, t: np.ndarray, Y: np.ndarray) -> float:
@@ -318,8 +309,11 @@ class LapTAOClassifier(ClassifierMixin, _LapTAOBase):
                 "its highest score."]
 
     def decision_function(self, X: Any) -> np.ndarray:
-        """The class scores of each sample's leaf (rows sum to 1; entries may be slightly negative)."""
-        return self._scores(X)
+        """The class scores of each sample's leaf (rows sum to 1; entries may be slightly negative);
+        for two classes, as scikit-learn expects, the second class's score minus the first's (> 0
+        predicts the second class)."""
+        scores = self._scores(X)
+        return scores[:, 1] - scores[:, 0] if scores.shape[1] == 2 else scores
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """The leaf's class scores clipped at 0 and renormalised (uniform where no score is positive)."""
@@ -329,7 +323,8 @@ class LapTAOClassifier(ClassifierMixin, _LapTAOBase):
         return np.where(total > 0, scores / np.where(total > 0, total, 1.0), uniform)
 
     def predict(self, X: Any) -> np.ndarray:
-        return self.classes_.take(np.argmax(self._scores(X), axis=1))
+        scores = self._scores(X)  # checks that the model is fitted
+        return self.classes_.take(np.argmax(scores, axis=1))
 
 
 class LapTAORegressor(RegressorMixin, _LapTAOBase):
@@ -342,11 +337,12 @@ class LapTAORegressor(RegressorMixin, _LapTAOBase):
 
     _task = "regression"
 
-    def __init__(self, *, gamma=0.1, perplexity=15.0, n_neighbors=None, depth=4, l1_penalty=0.01,
-                 leaf="constant", mu0=1e-3, mu_factor=1.5, n_mu=20, n_inner=1, tol=1e-4, tao_iter=15,
+    def __init__(self, *, labelled_fraction=1.0, gamma=0.1, perplexity=15.0, n_neighbors=None, depth=4,
+                 l1_penalty=0.01, leaf="constant", mu0=1e-3, mu_factor=1.5, n_mu=20, n_inner=1, tol=1e-4, tao_iter=15,
                  multiplier_step=1, penalty_mode="fixed", leaf_solve=True, init="auto", solver="auto",
                  device="auto", random_state=0):
-        _init_params(self, gamma=gamma, perplexity=perplexity, n_neighbors=n_neighbors, depth=depth,
+        _init_params(self, labelled_fraction=labelled_fraction, gamma=gamma, perplexity=perplexity,
+                     n_neighbors=n_neighbors, depth=depth,
                      l1_penalty=l1_penalty, leaf=leaf, mu0=mu0, mu_factor=mu_factor, n_mu=n_mu, n_inner=n_inner,
                      tol=tol, tao_iter=tao_iter, multiplier_step=multiplier_step, penalty_mode=penalty_mode,
                      leaf_solve=leaf_solve, init=init, solver=solver, device=device, random_state=random_state)
@@ -356,10 +352,10 @@ class LapTAORegressor(RegressorMixin, _LapTAOBase):
         tags.target_tags.multi_output = True
         return tags
 
-    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
+    def fit(self, X: Any, y: Any, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> LapTAORegressor:
-        """Fit on all points; ``y`` is NaN for the unlabelled ones."""
-        X = self._check_common(X, sample_weight)
+        """Fit on all points; ``y`` is NaN for the unlabelled ones. There are no sample weights."""
+        X = self._check_common(X, y)
         try:
             y = np.asarray(y, dtype=np.float64)
         except (TypeError, ValueError):
@@ -379,7 +375,7 @@ class LapTAORegressor(RegressorMixin, _LapTAOBase):
         if not labelled.any():
             raise TreevizError("Every target is missing (NaN); label at least one point.")
         Y = np.where(labelled[:, None], Y, 0.0)
-        self._fit_laptao(X, Y, labelled, int(self.depth), callbacks, eval_set, feature_names)
+        self._fit_laptao(X, Y, labelled, int(self.depth), callbacks, eval_set, feature_names, None)
         return self
 
     def _score_outputs(self, t: np.ndarray, Y: np.ndarray) -> float:

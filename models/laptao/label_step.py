@@ -77,6 +77,29 @@ def partial_labels(y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return Y, labelled, classes
 
 
+def keep_fraction(labelled: np.ndarray, fraction: float, groups: np.ndarray | None,
+                  rng: np.random.Generator) -> np.ndarray:
+    """The labelled mask with only ``fraction`` of its points left labelled, drawn at random.
+
+    With ``groups`` (each point's class), the draw is stratified: every class keeps
+    ``max(1, round(fraction · n_c))`` of its n_c labelled points, so no class loses all its labels.
+    Without, ``max(1, round(fraction · n))`` of the n labelled points are kept. ``fraction = 1``
+    returns the mask unchanged and draws nothing.
+    """
+    labelled = np.asarray(labelled, dtype=bool)
+    if not 0.0 < fraction <= 1.0:
+        raise TreevizError(f"The labelled fraction must be in (0, 1]; got {fraction!r}.")
+    if fraction == 1.0:
+        return labelled.copy()
+    out = np.zeros_like(labelled)
+    pools = [np.flatnonzero(labelled)] if groups is None else [
+        np.flatnonzero(labelled & (groups == g)) for g in np.unique(groups[labelled])]
+    for pool in pools:
+        count = max(1, round(fraction * pool.size))
+        out[rng.choice(pool, size=count, replace=False)] = True
+    return out
+
+
 def label_matrix(laplacian, labelled, gamma: float) -> sparse.csr_matrix:
     """``J + γ Lap``, the part of the label-step matrix that does not change with μ."""
     lap = _check_laplacian(laplacian)

@@ -1,5 +1,5 @@
-"""LapTAO's hyperparameters as one schema (no heavy imports), shared by the estimators' checks at
-``fit`` and, once the family is registered, by its declaration.
+"""LapTAO's hyperparameters as one schema (no heavy imports): the family's declaration
+(:mod:`models.laptao.family`), which the estimators' checks at ``fit`` read.
 
 Defaults follow the thesis where it gives a value: γ = 0.1, μ₀ = 10⁻³ multiplied by 1.5 twenty
 times, one alternation per μ, 15 TAO iterations per tree step, sparse oblique trees with constant
@@ -9,11 +9,14 @@ held fixed (not divided by μ, which at μ₀ = 10⁻³ would prune the tree to 
 
 from models.schema import Param, device_param, seed_param
 
-KEY = "laptao"  # the family key the estimators report until the family is registered
-
 PENALTY_MODES = ("fixed", "over_mu")
 
 PARAMS = (
+    Param("labelled_fraction", "float", 1.0,
+          "Fraction of the given labels that training uses; the others are treated as unlabelled (drawn at "
+          "random, stratified by class, with at least one label per class). For studying learning from few "
+          "labels on a fully labelled data set. Labels given as −1 (classes) or NaN (targets) are always "
+          "unlabelled.", low=1e-6, high=1.0, label="labelled fraction"),
     Param("gamma", "float", 0.1,
           "γ: weight of the graph term γ Σ_c t_cᵀ Lap t_c that smooths the outputs over the neighbourhood graph.",
           low=1e-12, high=1e6, log=True, label="graph weight γ"),

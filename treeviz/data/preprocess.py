@@ -120,6 +120,15 @@ class PreparedData:
             return None
         return self.dataset.y_labels[idx]
 
+    def classes(self, part: str) -> np.ndarray | None:
+        """Class names of ``part``'s rows: the labels of a classification data set, the reference
+        classes of a clustering data set that has them (blobs), else None. What an embedding or
+        a clustering is evaluated against."""
+        if self.dataset.class_names is None or self.dataset.y is None:
+            return None
+        idx = {"train": self.train_idx, "val": self.val_idx, "test": self.test_idx}[part]
+        return self.dataset.y_labels[idx]
+
     def X(self, part: str) -> np.ndarray:
         return {"train": self.X_train, "val": self.X_val, "test": self.X_test}[part]
 

@@ -32,12 +32,14 @@ def fitted(X):
 def test_learning_curve_starts_at_the_direct_fit(X, fitted):
     first = fitted.history_[0]
     assert first["step"] == 0 and first["E_tree"] == fitted.direct_fit_objective_
-    direct = fitted.direct_tree_.predict(X)
-    assert fitted.direct_fit_objective_ == pytest.approx(float(fitted.objective_.embedding_value(direct)))
+    direct = fitted.direct_transform(X)
+    np.testing.assert_array_equal(direct, fitted.direct_embedding_)
+    assert fitted.direct_fit_objective_ == pytest.approx(float(fitted.objective_function_.embedding_value(direct)))
     # the same direct fit as the baseline function gives
     again = direct_fit(X, fitted.free_embedding_, kind="tao", depth=2, l1_penalty=0.1, tao_iter=5, device="cpu")
     np.testing.assert_allclose(again.predict(X), direct, atol=1e-8)
-    assert fitted.free_objective_ == pytest.approx(float(fitted.objective_.embedding_value(fitted.free_embedding_)))
+    assert fitted.free_objective_ == pytest.approx(
+        float(fitted.objective_function_.embedding_value(fitted.free_embedding_)))
     assert len(fitted.history_) == SMALL["n_mu"] + 1
 
 
@@ -59,7 +61,10 @@ def test_mu_grows_geometrically_from_the_relative_rule(fitted):
 def test_transform_of_the_training_points_is_the_embedding(X, fitted):
     np.testing.assert_array_equal(fitted.transform(X), fitted.embedding_)
     assert fitted.embedding_.shape == (X.shape[0], 2)
-    assert fitted.tree_objective_ == pytest.approx(float(fitted.objective_.embedding_value(fitted.embedding_)))
+    assert fitted.objective_ == pytest.approx(float(fitted.objective_function_.embedding_value(fitted.embedding_)))
+    # the objective rebuilt from the model's settings (what a loaded model uses) is the same E
+    rebuilt = fitted.embedding_objective(X)
+    assert float(rebuilt.embedding_value(fitted.embedding_)) == pytest.approx(fitted.objective_, rel=1e-12)
     np.testing.assert_array_equal(fitted.fit_transform(X), fitted.embedding_)
 
 
@@ -85,7 +90,7 @@ def test_same_random_state_gives_the_same_embedding(X, fitted):
 def test_large_mu_makes_Z_equal_to_the_tree_outputs(X, augmented):
     # One μ step (β = 0 at its start): the Z-step's pull towards F(X) dominates E at μ = 1e4.
     model = TreeEmbedding(**{**SMALL, "mu0": 1e4, "n_mu": 1, "augmented_lagrangian": augmented}).fit(X)
-    FX = model.direct_tree_.predict(X)
+    FX = model.direct_embedding_
     gap = np.linalg.norm(model.Z_ - FX) / np.linalg.norm(FX)
     assert gap < 1e-3
     # the F-step refits the tree to that Z, so the final tree outputs stay close too
@@ -113,7 +118,7 @@ def test_callbacks_see_every_mu_step(X):
 
 def test_elastic_embedding_runs(X):
     model = TreeEmbedding(**{**SMALL, "method": "ee", "n_mu": 2}).fit(X[:60])
-    assert np.isfinite(model.tree_objective_) and model.embedding_.shape == (60, 2)
+    assert np.isfinite(model.objective_) and model.embedding_.shape == (60, 2)
 
 
 def test_cart_baseline_is_pruned_on_a_validation_split(X, fitted):
@@ -130,19 +135,29 @@ def test_direct_tao_fit_is_a_tao_tree(X):
 
 
 @pytest.mark.parametrize("params, words", [
-    ({"method": "umap"}, "embedding method"),
-    ({"leaf": "softmax"}, "leaves"),
-    ({"n_mu": -1}, "μ steps"),
-    ({"mu0": 0.0}, "μ0"),
-    ({"mu_factor": 0.5}, "growth factor"),
-    ({"depth": 2.5}, "depth"),
-    ({"augmented_lagrangian": "yes"}, "augmented_lagrangian"),
+    ({"method": "umap"}, "'method' must be one of"),
+    ({"leaf": "softmax"}, "'leaf' must be one of"),
+    ({"n_mu": -1}, "'n_mu' must be at least 0"),
+    ({"mu0": 0.0}, "'mu0' must be at least"),
+    ({"mu_factor": 0.5}, "'mu_factor' must be at least 1"),
+    ({"depth": 2.5}, "'depth' must be a whole number"),
+    ({"augmented_lagrangian": "yes"}, "'augmented_lagrangian' must be true or false"),
+    ({"n_neighbors": 10}, "must exceed the perplexity"),
+    ({"n_neighbors": 40}, "at most N − 1"),
 ])
 def test_bad_parameters_raise_sentences_at_fit(X, params, words):
     model = TreeEmbedding(**params)
     assert model.get_params()[next(iter(params))] == next(iter(params.values()))
     with pytest.raises(TreevizError, match=words):
         model.fit(X[:20])
+
+
+def test_a_perplexity_too_large_for_the_data_is_lowered(X):
+    model = TreeEmbedding(**{**SMALL, "n_mu": 1, "perplexity": 30.0}).fit(X[:16])
+    assert model.perplexity_ == pytest.approx(5.0)  # (N − 1) / 3
+    assert model.embedding_objective(X[:16]).embedding_value(model.embedding_) == pytest.approx(model.objective_)
+    with pytest.raises(TreevizError, match="at least 4 points"):
+        TreeEmbedding(**SMALL).fit(X[:3])
 
 
 def test_unfitted_transform_raises(X):

@@ -63,8 +63,10 @@ def test_minus_one_marks_unlabelled_points_and_all_unlabelled_input_is_refused()
         LapTAOClassifier(**FAST).fit(Xtr, np.full(120, -1))
     with pytest.raises(TreevizError, match="two classes"):
         LapTAOClassifier(**FAST).fit(Xtr, np.where(lab & (ytr == 1), 1, -1))
-    with pytest.raises(TreevizError, match="sample weights"):
+    with pytest.raises(TypeError, match="sample_weight"):
         LapTAOClassifier(**FAST).fit(Xtr, ypart, sample_weight=np.ones(120))
+    with pytest.raises(TreevizError, match="requires y"):
+        LapTAOClassifier(**FAST).fit(Xtr, None)
     with pytest.raises(TreevizError, match="one label per point"):
         LapTAOClassifier(**FAST).fit(Xtr, ypart[:-1])
 
@@ -94,8 +96,12 @@ def test_parameters_are_checked_at_fit_with_sentences():
         LapTAOClassifier(gamma=-1.0).fit(Xtr, ypart)
     with pytest.raises(TreevizError, match="solver"):
         LapTAOClassifier(solver="qr").fit(Xtr, ypart)
-    with pytest.raises(TreevizError, match="must exceed its perplexity"):
+    with pytest.raises(TreevizError, match="must exceed the perplexity"):
         LapTAOClassifier(perplexity=15, n_neighbors=10).fit(Xtr, ypart)
+    # a perplexity too large for the data (default k) is lowered to (N − 1) / 3
+    Xs, _, ys, _, _, _ = moons(0, n=31, n_labelled=6)
+    small = LapTAOClassifier(perplexity=50, **FAST).fit(Xs, ys)
+    assert small.perplexity_ == pytest.approx(10.0)
 
 
 # --------------------------------------------------------------------------- T-L3: the alternation
@@ -168,8 +174,10 @@ def test_constant_leaf_is_the_mean_of_its_targets():
 def test_prediction_is_the_argmax_of_scores_that_sum_to_one():
     Xtr, _, ypart, _, Xte, _ = moons(7, n=150, n_labelled=6)
     model = LapTAOClassifier(depth=3, **FAST).fit(Xtr, ypart)
-    scores = model.decision_function(Xte)
+    scores = model.tao_tree_.leaf_scores(Xte, model.apply(Xte))
     np.testing.assert_allclose(scores.sum(axis=1), 1.0, atol=1e-8)  # one-hot targets: rows of z sum to 1
+    # two classes: the decision function is the second class's score minus the first's
+    np.testing.assert_allclose(model.decision_function(Xte), scores[:, 1] - scores[:, 0])
     np.testing.assert_array_equal(model.predict(Xte), model.classes_.take(scores.argmax(axis=1)))
     proba = model.predict_proba(Xte)
     assert np.all(proba >= 0)

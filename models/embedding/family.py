@@ -1,0 +1,69 @@
+"""Tree embeddings as a treeviz family: a t-SNE or elastic embedding whose mapping of new points
+is a sparse oblique TAO tree (Zharmagambetov, PhD thesis 2022, chapter 4). No heavy imports; the
+estimator loads torch when used."""
+
+from models.schema import Curves, Family, Panel, Param, device_param, seed_param
+
+TREE_EMBEDDING = Family(
+    key="tree_embedding",
+    label="Tree embedding (t-SNE / EE)",
+    description=(
+        "A 2-D t-SNE or elastic embedding whose mapping is a sparse oblique tree with linear leaves, "
+        "learnt by alternating the embedding's free coordinates with a TAO tree under a growing penalty "
+        "μ. New points are mapped through the tree. Runs on any data set; classes only colour the map."
+    ),
+    paper="Zharmagambetov, Learning Tree-Based Models with Manifold Regularization (PhD thesis, 2022), ch. 4",
+    estimators={"embedding": "models.embedding.tree_embedding:TreeEmbedding"},
+    params=(
+        Param("method", "choice", "tsne", "Embedding objective: t-SNE's KL divergence or the elastic embedding (EE).",
+              choices=("tsne", "ee")),
+        Param("perplexity", "float", 15.0, "Perplexity of the entropic affinities (effective neighbours).",
+              low=1.0, high=1000.0),
+        Param("n_neighbors", "int", None,
+              "Neighbours each point's affinities spread over (must exceed the perplexity).",
+              low=2, high=100_000, optional_label="3 × perplexity", advanced=True),
+        Param("lam_ee", "float", 100.0, "The elastic embedding's repulsion weight λ (t-SNE ignores it).",
+              low=0.0, high=1e7, label="EE repulsion λ"),
+        Param("depth", "int", 3, "Depth Δ of the random initial tree; pruning can only shrink it.", low=0, high=12),
+        Param("l1_penalty", "float", 0.1,
+              "λ of the tree's ℓ1 penalty in sum form, held fixed along the path: larger λ gives a sparser, "
+              "smaller tree that maps new points more smoothly.", low=0.0, high=1e6, log=True,
+              label="ℓ1 penalty λ (sum form)"),
+        Param("leaf", "choice", "linear", "Leaf model: linear (Lasso, the thesis) or constant.",
+              choices=("linear", "constant")),
+        Param("mu0", "float", None, "μ₀, the first penalty weight.", low=1e-300, high=1e12, log=True,
+              optional_label="0.3 · E(Z0) / ‖Z0 − F0(X)‖²", label="μ₀", advanced=True),
+        Param("mu0_ratio", "float", 0.3, "The constant c of the scale-free μ₀ rule c · E(Z0) / ‖Z0 − F0(X)‖².",
+              low=1e-12, high=1e6, log=True, advanced=True),
+        Param("mu_factor", "float", 1.4, "μ is multiplied by this after every step.", low=1.0, high=100.0),
+        Param("n_mu", "int", 20, "Number of μ steps (one Z-step and one tree step each).", low=0, high=1000,
+              label="μ steps"),
+        Param("z_iter", "int", 100, "Most spectral-direction iterations of each Z-step.", low=0, high=100_000,
+              advanced=True),
+        Param("z_tol", "float", 1e-4, "A Z-step stops when its iterates change by less than this fraction.",
+              low=0.0, high=1.0, advanced=True),
+        Param("free_iter", "int", 2000, "Most iterations of the free embedding Z0.", low=1, high=100_000),
+        Param("tao_iter", "int", 15, "TAO iterations of the direct fit and of every tree step.", low=1, high=1000),
+        Param("augmented_lagrangian", "bool", True,
+              "Multipliers β (the thesis's augmented Lagrangian); off is the quadratic-penalty method.",
+              advanced=True),
+        device_param(),
+        seed_param(),
+    ),
+    presets={
+        "quick": {"depth": 2, "n_mu": 6, "free_iter": 300, "z_iter": 40, "tao_iter": 5},
+        "thesis, breast cancer (t-SNE)": {"method": "tsne", "perplexity": 15.0, "depth": 3, "l1_penalty": 0.1,
+                                          "n_mu": 20, "mu_factor": 1.4},
+        "elastic embedding (thesis)": {"method": "ee", "lam_ee": 100.0, "depth": 4, "n_mu": 15, "mu_factor": 1.4},
+    },
+    curves=Curves(x="step", panels=(
+        Panel("Embedding objective", ("E_tree", "E_Z")),
+        Panel("‖Z − F(X)‖²", ("dist2",)),
+        Panel("Size", ("n_leaves", "n_decision_nodes", "n_nonzero")),
+    )),
+    views=("embedding",),
+    test_params={"depth": 2, "perplexity": 5.0, "n_mu": 2, "free_iter": 60, "z_iter": 10, "tao_iter": 3},
+    order=40,
+)
+
+FAMILIES = (TREE_EMBEDDING,)

@@ -1,0 +1,43 @@
+"""LapTAO as a treeviz family: semi-supervised sparse oblique trees that smooth their outputs over a
+neighbourhood graph of labelled and unlabelled points (Zharmagambetov, PhD thesis 2022, chapter 3).
+No heavy imports; the estimators load scikit-learn and torch when used."""
+
+from models.laptao.params import PARAMS
+from models.schema import Curves, Family, LambdaPath, Panel
+
+LAPTAO = Family(
+    key="laptao",
+    label="LapTAO (semi-supervised TAO tree)",
+    description=(
+        "A sparse oblique tree trained from few labels and many unlabelled points: labels are propagated "
+        "over a neighbourhood graph of all the points and the tree is fitted to them, alternating label "
+        "steps and TAO tree steps under a growing penalty μ. Set the labelled fraction to hide labels."
+    ),
+    paper="Zharmagambetov, Learning Tree-Based Models with Manifold Regularization (PhD thesis, 2022), ch. 3",
+    estimators={
+        "classification": "models.laptao.estimators:LapTAOClassifier",
+        "regression": "models.laptao.estimators:LapTAORegressor",
+    },
+    params=PARAMS,
+    presets={
+        "quick, 10 % labelled": {"labelled_fraction": 0.1, "depth": 3, "n_mu": 8, "tao_iter": 5},
+        "5 % labelled": {"labelled_fraction": 0.05},
+        "1 % labelled": {"labelled_fraction": 0.01},
+    },
+    lambda_path=LambdaPath(
+        param="l1_penalty", low=0.001, high=100.0, count=6, warm_start=False, figure="sparsity",
+        sizes=("n_decision_nodes", "n_nonzero_weights", "flops"), tree_view="structure",
+        note="The LapTAO tree at this α after TAO's pruning. Open it in the Tree explorer for its node weights.",
+    ),
+    curves=Curves(x="mu_step", panels=(
+        Panel("Objective", ("objective", "lagrangian")),
+        Panel("Score", ("train_score", "val_score")),
+        Panel("‖z − t‖ / ‖z‖", ("relative_gap",)),
+        Panel("Size", ("n_leaves", "n_decision_nodes", "n_nonzero")),
+    )),
+    views=("semi_supervised",),
+    test_params={"depth": 2, "perplexity": 5.0, "n_mu": 3, "tao_iter": 3},
+    order=25,
+)
+
+FAMILIES = (LAPTAO,)
