@@ -90,7 +90,8 @@ with user_errors("opening the run"):
                 "values; leaf colours show the data that reaches each leaf.")
 
     # ---------------------------------------------------------- view controls
-    color_options = ["auto", "class", "active"] if tree.task == "classification" else ["auto", "value", "active"]
+    color_options = {"classification": ["auto", "class", "active"],
+                     "regression": ["auto", "value", "active"]}.get(tree.task, ["auto", "active"])
     color_by = controls[1].selectbox("Colour nodes by", color_options, key="explorer.color")
     has_pruned = bool((tree.active == 0).any())
     pruned = controls[2].radio("Pruned nodes", ("dashed", "hidden"), horizontal=True, key="explorer.pruned",

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from models.registry import families_for_task
+from models.schema import ANY_DATA_TASKS
 from treeviz.plots import training_curves
 from treeviz.quantities import curve_layout
 from treeviz.training import job_fn
@@ -15,29 +16,33 @@ ds = state.current_dataset()
 st.caption(f"Dataset: **{ds.name}** ({ds.task}, {ds.n_samples} rows × {ds.n_features} features). "
            "Change it on the Data page.")
 
-families = families_for_task(ds.task)
-if not families:
+# the families for the data set's task, then those that run on any data set (embeddings)
+choices = {f.key: (f, ds.task) for f in families_for_task(ds.task)}
+for task in ANY_DATA_TASKS:
+    if task != ds.task:
+        choices.update({f.key: (f, task) for f in families_for_task(task) if f.key not in choices})
+if not choices:
     st.info(f"No model family handles {ds.task} yet; pick a classification or regression dataset.")
     st.stop()
 
-labels = {f.key: f.label for f in families}
+labels = {k: f.label if task == ds.task else f"{f.label} · {task}" for k, (f, task) in choices.items()}
 key = st.selectbox("Model family", list(labels), format_func=labels.get, key="train.family")
-family = next(f for f in families if f.key == key)
+family, task = choices[key]
 st.caption(family.description)
-presets = ["defaults", *family.presets_for(ds.task)]
+presets = ["defaults", *family.presets_for(task)]
 preset = st.selectbox("Preset", presets, key=f"train.preset.{family.key}",
                       help="A starting point for the values below; edit any of them.")
-values = family.defaults(ds.task, None if preset == "defaults" else preset)
-params = param_form(family, ds.task, values, key=f"train.{family.key}.{preset}")
+values = family.defaults(task, None if preset == "defaults" else preset)
+params = param_form(family, task, values, key=f"train.{family.key}.{preset}")
 name = st.text_input("Run name (optional)", key="train.name",
                      help="Shown in the run list; a name like 'CART on iris #3' is made up otherwise.")
 
 
 def start_training() -> None:
     with user_errors("starting training"):
-        clean = family.validate_params(params, ds.task)
+        clean = family.validate_params(params, task)
         prepared = state.current_prepared()
-        fn = job_fn(family.key, ds.task, clean, prepared, store=state.store(), device=state.device(),
+        fn = job_fn(family.key, task, clean, prepared, store=state.store(), device=state.device(),
                     name=name.strip() or None)
         job = state.jobs().submit(fn, label=f"{family.label} on {ds.name}", meta={"family": family.key})
         st.session_state[state.JOB_ID] = job.id

@@ -19,7 +19,8 @@ class RunView:
 
     ``labels`` are what the estimator was fitted on (class names or target values, None for
     clustering); ``y_tree`` are the same as class indices into ``tree.output_names``
-    (classification) or floats (regression); ``stats`` is None when the split is empty.
+    (classification) or floats (regression), None for clustering and embedding trees; ``stats``
+    is None when the split is empty.
     """
 
     model: Any
@@ -40,7 +41,7 @@ class RunView:
         tree = model.to_tree() if trees is None else trees[min(max(int(tree_index), 0), len(trees) - 1)]
         X = prepared.X(part)
         labels = prepared.labels(part)
-        if labels is None or tree.task == "clustering":
+        if labels is None or tree.task in ("clustering", "embedding"):  # leaves hold no labels
             y_tree = None
         elif tree.task == "classification":
             y_tree = tree.class_index(labels)
@@ -62,7 +63,10 @@ class RunView:
     def predicted_label(self, row: int) -> str:
         """The model's prediction for one row, in words (from the model, which for some families
         is not the tree's leaf value)."""
-        value = np.asarray(self.model.predict(self.X[row : row + 1])).reshape(-1)[0]
+        x = self.X[row : row + 1]
+        if not hasattr(self.model, "predict"):  # an embedding: the point's coordinates
+            return "(" + ", ".join(f"{v:.4g}" for v in np.asarray(self.model.transform(x)).reshape(-1)) + ")"
+        value = np.asarray(self.model.predict(x)).reshape(-1)[0]
         return f"{value:.4g}" if isinstance(value, (float, np.floating)) else str(value)
 
     def true_label(self, row: int) -> str | None:

@@ -105,3 +105,45 @@ def test_features_used_and_weight_norms_read_every_tree():
     trees = [stump([3.0, 0, 0, 0]), stump([4.0, 0, 2.0, 0])]
     assert features_used(trees).tolist() == [True, False, True, False]
     np.testing.assert_allclose(feature_weight_norms(trees), [5.0, 0.0, 2.0, 0.0])
+
+
+# ---------------------------------------------------------------------------- embedding quality
+
+def test_knn_accuracy_leave_one_out_by_hand():
+    from treeviz.metrics import knn_accuracy
+
+    # two tight groups and one point of class b sitting in group a
+    Z = np.array([[0, 0], [0, 0.1], [0.1, 0], [0.05, 0.05], [10, 10], [10, 10.1], [10.1, 10]], dtype=float)
+    labels = np.array(["a", "a", "a", "b", "b", "b", "b"])
+    # k = 3: each point of group a sees the other three of its group (2 a + 1 b, or 3 a for the b point)
+    acc = knn_accuracy(Z, labels, k=3)
+    assert acc == pytest.approx(6 / 7)  # only the b point among the a's is outvoted
+    # new points are voted on by all the given points, nothing left out
+    assert knn_accuracy(Z, labels, np.array([[0.02, 0.02], [9.9, 9.9]]), np.array(["a", "b"]), k=3) == 1.0
+
+
+def test_knn_accuracy_is_the_share_of_correct_votes_like_scikit_learn():
+    from sklearn.neighbors import KNeighborsClassifier
+
+    from treeviz.metrics import knn_accuracy
+
+    rng = np.random.default_rng(0)
+    Z, labels = rng.standard_normal((80, 2)), rng.integers(0, 3, 80)
+    Q, truth = rng.standard_normal((30, 2)), rng.integers(0, 3, 30)
+    expected = KNeighborsClassifier(5).fit(Z, labels).score(Q, truth)
+    assert knn_accuracy(Z, labels, Q, truth) == pytest.approx(expected)
+
+
+def test_trustworthiness_is_one_for_an_isometry_and_lower_for_a_shuffle():
+    from treeviz.metrics import trustworthiness_score
+
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((200, 2))
+    rotation = np.array([[0.6, -0.8], [0.8, 0.6]])
+    assert trustworthiness_score(X, X @ rotation) == pytest.approx(1.0)
+    assert trustworthiness_score(X, rng.permutation(X)) < 0.7
+    # above the cap it is computed on a seeded sample: the same value twice, in [0, 1]
+    big = rng.standard_normal((400, 3))
+    a = trustworthiness_score(big, big[:, :2], max_points=150, seed=3)
+    assert a == trustworthiness_score(big, big[:, :2], max_points=150, seed=3) and 0 < a < 1
+    assert np.isnan(trustworthiness_score(X[:8], X[:8]))  # too few points for 5 neighbours

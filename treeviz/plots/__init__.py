@@ -13,6 +13,10 @@ module                      figures
                             :func:`lambda_path_figure` (error, nonzeros, nodes, FLOPs vs λ)
 :mod:`.forest`              :func:`forest_summary_figure` (size per tree, vote agreement)
 :mod:`.dendrogram`          :func:`dendrogram_figure` (the hierarchy over the leaves)
+:mod:`.embedding`           :func:`embedding_map` (2-D map with leaf regions), :func:`embedding_panels`,
+                            :func:`embedding_objective_curve`, :func:`label_fraction_figure`,
+                            :func:`labelled_points_figure`, :func:`leaf_class_bars`
+                            (embeddings, semi-supervised learning)
 :mod:`.features`            :func:`feature_trajectory_figure`, :func:`feature_ranking_figure`,
                             :func:`feature_mask_figure`, :func:`budget_trials_figure`,
                             :func:`selection_comparison_figure` (feature selection)
@@ -25,6 +29,14 @@ module                      figures
 from treeviz.plots.curves import training_curves
 from treeviz.plots.data import class_balance_figure, sample_images_figure, target_histogram
 from treeviz.plots.dendrogram import dendrogram_figure
+from treeviz.plots.embedding import (
+    embedding_map,
+    embedding_objective_curve,
+    embedding_panels,
+    label_fraction_figure,
+    labelled_points_figure,
+    leaf_class_bars,
+)
 from treeviz.plots.features import (
     budget_trials_figure,
     feature_mask_figure,
@@ -55,11 +67,17 @@ __all__ = [
     "class_flow_figure",
     "class_split_bars",
     "dendrogram_figure",
+    "embedding_map",
+    "embedding_objective_curve",
+    "embedding_panels",
     "feature_mask_figure",
     "feature_ranking_figure",
     "feature_trajectory_figure",
     "forest_summary_figure",
+    "label_fraction_figure",
+    "labelled_points_figure",
     "lambda_path_figure",
+    "leaf_class_bars",
     "node_from_selection",
     "sample_images_figure",
     "selection_comparison_figure",

@@ -38,6 +38,9 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("features", "app_pages/features.py", "Features", ":material/filter_alt:", view="features"),
     PageSpec("clustering", "app_pages/clustering.py", "Clustering", ":material/bubble_chart:",
              view="clustering"),
+    PageSpec("embeddings", "app_pages/embeddings.py", "Embeddings", ":material/scatter_plot:", view="embedding"),
+    PageSpec("semi_supervised", "app_pages/semi_supervised.py", "Semi-supervised", ":material/label:",
+             view="semi_supervised"),
     PageSpec("runs", "app_pages/runs.py", "Runs", ":material/history:"),
 )
 _SPECS = {p.key: p for p in PAGES}

@@ -205,3 +205,11 @@ def importance_baselines(run_id: str, k: int) -> list[BaselineResult]:
 def sweep_rows(sweep_id: str, run_ids: tuple[str, ...]) -> list[dict[str, Any]]:
     """One row per point of a stored sweep (cached per sweep and its runs)."""
     return _sweep_rows(str(default_root()), sweep_id, run_ids)
+
+
+@st.cache_resource(show_spinner=False)
+def view_results() -> dict[str, Any]:
+    """Results of a view page's background work, by key (an embedding comparison per run, a
+    label-fraction curve per run and settings): process-wide, so every tab sees them until the
+    app restarts, when they can be computed again."""
+    return {}

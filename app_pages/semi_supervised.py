@@ -1,0 +1,131 @@
+"""Semi-supervised: which training points a semi-supervised run learnt from, how it did on the points
+whose labels it never saw, and its error against the fraction of labelled points beside a tree
+trained on the labelled points alone and label propagation."""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from models.registry import families_offering, get_family
+from treeviz.label_curve import DEFAULT_FRACTIONS, LabelCurveJob, metric_name
+from treeviz.plots import label_fraction_figure, labelled_points_figure
+from treeviz.quantities import family_name, run_headline
+from treeviz.ui import state
+from treeviz.ui.errors import user_errors
+from treeviz.ui.job_panel import job_panel, page_job, start
+
+PREFIX = "semi"
+FRACTION_CHOICES = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
+GRID = 120  # points per side of the decision-region grid of 2-D data
+
+st.title("Semi-supervised")
+offering = " or ".join(f.short_label for f in families_offering("semi_supervised")) or "a semi-supervised family"
+run_id = state.current_run_id()
+if run_id is None:
+    st.info(f"No run to show yet: train {offering} on a classification or regression data set on the Train page "
+            "(set its labelled fraction to hide labels), or pick one in the sidebar.")
+    st.stop()
+
+with user_errors("opening the run"):
+    record = state.store().get(run_id)
+    st.caption(f"**{record.name}** · {family_name(record.family)} · trained on {record.dataset_name}")
+    if not any(f.key == record.family for f in families_offering("semi_supervised")):
+        st.info(f"This run's family does not learn from unlabelled points. Pick a {offering} run in the sidebar, "
+                "or train one on the Train page.")
+        st.stop()
+    model = state.run_model(run_id)
+    prepared = state.run_prepared(run_id)
+    labelled = np.asarray(model.labelled_, dtype=bool)
+    X, y = prepared.X_train, prepared.labels("train")
+    n, n_lab = labelled.size, int(labelled.sum())
+
+    cols = st.columns(4)
+    cols[0].metric("Labelled training points", f"{n_lab} / {n}", help=f"{100 * n_lab / n:.3g} % of the training "
+                   "split kept its label; the others were hidden (labelled fraction "
+                   f"{record.params.get('labelled_fraction', 1.0):g}).")
+    score = run_headline(record)
+    if score is not None:
+        cols[1].metric(score.title, f"{score.value:.3f}", help="On held-out points no method saw (inductive).")
+    if n_lab < n:
+        hidden = ~labelled
+        pred = model.predict(X[hidden])
+        if record.task == "classification":
+            value = float(np.mean(np.asarray(pred).astype(str) == np.asarray(y[hidden]).astype(str)))
+            cols[2].metric("accuracy on its unlabelled training points", f"{value:.3f}",
+                           help="Transductive: points the model trained on without their labels.")
+        else:
+            value = float(np.sqrt(np.mean((np.asarray(pred, float) - np.asarray(y[hidden], float)) ** 2)))
+            cols[2].metric("RMSE on its unlabelled training points", f"{value:.4g}",
+                           help="Transductive: points the model trained on without their labels.")
+    cols[3].metric("Leaves", model.to_tree().n_leaves)
+
+    # ------------------------------------------------------------------ the data, labelled points marked
+    classes = prepared.classes("train")
+    names = list(prepared.dataset.class_names) if classes is not None else None
+    regions = None
+    if X.shape[1] == 2:
+        P, axes = X, tuple(prepared.dataset.feature_names[:2])
+        if record.task == "classification":
+            pad = 0.05 * (P.max(axis=0) - P.min(axis=0) + 1e-12)
+            gx = np.linspace(P[:, 0].min() - pad[0], P[:, 0].max() + pad[0], GRID)
+            gy = np.linspace(P[:, 1].min() - pad[1], P[:, 1].max() + pad[1], GRID)
+            xx, yy = np.meshgrid(gx, gy)  # rows follow y, columns x, as the heatmap reads them
+            grid = np.c_[xx.ravel(), yy.ravel()]
+            predicted = np.asarray(model.predict(grid)).astype(str)
+            index = {c: i for i, c in enumerate(names)}
+            regions = (gx, gy, np.array([index.get(c, 0) for c in predicted]).reshape(GRID, GRID))
+        note = "the data's two features" + ("; shading: the tree's predicted class" if regions is not None else "")
+    else:
+        from sklearn.decomposition import PCA  # deferred: only needed for data with more than 2 features
+
+        P = PCA(n_components=2, random_state=0).fit_transform(X)
+        axes, note = ("principal component 1", "principal component 2"), "the first two principal components"
+    st.plotly_chart(labelled_points_figure(P, classes=classes if record.task == "classification" else None,
+                                           class_names=names, labelled=labelled, axes=axes, regions=regions,
+                                           subtitle=f"{n_lab} of {n} training points labelled (stars) · {note}"),
+                    key="semi.data")
+
+# ---------------------------------------------------------------------- error vs labelled fraction
+st.subheader("Error against the fraction of labelled points")
+family = get_family(record.family)
+results = state.view_results()
+job = page_job(PREFIX)
+if job is not None and job.done:
+    snap = job.snapshot()
+    if snap.status == "finished" and snap.result is not None and job.meta.get("run_id"):
+        results[f"{PREFIX}:{job.meta['run_id']}"] = snap.result
+
+st.caption(f"For each fraction and labelled subset: {family.short_label} with this run's other settings on every "
+           "training point, supervised TAO on the labelled points only (same depth and penalty) and, for classes, "
+           "label propagation (scikit-learn), all scored on the held-out split. Each fit takes about as long as "
+           "this run did" + (f" ({record.duration_s:.0f} s)." if record.duration_s else "."))
+c1, c2, c3 = st.columns([3, 1, 1])
+fractions = c1.multiselect("Labelled fractions", FRACTION_CHOICES, default=list(DEFAULT_FRACTIONS),
+                           format_func=lambda f: f"{100 * f:g} %", key="semi.fractions")
+seeds = c2.number_input("Labelled subsets", 1, 10, 2, key="semi.seeds", help="Random subsets per fraction.")
+
+
+def start_curve() -> None:
+    with user_errors("starting the comparison"):
+        params = {k: v for k, v in record.params.items() if k not in ("labelled_fraction", "random_state", "device")}
+        job_fn = LabelCurveJob(record.family, record.task, params, prepared, tuple(fractions),
+                               tuple(range(int(seeds))), device=state.device())
+        start(PREFIX, job_fn, label=f"Labelled fractions for '{record.name}'", meta={"run_id": run_id})
+
+
+c3.button("Run", type="primary", on_click=start_curve, key="semi.start", disabled=not fractions)
+job_panel(PREFIX, cancelled="The comparison was cancelled.",
+          progress_text=lambda s: f"{s.label}: {len(s.records)} fit(s) of {len(fractions) * int(seeds)}")
+rows = results.get(f"{PREFIX}:{run_id}")
+if rows:
+    with user_errors("showing the comparison"):
+        metric = metric_name(record.task)
+        st.plotly_chart(label_fraction_figure(rows, metric=metric), key="semi.curve")
+        table = (pd.DataFrame(rows).groupby(["method", "fraction"], sort=False)
+                 .agg(n_labelled=("n_labelled", "mean"), mean=("error", "mean"), std=("error", "std"),
+                      subsets=("error", "size")).reset_index())
+        table["fraction"] = table["fraction"].map(lambda f: f"{100 * f:g} %")
+        st.dataframe(table.rename(columns={"mean": f"{metric} (mean)", "std": "std"}), hide_index=True)
+        st.caption("The thesis's finding: the semi-supervised tree beats the tree trained on the labelled points "
+                   "alone, most at the fewest labels. Label propagation is not a tree and has no model of the "
+                   "inputs; it is shown as the classic graph method the tree starts from.")

@@ -1,0 +1,89 @@
+"""LapTAO in the app: trained from the Train page with hidden labels, shown on the Semi-supervised page
+(labelled points marked, decision regions of 2-D data, accuracy on its unlabelled training points)
+and its error against the labelled fraction computed in the background beside supervised TAO and
+label propagation. The family's own app tests; the page helpers come from tests/app/conftest.py."""
+
+import time
+
+import numpy as np
+
+from tests.app.conftest import assert_clean, chart_specs, new_app, open_page, wait_for_job
+from treeviz.data import PrepConfig, load_dataset, prepare
+from treeviz.runs import RunStore
+from treeviz.training import train_run
+
+QUICK = {"depth": 3, "n_mu": 4, "tao_iter": 3}
+
+
+def figure(at, key: str) -> dict:
+    return next(s for s in chart_specs(at) if key in s["layout"].get("meta", {}))
+
+
+def test_train_laptao_with_hidden_labels_and_see_the_labelled_points(home):
+    at = new_app().run()
+    at.selectbox(key="data.sample").set_value("moons").run()
+    open_page(at, "train")
+    at.selectbox(key="train.family").set_value("laptao").run()
+    at.selectbox(key="train.preset.laptao").set_value("quick, 10 % labelled").run()
+    at.button(key="train.start").click().run()
+    wait_for_job(at)
+    assert_clean(at)
+    (record,) = RunStore(home).list()
+    assert record.family == "laptao" and record.params["labelled_fraction"] == 0.1
+    model = RunStore(home).load_model(record.run_id)
+    prepared = RunStore(home).load_prepared(record.run_id)
+    n = prepared.X_train.shape[0]
+    n_lab = int(model.labelled_.sum())
+    per_class = [int(model.labelled_[prepared.labels("train") == c].sum()) for c in prepared.dataset.class_names]
+    assert n_lab == sum(round(0.1 * np.sum(prepared.labels("train") == c)) for c in prepared.dataset.class_names)
+    assert min(per_class) >= 1  # stratified: every class keeps labels
+    at.run()
+    open_page(at, "semi_supervised")
+    assert_clean(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Labelled training points"] == f"{n_lab} / {n}"
+    hidden = ~model.labelled_
+    expected = np.mean(model.predict(prepared.X_train[hidden]) == prepared.labels("train")[hidden])
+    assert metrics["accuracy on its unlabelled training points"] == f"{expected:.3f}"
+    data = figure(at, "labelled")
+    assert data["layout"]["meta"] == {"labelled": n_lab, "regions": True}  # 2-D data: the tree's regions shaded
+    # the tree in the explorer, with LapTAO's note
+    open_page(at, "explorer")
+    assert_clean(at)
+    assert any("semi-supervised" in c.value for c in at.caption)
+
+
+def test_error_against_the_labelled_fraction_runs_in_the_background(home):
+    prepared = prepare(load_dataset("moons"), PrepConfig(seed=0))
+    record = train_run("laptao", "classification", {**QUICK, "labelled_fraction": 0.05}, prepared,
+                       store=RunStore(home))
+    at = new_app().run()
+    at.sidebar.selectbox(key="treeviz.run_id").set_value(record.run_id).run()
+    open_page(at, "semi_supervised")
+    assert_clean(at)
+    at.multiselect(key="semi.fractions").set_value([0.05, 0.2]).run()
+    at.number_input(key="semi.seeds").set_value(1).run()
+    at.button(key="semi.start").click().run()
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not any("methods" in s["layout"].get("meta", {}) for s in chart_specs(at)):
+        time.sleep(0.5)
+        at.run()
+    assert_clean(at)
+    curve = figure(at, "methods")
+    assert curve["layout"]["meta"]["methods"] == ["LapTAO", "LapTAO (its unlabelled training points)",
+                                                  "supervised TAO (labelled points only)",
+                                                  "label propagation (scikit-learn)"]
+    assert curve["data"][0]["x"] == [5.0, 20.0]
+    table = at.dataframe[-1].value
+    assert set(table["fraction"]) == {"5 %", "20 %"}
+    assert ((table["test error (mean)"] >= 0) & (table["test error (mean)"] <= 1)).all()
+
+
+def test_a_run_of_another_family_gets_a_sentence(home):
+    prepared = prepare(load_dataset("iris"), PrepConfig(seed=0))
+    record = train_run("cart", "classification", {"max_depth": 2}, prepared, store=RunStore(home))
+    at = new_app().run()
+    at.sidebar.selectbox(key="treeviz.run_id").set_value(record.run_id).run()
+    open_page(at, "semi_supervised")
+    assert_clean(at)
+    assert any("does not learn from unlabelled points" in i.value for i in at.info)

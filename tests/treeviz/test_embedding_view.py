@@ -1,0 +1,59 @@
+"""The Embeddings page's comparison and the embedding task's scores, on iris."""
+
+import functools
+
+import numpy as np
+import pytest
+
+from treeviz.data import PrepConfig, load_dataset, prepare
+from treeviz.embedding_view import compare_embeddings
+from treeviz.errors import TreevizError
+from treeviz.metrics import knn_accuracy, trustworthiness_score
+from treeviz.training import train_run
+
+QUICK = {"depth": 2, "perplexity": 10.0, "n_mu": 2, "free_iter": 150, "z_iter": 20, "tao_iter": 3}
+
+
+@functools.cache
+def fitted():
+    prepared = prepare(load_dataset("iris"), PrepConfig(seed=0))
+    model, metrics = train_run("tree_embedding", "embedding", QUICK, prepared)
+    return prepared, model, metrics
+
+
+def test_the_embedding_task_scores_every_split_through_the_tree():
+    prepared, model, metrics = fitted()
+    Z = model.transform(prepared.X_train)
+    assert metrics["train_objective"] == model.objective_
+    assert metrics["train_knn_accuracy"] == knn_accuracy(Z, prepared.classes("train"))
+    Zt = model.transform(prepared.X_test)
+    assert metrics["test_knn_accuracy"] == knn_accuracy(Z, prepared.classes("train"), Zt, prepared.classes("test"))
+    assert metrics["test_trustworthiness"] == trustworthiness_score(prepared.X_test, Zt)
+    assert {"val_knn_accuracy", "val_trustworthiness", "n_leaves", "n_nonzero_weights"} <= set(metrics)
+
+
+def test_the_comparison_scores_every_embedding_with_the_models_objective():
+    prepared, model, _ = fitted()
+    result = compare_embeddings(model, prepared, include_umap=True)
+    rows = {r["method"]: r for r in result["rows"]}
+    assert list(rows) == ["tree embedding F(X)", "free embedding Z0", "direct TAO fit F0(X)", "direct CART fit",
+                          "UMAP"]
+    assert rows["tree embedding F(X)"]["objective"] == pytest.approx(model.objective_, rel=1e-9)
+    assert rows["free embedding Z0"]["objective"] == pytest.approx(model.free_objective_, rel=1e-9)
+    assert rows["direct TAO fit F0(X)"]["objective"] == pytest.approx(model.direct_fit_objective_, rel=1e-9)
+    # the unconstrained embedding is the lower bound of every embedding of the same points
+    assert all(rows["free embedding Z0"]["objective"] <= r["objective"] + 1e-9 for r in rows.values())
+    assert rows["free embedding Z0"]["knn_test"] is None and result["test"]["free embedding Z0"] is None
+    assert rows["UMAP"]["thesis"] is False and result["test"]["UMAP"].shape == (prepared.X_test.shape[0], 2)
+    assert rows["direct CART fit"]["nodes"] >= 1
+    np.testing.assert_array_equal(result["train"]["tree embedding F(X)"], model.transform(prepared.X_train))
+    assert rows["tree embedding F(X)"]["knn_test"] == pytest.approx(
+        knn_accuracy(result["train"]["tree embedding F(X)"], prepared.classes("train"),
+                     result["test"]["tree embedding F(X)"], prepared.classes("test")))
+
+
+def test_a_model_that_is_not_an_embedding_is_refused_with_a_sentence():
+    prepared = prepare(load_dataset("iris"), PrepConfig(seed=0))
+    model, _ = train_run("cart", "classification", {"max_depth": 2}, prepared)
+    with pytest.raises(TreevizError, match="not a tree embedding"):
+        compare_embeddings(model, prepared)
