@@ -87,8 +87,9 @@ with user_errors("drawing the embedding"):
     right.caption("Open the run in the Tree explorer for each node's rule and weights.")
     if classes is not None:
         counts, class_order = class_counts_by_node(tree, prepared.X_train, classes)
+        counts = counts[:, [class_order.index(c) for c in names if c in class_order]]  # the map's class order
         occupied = [int(v) for v in tree.leaves if view.stats.count[v] > 0]
-        right.plotly_chart(leaf_class_bars(counts[occupied], occupied, class_order,
+        right.plotly_chart(leaf_class_bars(counts[occupied], occupied, [c for c in names if c in class_order],
                                            subtitle="training points reaching each leaf"), key="embeddings.leaf_bars")
     if prepared.dataset.image_shape is not None and tree.decision_nodes.size:
         st.plotly_chart(weight_images_grid(tree, prepared.dataset.image_shape), key="embeddings.weights")

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from models.registry import families_offering, get_family
-from treeviz.label_curve import DEFAULT_FRACTIONS, LabelCurveJob, metric_name
+from treeviz.label_curve import DEFAULT_FRACTIONS, LabelCurveJob, labelled_only_tree, metric_name
 from treeviz.plots import label_fraction_figure, labelled_points_figure
 from treeviz.quantities import family_name, run_headline
 from treeviz.ui import state
@@ -51,39 +51,56 @@ with user_errors("opening the run"):
         pred = model.predict(X[hidden])
         if record.task == "classification":
             value = float(np.mean(np.asarray(pred).astype(str) == np.asarray(y[hidden]).astype(str)))
-            cols[2].metric("accuracy on its unlabelled training points", f"{value:.3f}",
+            cols[2].metric("accuracy, unlabelled training points", f"{value:.3f}",
                            help="Transductive: points the model trained on without their labels.")
         else:
             value = float(np.sqrt(np.mean((np.asarray(pred, float) - np.asarray(y[hidden], float)) ** 2)))
-            cols[2].metric("RMSE on its unlabelled training points", f"{value:.4g}",
+            cols[2].metric("RMSE, unlabelled training points", f"{value:.4g}",
                            help="Transductive: points the model trained on without their labels.")
     cols[3].metric("Leaves", model.to_tree().n_leaves)
 
     # ------------------------------------------------------------------ the data, labelled points marked
     classes = prepared.classes("train")
     names = list(prepared.dataset.class_names) if classes is not None else None
-    regions = None
-    if X.shape[1] == 2:
-        P, axes = X, tuple(prepared.dataset.feature_names[:2])
-        if record.task == "classification":
-            pad = 0.05 * (P.max(axis=0) - P.min(axis=0) + 1e-12)
-            gx = np.linspace(P[:, 0].min() - pad[0], P[:, 0].max() + pad[0], GRID)
-            gy = np.linspace(P[:, 1].min() - pad[1], P[:, 1].max() + pad[1], GRID)
-            xx, yy = np.meshgrid(gx, gy)  # rows follow y, columns x, as the heatmap reads them
-            grid = np.c_[xx.ravel(), yy.ravel()]
-            predicted = np.asarray(model.predict(grid)).astype(str)
-            index = {c: i for i, c in enumerate(names)}
-            regions = (gx, gy, np.array([index.get(c, 0) for c in predicted]).reshape(GRID, GRID))
-        note = "the data's two features" + ("; shading: the tree's predicted class" if regions is not None else "")
-    else:
-        from sklearn.decomposition import PCA  # deferred: only needed for data with more than 2 features
+    shown = classes if record.task == "classification" else None
+    if X.shape[1] == 2 and record.task == "classification":
+        # the thesis's toy figure: the semi-supervised tree beside a tree on the labelled points alone
+        pad = 0.05 * (X.max(axis=0) - X.min(axis=0) + 1e-12)
+        gx = np.linspace(X[:, 0].min() - pad[0], X[:, 0].max() + pad[0], GRID)
+        gy = np.linspace(X[:, 1].min() - pad[1], X[:, 1].max() + pad[1], GRID)
+        xx, yy = np.meshgrid(gx, gy)  # rows follow y, columns x, as the heatmap reads them
+        grid = np.c_[xx.ravel(), yy.ravel()]
+        index = {c: i for i, c in enumerate(names)}
 
-        P = PCA(n_components=2, random_state=0).fit_transform(X)
-        axes, note = ("principal component 1", "principal component 2"), "the first two principal components"
-    st.plotly_chart(labelled_points_figure(P, classes=classes if record.task == "classification" else None,
-                                           class_names=names, labelled=labelled, axes=axes, regions=regions,
-                                           subtitle=f"{n_lab} of {n} training points labelled (stars) · {note}"),
-                    key="semi.data")
+        def regions(estimator):
+            predicted = np.asarray(estimator.predict(grid)).astype(str)
+            return gx, gy, np.array([index.get(c, 0) for c in predicted]).reshape(GRID, GRID)
+
+        axes = tuple(prepared.dataset.feature_names[:2])
+        left, right = st.columns(2)
+        left.plotly_chart(labelled_points_figure(
+            X, classes=shown, class_names=names, labelled=labelled, axes=axes, regions=regions(model),
+            title=f"{family_name(record.family)}: labelled and unlabelled points",
+            subtitle=f"{n_lab} of {n} labelled (stars) · shading: the tree's predicted class"), key="semi.data")
+        alone = labelled_only_tree(record.task, record.params, model, X, y)
+        accuracy = float(np.mean(np.asarray(alone.predict(prepared.X_test)).astype(str)
+                                 == np.asarray(prepared.labels("test")).astype(str))) if prepared.X_test.size else None
+        right.plotly_chart(labelled_points_figure(
+            X, classes=shown, class_names=names, labelled=labelled, axes=axes, regions=regions(alone),
+            title="TAO on the labelled points only",
+            subtitle="same depth and penalty" + (f" · test accuracy {accuracy:.3f}" if accuracy is not None else "")),
+            key="semi.alone")
+    else:
+        if X.shape[1] == 2:
+            P, axes, note = X, tuple(prepared.dataset.feature_names[:2]), "the data's two features"
+        else:
+            from sklearn.decomposition import PCA  # deferred: only needed for data with more than 2 features
+
+            P = PCA(n_components=2, random_state=0).fit_transform(X)
+            axes, note = ("principal component 1", "principal component 2"), "the first two principal components"
+        st.plotly_chart(labelled_points_figure(P, classes=shown, class_names=names, labelled=labelled, axes=axes,
+                                               subtitle=f"{n_lab} of {n} training points labelled (stars) · {note}"),
+                        key="semi.data")
 
 # ---------------------------------------------------------------------- error vs labelled fraction
 st.subheader("Error against the fraction of labelled points")

@@ -59,6 +59,15 @@ def _supervised_params(params: Mapping[str, Any], model: Any) -> dict[str, Any]:
     return out
 
 
+def labelled_only_tree(task: str, params: Mapping[str, Any], model: Any, X: np.ndarray, y: np.ndarray,
+                       seed: int = 0) -> Any:
+    """Supervised TAO fitted on the points ``model`` kept labelled (``model.labelled_``), with the
+    same depth, penalty, leaves and iterations: what the labelled points alone give."""
+    labelled = np.asarray(model.labelled_, dtype=bool)
+    tree = get_family("tao").make(task, {**_supervised_params(params, model), "random_state": int(seed)})
+    return tree.fit(X[labelled], np.asarray(y)[labelled])
+
+
 def label_curve(family_key: str, task: str, params: Mapping[str, Any], prepared: PreparedData,
                 fractions: Sequence[float] = DEFAULT_FRACTIONS, seeds: Sequence[int] = (0, 1), *,
                 progress: Progress | None = None, device: str | None = None) -> list[dict[str, Any]]:
@@ -80,7 +89,6 @@ def label_curve(family_key: str, task: str, params: Mapping[str, Any], prepared:
         raise TreevizError("This data set's split has no test or validation points to score on; give the "
                            "split a test fraction on the Data page.")
     X, y = prepared.X_train, prepared.labels("train")
-    tao = get_family("tao")
     if progress is not None:
         progress.begin(len(fractions) * len(seeds))
     rows: list[dict[str, Any]] = []
@@ -96,8 +104,7 @@ def label_curve(family_key: str, task: str, params: Mapping[str, Any], prepared:
             if (~labelled).any():
                 rows.append({**base, "method": f"{family.short_label} (its unlabelled training points)",
                              "error": _error(task, y[~labelled], model.predict(X[~labelled]))})
-            sup = tao.make(task, {**_supervised_params(values, model), "random_state": int(seed)})
-            sup.fit(X[labelled], y[labelled])
+            sup = labelled_only_tree(task, values, model, X, y, seed)
             rows.append({**base, "method": SUPERVISED, "error": _error(task, y_eval, sup.predict(X_eval))})
             if task == "classification":
                 error = _propagation_error(X, y, labelled, X_eval, y_eval)

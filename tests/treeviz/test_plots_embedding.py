@@ -43,13 +43,17 @@ def test_embedding_map_colours_by_class_outlines_leaves_and_marks_test_points():
     fig = embedding_map(Z, classes=classes, leaves=np.repeat([1, 2], 20), test_Z=Z[:5], test_classes=classes[:5])
     d = fig.to_dict()
     names = [t["name"] for t in d["data"]]
-    assert names == ["leaf regions", "a (train)", "b (train)", "a (test)", "b (test)"]
+    assert names == ["leaf regions", "a (train)", "b (train)", "mapped points", "a (test)", "b (test)"]
+    assert [t.get("showlegend") for t in d["data"][-2:]] == [False, False]  # one legend entry for the mapped points
+    assert {t["legendgroup"] for t in d["data"][-3:]} == {"mapped"}
     np.testing.assert_array_equal(fig.data[1].x, Z[classes == "a", 0])
     assert d["data"][1]["marker"]["color"] != d["data"][2]["marker"]["color"]
-    assert d["data"][3]["marker"]["symbol"] == "diamond-open"
+    assert d["data"][4]["marker"]["symbol"] == "diamond-open"
     assert d["layout"]["meta"] == {"n_train": 40, "n_test": 5, "regions": 2}
     assert [a["text"] for a in d["layout"]["annotations"]] == ["<b>1</b>", "<b>2</b>"]
-    assert d["layout"]["yaxis"]["scaleanchor"] == "x"  # distances read the same on both axes
+    # a mapped point far away does not squeeze the view: it is counted in the subtitle
+    far = embedding_map(Z, test_Z=np.array([[100.0, 100.0], [0.0, 0.0]])).to_dict()
+    assert far["layout"]["xaxis"]["range"][1] < 10 and "1 mapped point(s) fall outside" in str(far["layout"]["title"])
 
 
 def test_embedding_map_refuses_mismatched_inputs_with_sentences():

@@ -59,8 +59,9 @@ def _scatter_cls(n: int) -> type:
 
 def _points(fig: go.Figure, Z: np.ndarray, codes: np.ndarray | None, names: list[str], *, label: str,
             symbol: str = "circle", size: float | None = None, opacity: float = 0.8, show_legend: bool = True,
-            row: int | None = None, col: int | None = None, hover: str = "") -> None:
-    """One trace per class (or one trace without classes) of the points ``Z``."""
+            row: int | None = None, col: int | None = None, hover: str = "", group: str | None = None) -> None:
+    """One trace per class (or one trace without classes) of the points ``Z``; with ``group`` all
+    of them share one legend group (one legend click shows or hides them all)."""
     n = Z.shape[0]
     size = size or _marker_size(n)
     cls = _scatter_cls(n)
@@ -72,7 +73,7 @@ def _points(fig: go.Figure, Z: np.ndarray, codes: np.ndarray | None, names: list
         color = style.class_color(0 if k is None else k)
         name = label if k is None else f"{names[k]} ({label})"
         fig.add_trace(cls(
-            x=Z[idx, 0], y=Z[idx, 1], mode="markers", name=name, legendgroup=name, showlegend=show_legend,
+            x=Z[idx, 0], y=Z[idx, 1], mode="markers", name=name, legendgroup=group or name, showlegend=show_legend,
             marker=dict(color=color, size=size, symbol=symbol, opacity=opacity,
                         line=dict(width=1.2, color=color) if symbol.endswith("open") else dict(width=0)),
             hovertemplate=f"{name}{hover}<br>(%{{x:.3g}}, %{{y:.3g}})<extra></extra>",
@@ -150,13 +151,26 @@ def embedding_map(Z: Any, *, classes: Any = None, class_names: Sequence[str] | N
     if test_Z is not None:
         T = _check_coords(test_Z, "test embedding")
         tcodes, _ = _class_codes(test_classes, T.shape[0], names or None) if test_classes is not None else (None, [])
+        # one legend entry for every mapped point, whatever its class (the classes' colours are above)
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="mapped points", legendgroup="mapped",
+                                 marker=dict(symbol=TEST_SYMBOL, size=9, color=REGION_LINE)))
         _points(fig, T, tcodes, names, label="test", symbol=TEST_SYMBOL, size=_marker_size(T.shape[0]) + 2,
-                opacity=0.9)
+                opacity=0.9, show_legend=False, group="mapped")
+    if test_Z is not None:  # frame the training points; mapped points far outside are counted, not framed
+        T = _check_coords(test_Z, "test embedding")
+        low, high = Z.min(axis=0), Z.max(axis=0)
+        pad = 0.15 * np.maximum(high - low, 1e-9)
+        outside = int(np.sum(np.any((T < low - pad) | (T > high + pad), axis=1)))
+        if outside:
+            fig.update_xaxes(range=[low[0] - pad[0], high[0] + pad[0]])
+            fig.update_yaxes(range=[low[1] - pad[1], high[1] + pad[1]])
+            subtitle = (subtitle + " · " if subtitle else "") + (
+                f"{outside} mapped point(s) fall outside this view (double-click the plot to see all)")
     style.apply_style(fig, title=title, subtitle=subtitle, height=height or 560, legend=dict(itemsizing="constant"),
                       meta={"n_train": int(Z.shape[0]), "n_test": 0 if test_Z is None else int(np.shape(test_Z)[0]),
                             "regions": 0 if leaves is None else min(len(regions), MAX_REGIONS)})
     fig.update_xaxes(title="z1", zeroline=False)
-    fig.update_yaxes(title="z2", zeroline=False, scaleanchor="x", scaleratio=1)
+    fig.update_yaxes(title="z2", zeroline=False)
     return fig
 
 

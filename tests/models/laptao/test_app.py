@@ -44,9 +44,11 @@ def test_train_laptao_with_hidden_labels_and_see_the_labelled_points(home):
     assert metrics["Labelled training points"] == f"{n_lab} / {n}"
     hidden = ~model.labelled_
     expected = np.mean(model.predict(prepared.X_train[hidden]) == prepared.labels("train")[hidden])
-    assert metrics["accuracy on its unlabelled training points"] == f"{expected:.3f}"
-    data = figure(at, "labelled")
-    assert data["layout"]["meta"] == {"labelled": n_lab, "regions": True}  # 2-D data: the tree's regions shaded
+    assert metrics["accuracy, unlabelled training points"] == f"{expected:.3f}"
+    # 2-D data: the LapTAO tree's regions beside those of a tree on the labelled points alone
+    data = [s for s in chart_specs(at) if "labelled" in s["layout"].get("meta", {})]
+    assert [s["layout"]["meta"] for s in data] == [{"labelled": n_lab, "regions": True}] * 2
+    assert "TAO on the labelled points only" in str(data[1]["layout"]["title"])
     # the tree in the explorer, with LapTAO's note
     open_page(at, "explorer")
     assert_clean(at)
