@@ -2,7 +2,7 @@
 is a sparse oblique TAO tree (Zharmagambetov, PhD thesis 2022, chapter 4). No heavy imports; the
 estimator loads torch when used."""
 
-from models.schema import Curves, Family, Panel, Param, device_param, seed_param
+from models.schema import Curves, Family, LambdaPath, Panel, Param, device_param, seed_param
 
 TREE_EMBEDDING = Family(
     key="tree_embedding",
@@ -56,6 +56,12 @@ TREE_EMBEDDING = Family(
                                           "n_mu": 20, "mu_factor": 1.4},
         "elastic embedding (thesis)": {"method": "ee", "lam_ee": 100.0, "depth": 4, "n_mu": 15, "mu_factor": 1.4},
     },
+    # The thesis's supplement animates the tree embedding as λ grows: the accuracy-interpretability trade-off.
+    lambda_path=LambdaPath(
+        param="l1_penalty", low=0.01, high=100.0, count=5, warm_start=False, figure="sparsity",
+        sizes=("n_decision_nodes", "n_nonzero_weights", "flops"), tree_view="structure",
+        note="The tree embedding's tree at this λ. Open the run on the Embeddings page for its map.",
+    ),
     curves=Curves(x="step", panels=(
         Panel("Embedding objective", ("E_tree", "E_Z")),
         Panel("‖Z − F(X)‖²", ("dist2",)),

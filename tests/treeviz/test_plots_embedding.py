@@ -120,3 +120,20 @@ def test_leaf_class_bars_stack_one_bar_per_leaf():
     assert list(fig.data[0].x) == [3.0, 0.0] and list(fig.data[0].y) == ["leaf 3", "leaf 4"]
     with pytest.raises(TreevizError, match="one row of class counts per leaf"):
         leaf_class_bars(np.ones((3, 2)), [1, 2], ["a", "b"])
+
+
+def test_the_lambda_path_of_an_embedding_shows_its_5nn_error_or_its_objective():
+    from treeviz.plots import lambda_path_figure
+
+    rows = [{"value": lam, "n_nonzero_weights": nz, "n_decision_nodes": 3, "flops": 10.0, "train_objective": e,
+             "train_knn_accuracy": acc, "test_knn_accuracy": acc - 0.1}
+            for lam, nz, e, acc in ((0.1, 90, 1.5, 0.95), (10.0, 20, 1.9, 0.9))]
+    fig = lambda_path_figure(rows, param="l1_penalty")
+    errors = [t for t in fig.data if t.legendgroup == "error"]
+    assert [t.name for t in errors] == ["train error", "test error"]
+    assert list(errors[1].y) == pytest.approx([15.0, 20.0])
+    assert fig.layout.yaxis.title.text == "5-NN error in the plane (%)"
+    no_classes = [{k: v for k, v in r.items() if "knn" not in k} for r in rows]
+    fig = lambda_path_figure(no_classes, param="l1_penalty")
+    assert list(next(t for t in fig.data if t.legendgroup == "error").y) == [1.5, 1.9]
+    assert fig.layout.yaxis.title.text == "embedding objective E(F(X))"

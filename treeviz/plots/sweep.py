@@ -68,14 +68,22 @@ def sweep_figure(rows: Sequence[dict[str, Any]], *, param: str,
     return fig
 
 
-def _error_keys(rows: Sequence[dict[str, Any]]) -> tuple[list[tuple[str, str]], str]:
-    """(metric key, label) pairs for the error panel and its axis title: classification error in %
-    (from accuracy) or RMSE (regression)."""
+def _error_keys(rows: Sequence[dict[str, Any]]) -> tuple[list[tuple[str, str]], str, bool]:
+    """(metric key, label) pairs for the error panel, its axis title, and whether the values are
+    accuracies shown as errors in %: classification error (from accuracy), RMSE (regression), or
+    for an embedding the error of a 5-NN vote in the plane, else its objective E(F(X))."""
     first = rows[0]
-    acc = [(f"{p}_accuracy", p) for p in ("train", "val", "test") if first.get(f"{p}_accuracy") is not None]
-    if acc:
-        return acc, "error (%)"
-    return [(f"{p}_rmse", p) for p in ("train", "val", "test") if first.get(f"{p}_rmse") is not None], "RMSE"
+
+    def present(metric: str) -> list[tuple[str, str]]:
+        return [(f"{p}_{metric}", p) for p in ("train", "val", "test") if first.get(f"{p}_{metric}") is not None]
+
+    if acc := present("accuracy"):
+        return acc, "error (%)", True
+    if rmse := present("rmse"):
+        return rmse, "RMSE", False
+    if knn := present("knn_accuracy"):
+        return knn, "5-NN error in the plane (%)", True
+    return present("objective"), "embedding objective E(F(X))", False
 
 
 def lambda_path_figure(rows: Sequence[dict[str, Any]], *, param: str, selected: float | None = None,
@@ -87,7 +95,8 @@ def lambda_path_figure(rows: Sequence[dict[str, Any]], *, param: str, selected: 
     ----------
     rows : list of dict
         One per λ (as from :func:`treeviz.sweep.sweep_table`) with ``value``, ``n_nonzero_weights``,
-        ``n_decision_nodes``, ``flops`` and the split metrics (``*_accuracy`` or ``*_rmse``).
+        ``n_decision_nodes``, ``flops`` and the split metrics (``*_accuracy``, ``*_rmse``, or an embedding's
+        ``*_knn_accuracy`` / ``train_objective``).
     selected : float, optional
         λ marked by a vertical line (the tree shown beside the figure).
     baseline : dict, optional
@@ -104,8 +113,7 @@ def lambda_path_figure(rows: Sequence[dict[str, Any]], *, param: str, selected: 
         return style.message_figure("No λ path yet.", title="λ path")
     rows = sorted(rows, key=lambda r: r["value"])
     x = [float(r["value"]) for r in rows]
-    err_keys, err_title = _error_keys(rows)
-    as_error = err_title.startswith("error")
+    err_keys, err_title, as_error = _error_keys(rows)
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08,
                         subplot_titles=("Error", "Nonzero weights", "Decision nodes and FLOPs / sample"))
 
