@@ -17,7 +17,9 @@ with n ≠ m (each unordered pair counts twice), ``Lap(A) = diag(A·1) − A``.
   Up to a constant it is ``μ ||Z − (T + β/μ)||²``; its Hessian is 2μ I. μ multiplies the squared
   norm itself (not μ/2), the scale of the tree-embedding papers' μ schedules.
 
-Two evaluation paths, chosen by N (``path="auto"``) or forced:
+Three evaluation paths. ``path="auto"`` is exact up to 5000 points (dense up to 2000, then
+chunked) and ``"fft"`` above, for 2-D embeddings and repulsions that depend on Z alone;
+``"exact"`` is dense or chunked at any size; each can be forced:
 
 * ``"dense"``: every pair at once as N × N matrices; the reference, for N ≤ 2000.
 * ``"chunked"``: the attractive term over the stored entries of the (kNN) affinity graph only, the
@@ -32,6 +34,19 @@ Two evaluation paths, chosen by N (``path="auto"``) or forced:
   ``sparsify=5``), so a few hundred iterations take one to two minutes. While another heavy
   process shared the two cores, 2 threads were up to 10 times slower than 1 (threads waiting on
   each other); set the thread count accordingly.
+* ``"fft"``: the attractive term as above; the repulsive sum by
+  :class:`~models.embedding.interpolation.PairSum`: pairs closer than a cutoff exactly (k-d tree),
+  the smooth rest of the kernel interpolated on a lattice and convolved by FFT. Value and gradient
+  are those of one deterministic function (the gradient is the exact derivative of the
+  approximate value), so the spectral direction's Armijo search works unchanged. t-SNE: cutoff 8,
+  boxes of side 8 with 5 nodes per side; relative errors against the exact path about 1e-5
+  (value) and 2e-3 (gradient). The elastic embedding's exp(−d²) is below 1e-15 beyond its cutoff 6,
+  so its fft path is the exact sum over the near pairs. When the points are too dense for near
+  pairs to pay (more than N²/16 candidates, e.g. the first iterations from a tiny start) an
+  evaluation falls back to the chunked sum. On 10 000 pendigits points (one thread, a shared
+  machine) one t-SNE ``value_and_grad`` took 0.07 s against 0.30 s chunked, and 300 free
+  iterations 54 s against 106 s, ending at the same KL (1.1927 vs 1.1927, both exact).
+  :meth:`EmbeddingObjective.exact` gives the exact objective for reporting.
 
 The **spectral direction** (Vladymyrov and Carreira-Perpiñán, 2012) preconditions the gradient with
 ``B = 4·s·Lap(W_attr) + 2μ I + ridge·I``: the Hessian of the attractive term at Z = 0 (W_attr = W⁺
@@ -48,7 +63,7 @@ from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.linalg
@@ -58,11 +73,16 @@ from scipy.sparse.linalg import splu
 from scipy.spatial.distance import cdist
 
 from models.base import resolve_device
+from models.embedding.interpolation import GAUSSIAN, STUDENT_T, PairSum, RadialKernel
 from models.graphs import entropic_affinities, laplacian, symmetrize
 from treeviz.errors import TreevizError
 
-#: Largest N for which ``path="auto"`` evaluates all pairs as dense N × N matrices.
+#: Largest N for which ``path="auto"`` (and ``"exact"``) evaluates all pairs as dense N × N matrices.
 DENSE_MAX_POINTS = 2000
+
+#: Largest N for which ``path="auto"`` stays exact (dense, then chunked); above it the repulsion is
+#: approximated on a grid (``"fft"``) where that path applies.
+EXACT_MAX_POINTS = 5000
 
 #: Largest N for which ``SpectralDirection(method="auto")`` caches an eigendecomposition.
 EIGH_MAX_POINTS = 2000
@@ -70,18 +90,25 @@ EIGH_MAX_POINTS = 2000
 #: Pairs per block of the chunked path (rows per block = BLOCK_PAIRS // N).
 BLOCK_PAIRS = 1 << 20
 
-PATHS = ("auto", "dense", "chunked")
+PATHS = ("auto", "exact", "dense", "chunked", "fft")
 
 
 # --------------------------------------------------------------------------------------------------
 # helpers
 
 
-def _resolve_path(path: str, n: int) -> str:
+def _resolve_path(path: str, n: int, fft_ok: bool = True) -> str:
+    """The evaluation path for N points: "auto" is exact up to :data:`EXACT_MAX_POINTS` and "fft"
+    above (where ``fft_ok``); "exact" is dense up to :data:`DENSE_MAX_POINTS`, then chunked."""
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}; got {path!r}.")
-    if path == "auto":
+    if path == "auto" and n > EXACT_MAX_POINTS and fft_ok:
+        return "fft"
+    if path in ("auto", "exact"):
         return "dense" if n <= DENSE_MAX_POINTS else "chunked"
+    if path == "fft" and not fft_ok:
+        raise ValueError("path='fft' approximates a repulsion that depends on the embedding alone; the elastic "
+                         "embedding's repulsion='sqdist' needs path='chunked' or 'dense'.")
     return path
 
 
@@ -185,16 +212,24 @@ def _make_penalty(mu: float, target: Any, multipliers: Any, n: int, dtype: torch
 class EmbeddingObjective(ABC):
     """An embedding objective E(Z), optionally plus a :class:`Penalty`, with its exact gradient.
 
-    Subclasses (:class:`ElasticEmbedding`, :class:`TSNE`) implement ``_dense`` and ``_chunked``.
-    Tensors are evaluated on whatever device they are on (constant buffers are copied to it once)
-    and in the objective's dtype (float64 by default). ``value`` returns a 0-dim tensor.
+    Subclasses (:class:`ElasticEmbedding`, :class:`TSNE`) implement ``_dense`` (every pair) and
+    ``_sparse`` (attraction over the graph's edges, repulsion from :meth:`_pair_sum`: exact in
+    blocks, or on a grid). Tensors are evaluated on whatever device they are on (constant buffers
+    are copied to it once) and in the objective's dtype (float64 by default). ``value`` returns a
+    0-dim tensor. On the ``"fft"`` path the value and gradient are those of the grid approximation
+    (the gradient is exact for that approximate value); :meth:`exact` gives the same objective on
+    an exact path.
 
     Attributes
     ----------
     n_points : int
-    path : {"dense", "chunked"}
+    path : {"dense", "chunked", "fft"}
+    requested_path : str
+        The path asked for ("auto" falls back to "chunked" for an embedding that is not 2-D).
     chunk_size : int
         Rows per block of the chunked path.
+    fft_settings : dict
+        ``cutoff``, ``box`` and ``nodes`` of the fft path's :class:`~models.embedding.interpolation.PairSum`.
     penalty : Penalty or None
     attractive_weights : scipy.sparse.csr_matrix
         W_attr, whose Laplacian (times 4 and ``attractive_scale``) is the spectral direction's
@@ -210,9 +245,19 @@ class EmbeddingObjective(ABC):
     attractive_scale: float = 1.0
     affinities: sp.csr_matrix | None = None
 
-    def __init__(self, n_points: int, *, path: str, chunk_size: int | None, dtype: torch.dtype) -> None:
+    #: The repulsive kernel and the fft path's defaults (cutoff, box, nodes), set by each subclass.
+    _radial_kernel: ClassVar[RadialKernel]
+    _fft_defaults: ClassVar[dict[str, float]]
+
+    def __init__(self, n_points: int, *, path: str, chunk_size: int | None, dtype: torch.dtype,
+                 fft_ok: bool = True, fft_settings: dict[str, float] | None = None) -> None:
         self.n_points = int(n_points)
-        self.path = _resolve_path(path, self.n_points)
+        self.path = _resolve_path(path, self.n_points, fft_ok)
+        self.requested_path = path
+        unknown = set(fft_settings or {}) - set(self._fft_defaults)
+        if unknown:
+            raise ValueError(f"Unknown fft settings {sorted(unknown)}; known: {sorted(self._fft_defaults)}.")
+        self.fft_settings = {**self._fft_defaults, **(fft_settings or {})}
         if chunk_size is not None and (not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1):
             raise ValueError(f"chunk_size must be a positive integer or None; got {chunk_size!r}.")
         self.chunk_size = int(chunk_size) if chunk_size is not None else max(1, BLOCK_PAIRS // max(self.n_points, 1))
@@ -237,6 +282,17 @@ class EmbeddingObjective(ABC):
         """A copy with no penalty: the embedding objective E alone."""
         out = copy.copy(self)
         out.penalty = None
+        return out
+
+    def exact(self) -> EmbeddingObjective:
+        """This objective (penalty included) on an exact path: itself when it is exact already, else a
+        copy on the chunked path (dense up to :data:`DENSE_MAX_POINTS` points), with its own buffers."""
+        if self.path != "fft":
+            return self
+        out = copy.copy(self)
+        out.path = _resolve_path("exact", self.n_points)
+        out.requested_path = "exact"
+        out._cache = {}
         return out
 
     def embedding_value(self, Z: Any) -> torch.Tensor:
@@ -280,10 +336,30 @@ class EmbeddingObjective(ABC):
         return self._cache[device]
 
     def _evaluate(self, Z: torch.Tensor, need_grad: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if self.path == "fft" and Z.shape[1] != 2:
+            if self.requested_path != "auto":
+                raise ValueError(f"path='fft' is for 2-D embeddings; got Z with {Z.shape[1]} columns.")
+            return self.exact()._evaluate(Z, need_grad)
         buffers = self._buffers(Z.device)
         if self.path == "dense":
             return self._dense(Z, buffers, need_grad)
-        return self._chunked(Z, buffers, need_grad)
+        return self._sparse(Z, buffers, need_grad)
+
+    def _pair_sum(
+        self, Z: torch.Tensor, b: dict[str, Any], need_grad: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``S = Σ_{n≠m} k_nm`` of the repulsive kernel and (with ``need_grad``) ``∂S/∂Z``: exact in
+        blocks on the chunked path, the grid approximation and its exact gradient on the fft path."""
+        if self.path == "fft":
+            if "pair_sum" not in b:
+                b["pair_sum"] = PairSum(self._radial_kernel, **self.fft_settings)
+            out = b["pair_sum"](Z, need_grad=need_grad)
+            if out is not None:
+                return out.total, out.grad
+            # too dense for near pairs (e.g. the first iterations from a tiny start): exact blocks
+        total, G = self._repulsion(Z, b, need_grad)
+        # ∂k(d²_nm)/∂z_n = k'(d²)·2(z_n − z_m), and −k' is the weight _grad_weights_ gives, for both kernels
+        return total, (None if G is None else -4.0 * G)
 
     @abstractmethod
     def _build(self, device: torch.device) -> dict[str, Any]:
@@ -294,8 +370,9 @@ class EmbeddingObjective(ABC):
         """E(Z) (and its gradient) with every pair at once as N × N matrices."""
 
     @abstractmethod
-    def _chunked(self, Z: torch.Tensor, b: dict[str, Any], need_grad: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """E(Z) (and its gradient): attraction over the graph's edges, repulsion in blocks of rows."""
+    def _sparse(self, Z: torch.Tensor, b: dict[str, Any], need_grad: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """E(Z) (and its gradient): attraction over the graph's edges, repulsion by :meth:`_pair_sum`."""
+
 
     @abstractmethod
     def _kernel_(self, d2: torch.Tensor, start: int, stop: int, b: dict[str, Any]) -> torch.Tensor:
@@ -361,12 +438,20 @@ class ElasticEmbedding(EmbeddingObjective):
         in 2-D 0.65-0.72; L-BFGS reached E = 7.1e4, 1000 spectral-direction iterations 1.0e5-1.1e5),
         "rows" with λ = 1 gives 0.94 and "unit_sum" with λ = 100 gives 0.95 (E = 4.549, converged
         in about 340 iterations).
-    path : {"auto", "dense", "chunked"}, default "auto"
-        Dense for N ≤ 2000, else chunked (see the module docstring).
+    path : {"auto", "exact", "dense", "chunked", "fft"}, default "auto"
+        "auto": dense for N ≤ 2000, chunked up to 5000, fft above (chunked for ``"sqdist"``,
+        which the fft path cannot do); "exact": dense or chunked (see the module docstring).
     chunk_size : int, optional
         Rows per block of the chunked path.
+    fft_settings : dict, optional
+        ``cutoff``, ``box``, ``nodes`` of the fft path (:class:`~models.embedding.interpolation.PairSum`);
+        the elastic embedding's default cutoff 6 leaves no far field (exp(−36) ≈ 2e-16), so its
+        fft path is the exact sum over pairs closer than 6.
     dtype : torch.dtype, default torch.float64
     """
+
+    _radial_kernel = GAUSSIAN
+    _fft_defaults: ClassVar[dict[str, float]] = {"cutoff": 6.0, "box": 6.0, "nodes": 5}
 
     def __init__(
         self,
@@ -378,16 +463,18 @@ class ElasticEmbedding(EmbeddingObjective):
         weight_norm: str = "rows",
         path: str = "auto",
         chunk_size: int | None = None,
+        fft_settings: dict[str, float] | None = None,
         dtype: torch.dtype = torch.float64,
     ) -> None:
         W = _clean_affinities(symmetrize(_clean_affinities(affinities)))
         n = W.shape[0]
-        super().__init__(n, path=path, chunk_size=chunk_size, dtype=dtype)
+        if repulsion not in REPULSIONS:
+            raise TreevizError(f"The repulsion weights must be one of {REPULSIONS}; got {repulsion!r}.")
+        super().__init__(n, path=path, chunk_size=chunk_size, dtype=dtype, fft_ok=repulsion == "ones",
+                         fft_settings=fft_settings)
         lam = float(lam)
         if not math.isfinite(lam) or lam < 0:
             raise TreevizError(f"The elastic embedding's repulsion weight λ must be finite and ≥ 0; got {lam}.")
-        if repulsion not in REPULSIONS:
-            raise TreevizError(f"The repulsion weights must be one of {REPULSIONS}; got {repulsion!r}.")
         if weight_norm not in WEIGHT_NORMS:
             raise TreevizError(f"The weight normalisation must be one of {WEIGHT_NORMS}; got {weight_norm!r}.")
         self.lam, self.repulsion, self.weight_norm = lam, repulsion, weight_norm
@@ -436,15 +523,15 @@ class ElasticEmbedding(EmbeddingObjective):
         grad = 4.0 * _lap_apply(b["Wp"] - rep, Z) if need_grad else None
         return value, grad
 
-    def _chunked(self, Z: torch.Tensor, b: dict[str, Any], need_grad: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def _sparse(self, Z: torch.Tensor, b: dict[str, Any], need_grad: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
         rows, cols, w = b["edges"]
         diff = Z[rows] - Z[cols]
         value = (w * (diff * diff).sum(1)).sum()
-        rep, G = self._repulsion(Z, b, need_grad)
+        rep, dS = self._pair_sum(Z, b, need_grad)
         grad = None
         if need_grad:
             grad = torch.zeros_like(Z).index_add_(0, rows, (4.0 * w)[:, None] * diff)
-            grad -= (4.0 * self._neg) * G
+            grad += self._neg * dS
         return value + self._neg * rep, grad
 
     def _kernel_(self, d2: torch.Tensor, start: int, stop: int, b: dict[str, Any]) -> torch.Tensor:
@@ -471,8 +558,14 @@ class TSNE(EmbeddingObjective):
         ``Σ p log p + α Σ p log(1 + d²) + log Σ Kt``, whose gradient is t-SNE's exaggerated one
         ``4 Lap((αP − Q) ∘ Kt) Z``; α = 1 is the KL divergence.
     path, chunk_size, dtype
-        As for :class:`ElasticEmbedding`.
+        As for :class:`ElasticEmbedding` ("auto": fft above 5000 points for 2-D embeddings).
+    fft_settings : dict, optional
+        ``cutoff``, ``box``, ``nodes`` of the fft path (:class:`~models.embedding.interpolation.PairSum`);
+        default 8, 8, 5.
     """
+
+    _radial_kernel = STUDENT_T
+    _fft_defaults: ClassVar[dict[str, float]] = {"cutoff": 8.0, "box": 8.0, "nodes": 5}
 
     def __init__(
         self,
@@ -481,6 +574,7 @@ class TSNE(EmbeddingObjective):
         exaggeration: float = 1.0,
         path: str = "auto",
         chunk_size: int | None = None,
+        fft_settings: dict[str, float] | None = None,
         dtype: torch.dtype = torch.float64,
     ) -> None:
         A = _clean_affinities(affinities)
@@ -489,7 +583,7 @@ class TSNE(EmbeddingObjective):
         if not total > 0:
             raise ValueError("The affinities are all zero; t-SNE needs some positive affinities.")
         P = (P / total).tocsr()
-        super().__init__(P.shape[0], path=path, chunk_size=chunk_size, dtype=dtype)
+        super().__init__(P.shape[0], path=path, chunk_size=chunk_size, dtype=dtype, fft_settings=fft_settings)
         self.joint = P
         self.attractive_weights = P
         self.attractive_scale = self._check_exaggeration(exaggeration)
@@ -527,17 +621,17 @@ class TSNE(EmbeddingObjective):
         grad = 4.0 * _lap_apply((alpha * P - Kt / zsum) * Kt, Z) if need_grad else None
         return value, grad
 
-    def _chunked(self, Z: torch.Tensor, b: dict[str, Any], need_grad: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def _sparse(self, Z: torch.Tensor, b: dict[str, Any], need_grad: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
         alpha = self.attractive_scale
         rows, cols, p = b["edges"]
         diff = Z[rows] - Z[cols]
         d2e = (diff * diff).sum(1)
-        zsum, G = self._repulsion(Z, b, need_grad)
+        zsum, dS = self._pair_sum(Z, b, need_grad)
         value = self._plogp + alpha * (p * torch.log1p(d2e)).sum() + torch.log(zsum)
         grad = None
         if need_grad:
             grad = torch.zeros_like(Z).index_add_(0, rows, (4.0 * alpha * p / (1.0 + d2e))[:, None] * diff)
-            grad -= (4.0 / zsum) * G
+            grad += dS / zsum
         return value, grad
 
     def _kernel_(self, d2: torch.Tensor, start: int, stop: int, b: dict[str, Any]) -> torch.Tensor:
@@ -989,7 +1083,8 @@ def free_embedding(
     exaggeration, exaggeration_iter
         t-SNE only: run the first ``exaggeration_iter`` iterations with P multiplied by
         ``exaggeration``. Off by default (the spectral direction needs no early exaggeration).
-    path : {"auto", "dense", "chunked"}
+    path : {"auto", "exact", "dense", "chunked", "fft"}, default "auto"
+        See the module docstring; "auto" is exact up to 5000 points.
     solver, ridge, sparsify
         The spectral direction's factorisation, relative ridge and sparsification
         (:class:`SpectralDirection`).

@@ -238,8 +238,9 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         E(Z0), E(F0(X)) and E(F(X)), the embedding objective of the free embedding, of the direct
         fit and of the tree embedding on the training points.
     objective_function_ : EmbeddingObjective
-        The embedding objective E of the training points, to evaluate other embeddings of them
-        (after fitting; a loaded model rebuilds it with :meth:`embedding_objective`).
+        The embedding objective E of the training points, exact (dense or chunked), to evaluate
+        other embeddings of them (after fitting; a loaded model rebuilds it with
+        :meth:`embedding_objective`).
     mu0_ : float
         The first μ used.
     history_ : list of dict
@@ -279,11 +280,12 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
     def embedding_objective(self, X: Any) -> EmbeddingObjective:
         """The embedding objective E of the points ``X`` with this model's settings (method,
         perplexity, neighbours, λ of the elastic embedding). On the training points it is the E the
-        model was fitted for (e.g. to score other embeddings of them after loading the model)."""
+        model was fitted for (e.g. to score other embeddings of them after loading the model),
+        evaluated exactly at any size."""
         X = np.asarray(X, dtype=np.float64)
         perplexity = usable_perplexity(self.perplexity, X.shape[0], self.n_neighbors)
         return embedding_objective(X, self.method, perplexity=perplexity, n_neighbors=self.n_neighbors,
-                                   lam=float(self.lam_ee))
+                                   lam=float(self.lam_ee), path="exact")
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X: Any, y: Any = None, *, callbacks: Iterable[Callback] | None = None,
@@ -298,6 +300,11 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         ``n_leaves``, ``n_decision_nodes``, ``n_nonzero`` (split weights), ``n_nonzero_leaf``
         (linear-leaf weights), ``l1_norm`` (φ(F)), ``tree_penalty`` (the F-step's λ μ0 / μ; λ at
         step 0) and ``seconds``. Callbacks get each record as it is appended.
+
+        Above 5000 points the free embedding and the Z-steps minimise E with its repulsion
+        approximated (``path="fft"`` in :mod:`models.embedding.objectives`), and the penalty
+        objectives are measured with that approximation; ``E_tree``, ``E_Z`` and the ``*_objective_``
+        attributes are always exact.
         """
         X = validate_data(self, X, dtype=np.float64)
         p = self._check_params(X.shape[0])
@@ -309,12 +316,15 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
             n_components=N_COMPONENTS, lam=p["lam_ee"], max_iter=p["free_iter"], tol=p["z_tol"],
             random_state=self.random_state, device=device,
         )
+        # the optimiser's objective (above 5000 points its repulsion is approximated on a grid) and
+        # the exact one, which every reported E uses
         objective: EmbeddingObjective = free.objective
-        self.objective_function_ = objective
+        exact = objective.exact()
+        self.objective_function_ = exact
         self.perplexity_ = p["perplexity"]
         Z0 = free.Z
         self.free_embedding_ = Z0.copy()
-        self.free_objective_ = float(free.value)
+        self.free_objective_ = float(exact.embedding_value(Z0))
 
         tree = _tao_mapping(depth=p["depth"], l1_penalty=p["l1_penalty"], leaf=self.leaf, tao_iter=p["tao_iter"],
                             device=p["device"], random_state=self.random_state, warm_start=True)
@@ -322,7 +332,7 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         self.direct_tao_tree_ = tree.tao_tree_.copy()
         FX = tree.predict(X)
         self.direct_embedding_ = FX.copy()
-        self.direct_fit_objective_ = float(objective.embedding_value(FX))
+        self.direct_fit_objective_ = float(exact.embedding_value(FX))
         dist2 = float(((Z0 - FX) ** 2).sum())
         if p["mu0"] is not None:
             mu0 = p["mu0"]
@@ -346,8 +356,8 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         try:
             ok = self._record(
                 step=0, mu=0.0, E_tree=self.direct_fit_objective_, E_Z=self.free_objective_, dist2=dist2,
-                objective_start=self.free_objective_, objective_after_z=self.free_objective_,
-                objective=self.free_objective_, z_iter=int(free.result.n_iter), **self._tree_counts(tree),
+                objective_start=free.value, objective_after_z=free.value, objective=free.value,
+                z_iter=int(free.result.n_iter), **self._tree_counts(tree),
                 tree_penalty=float(lam), seconds=time.perf_counter() - start,
             )
             mu = float(mu0)
@@ -368,9 +378,11 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
                 FX = tree.predict(X)
                 E_Z = float(objective.embedding_value(Z))
                 obj = penalty_objective(E_Z, Z, FX, mu, tree.tao_tree_.l1_norm())
+                if exact is not objective:
+                    E_Z = float(exact.embedding_value(Z))
                 R = Z - torch.as_tensor(FX, dtype=dtype, device=device)
                 dist2 = float((R * R).sum())
-                E_tree = float(objective.embedding_value(FX))
+                E_tree = float(exact.embedding_value(FX))
                 record = dict(step=k + 1, mu=mu, E_tree=E_tree, E_Z=E_Z, dist2=dist2, objective_start=obj_start,
                               objective_after_z=obj_after_z, objective=obj, z_iter=int(res.n_iter),
                               **self._tree_counts(tree), tree_penalty=tree_penalty,
@@ -388,7 +400,7 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         self.Z_ = Z.detach().cpu().numpy()
         self.multipliers_ = beta.detach().cpu().numpy()
         self.embedding_ = FX
-        self.objective_ = float(objective.embedding_value(FX))
+        self.objective_ = float(exact.embedding_value(FX))
         self.n_iter_ = len(self.history_) - 1
         return self
 
