@@ -21,3 +21,21 @@ def test_quick_embeddings_benchmark_writes_rows(tmp_path, monkeypatch, capsys):
     assert isinstance(tree["tree_below_direct"], bool) and tree["n_leaves"] >= 1
     assert rows["breast_cancer t-SNE: direct CART fit"]["cart_nodes"] >= 1
     assert payload["results"]["history"][0]["step"] == 0
+
+
+def test_quick_embeddings_scale_benchmark_writes_rows(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    assert run.main(["embeddings_scale", "--quick"]) == 0
+    payload = json.loads((tmp_path / "embeddings_scale.json").read_text())
+    rows = payload["results"]["rows"]
+    if not rows:  # no shared data on this machine
+        assert payload["results"]["skipped"]
+        return
+    assert all(FIELDS <= set(r) for r in rows)
+    assert all("fft_seconds" in r and "chunked_seconds" in r for r in rows)
+    tree = next(r for r in rows if "tree embedding E(F(X))" in r["name"])
+    # E(F(X)) is reported exactly for both runs, each with the direct fit it started from
+    assert tree["fft_run"]["E_tree_path"][0] == tree["fft_run"]["E_direct_exact"]
+    assert tree["exact_value"] == tree["exact_run"]["E_tree_exact"]
+    evaluation = next(r for r in rows if "value_and_grad at the free embedding Z0" in r["name"])
+    assert evaluation["value_rel_error"] < 1e-3
