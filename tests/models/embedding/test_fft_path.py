@@ -130,6 +130,18 @@ def test_dense_embeddings_fall_back_to_the_exact_sum(P):
     assert float(approx[0]) == float(exact[0]) and torch.equal(approx[1], exact[1])
 
 
+def test_density_guard_sees_a_dense_cluster_behind_far_outliers():
+    # a tight ball and three points 10⁴ away: the bounding box is huge and mostly empty, but the
+    # ball's pairs would be nearly all N²; the bound counts occupied cells only
+    Z = np.random.default_rng(6).standard_normal((N, 2))
+    Z[:3] = [[1e4, 0.0], [0.0, 1e4], [-1e4, -1e4]]
+    pair_sum = PairSum(STUDENT_T, cutoff=8.0, box=8.0, nodes=5)
+    assert pair_sum.too_dense(torch.as_tensor(Z))
+    assert not pair_sum.too_dense(torch.as_tensor(spread(120.0)))
+    Z[5, 0] = np.nan
+    assert pair_sum(torch.as_tensor(Z)) is None
+
+
 def test_far_field_is_smooth_and_equals_the_kernel_beyond_the_cutoff():
     pair_sum = PairSum(STUDENT_T, cutoff=4.0, box=4.0, nodes=5)
     u = torch.linspace(0, 40, 401, dtype=torch.float64)
