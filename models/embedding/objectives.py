@@ -320,6 +320,19 @@ class EmbeddingObjective(ABC):
             value, grad = value + pv, grad + pg
         return value, grad
 
+    def repulsive_sum(self, Z: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """The repulsive pair sum ``S = Σ_{n≠m} w⁻_nm k(||z_n − z_m||²)`` and ``∂S/∂Z`` on this
+        objective's path (blocks for the dense path): t-SNE's normaliser Σ Kt, or the elastic
+        embedding's repulsion without λ. It is the part the fft path approximates (for checks)."""
+        Z = self._prepare(Z)
+        objective = self
+        if self.path == "dense":
+            objective = copy.copy(self)
+            objective.path, objective._cache = "chunked", {}
+        total, grad = objective._pair_sum(Z, objective._buffers(Z.device), True)
+        assert grad is not None
+        return total, grad
+
     # internals -------------------------------------------------------------------------------
 
     def _prepare(self, Z: Any) -> torch.Tensor:

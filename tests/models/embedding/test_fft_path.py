@@ -4,7 +4,8 @@ a lattice and convolved by FFT (:mod:`models.embedding.interpolation`).
 Covered: the Lagrange basis; the lattice machinery reproducing polynomial kernels exactly; the
 t-SNE value and gradient against the exact chunked path on spread-out random embeddings (400
 points in ten clusters, 120 and 240 units wide; measured relative errors 1.3e-6 and 2.4e-5 for
-the value, 1.6e-3 and 1.5e-3 for the gradient; asserted below 1e-4 and 1e-2); the gradient being
+the value, 1.6e-3 and 1.5e-3 for the gradient, asserted below 1e-4 and 1e-2; for the normaliser
+Σ Kt alone 7e-6 and 1.4e-4, asserted below 5e-4, and 1.6e-3 and 1.5e-3 for its gradient); the gradient being
 the exact derivative of the approximate value (central differences); the elastic embedding's path
 equal to the exact one (its kernel is negligible beyond the cutoff); determinism and invariance
 to shifts by whole boxes; the exact fallback on dense embeddings; the automatic choice of path; a
@@ -82,6 +83,11 @@ def test_tsne_fft_path_is_close_to_the_exact_path(P, scale):
     approx = TSNE(P, path="fft").value_and_grad(Z)
     assert abs(float(approx[0] - exact[0])) < 1e-4 * abs(float(exact[0]))
     assert rel(approx[1], exact[1]) < 1e-2
+    # the approximated part alone: the normaliser Σ Kt and its gradient
+    S, dS = TSNE(P, path="fft").repulsive_sum(Z)
+    S_exact, dS_exact = TSNE(P, path="chunked").repulsive_sum(Z)
+    assert abs(float(S / S_exact) - 1.0) < 5e-4
+    assert rel(dS, dS_exact) < 1e-2
     # it really went through the near pairs and the lattice, not the exact fallback
     out = PairSum(STUDENT_T, cutoff=8.0, box=8.0, nodes=5)(torch.as_tensor(Z))
     assert out is not None and out.n_near > 0 and out.shape[0] > 0
