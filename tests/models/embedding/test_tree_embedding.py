@@ -7,6 +7,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeRegressor
 
+import models.embedding.objectives as objectives
 from models.base import Callback
 from models.embedding.objectives import free_embedding
 from models.embedding.tree_embedding import TreeEmbedding, direct_fit
@@ -88,6 +89,23 @@ def test_path_ends_below_the_direct_fit_on_digits():
     assert E[-1] < 0.9 * E[0]
     assert E[-1] <= min(E) + 1e-3  # no rise at the end of the path
     assert model.free_objective_ <= E[-1]
+
+
+def test_above_the_exact_size_the_fit_runs_on_the_fft_path_and_reports_exact_objectives(monkeypatch):
+    # shrink the switch (and the cutoff, so that 200 points are sparse enough for near pairs)
+    monkeypatch.setattr(objectives, "EXACT_MAX_POINTS", 100)
+    monkeypatch.setattr(objectives.TSNE, "_fft_defaults", {"cutoff": 1.0, "box": 1.0, "nodes": 5})
+    digits = load_digits()
+    Xd = digits.data[np.random.default_rng(1).permutation(digits.data.shape[0])[:200]] / 16.0
+    model = TreeEmbedding(depth=2, n_mu=2, z_iter=10, free_iter=150, tao_iter=3, device="cpu").fit(Xd)
+    exact = objectives.embedding_objective(Xd, "tsne", perplexity=15.0, path="dense")
+    assert model.objective_function_.path == "dense"
+    assert model.objective_ == pytest.approx(float(exact.value(model.embedding_)), rel=1e-12)
+    assert model.free_objective_ == pytest.approx(float(exact.value(model.free_embedding_)), rel=1e-12)
+    assert model.history_[-1]["E_Z"] == pytest.approx(float(exact.value(model.Z_)), rel=1e-12)
+    # the optimiser's value of Z0 (step 0's penalty objective) is the approximation: close, not equal
+    approx = model.history_[0]["objective"]
+    assert approx != model.free_objective_ and approx == pytest.approx(model.free_objective_, rel=1e-3)
 
 
 def test_transform_of_the_training_points_is_the_embedding(X, fitted):
