@@ -23,6 +23,9 @@ Decisions where the thesis is silent or ambiguous:
 * The multiplier update is the thesis's ``ν ← ν − μ (z − t)`` (``multiplier_step=1``); the
   textbook step for a μ‖·‖² penalty is twice that (``multiplier_step=2``).
 * LapTAO has no sample weights (the thesis's objective has none); ``fit`` does not take them.
+* The graph's perplexity is tuned per data set, as in the thesis, but from the labelled points
+  alone: by default (``perplexity=None``) the candidate whose label propagation best predicts each
+  labelled point from the others (:func:`models.laptao.graph.select_perplexity`).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from models.base import Callback, TreeEstimator, seed_everything
 from models.graphs import usable_perplexity
-from models.laptao.graph import laptao_graph
+from models.laptao.graph import laptao_graph, select_perplexity
 from models.laptao.label_step import keep_fraction, make_solver, partial_labels
 from models.laptao.loop import Problem, Settings, alternate, solve_leaves
 from models.tao.estimators import (
@@ -102,15 +105,20 @@ class _LapTAOBase(FittedTAOTree, TreeEstimator):
         draw of the labels kept when ``labelled_fraction`` < 1."""
         self._set_feature_names(feature_names, X.shape[1])
         setup = time.perf_counter()
-        perplexity = usable_perplexity(self.perplexity, X.shape[0], self.n_neighbors)
-        self.perplexity_ = perplexity
         rng = seed_everything(self.random_state)
         tao_seed = int(rng.integers(2**31 - 1))
         # the labels kept are drawn after the tree's seed, so labelled_fraction = 1 changes nothing
         labelled = keep_fraction(labelled, float(self.labelled_fraction), groups, rng)
         Y = np.where(labelled[:, None], Y, 0.0)
         self.labelled_ = labelled
-        _, lap = laptao_graph(X, perplexity, self.n_neighbors)
+        if self.perplexity is None:  # tuned on the labels kept: leave-one-out label propagation
+            perplexity, lap, scores = select_perplexity(X, Y, labelled, float(self.gamma), groups=groups,
+                                                        n_neighbors=self.n_neighbors, rng=rng)
+        else:
+            perplexity, scores = usable_perplexity(self.perplexity, X.shape[0], self.n_neighbors), {}
+            _, lap = laptao_graph(X, perplexity, self.n_neighbors)
+        self.perplexity_ = perplexity
+        self.perplexity_scores_ = scores
         problem = Problem(Y=Y, labelled=labelled, laplacian=lap, gamma=float(self.gamma),
                           solver=make_solver(lap, labelled, float(self.gamma), method=self.solver))
         self.depth_ = depth
@@ -179,7 +187,8 @@ class _LapTAOBase(FittedTAOTree, TreeEstimator):
         arrays["node_origin"] = self.node_origin_
         arrays["labelled"] = self.labelled_.astype(np.uint8)
         return {"n_iter_": int(self.n_iter_), "depth_": int(self.depth_), "objective_": float(self.objective_),
-                "perplexity_": float(self.perplexity_)}, arrays
+                "perplexity_": float(self.perplexity_),
+                "perplexity_scores_": [[float(k), float(v)] for k, v in self.perplexity_scores_.items()]}, arrays
 
     def _set_model_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         self.tao_tree_ = tree_from_arrays(arrays)
@@ -188,6 +197,7 @@ class _LapTAOBase(FittedTAOTree, TreeEstimator):
         self.n_iter_ = int(learned.get("n_iter_", 0))
         self.depth_ = int(learned.get("depth_", 0))
         self.perplexity_ = float(learned["perplexity_"])
+        self.perplexity_scores_ = {float(k): float(v) for k, v in learned.get("perplexity_scores_", [])}
         self.objective_ = float(learned.get("objective_", float("nan")))
 
     # ------------------------------------------------------------------ per task
@@ -222,11 +232,15 @@ class LapTAOClassifier(ClassifierMixin, _LapTAOBase):
     gamma : float, default 0.1
         γ, the weight of ``Σ_c t_cᵀ Lap t_c`` (the Laplacian's matrix form, half the pairwise sum)
         on a graph whose degrees are about 1.
-    perplexity : float, default 15
-        Perplexity K of the graph's entropic affinities; on a data set too small for it (with the
-        default k) it is lowered to (N − 1)/3, and ``perplexity_`` holds the value used.
+    perplexity : float or None, default None
+        Perplexity K of the graph's entropic affinities. None ("auto"): tuned on the labelled
+        points, the one of 3, 5, 10, 15 and 30 whose label propagation predicts each labelled point
+        best from the others (leave-one-out mean squared error; ``perplexity_scores_`` keeps every
+        candidate's, :func:`models.laptao.graph.select_perplexity`). On a data set too small for it
+        (with the default k) K is lowered to (N − 1)/3; ``perplexity_`` holds the value used.
     n_neighbors : int or None, default None
-        k, the neighbours per point (None: 3K, at most N − 1); must exceed K.
+        k, the neighbours per point (None: 3K, at most N − 1); must exceed K (with the automatic K,
+        only the candidates below k are tried).
     depth : int or None, default None
         Depth of the initial tree; None ("auto"): ⌈log2 K⌉ + 3 for K classes, between 4 and 8.
     l1_penalty : float, default 0.01
@@ -263,7 +277,7 @@ class LapTAOClassifier(ClassifierMixin, _LapTAOBase):
             "the check uses leave a single class",
     }
 
-    def __init__(self, *, labelled_fraction=1.0, gamma=0.1, perplexity=15.0, n_neighbors=None, depth=None,
+    def __init__(self, *, labelled_fraction=1.0, gamma=0.1, perplexity=None, n_neighbors=None, depth=None,
                  l1_penalty=0.01, leaf="constant", mu0=1e-3, mu_factor=1.5, n_mu=20, n_inner=1, tol=1e-4, tao_iter=15,
                  multiplier_step=1, penalty_mode="fixed", leaf_solve=True, init="auto", solver="auto",
                  device="auto", random_state=0):
@@ -337,7 +351,7 @@ class LapTAORegressor(RegressorMixin, _LapTAOBase):
 
     _task = "regression"
 
-    def __init__(self, *, labelled_fraction=1.0, gamma=0.1, perplexity=15.0, n_neighbors=None, depth=4,
+    def __init__(self, *, labelled_fraction=1.0, gamma=0.1, perplexity=None, n_neighbors=None, depth=4,
                  l1_penalty=0.01, leaf="constant", mu0=1e-3, mu_factor=1.5, n_mu=20, n_inner=1, tol=1e-4, tao_iter=15,
                  multiplier_step=1, penalty_mode="fixed", leaf_solve=True, init="auto", solver="auto",
                  device="auto", random_state=0):

@@ -3,8 +3,10 @@
 
 Defaults follow the thesis where it gives a value: γ = 0.1, μ₀ = 10⁻³ multiplied by 1.5 twenty
 times, one alternation per μ, 15 TAO iterations per tree step, sparse oblique trees with constant
-leaves. Where it is silent: perplexity 15 with 3 × 15 neighbours, and the tree step's ℓ1 penalty
-held fixed (not divided by μ, which at μ₀ = 10⁻³ would prune the tree to a stump).
+leaves. Where it is silent: the perplexity is tuned per data set as the thesis says, here by
+leave-one-out label propagation on the labelled points over 3, 5, 10, 15 and 30
+(:func:`models.laptao.graph.select_perplexity`) with 3 × K neighbours, and the tree step's ℓ1
+penalty is held fixed (not divided by μ, which at μ₀ = 10⁻³ would prune the tree to a stump).
 """
 
 from models.schema import Param, device_param, seed_param
@@ -20,8 +22,11 @@ PARAMS = (
     Param("gamma", "float", 0.1,
           "γ: weight of the graph term γ Σ_c t_cᵀ Lap t_c that smooths the outputs over the neighbourhood graph.",
           low=1e-12, high=1e6, log=True, label="graph weight γ"),
-    Param("perplexity", "float", 15.0, "Perplexity K of the graph's entropic affinities (effective neighbours).",
-          low=1.0, high=1000.0),
+    Param("perplexity", "float", None,
+          "Perplexity K of the graph's entropic affinities (effective neighbours). Auto: the one of 3, 5, 10, 15 "
+          "and 30 under which label propagation best predicts each labelled point from the others "
+          "(leave-one-out), since how far labels spread matters most when they are few.",
+          low=1.0, high=1000.0, optional_label="auto (leave-one-out)"),
     Param("n_neighbors", "int", None, "k: neighbours each point's affinities spread over (must exceed K).",
           low=2, high=100_000, optional_label="3 × perplexity"),
     Param("depth", "int", None,
