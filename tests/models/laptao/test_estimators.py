@@ -8,7 +8,7 @@ so the file runs in well under a minute on two cores.
 
 import numpy as np
 import pytest
-from sklearn.datasets import make_moons
+from sklearn.datasets import make_blobs, make_moons
 
 from models.laptao.estimators import LapTAOClassifier, LapTAORegressor, TAOTreeStep
 from models.laptao.graph import laptao_graph
@@ -102,6 +102,26 @@ def test_parameters_are_checked_at_fit_with_sentences():
     Xs, _, ys, _, _, _ = moons(0, n=31, n_labelled=6)
     small = LapTAOClassifier(perplexity=50, **FAST).fit(Xs, ys)
     assert small.perplexity_ == pytest.approx(10.0)
+
+
+def test_labelled_fraction_hides_a_stratified_share_of_the_labels_and_records_it():
+    X, y = make_blobs(n_samples=[90, 50, 20], centers=[[0, 0], [4, 0], [0, 4]], random_state=0)
+    given = y.copy()
+    given[:10] = -1  # already unlabelled: stays unlabelled whatever the fraction
+    model = LapTAOClassifier(labelled_fraction=0.1, **FAST).fit(X, given)
+    lab = model.labelled_
+    assert lab.dtype == bool and lab.shape == (160,) and not lab[:10].any()
+    for c in range(3):  # every class keeps round(0.1 · its labels), at least one
+        assert lab[given == c].sum() == max(1, round(0.1 * np.sum(given == c)))
+    # the hidden labels are not used: the model equals a fit on the kept labels alone
+    alone = LapTAOClassifier(**FAST).fit(X, np.where(lab, y, -1))
+    np.testing.assert_array_equal(alone.labelled_, lab)
+    np.testing.assert_array_equal(alone.decision_function(X), model.decision_function(X))
+    again = LapTAOClassifier(labelled_fraction=0.1, **FAST).fit(X, given)
+    other = LapTAOClassifier(labelled_fraction=0.1, random_state=1, **FAST).fit(X, given)
+    np.testing.assert_array_equal(again.labelled_, lab)
+    assert not np.array_equal(other.labelled_, lab)
+    np.testing.assert_array_equal(LapTAOClassifier(**FAST).fit(X, given).labelled_, given != -1)
 
 
 # --------------------------------------------------------------------------- T-L3: the alternation
