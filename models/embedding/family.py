@@ -26,9 +26,9 @@ TREE_EMBEDDING = Family(
               low=0.0, high=1e7, label="EE repulsion λ"),
         Param("depth", "int", 3, "Depth Δ of the random initial tree; pruning can only shrink it.", low=0, high=12),
         Param("l1_penalty", "float", 0.1,
-              "λ of the tree's ℓ1 penalty in sum form, held fixed along the path: larger λ gives a sparser, "
-              "smaller tree that maps new points more smoothly.", low=0.0, high=1e6, log=True,
-              label="ℓ1 penalty λ (sum form)"),
+              "λ of the tree's ℓ1 penalty in sum form: the direct fit's; the tree step at μ uses λ·μ0/μ (see the "
+              "penalty mode). Larger λ gives a sparser, smaller tree that maps new points more smoothly.",
+              low=0.0, high=1e6, log=True, label="ℓ1 penalty λ (sum form)"),
         Param("leaf", "choice", "linear", "Leaf model: linear (Lasso, the thesis) or constant.",
               choices=("linear", "constant")),
         Param("mu0", "float", None, "μ₀, the first penalty weight.", low=1e-300, high=1e12, log=True,
@@ -47,6 +47,10 @@ TREE_EMBEDDING = Family(
         Param("augmented_lagrangian", "bool", True,
               "Multipliers β (the thesis's augmented Lagrangian); off is the quadratic-penalty method.",
               advanced=True),
+        Param("penalty_mode", "choice", "over_mu",
+              "The tree step's ℓ1 penalty at μ: λ·μ0/μ, so the whole path minimises E(F(X)) + μ0·λ·‖w‖₁, or λ "
+              "at every step as in the thesis (then the penalty traded against E grows with μ and E(F(X)) can "
+              "rise late in the path).", choices=("over_mu", "fixed"), advanced=True),
         device_param(),
         seed_param(),
     ),
@@ -65,6 +69,7 @@ TREE_EMBEDDING = Family(
     curves=Curves(x="step", panels=(
         Panel("Embedding objective", ("E_tree", "E_Z")),
         Panel("‖Z − F(X)‖²", ("dist2",)),
+        Panel("Tree penalty", ("tree_penalty", "l1_norm")),
         Panel("Size", ("n_leaves", "n_decision_nodes", "n_nonzero")),
     )),
     views=("embedding",),

@@ -213,6 +213,10 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         TAO iterations of the direct fit and of each F-step.
     augmented_lagrangian : bool, default True
         Multipliers β (the thesis's experiments); False is the quadratic penalty (β = 0).
+    penalty_mode : {"over_mu", "fixed"}, default "over_mu"
+        The F-step's ℓ1 penalty at μ: λ·μ0/μ (eq. 4.8's λ/μ with λ in the direct fit's units, so
+        the path minimises one problem, E(F(X)) + μ0·λ·φ(F)), or λ at every step, the thesis's
+        choice (see the module docstring for why it is not the default).
     device : str, default "auto"
         Device of the embedding objective and of TAO's torch solver.
     random_state : int or None, default 0
@@ -249,7 +253,8 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
 
     def __init__(self, *, method="tsne", perplexity=15.0, n_neighbors=None, lam_ee=100.0, depth=3, l1_penalty=0.1,
                  leaf="linear", mu0=None, mu0_ratio=0.3, mu_factor=1.4, n_mu=20, z_iter=100, z_tol=1e-4,
-                 free_iter=2000, tao_iter=15, augmented_lagrangian=True, device="auto", random_state=0):
+                 free_iter=2000, tao_iter=15, augmented_lagrangian=True, penalty_mode="over_mu", device="auto",
+                 random_state=0):
         self.method = method
         self.perplexity = perplexity
         self.n_neighbors = n_neighbors
@@ -266,6 +271,7 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         self.free_iter = free_iter
         self.tao_iter = tao_iter
         self.augmented_lagrangian = augmented_lagrangian
+        self.penalty_mode = penalty_mode
         self.device = device
         self.random_state = random_state
 
@@ -345,11 +351,13 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         beta = torch.zeros_like(Z)
         lam = p["l1_penalty"]
 
-        # the tree penalty in E's units: the F-step at μ uses lam_E / μ, which is λ at μ0
-        lam_E = self.mu0_ * lam
+        def step_penalty(mu: float) -> float:
+            """The F-step's ℓ1 penalty at μ: λ·μ0/μ ("over_mu", exactly λ at μ0) or λ ("fixed")."""
+            return lam * (self.mu0_ / mu) if self.penalty_mode == "over_mu" else lam
 
         def penalty_objective(E_Z: float, Zt: torch.Tensor, F: np.ndarray, mu: float, phi: float) -> float:
             R = Zt - torch.as_tensor(F, dtype=dtype, device=device)
+            lam_E = mu * step_penalty(mu)  # the tree penalty in E's units: μ0·λ, or μλ when fixed
             return float(E_Z + lam_E * phi + mu * float((R * R).sum()) - 2.0 * float((beta * R).sum()))
 
         self._begin_training(callbacks, p["n_mu"] + 1)
@@ -367,12 +375,12 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
                 # Z-step: min_Z E(Z) + μ||Z − F(X)||² − 2⟨β, Z − F(X)⟩ from the previous Z.
                 pen = objective.with_penalty(mu, FX, beta if self.augmented_lagrangian else None)
                 res = free.optimizer.minimize(pen, Z, max_iter=p["z_iter"], tol=p["z_tol"])
-                obj_start = res.values[0] + lam_E * phi
+                tree_penalty = step_penalty(mu)
+                obj_start = res.values[0] + mu * tree_penalty * phi
                 Z = res.Z
-                obj_after_z = res.values[-1] + lam_E * phi
-                # F-step: TAO on the shifted targets Z − β/μ, warm-started, with the penalty λ μ0 / μ.
+                obj_after_z = res.values[-1] + mu * tree_penalty * phi
+                # F-step: TAO on the shifted targets Z − β/μ, warm-started, with the step's penalty.
                 target = (Z - beta / mu).detach().cpu().numpy()
-                tree_penalty = lam * (self.mu0_ / mu)  # = lam_E / μ, exactly λ at μ0
                 tree.set_params(l1_penalty=tree_penalty)
                 tree.fit(X, target, feature_names=self.feature_names_)
                 FX = tree.predict(X)
