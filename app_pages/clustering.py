@@ -3,30 +3,24 @@
 import pandas as pd
 import streamlit as st
 
-from models.registry import families_offering
 from treeviz.metrics import class_counts_by_node, dendrogram_purity_from_counts
 from treeviz.plots import dendrogram_figure, tree_figure
-from treeviz.quantities import family_name
 from treeviz.run_view import PARTS
 from treeviz.tree import NodeStats
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
+from treeviz.ui.view_run import offering, view_run
 
 st.title("Clustering")
-run_id = state.current_run_id()
-offering = " or ".join(f.short_label for f in families_offering("clustering", "clustering")) or "a clustering family"
-if run_id is None:
-    st.info("No run to show yet: pick a clustering dataset (e.g. Gaussian blobs) on the Data page and "
-            f"train {offering} on it.")
-    st.stop()
+families = offering("clustering", "clustering", default="a clustering family")
+record = view_run("clustering", task="clustering",
+                  no_run="No run to show yet: pick a clustering dataset (e.g. Gaussian blobs) on the Data page and "
+                         f"train {families} on it.",
+                  wrong_run="This is a {task} run. Pick a clustering run in the sidebar, or train one: choose a "
+                            f"clustering dataset (Gaussian blobs, or an upload with no target) and {families}.")
+run_id = record.run_id
 
 with user_errors("drawing the clustering"):
-    record = state.store().get(run_id)
-    st.caption(f"**{record.name}** · {family_name(record.family)} · trained on {record.dataset_name}")
-    if record.task != "clustering" or not any(f.key == record.family for f in families_offering("clustering")):
-        st.info(f"This is a {record.task} run. Pick a clustering run in the sidebar, or train one: choose a "
-                f"clustering dataset (Gaussian blobs, or an upload with no target) and {offering}.")
-        st.stop()
     part = st.selectbox("Data", PARTS, index=2, key="clustering.part",
                         help="Which split is routed through the tree.")
     view = state.run_view(run_id, part)

@@ -5,7 +5,6 @@ direct fits and UMAP, each scored alike."""
 import pandas as pd
 import streamlit as st
 
-from models.registry import families_offering
 from treeviz.embedding_view import ComparisonJob, objective_name
 from treeviz.metrics import class_counts_by_node
 from treeviz.plots import (
@@ -16,28 +15,23 @@ from treeviz.plots import (
     tree_figure,
     weight_images_grid,
 )
-from treeviz.quantities import family_name
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.job_panel import job_panel, page_job, start
+from treeviz.ui.view_run import offering, view_run
 
 PREFIX = "embeddings"
 
 st.title("Embeddings")
-offering = " or ".join(f.short_label for f in families_offering("embedding")) or "an embedding family"
-run_id = state.current_run_id()
-if run_id is None:
-    st.info(f"No run to show yet: train a {offering} on the Train page (it runs on any data set), or pick one in "
-            "the sidebar.")
-    st.stop()
+families = offering("embedding", default="an embedding family")
+record = view_run("embedding", task="embedding",
+                  no_run=f"No run to show yet: train a {families} on the Train page (it runs on any data set), or pick "
+                         "one in the sidebar.",
+                  wrong_run="This is a {task} run. Pick a " + families + " run in the sidebar, or train one on "
+                            "the Train page: choose the family there on any data set.")
+run_id = record.run_id
 
 with user_errors("drawing the embedding"):
-    record = state.store().get(run_id)
-    st.caption(f"**{record.name}** · {family_name(record.family)} · trained on {record.dataset_name}")
-    if record.task != "embedding" or not any(f.key == record.family for f in families_offering("embedding")):
-        st.info(f"This is a {record.task} run. Pick a {offering} run in the sidebar, or train one on the Train "
-                "page: choose the family there on any data set.")
-        st.stop()
     view = state.run_view(run_id, "train")
     model, prepared, tree = view.model, view.prepared, view.tree
     E = objective_name(model)

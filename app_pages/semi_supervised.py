@@ -6,33 +6,29 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from models.registry import families_offering, get_family
+from models.registry import get_family
 from treeviz.label_curve import DEFAULT_FRACTIONS, LabelCurveJob, labelled_only_tree, metric_name
 from treeviz.plots import label_fraction_figure, labelled_points_figure
 from treeviz.quantities import family_name, run_headline
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.job_panel import job_panel, page_job, start
+from treeviz.ui.view_run import offering, view_run
 
 PREFIX = "semi"
 FRACTION_CHOICES = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
 GRID = 120  # points per side of the decision-region grid of 2-D data
 
 st.title("Semi-supervised")
-offering = " or ".join(f.short_label for f in families_offering("semi_supervised")) or "a semi-supervised family"
-run_id = state.current_run_id()
-if run_id is None:
-    st.info(f"No run to show yet: train {offering} on a classification or regression data set on the Train page "
-            "(set its labelled fraction to hide labels), or pick one in the sidebar.")
-    st.stop()
+families = offering("semi_supervised", default="a semi-supervised family")
+record = view_run("semi_supervised",
+                  no_run=f"No run to show yet: train {families} on a classification or regression data set on the "
+                         "Train page (set its labelled fraction to hide labels), or pick one in the sidebar.",
+                  wrong_run="This run's family does not learn from unlabelled points. Pick a " + families + " run in "
+                            "the sidebar, or train one on the Train page.")
+run_id = record.run_id
 
 with user_errors("opening the run"):
-    record = state.store().get(run_id)
-    st.caption(f"**{record.name}** · {family_name(record.family)} · trained on {record.dataset_name}")
-    if not any(f.key == record.family for f in families_offering("semi_supervised")):
-        st.info(f"This run's family does not learn from unlabelled points. Pick a {offering} run in the sidebar, "
-                "or train one on the Train page.")
-        st.stop()
     model = state.run_model(run_id)
     prepared = state.run_prepared(run_id)
     labelled = np.asarray(model.labelled_, dtype=bool)

@@ -70,3 +70,20 @@ def chart_specs(at: AppTest) -> list[dict]:
 
 def node_trace(spec: dict) -> dict:
     return next(t for t in spec["data"] if t.get("name") == "nodes")
+
+
+def figure_with(at: AppTest, key: str) -> dict:
+    """The plotly figure on the page whose layout ``meta`` has ``key``."""
+    return next(s for s in chart_specs(at) if key in s["layout"].get("meta", {}))
+
+
+def wait_for_figure(at: AppTest, key: str, timeout: float = 240.0) -> AppTest:
+    """Rerun the page until a figure whose layout ``meta`` has ``key`` is shown (a view page's
+    background job has ended), or an error is."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if at.error or any(key in s["layout"].get("meta", {}) for s in chart_specs(at)):
+            return at
+        time.sleep(0.5)
+        at.run()
+    raise AssertionError(f"no figure with {key!r} appeared in time")

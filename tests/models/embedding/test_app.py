@@ -3,21 +3,22 @@ Embeddings page (map with leaf regions, tree, learning curve) and compared in th
 the free embedding, the direct fits and UMAP. The family's own app tests; the page helpers come
 from tests/app/conftest.py."""
 
-import time
-
 import numpy as np
 import pytest
 
-from tests.app.conftest import assert_clean, chart_specs, new_app, open_page, wait_for_job
+from tests.app.conftest import (
+    assert_clean,
+    figure_with,
+    new_app,
+    open_page,
+    wait_for_figure,
+    wait_for_job,
+)
 from treeviz.data import PrepConfig, load_dataset, prepare
 from treeviz.runs import RunStore
 from treeviz.training import train_run
 
 QUICK = {"depth": 2, "n_mu": 3, "free_iter": 150, "z_iter": 20, "tao_iter": 3}
-
-
-def figure(at, key: str) -> dict:
-    return next(s for s in chart_specs(at) if key in s["layout"].get("meta", {}))
 
 
 def test_train_a_tree_embedding_from_the_train_page_and_see_its_map(home):
@@ -42,11 +43,11 @@ def test_train_a_tree_embedding_from_the_train_page_and_see_its_map(home):
     assert metrics["t-SNE KL of F(X)"] == f"{model.objective_:.4g}"
     assert metrics["free embedding Z0"] == f"{model.free_objective_:.4g}"
     prepared = RunStore(home).load_prepared(record.run_id)
-    the_map = figure(at, "regions")
+    the_map = figure_with(at, "regions")
     occupied = np.unique(model.apply(prepared.X_train)).size
     assert the_map["layout"]["meta"] == {"n_train": prepared.X_train.shape[0], "n_test": prepared.X_test.shape[0],
                                          "regions": occupied}
-    curve = figure(at, "E_tree")
+    curve = figure_with(at, "E_tree")
     assert curve["layout"]["meta"]["E_tree"] == pytest.approx([r["E_tree"] for r in model.history_])
     # the explorer and the runs page take the embedding run as any other
     open_page(at, "explorer")
@@ -64,12 +65,9 @@ def test_the_comparison_runs_in_the_background_and_scores_every_embedding(home):
     assert_clean(at)
     at.checkbox(key="embeddings.umap").uncheck().run()  # UMAP's numba start-up is covered by test_embedding_view
     at.button(key="embeddings.compare").click().run()
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline and not any("panels" in s["layout"].get("meta", {}) for s in chart_specs(at)):
-        time.sleep(0.5)
-        at.run()
+    wait_for_figure(at, "panels")
     assert_clean(at)
-    panels = figure(at, "panels")
+    panels = figure_with(at, "panels")
     assert panels["layout"]["meta"]["panels"] == ["tree embedding F(X)", "free embedding Z0", "direct TAO fit F0(X)",
                                                   "direct CART fit"]
     table = at.dataframe[-1].value

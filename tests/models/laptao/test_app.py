@@ -3,20 +3,22 @@
 and its error against the labelled fraction computed in the background beside supervised TAO and
 label propagation. The family's own app tests; the page helpers come from tests/app/conftest.py."""
 
-import time
-
 import numpy as np
 
-from tests.app.conftest import assert_clean, chart_specs, new_app, open_page, wait_for_job
+from tests.app.conftest import (
+    assert_clean,
+    chart_specs,
+    figure_with,
+    new_app,
+    open_page,
+    wait_for_figure,
+    wait_for_job,
+)
 from treeviz.data import PrepConfig, load_dataset, prepare
 from treeviz.runs import RunStore
 from treeviz.training import train_run
 
 QUICK = {"depth": 3, "n_mu": 4, "tao_iter": 3}
-
-
-def figure(at, key: str) -> dict:
-    return next(s for s in chart_specs(at) if key in s["layout"].get("meta", {}))
 
 
 def test_train_laptao_with_hidden_labels_and_see_the_labelled_points(home):
@@ -66,12 +68,9 @@ def test_error_against_the_labelled_fraction_runs_in_the_background(home):
     at.multiselect(key="semi.fractions").set_value([0.05, 0.2]).run()
     at.number_input(key="semi.seeds").set_value(1).run()
     at.button(key="semi.start").click().run()
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and not any("methods" in s["layout"].get("meta", {}) for s in chart_specs(at)):
-        time.sleep(0.5)
-        at.run()
+    wait_for_figure(at, "methods")
     assert_clean(at)
-    curve = figure(at, "methods")
+    curve = figure_with(at, "methods")
     assert curve["layout"]["meta"]["methods"] == ["LapTAO", "LapTAO (its unlabelled training points)",
                                                   "supervised TAO (labelled points only)",
                                                   "label propagation (scikit-learn)"]
