@@ -9,6 +9,7 @@ from treeviz.run_view import PARTS
 from treeviz.tree import NodeStats
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
+from treeviz.ui.figures import show_figure
 from treeviz.ui.view_run import offering, view_run
 
 st.title("Clustering")
@@ -51,12 +52,12 @@ with user_errors("drawing the clustering"):
     else:
         st.caption("This dataset has no reference classes, so dendrogram purity cannot be computed.")
     stats = NodeStats(count=counts, class_counts=class_counts)
-    st.plotly_chart(dendrogram_figure(tree, stats, class_names=names,
-                                      subtitle=f"{part} split · {view.n_rows} points · bars: reference classes"),
-                    key="clustering.dendrogram")
-    st.plotly_chart(tree_figure(tree, stats=view.stats, color_by="active", pruned="hidden",
-                                max_levels=min(tree.max_depth, 6) or None),
-                    key="clustering.tree")
+    show_figure(dendrogram_figure(tree, stats, class_names=names,
+                                  subtitle=f"{part} split · {view.n_rows} points · bars: reference classes"),
+                key="clustering.dendrogram", name=(record.name, "dendrogram"))
+    show_figure(tree_figure(tree, stats=view.stats, color_by="active", pruned="hidden",
+                            max_levels=min(tree.max_depth, 6) or None),
+                key="clustering.tree", name=(record.name, "tree"))
     if class_counts is not None:
         leaves = [int(v) for v in tree.leaves if counts[v] > 0]
         table = pd.DataFrame(class_counts[leaves].astype(int), columns=names,

@@ -20,6 +20,7 @@ from treeviz.errors import TreevizError
 from treeviz.plots import class_balance_figure, sample_images_figure, target_histogram
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
+from treeviz.ui.figures import show_figure
 
 SOURCES = ("Sample dataset", "Upload a file", "Saved dataset")
 STICKY_TARGET = "data.sticky_target"  # the target column chosen for the last uploaded file
@@ -171,14 +172,16 @@ with user_errors("preparing the dataset"):
     left, right = st.columns(2)
     with left:
         if ds.class_names is not None and ds.y is not None:
-            st.plotly_chart(class_balance_figure(np.bincount(ds.y, minlength=ds.n_classes), ds.class_names),
-                            key="data.balance")
+            show_figure(class_balance_figure(np.bincount(ds.y, minlength=ds.n_classes), ds.class_names),
+                        key="data.balance", name=(ds.name, "balance"))
         elif ds.y is not None:
-            st.plotly_chart(target_histogram(ds.y, name=ds.target_name or "target"), key="data.hist")
+            show_figure(target_histogram(ds.y, name=ds.target_name or "target"),
+                        key="data.hist", name=(ds.name, "hist"))
     with right:
         if ds.image_shape is not None:
             labels = None if ds.y_labels is None else [str(v) for v in ds.y_labels[:12]]
-            st.plotly_chart(sample_images_figure(ds.X[:12], ds.image_shape, labels), key="data.images")
+            show_figure(sample_images_figure(ds.X[:12], ds.image_shape, labels),
+                        key="data.images", name=(ds.name, "images"))
     preview = pd.DataFrame(ds.X[:100], columns=list(ds.feature_names))
     if ds.y is not None:
         preview.insert(0, ds.target_name or "target", ds.y_labels[:100])

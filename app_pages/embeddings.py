@@ -17,6 +17,7 @@ from treeviz.plots import (
 )
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
+from treeviz.ui.figures import show_figure
 from treeviz.ui.job_panel import job_panel, page_job, start
 from treeviz.ui.view_run import offering, view_run
 
@@ -69,30 +70,34 @@ with user_errors("drawing the embedding"):
     if show_test and test_part is not None:
         test_Z = model.transform(prepared.X(test_part))
         test_classes = prepared.classes(test_part)
-    left.plotly_chart(embedding_map(Z, classes=classes, class_names=names, leaves=leaves if regions else None,
-                                    test_Z=test_Z, test_classes=test_classes,
-                                    subtitle=f"{Z.shape[0]} training points"
-                                    + (f", {test_Z.shape[0]} {test_part} points mapped (open diamonds)"
-                                       if test_Z is not None else "")), key="embeddings.map")
+    show_figure(embedding_map(Z, classes=classes, class_names=names, leaves=leaves if regions else None,
+                              test_Z=test_Z, test_classes=test_classes,
+                              subtitle=f"{Z.shape[0]} training points"
+                              + (f", {test_Z.shape[0]} {test_part} points mapped (open diamonds)"
+                                 if test_Z is not None else "")),
+                key="embeddings.map", name=(record.name, "map"), where=left)
     left.caption("Leaves partition the input space, not the plane, so two leaves' regions can overlap "
                  "(the thesis notes it too). A linear leaf maps its points by its own linear map.")
-    right.plotly_chart(tree_figure(tree, stats=view.stats, max_levels=min(tree.max_depth, 6) or None),
-                       key="embeddings.tree")
+    show_figure(tree_figure(tree, stats=view.stats, max_levels=min(tree.max_depth, 6) or None),
+                key="embeddings.tree", name=(record.name, "tree"), where=right)
     right.caption("Open the run in the Tree explorer for each node's rule and weights.")
     if classes is not None:
         counts, class_order = class_counts_by_node(tree, prepared.X_train, classes)
         counts = counts[:, [class_order.index(c) for c in names if c in class_order]]  # the map's class order
         occupied = [int(v) for v in tree.leaves if view.stats.count[v] > 0]
-        right.plotly_chart(leaf_class_bars(counts[occupied], occupied, [c for c in names if c in class_order],
-                                           subtitle="training points reaching each leaf"), key="embeddings.leaf_bars")
+        show_figure(leaf_class_bars(counts[occupied], occupied, [c for c in names if c in class_order],
+                                    subtitle="training points reaching each leaf"),
+                    key="embeddings.leaf_bars", name=(record.name, "leaf bars"), where=right)
     if prepared.dataset.image_shape is not None and tree.decision_nodes.size:
-        st.plotly_chart(weight_images_grid(tree, prepared.dataset.image_shape), key="embeddings.weights")
+        show_figure(weight_images_grid(tree, prepared.dataset.image_shape),
+                    key="embeddings.weights", name=(record.name, "weights"))
         st.caption("Node weights as images: blue pushes a point right, red left, white is exactly zero.")
 
     # ------------------------------------------------------------------ the path
     st.subheader("Learning curve")
-    st.plotly_chart(embedding_objective_curve(model.history_, free=model.free_objective_,
-                                              direct=model.direct_fit_objective_, name=E), key="embeddings.curve")
+    show_figure(embedding_objective_curve(model.history_, free=model.free_objective_,
+                                          direct=model.direct_fit_objective_, name=E),
+                key="embeddings.curve", name=(record.name, "curve"))
     st.caption(f"Step 0 is the direct fit; each later step is one Z-step and one tree step at the next μ. "
                f"First μ: {model.mu0_:.3g}.")
 
@@ -127,9 +132,9 @@ else:
         train_classes = None if result["classes"] is None else result["classes"][0]
         panels = [{"title": row["method"], "Z": result["train"][row["method"]],
                    "note": f"{result['objective_name']} {row['objective']:.4g}"} for row in result["rows"]]
-        st.plotly_chart(embedding_panels(panels, classes=train_classes, class_names=names,
-                                         subtitle="training points; the tree embedding is the first panel"),
-                        key="embeddings.panels")
+        show_figure(embedding_panels(panels, classes=train_classes, class_names=names,
+                                     subtitle="training points; the tree embedding is the first panel"),
+                    key="embeddings.panels", name=(record.name, "panels"))
         table = pd.DataFrame([{
             "method": r["method"] + ("" if r["thesis"] else " †"),
             f"{result['objective_name']} (train)": r["objective"],

@@ -18,6 +18,7 @@ from treeviz.rules import leaf_summary, node_rule, rules
 from treeviz.run_view import PARTS
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
+from treeviz.ui.figures import show_figure
 
 NODE = "explorer.node"
 ROOT = "explorer.root"
@@ -62,7 +63,7 @@ with user_errors("opening the run"):
     if len(trees) > 1:
         with st.expander(f"Forest summary: {len(trees)} trees", expanded=False):
             if view.n_rows:
-                st.plotly_chart(forest_summary_figure(trees, view.X), key="explorer.forest")
+                show_figure(forest_summary_figure(trees, view.X), key="explorer.forest", name=(record.name, "forest"))
                 st.caption(f"Vote agreement on the {part} split: how often two trees' own predictions agree. "
                            + str(trees[0].meta.get("ensemble", "")))
             else:
@@ -129,8 +130,8 @@ with user_errors("opening the run"):
     selected = int(st.session_state.get(NODE, 0))
     fig = tree_figure(shown, stats=view.stats, root=root, max_levels=levels, color_by=color_by,
                       highlight=highlight, selected=selected, pruned=pruned)
-    st.plotly_chart(fig, key="explorer.tree", on_select=on_tree_select, selection_mode="points",
-                    config={"scrollZoom": True})
+    show_figure(fig, key="explorer.tree", on_select=on_tree_select, selection_mode="points",
+                config={"scrollZoom": True}, name=(record.name, "tree"))
     nav = st.columns([1, 1, 3])
     nav[0].button("Zoom to selected node", on_click=zoom_to_selected, key="explorer.zoom")
     nav[1].button("Back to the root", on_click=zoom_to_root, key="explorer.unzoom", disabled=root == 0)
@@ -164,25 +165,28 @@ with user_errors("opening the run"):
             st.caption("Reached when: " + " AND ".join(path_rules))
     with right:
         if view.stats is not None and view.stats.class_counts is not None:
-            st.plotly_chart(class_balance_figure(view.stats.class_counts[node], tree.output_names,
-                                                 title=f"Node {node}: {part} rows per class", height=260),
-                            key="explorer.node_mix")
+            show_figure(class_balance_figure(view.stats.class_counts[node], tree.output_names,
+                                             title=f"Node {node}: {part} rows per class", height=260),
+                        key="explorer.node_mix", name=(record.name, "node mix"))
     if not tree.is_leaf[node]:
         w_left, w_right = st.columns(2)
-        w_left.plotly_chart(top_weights_figure(tree, node, k=10), key="explorer.top_weights")
+        show_figure(top_weights_figure(tree, node, k=10),
+                    key="explorer.top_weights", name=(record.name, "top weights"), where=w_left)
         w_left.caption("Weights act on the model's (scaled) features, so their sizes compare across features.")
         image_shape = view.prepared.dataset.image_shape
         if image_shape is not None:
             # images in the pixels' own units when the rules are (w/σ per pixel; σ = 1 for constant pixels)
-            w_right.plotly_chart(weight_image_figure(shown, node, image_shape), key="explorer.weight_image")
+            show_figure(weight_image_figure(shown, node, image_shape),
+                        key="explorer.weight_image", name=(record.name, "weight image"), where=w_right)
             w_right.caption("Blue pushes a sample right, red left; white pixels have zero weight."
                             + (" Weights in the data's own pixel units." if original_units and affine else ""))
 
     with st.expander("Weights of all decision nodes"):
-        st.plotly_chart(weights_heatmap(tree), key="explorer.heatmap")
+        show_figure(weights_heatmap(tree), key="explorer.heatmap", name=(record.name, "heatmap"))
         image_shape = view.prepared.dataset.image_shape
         if image_shape is not None:
-            st.plotly_chart(weight_images_grid(shown, image_shape), key="explorer.weight_grid")
+            show_figure(weight_images_grid(shown, image_shape),
+                        key="explorer.weight_grid", name=(record.name, "weight grid"))
 
     # ---------------------------------------------------------- sample path details
     if show_path and view.n_rows:

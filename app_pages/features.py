@@ -21,6 +21,7 @@ from treeviz.quantities import METRIC_LABELS, family_name
 from treeviz.search import SELECTION, SearchJob, budget_size, stored_best
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
+from treeviz.ui.figures import show_figure
 from treeviz.ui.forms import param_form
 from treeviz.ui.job_panel import job_panel, start, take_result
 
@@ -108,10 +109,10 @@ with user_errors("showing the budget searches"):
         rows = [{"index": int(r.sweep.get("index", i)), "n_features": r.metrics.get("n_features"),
                  **{key: r.metrics.get(key) for key in (score_key, test_key) if key}} for i, r in enumerate(records)]
         if score_key is not None:
-            st.plotly_chart(budget_trials_figure(rows, budget=k, score=score_key, score_label=metric_title(score_key),
-                                                 test_score=test_key,
-                                                 chosen=None if best is None else int(best.sweep["index"])),
-                            key="features.trials")
+            show_figure(budget_trials_figure(rows, budget=k, score=score_key, score_label=metric_title(score_key),
+                                             test_score=test_key,
+                                             chosen=None if best is None else int(best.sweep["index"])),
+                        key="features.trials", name=(records[0].name, "trials"))
         if best is None:
             st.warning(f"No trial uses between 1 and {k} features; run more trials, or raise the budget.")
         else:
@@ -156,16 +157,18 @@ with user_errors("reading the run's features"):
         cols[2].metric(metric_title(score), f"{record.metrics[score]:.4f}")
     selection = family.feature_selection
     history = getattr(model, "history_", [])
-    st.plotly_chart(feature_trajectory_figure(history, count=selection.count, schedule=selection.schedule,
-                                              schedule_label=selection.schedule_label, n_inputs=p),
-                    key="features.trajectory")
+    show_figure(feature_trajectory_figure(history, count=selection.count, schedule=selection.schedule,
+                                          schedule_label=selection.schedule_label, n_inputs=p),
+                key="features.trajectory", name=(record.name, "trajectory"))
     by_index = sorted(rows, key=lambda r: r.index)
     left, right = st.columns([3, 2])
-    left.plotly_chart(feature_ranking_figure([r.name for r in by_index], [r.norm for r in by_index],
-                                             [r.used for r in by_index]), key="features.ranking")
+    show_figure(feature_ranking_figure([r.name for r in by_index], [r.norm for r in by_index],
+                                       [r.used for r in by_index]),
+                key="features.ranking", name=(record.name, "ranking"), where=left)
     image_shape = state.run_prepared(run_id).dataset.image_shape
     if image_shape is not None:
-        right.plotly_chart(feature_mask_figure([r.norm for r in by_index], image_shape), key="features.mask")
+        show_figure(feature_mask_figure([r.norm for r in by_index], image_shape),
+                    key="features.mask", name=(record.name, "mask"), where=right)
     right.dataframe(pd.DataFrame([{"feature": r.name, "kept": r.used, "weight norm": round(r.norm, 6)}
                                   for r in rows]), hide_index=True, height=360)
 
@@ -186,7 +189,8 @@ with user_errors("reading the run's features"):
             selections = [(family.short_label, dict(record.metrics), mine)]
             selections += [(b.method, b.metrics, b.features) for b in baselines]
             compared = [{**scores, "method": m, "n_features": len(f)} for m, scores, f in selections]
-            st.plotly_chart(selection_comparison_figure(compared, metrics=metrics), key="features.comparison")
+            show_figure(selection_comparison_figure(compared, metrics=metrics),
+                        key="features.comparison", name=(record.name, "comparison"))
             name_of = {r.index: r.name for r in rows}
             st.dataframe(pd.DataFrame([
                 {"method": method, **{metric_title(m): scores.get(m) for m in metrics},

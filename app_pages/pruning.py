@@ -10,6 +10,7 @@ from treeviz.quantities import SIZE_HELP, format_size, headline, size_label
 from treeviz.sweep import SweepJob, sweep_label, value_grid
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
+from treeviz.ui.figures import show_figure
 from treeviz.ui.forms import param_form
 from treeviz.ui.job_panel import job_panel, start, take_result
 
@@ -80,7 +81,8 @@ with user_errors("showing the λ paths"):
     lambdas = [r["value"] for r in rows]
     chosen = st.select_slider("λ", options=lambdas, value=lambdas[len(lambdas) // 2], key=f"pruning.lambda.{sweep_id}",
                               format_func=lambda v: f"{v:g}")
-    st.plotly_chart(PATH_FIGURES[spec.figure](rows, param=param, selected=chosen), key="pruning.figure")
+    show_figure(PATH_FIGURES[spec.figure](rows, param=param, selected=chosen),
+                key="pruning.figure", name=(records[0].name, "figure"))
     st.caption(f"Fits in increasing order of λ, {warm_note}.")
     row = next(r for r in rows if r["value"] == chosen)
     cols = st.columns(len(spec.sizes) + 1)
@@ -96,7 +98,7 @@ with user_errors("showing the λ paths"):
         figure = tree_figure(view.rules_tree(), stats=view.stats, color_by="active", pruned=hide, max_levels=levels)
     else:
         figure = tree_figure(view.rules_tree(), stats=view.stats, max_levels=levels)
-    st.plotly_chart(figure, key="pruning.tree")
+    show_figure(figure, key="pruning.tree", name=(records[0].name, "tree"))
     st.caption(f"λ = {chosen:g}. {spec.note}")
 
     def open_run() -> None:

@@ -7,6 +7,7 @@ from treeviz.quantities import family_name
 from treeviz.run_view import PARTS
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
+from treeviz.ui.figures import show_figure
 
 st.title("Routing")
 run_id = state.current_run_id()
@@ -33,9 +34,9 @@ with user_errors("routing the data"):
                             disabled=deepest < 2)
     normalize = c3.checkbox("Bars as fractions of each class", key="routing.normalize")
     shown = view.rules_tree()  # split rules in the data's own units where the scaling allows
-    st.plotly_chart(class_flow_figure(shown, None, None, stats=view.stats, max_levels=min(flow_levels, deepest)),
-                    key="routing.flow")
+    show_figure(class_flow_figure(shown, None, None, stats=view.stats, max_levels=min(flow_levels, deepest)),
+                key="routing.flow", name=(record.name, "flow"))
     st.caption("Each band is the samples of one class going from a node to its child; band width is "
                "the number of samples.")
-    st.plotly_chart(class_split_bars(shown, None, None, stats=view.stats, max_levels=min(3, deepest),
-                                     normalize=normalize), key="routing.splits")
+    show_figure(class_split_bars(shown, None, None, stats=view.stats, max_levels=min(3, deepest),
+                                 normalize=normalize), key="routing.splits", name=(record.name, "splits"))

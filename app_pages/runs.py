@@ -8,6 +8,7 @@ from treeviz.quantities import curve_layout, family_name, headline_text
 from treeviz.run_archive import export_zip, import_zip
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
+from treeviz.ui.figures import show_figure
 
 st.title("Runs")
 store = state.store()
@@ -96,4 +97,5 @@ with left:
     for note in rec.notes:
         st.info(note)
 with right, user_errors("reading the training history"):
-    st.plotly_chart(training_curves(store.history(run_id), **curve_layout(rec.family)), key="runs.curves")
+    show_figure(training_curves(store.history(run_id), **curve_layout(rec.family)),
+                key="runs.curves", name=(rec.name, "curves"))

@@ -12,6 +12,7 @@ from treeviz.plots import label_fraction_figure, labelled_points_figure
 from treeviz.quantities import family_name, run_headline
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
+from treeviz.ui.figures import show_figure
 from treeviz.ui.job_panel import job_panel, page_job, start
 from treeviz.ui.view_run import offering, view_run
 
@@ -74,18 +75,19 @@ with user_errors("opening the run"):
 
         axes = tuple(prepared.dataset.feature_names[:2])
         left, right = st.columns(2)
-        left.plotly_chart(labelled_points_figure(
-            X, classes=shown, class_names=names, labelled=labelled, axes=axes, regions=regions(model),
-            title=f"{family_name(record.family)}: labelled and unlabelled points",
-            subtitle=f"{n_lab} of {n} labelled (stars) · shading: the tree's predicted class"), key="semi.data")
+        show_figure(labelled_points_figure(
+      X, classes=shown, class_names=names, labelled=labelled, axes=axes, regions=regions(model),
+      title=f"{family_name(record.family)}: labelled and unlabelled points",
+      subtitle=f"{n_lab} of {n} labelled (stars) · shading: the tree's predicted class"),
+                    key="semi.data", name=(record.name, "data"), where=left)
         alone = labelled_only_tree(record.task, record.params, model, X, y)
         accuracy = float(np.mean(np.asarray(alone.predict(prepared.X_test)).astype(str)
                                  == np.asarray(prepared.labels("test")).astype(str))) if prepared.X_test.size else None
-        right.plotly_chart(labelled_points_figure(
-            X, classes=shown, class_names=names, labelled=labelled, axes=axes, regions=regions(alone),
-            title="TAO on the labelled points only",
-            subtitle="same depth and penalty" + (f" · test accuracy {accuracy:.3f}" if accuracy is not None else "")),
-            key="semi.alone")
+        show_figure(labelled_points_figure(
+     X, classes=shown, class_names=names, labelled=labelled, axes=axes, regions=regions(alone),
+     title="TAO on the labelled points only",
+     subtitle="same depth and penalty" + (f" · test accuracy {accuracy:.3f}" if accuracy is not None else "")),
+     key="semi.alone", name=(record.name, "alone"), where=right)
     else:
         if X.shape[1] == 2:
             P, axes, note = X, tuple(prepared.dataset.feature_names[:2]), "the data's two features"
@@ -94,9 +96,9 @@ with user_errors("opening the run"):
 
             P = PCA(n_components=2, random_state=0).fit_transform(X)
             axes, note = ("principal component 1", "principal component 2"), "the first two principal components"
-        st.plotly_chart(labelled_points_figure(P, classes=shown, class_names=names, labelled=labelled, axes=axes,
-                                               subtitle=f"{n_lab} of {n} training points labelled (stars) · {note}"),
-                        key="semi.data")
+        show_figure(labelled_points_figure(P, classes=shown, class_names=names, labelled=labelled, axes=axes,
+                                           subtitle=f"{n_lab} of {n} training points labelled (stars) · {note}"),
+                    key="semi.data", name=(record.name, "data"))
 
 # ---------------------------------------------------------------------- error vs labelled fraction
 st.subheader("Error against the fraction of labelled points")
@@ -133,7 +135,7 @@ rows = results.get(f"{PREFIX}:{run_id}")
 if rows:
     with user_errors("showing the comparison"):
         metric = metric_name(record.task)
-        st.plotly_chart(label_fraction_figure(rows, metric=metric), key="semi.curve")
+        show_figure(label_fraction_figure(rows, metric=metric), key="semi.curve", name=(record.name, "curve"))
         table = (pd.DataFrame(rows).groupby(["method", "fraction"], sort=False)
                  .agg(n_labelled=("n_labelled", "mean"), mean=("error", "mean"), std=("error", "std"),
                       subsets=("error", "size")).reset_index())

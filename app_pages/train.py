@@ -9,6 +9,7 @@ from treeviz.quantities import curve_layout
 from treeviz.training import job_fn
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
+from treeviz.ui.figures import show_figure
 from treeviz.ui.forms import param_form
 
 st.title("Train")
@@ -64,7 +65,7 @@ def show_job() -> None:
     st.progress(min(1.0, snap.progress), text=f"{snap.status} · {snap.elapsed:.1f} s")
     if snap.records:
         layout = curve_layout(str(job.meta.get("family", "")))
-        st.plotly_chart(training_curves(snap.records, **layout), key="train.curves")
+        show_figure(training_curves(snap.records, **layout), key="train.curves", name=(snap.label, "curves"))
     if snap.status in ("queued", "running"):
         st.button("Cancel", on_click=state.jobs().cancel, args=(snap.id,), key="train.cancel")
         return

@@ -326,8 +326,12 @@ def tree_figure(
                   f" · {m} of {tree.n_nodes} nodes shown")
     if pruned == "hidden" and (tree.active == 0).any():
         window += " · pruned nodes hidden"
+    if mode == "class" and show_mix and fractions is not None and m > MAX_MIX_NODES:
+        window += f" · class-mix bars only up to {MAX_MIX_NODES} nodes (hover a node for its mix)"
+    if len(leaves) > MAX_LABEL_LEAVES:
+        window += f" · leaf labels only up to {MAX_LABEL_LEAVES} leaves"
     mode_text = {"class": "majority class", "value": "mean target", "active": "node activity a_t"}[mode]
-    family = tree.family.upper() if len(tree.family) <= 4 else tree.family.capitalize()
+    family = tree.family.upper() if len(tree.family) <= 4 else tree.family.replace("_", " ").capitalize()
     title = f"{family + ' tree' if family else 'Tree'} · depth {tree.max_depth}"
     fig = go.Figure(data=traces)
     style.apply_style(fig, title=title, subtitle=f"{window} · colour: {mode_text}",

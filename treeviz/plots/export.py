@@ -1,0 +1,106 @@
+"""Figures leave the app: standalone HTML that works offline, and PNG, SVG or PDF images.
+
+* :func:`figure_html` writes a whole HTML page with plotly.js inlined (about 4.7 MB), so it opens
+  with no network.
+* :func:`figure_image` renders PNG, SVG or PDF through kaleido, which drives a Chromium browser on
+  this machine (Debian's ``chromium`` package; ``bash scripts/test.sh`` installs it). Without
+  kaleido or a browser, :func:`image_support` says what to install, and HTML still works.
+* :func:`export_name` makes one file name from a run's name and the view ("cart-on-iris-1_tree"),
+  and :func:`camera_config` sets the plot's own camera button to the same name and a sharp scale.
+
+Large figures are exported as they are drawn: the figure builders already bound what they draw
+(a tree diagram draws class-mix bars for at most 100 nodes and labels for at most 40 leaves, and
+says so in its subtitle), so a tree of thousands of nodes exports in seconds.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import unicodedata
+from html import escape
+from typing import Any
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from treeviz.errors import TreevizError
+
+IMAGE_FORMATS = ("png", "svg", "pdf")
+FORMATS = ("html", *IMAGE_FORMATS)
+MIME = {"html": "text/html", "png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf"}
+#: Pixel density of PNG exports and of the camera button (2 = sharp on high-density screens and in print).
+SCALE = 2
+#: Size of an exported image when the figure does not set one.
+DEFAULT_WIDTH, DEFAULT_HEIGHT = 1000, 600
+#: Browsers kaleido can drive, looked up on the PATH (``BROWSER_PATH`` overrides, as for kaleido).
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+
+
+def export_name(*parts: str) -> str:
+    """A file name (without extension) from display texts: lower case, accents dropped, anything
+    but letters, digits, dots and dashes turned into dashes, parts joined by ``_``."""
+    out = []
+    for part in parts:
+        text = unicodedata.normalize("NFKD", str(part)).encode("ascii", "ignore").decode("ascii").lower()
+        text = re.sub(r"[^a-z0-9.]+", "-", text).strip("-.")
+        if text:
+            out.append(text[:60])
+    return "_".join(out) or "figure"
+
+
+def camera_config(name: str, *, scale: int = SCALE) -> dict[str, Any]:
+    """The plotly ``config`` that makes the camera button save ``name``.png at ``scale``."""
+    return {"toImageButtonOptions": {"format": "png", "filename": name, "scale": scale}, "displaylogo": False}
+
+
+def figure_html(fig: go.Figure, *, name: str = "figure") -> str:
+    """The figure as a standalone HTML page with plotly.js inlined: it opens offline."""
+    html = pio.to_html(fig, full_html=True, include_plotlyjs=True, config=camera_config(name),
+                       default_width="100%", default_height=f"{_height(fig)}px", validate=False)
+    return html.replace("<head>", f"<head>\n    <title>{escape(name)}</title>", 1)
+
+
+def image_support() -> str | None:
+    """None when PNG, SVG and PDF export works here; otherwise the sentence saying what to install."""
+    if not _kaleido_installed():
+        return ("Image export needs the kaleido package: install it with `pip install -r requirements.txt`. "
+                "HTML export works without it.")
+    if not (os.environ.get("BROWSER_PATH") or any(shutil.which(b) for b in BROWSERS)):
+        return ("Image export needs a Chromium browser for kaleido: install Debian's `chromium` package "
+                "(`apt-get install chromium`). HTML export works without it.")
+    return None
+
+
+def figure_image(fig: go.Figure, fmt: str, *, scale: int = SCALE) -> bytes:
+    """The figure as PNG, SVG or PDF bytes (kaleido driving Chromium), at the figure's own size
+    (1000 × 600 when it sets none)."""
+    fmt = fmt.lower()
+    if fmt not in IMAGE_FORMATS:
+        raise TreevizError(f"Figures export as {', '.join(FORMATS)}; not {fmt!r}.")
+    missing = image_support()
+    if missing:
+        raise TreevizError(missing)
+    width = fig.layout.width or DEFAULT_WIDTH
+    try:
+        return pio.to_image(fig, format=fmt, width=width, height=_height(fig), scale=scale if fmt == "png" else 1)
+    except Exception as err:  # kaleido's failures (no browser it can start, a timeout) become one sentence
+        raise TreevizError(f"The figure could not be rendered as {fmt.upper()} ({type(err).__name__}: {err}); "
+                           "HTML export still works.") from None
+
+
+def figure_bytes(fig: go.Figure, fmt: str, *, name: str = "figure") -> bytes:
+    """The figure in any of :data:`FORMATS`, as bytes (HTML in UTF-8)."""
+    if fmt == "html":
+        return figure_html(fig, name=name).encode("utf-8")
+    return figure_image(fig, fmt)
+
+
+def _kaleido_installed() -> bool:
+    return importlib.util.find_spec("kaleido") is not None
+
+
+def _height(fig: go.Figure) -> int:
+    return int(fig.layout.height or DEFAULT_HEIGHT)
