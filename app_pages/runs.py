@@ -4,7 +4,9 @@ import pandas as pd
 import streamlit as st
 
 from treeviz.plots import training_curves
+from treeviz.plots.export import export_name
 from treeviz.quantities import curve_layout, family_name, headline_text
+from treeviz.report import run_report
 from treeviz.run_archive import export_zip, import_zip
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
@@ -60,9 +62,19 @@ def open_in_explorer() -> None:
     state.select_run(run_id)
 
 
-c1, c2, c3 = st.columns(3)
+c1, c2, c3, c4 = st.columns(4)
 if c1.button("Open in Tree explorer", key="runs.open", on_click=open_in_explorer):
     pages.switch_to("explorer")
+c4.download_button(
+    "Download report (.html)",
+    data=lambda: run_report(store, run_id),
+    file_name=f"{export_name(rec.name, 'report')}.html",
+    mime="text/html",
+    key="runs.report",
+    on_click="ignore",
+    help="One HTML file that opens offline: data, preparation, parameters, metrics, curves, the tree, its "
+         "weights, routing, features, λ path and rules.",
+)
 c2.download_button(
     "Download run (.zip)",
     data=lambda: export_zip(store, run_id),

@@ -1,0 +1,53 @@
+"""The run report: one HTML file with every section a run has, in the data's own units, escaped."""
+
+import re
+
+import pytest
+
+from treeviz.data import PrepConfig, load_dataset, prepare
+from treeviz.report import run_report
+from treeviz.rules import rules
+from treeviz.runs import RunStore
+from treeviz.sweep import run_sweep
+from treeviz.training import train_run
+
+
+@pytest.fixture
+def store(tmp_path):
+    return RunStore(tmp_path)
+
+
+def figures(html: str) -> int:
+    return len(re.findall(r'<div class="figure">', html))
+
+
+def test_a_cart_report_has_every_section_and_its_numbers(store):
+    prepared = prepare(load_dataset("iris"), PrepConfig(seed=0))
+    record = train_run("cart", "classification", {"max_depth": 2}, prepared, store=store)
+    html = run_report(store, record.run_id)
+    assert html.startswith("<!doctype html>") and "<script src=" not in html  # plotly.js inlined once
+    assert html.count("Plotly.newPlot") == figures(html) == int(re.search(r'data-figures="(\d+)"', html)[1])
+    for heading in ("Data", "Preparation", "Hyperparameters", "Metrics", "Size and cost", "Tree", "Node weights",
+                    "Class routing", "Features", "Rules"):
+        assert f">{heading}</h" in html, heading
+    assert record.dataset_fingerprint in html and record.prepared_fingerprint in html
+    assert f"{record.metrics['test_accuracy']:.4g}" in html
+    model = store.load_model(record.run_id)
+    view_rules = rules(model.to_tree().in_input_units(*prepared.affine_scaling()))
+    assert all(r.replace(">", "&gt;").replace("<", "&lt;") in html for r in view_rules)  # the data's own units
+    assert "in the data's own units" in html
+
+
+def test_a_point_of_a_lambda_path_shows_the_path_and_image_weights(store):
+    prepared = prepare(load_dataset("digits"), PrepConfig(seed=0))
+    results = run_sweep("tao", "classification", {"depth": 2, "max_iter": 2}, prepared, [0.01, 1.0], store=store)
+    html = run_report(store, results[1].record.run_id)
+    assert "λ path: " in html and "this run is at 1." in html
+    assert "Weights as images" in html  # digits are 8 × 8 images
+
+
+def test_names_are_escaped(store):
+    prepared = prepare(load_dataset("iris"), PrepConfig(seed=0))
+    record = train_run("cart", "classification", {"max_depth": 1}, prepared, store=store, name="<b>mine</b> & co")
+    html = run_report(store, record.run_id)
+    assert "<b>mine</b>" not in html and "&lt;b&gt;mine&lt;/b&gt; &amp; co" in html
