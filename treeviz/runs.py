@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import treeviz
+from models.base import resolve_device
 from models.persist import CONFIG_NAME, WEIGHTS_NAME, load_model, model_bytes
 from models.registry import family_of_class, get_family
 from treeviz.atomic import TMP_PREFIX, TRASH_PREFIX, discard_folder, publish_folder, replace_file
@@ -89,6 +90,8 @@ class RunRecord:
     treeviz_version: str = ""
     #: Set for runs of a parameter sweep (a λ path): {"id", "param", "value", "index", "size"}.
     sweep: dict[str, Any] | None = None
+    #: Where it was trained: "cpu", "cuda", "cuda:N" ("" for runs saved before this was recorded).
+    device: str = ""
 
     def __hash__(self) -> int:  # dict fields are unhashable; a run is identified by its id
         return hash((self.run_id, self.name, self.status))
@@ -122,7 +125,7 @@ class RunRecord:
         values: dict[str, Any] = {}
         for f in fields(cls):
             if f.name not in data:
-                if f.name in ("status", "notes", "treeviz_version", "sweep"):
+                if f.name in ("status", "notes", "treeviz_version", "sweep", "device"):
                     continue
                 raise TreevizError(f"run.json lacks the field '{f.name}'.")
             values[f.name] = data[f.name]
@@ -166,6 +169,17 @@ def tree_size(estimator: Any) -> dict[str, int]:
     return {"n_nodes": int(sum(t.n_nodes for t in trees)),
             "n_leaves": int(sum(t.n_leaves for t in trees)),
             "depth": int(max(t.max_depth for t in trees))}
+
+
+def _device_used(params: Mapping[str, Any]) -> str:
+    """The device a fit with these parameters ran on: a torch family's resolved ``device``, else the CPU."""
+    device = params.get("device")
+    if not isinstance(device, str):
+        return "cpu"
+    try:
+        return resolve_device(device)
+    except TreevizError:
+        return device
 
 
 class RunStore:
@@ -222,6 +236,7 @@ class RunStore:
             created=now.isoformat(timespec="milliseconds"), duration_s=float(duration_s),
             status=status, notes=tuple(str(n) for n in notes), treeviz_version=treeviz.__version__,
             sweep=None if sweep is None else jsonable(dict(sweep)),
+            device=_device_used(params if params is not None else estimator.get_params(deep=False)),
         )
         context = {"run_id": run_id, "dataset_fingerprint": record.dataset_fingerprint,
                    "prepared_fingerprint": record.prepared_fingerprint,

@@ -9,6 +9,7 @@ module                      figures
                             :func:`weight_image_figure`, :func:`weight_images_grid`
 :mod:`.routing`             :func:`class_flow_figure` (Sankey), :func:`class_split_bars`
 :mod:`.curves`              :func:`training_curves`
+:mod:`.compare`             :func:`pareto_figure` (score against size across runs)
 :mod:`.sweep`               :func:`sweep_figure` (tree size and scores along a λ path),
                             :func:`lambda_path_figure` (error, nonzeros, nodes, FLOPs vs λ)
 :mod:`.forest`              :func:`forest_summary_figure` (size per tree, vote agreement)
@@ -26,6 +27,7 @@ module                      figures
 ==========================  ===================================================================
 """
 
+from treeviz.plots.compare import pareto_figure
 from treeviz.plots.curves import training_curves
 from treeviz.plots.data import class_balance_figure, sample_images_figure, target_histogram
 from treeviz.plots.dendrogram import dendrogram_figure
@@ -79,6 +81,7 @@ __all__ = [
     "lambda_path_figure",
     "leaf_class_bars",
     "node_from_selection",
+    "pareto_figure",
     "sample_images_figure",
     "selection_comparison_figure",
     "sweep_figure",

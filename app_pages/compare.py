@@ -1,0 +1,76 @@
+"""Compare: the runs on one data set, of every family, in a leaderboard and on the accuracy–size Pareto
+front; and two runs' trees and routing side by side."""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from treeviz.compare import SIZES, groups, leaderboard, pareto_mask, score_of
+from treeviz.plots import class_flow_figure, pareto_figure, tree_figure
+from treeviz.quantities import family_name
+from treeviz.ui import state
+from treeviz.ui.errors import user_errors
+from treeviz.ui.figures import show_figure
+
+st.title("Compare")
+runs = state.store().list()
+found = groups(runs)
+if not found:
+    st.info("No runs yet. Train models of several families on one data set on the Train page; they line up here.")
+    st.stop()
+
+by_label = {g.label: g for g in found}
+current = state.current_dataset().fingerprint
+default = next((i for i, g in enumerate(found) if g.fingerprint == current), 0)
+group = by_label[st.selectbox("Data set", list(by_label), index=default, key="compare.group",
+                              help="Runs compare when trained on the same data (its fingerprint) and task.")]
+score = score_of(group.task, group.runs)
+
+# ------------------------------------------------------------------ leaderboard
+rows = leaderboard(group.runs, score)
+label = score.label if score else "score"
+table = pd.DataFrame(rows).rename(columns={"score": label}).drop(columns=["run_id"])
+st.subheader(f"Leaderboard · {group.dataset} ({group.task})")
+st.dataframe(table, hide_index=True)
+st.caption(f"Ranked by {label} ({'higher' if score is None or score.higher_is_better else 'lower'} is better). "
+           "Nonzero weights and FLOPs count the parameters a prediction touches (FLOPs: per sample, on the "
+           "root-to-leaf path, averaged over the training split); fit time is wall time on the device shown.")
+
+# ------------------------------------------------------------------ Pareto fronts
+if score is not None:
+    left, right = st.columns(2)
+    for box, size_key in ((left, "n_nonzero_weights"), (right, "n_decision_nodes")):
+        size = [r.metrics.get(size_key) for r in group.runs]
+        value = [r.metrics.get(score.key) for r in group.runs]
+        front = pareto_mask([np.nan if s is None else s for s in size], [np.nan if v is None else v for v in value],
+                            higher_is_better=score.higher_is_better)
+        points = [{"size": s, "score": v, "family": family_name(r.family), "name": r.name, "front": bool(f)}
+                  for r, s, v, f in zip(group.runs, size, value, front)]
+        with user_errors("drawing the Pareto front"):
+            show_figure(pareto_figure(points, size_label=SIZES[size_key], score_label=score.label,
+                                      higher_is_better=score.higher_is_better),
+                        key=f"compare.pareto.{size_key}", name=(group.dataset, "pareto", size_key), where=box)
+
+# ------------------------------------------------------------------ two runs side by side
+st.subheader("Two runs side by side")
+names = {r.run_id: f"{r.name} · {family_name(r.family)}" for r in group.runs}
+ids = [row["run_id"] for row in rows]
+if len(ids) < 2:
+    st.info("Train a second model on this data set to compare two trees.")
+    st.stop()
+c1, c2 = st.columns(2)
+chosen = [c1.selectbox("Left", ids, index=0, format_func=names.get, key="compare.left"),
+          c2.selectbox("Right", ids, index=1, format_func=names.get, key="compare.right")]
+routing = group.task == "classification" and st.checkbox("Show the class routing", value=True, key="compare.routing")
+for side, box, run_id in zip(("left", "right"), (c1, c2), chosen):
+    with box, user_errors("drawing the run"):
+        view = state.run_view(run_id, "test" if state.run_prepared(run_id).X_test.shape[0] else "train")
+        tree = view.tree
+        record = next(r for r in group.runs if r.run_id == run_id)
+        st.caption(f"{tree.n_nodes} nodes · depth {tree.max_depth} · {tree.n_nonzero_weights()} nonzero weights · "
+                   f"{view.part} split routed")
+        show_figure(tree_figure(tree, stats=view.stats, max_levels=min(tree.max_depth, 5) or None),
+                    key=f"compare.tree.{side}", name=(record.name, "tree"))
+        if routing and tree.task == "classification" and view.stats is not None:
+            show_figure(class_flow_figure(tree, None, None, stats=view.stats, max_levels=min(tree.max_depth, 3) or 1),
+                        key=f"compare.routing.{side}", name=(record.name, "routing"))

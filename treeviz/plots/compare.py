@@ -1,0 +1,53 @@
+"""Runs of several families on one data set: score against model size, with the Pareto front."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from treeviz.plots import style
+
+
+def pareto_figure(points: Sequence[Mapping[str, Any]], *, size_label: str, score_label: str,
+                  higher_is_better: bool = True, log_x: bool = True) -> go.Figure:
+    """Each run as a point (``size``, ``score``), one colour per ``family``, hover ``name``; the
+    points with ``front`` True joined by the Pareto front's staircase (the best score reachable at
+    each size). Runs without a size or a score are left out and counted in the subtitle."""
+    title = f"{score_label} against {size_label}"
+    usable = [p for p in points if p.get("size") is not None and p.get("score") is not None]
+    if not usable:
+        return style.message_figure("No run has both numbers yet.", title=title)
+    families = list(dict.fromkeys(str(p["family"]) for p in usable))
+    fig = go.Figure()
+    front = sorted((p for p in usable if p.get("front")), key=lambda p: float(p["size"]))
+    if front:
+        xs, ys = [], []
+        for p in front:  # a staircase: the score holds until the next, larger model improves it
+            if xs:
+                xs.append(float(p["size"]))
+                ys.append(ys[-1])
+            xs.append(float(p["size"]))
+            ys.append(float(p["score"]))
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="Pareto front", hoverinfo="skip",
+                                 line=dict(color=style.EDGE, width=2, dash="dot")))
+    for i, family in enumerate(families):
+        mine = [p for p in usable if str(p["family"]) == family]
+        fig.add_trace(go.Scatter(
+            x=[float(p["size"]) for p in mine], y=[float(p["score"]) for p in mine], mode="markers", name=family,
+            text=[str(p["name"]) for p in mine],
+            marker=dict(color=style.line_color(i), size=[13 if p.get("front") else 9 for p in mine],
+                        symbol=["star" if p.get("front") else "circle" for p in mine],
+                        line=dict(width=1, color="white")),
+            hovertemplate=f"%{{text}}<br>{size_label} %{{x:,.4g}}<br>{score_label} %{{y:.4g}}<extra>{family}</extra>"))
+    left_out = len(points) - len(usable)
+    sizes = np.array([float(p["size"]) for p in usable])
+    subtitle = (f"{len(usable)} runs · stars: on the Pareto front ({'higher' if higher_is_better else 'lower'} "
+                "is better, smaller is simpler)" + (f" · {left_out} without both numbers left out" if left_out else ""))
+    style.apply_style(fig, title=title, subtitle=subtitle, height=420,
+                      meta={"front": [str(p["name"]) for p in front], "families": families})
+    fig.update_xaxes(title=size_label, type="log" if log_x and (sizes > 0).all() else "linear")
+    fig.update_yaxes(title=score_label)
+    return fig
