@@ -85,3 +85,41 @@ def test_train_skinny_trees_and_see_the_features_page(app_url, page):
     page.get_by_text("Selected features, ranked").first.wait_for()
     assert page.locator(".js-plotly-plot").count() >= 2
     assert page.get_by_test_id("stMetricValue").filter(has_text=re.compile(r"^\d+ / 30$")).count() == 1
+
+
+def test_download_a_figure_and_a_run_report(app_url, page, tmp_path):
+    open_train_page_on_breast_cancer(page, app_url)
+    settle(page)
+    page.get_by_role("button", name="Train", exact=True).click()
+    page.get_by_text(re.compile(r"Finished: saved as 'CART on breast_cancer")).wait_for(timeout=120_000)
+    page.get_by_role("button", name="Open in Tree explorer").click()
+    page.get_by_role("heading", name="Tree explorer", exact=True).wait_for()
+    page.locator(".js-plotly-plot").first.wait_for()
+    settle(page)
+
+    # the tree diagram's download menu (the first figure's): standalone HTML and a PNG
+    page.get_by_test_id("stPopover").first.get_by_role("button").first.click()
+    with page.expect_download() as html_download:
+        page.get_by_role("button", name="HTML (interactive, offline)").click()
+    html_file = tmp_path / html_download.value.suggested_filename
+    html_download.value.save_as(html_file)
+    assert html_file.name.startswith("cart-on-breast-cancer") and html_file.name.endswith("_tree.html")
+    text = html_file.read_text(encoding="utf-8")
+    assert text.startswith("<!doctype html>") and "<script src=" not in text and "Plotly.newPlot" in text
+    with page.expect_download() as png_download:
+        page.get_by_role("button", name="PNG", exact=True).click()
+    png_file = tmp_path / png_download.value.suggested_filename
+    png_download.value.save_as(png_file)
+    assert png_file.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    page.keyboard.press("Escape")
+
+    # the run's report from the Runs page
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Runs").click()
+    page.get_by_role("heading", name="Runs", exact=True).wait_for()
+    settle(page)
+    with page.expect_download() as report_download:
+        page.get_by_role("button", name="Download report (.html)").click()
+    report = tmp_path / report_download.value.suggested_filename
+    report_download.value.save_as(report)
+    text = report.read_text(encoding="utf-8")
+    assert "CART on breast_cancer" in text and int(re.search(r'data-figures="(\d+)"', text)[1]) >= 4
