@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from treeviz.codegen import python_source, sql_query
 from treeviz.plots import (
     class_balance_figure,
     forest_summary_figure,
@@ -13,6 +14,7 @@ from treeviz.plots import (
     weight_images_grid,
     weights_heatmap,
 )
+from treeviz.plots.export import export_name
 from treeviz.quantities import family_name, run_headline
 from treeviz.rules import leaf_summary, node_rule, rules
 from treeviz.run_view import PARTS
@@ -206,5 +208,30 @@ with user_errors("opening the run"):
     with st.expander(f"All {tree.n_leaves} rules"):
         all_rules = rules(shown)
         st.code("\n".join(all_rules[:500]) + ("\n…" if len(all_rules) > 500 else ""), language=None)
-        st.download_button("Download rules (.txt)", "\n".join(all_rules), file_name=f"{record.name}_rules.txt",
-                           key="explorer.rules_download")
+        code_units = "input" if shown is not tree else "model"
+        fill = view.prepared.imputer.statistics_ if code_units == "input" and view.prepared.imputer is not None \
+            else None
+        output = "prediction" if tree.meta.get("prediction", "leaf_value") == "leaf_value" else "leaf"
+        base = export_name(record.name, f"tree {tree_index}" if len(trees) > 1 else "tree")
+        r1, r2, r3 = st.columns(3)
+        r1.download_button("Rules (.txt)", "\n".join(all_rules), file_name=f"{base}_rules.txt",
+                           key="explorer.rules_download", on_click="ignore")
+        if tree.routing == "soft":
+            r2.caption("A soft tree sends every sample down every branch with some probability, so it has no "
+                       "if-then code.")
+        else:
+            with user_errors("writing the tree as code"):
+                notes = [f"Run '{record.name}' ({record.run_id}), trained on {record.dataset_name}."]
+                python = python_source(shown, output=output, fill_values=fill, units=code_units, notes=notes)
+                sql = sql_query(shown, "data", output=output, fill_values=fill, units=code_units, notes=notes)
+                r2.download_button("Python function (.py)", python, file_name=f"{base}.py", mime="text/x-python",
+                                   key="explorer.python_download", on_click="ignore",
+                                   help="A dependency-free predict(row) that routes rows like this tree.")
+                r3.download_button("SQL CASE (.sql)", sql, file_name=f"{base}.sql", mime="application/sql",
+                                   key="explorer.sql_download", on_click="ignore",
+                                   help="SELECT CASE ... END AS prediction FROM data: the tree as one SQL expression.")
+        st.caption(("Rules and code take the data's own units (raw rows); missing values are filled with the "
+                    "training medians, as the app does." if code_units == "input" else
+                    "Rules and code take the model's prepared features (the scaling could not be folded in).")
+                   + (" This family predicts from a head, not the leaves: the code gives each row's leaf."
+                      if output == "leaf" else ""))
