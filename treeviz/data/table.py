@@ -639,3 +639,117 @@ def inspect_table(df: pd.DataFrame, target: str | None = None, *, max_levels: in
             "example": str(present.iloc[0])[:40] if len(present) else "", "role": role, "detail": why,
         })
     return pd.DataFrame(rows, columns=["column", "dtype", "missing", "distinct", "example", "role", "detail"])
+
+
+def _one_hot_source(name: str, columns: set[str]) -> tuple[str, str] | None:
+    """``(column, level)`` when the feature ``name`` is ``column=level`` for a column of the table."""
+    for pos in (i for i, ch in enumerate(name) if ch == "="):
+        if name[:pos] in columns:
+            return name[:pos], name[pos + 1:]
+    return None
+
+
+def _level_texts(s: pd.Series, known: set[str]) -> pd.Series:
+    """The one-hot level of each value, as at upload; a float that is a whole number also matches
+    its integer text ("3.0" matches the level "3": a column with missing cells is read as floats)."""
+    text = _level_strings(s)
+    if _is_numeric(s):
+        values = _as_float(s)
+        whole = np.isfinite(values) & (values == np.round(values)) & (np.abs(values) < 2.0**53)
+        as_int = pd.Series([str(int(v)) if w else "" for v, w in zip(values, whole)], index=s.index)
+        text = text.where(text.isin(known) | ~as_int.isin(known), as_int)
+    return text
+
+
+def table_to_features(df: pd.DataFrame, feature_names: tuple[str, ...] | list[str], *,
+                      name: str = "table") -> tuple[np.ndarray, list[str]]:
+    """New rows of a table as the features a model was trained on, encoded as :func:`table_to_dataset`
+    encodes an upload.
+
+    Each feature is found by name: a column of that name (numbers, also written as text or with
+    thousands separators); ``"<column> (year)"`` from a date column ``<column>``; ``"column=level"``
+    as the one-hot indicator of ``level`` in ``column`` (a missing value is the level
+    ``(missing)``; a level the model never saw sets none of the column's indicators). So a table
+    laid out like the uploaded one works, and so does a table whose columns are already the
+    model's feature names. Other columns (the target, ids) are ignored.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The rows, e.g. from :func:`treeviz.data.upload.read_table`.
+    feature_names : sequence of str
+        The model's features, in order (``Dataset.feature_names`` of its training data).
+    name : str
+        How messages name the table (usually its file name).
+
+    Returns
+    -------
+    X : numpy.ndarray
+        ``(n_rows, n_features)`` float64, NaN where a numeric value is missing (the run's
+        preprocessing imputes it).
+    notes : list of str
+        Sentences about ignored columns and unseen levels.
+
+    Raises
+    ------
+    TreevizError
+        When a feature has no column, a numeric feature's column holds text, a value is infinite,
+        or the table repeats a column name.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise TreevizError("The table must be a DataFrame; read files with read_table first.")
+    columns = [str(c).strip() for c in df.columns]
+    dups = sorted({c for c in columns if columns.count(c) > 1})
+    if dups:
+        raise duplicate_column_error(name, dups)
+    df = df.set_axis(columns, axis=1).reset_index(drop=True)
+    present = set(columns)
+    X = np.full((len(df), len(feature_names)), np.nan)
+    used: set[str] = set()
+    missing: list[str] = []
+    unseen: dict[str, set[str]] = {}
+    levels: dict[str, set[str]] = {}
+    sources: dict[int, tuple[str, str]] = {}
+    for j, feature in enumerate(feature_names):
+        feature = str(feature)
+        column = feature if feature in present else None
+        if column is None and feature.endswith(" (year)") and feature[:-7] in present:
+            column = feature[:-7]
+        if column is not None:
+            values = read_column(df[column]).values
+            if not _is_numeric(values) and values.notna().any():
+                example = str(values.dropna().iloc[0])[:40]
+                raise TreevizError(f"Column '{column}' of '{name}' holds text such as '{example}', but the model "
+                                   f"reads '{feature}' as a number. Give numbers (or dates) in that column.")
+            X[:, j] = _as_float(values) if _is_numeric(values) else np.nan
+            used.add(column)
+            continue
+        source = _one_hot_source(feature, present)
+        if source is None:
+            missing.append(feature)
+            continue
+        sources[j] = source
+        levels.setdefault(source[0], set()).add(source[1])
+    if missing:
+        raise TreevizError(f"The table '{name}' lacks the column(s) the model needs for "
+                           f"{_columns_text(missing, 10)}. Give the columns of the training data (or the "
+                           "model's feature names).")
+    texts = {c: _level_texts(df[c], known) for c, known in levels.items()}
+    for j, (column, level) in sources.items():
+        X[:, j] = (texts[column] == level).to_numpy(dtype=np.float64)
+        used.add(column)
+    for column, known in levels.items():
+        if new := set(texts[column]) - known:
+            unseen[column] = new
+    n_inf = int(np.isinf(X).sum())
+    if n_inf:
+        raise TreevizError(f"The table '{name}' has {n_inf} infinite value(s) (inf or -inf) in the "
+                           "model's columns. Replace them with numbers, or leave those cells empty.")
+    notes = []
+    if ignored := [c for c in columns if c not in used]:
+        notes.append(f"Ignored column(s) the model does not use: {_columns_text(ignored, 10)}.")
+    for column, new in unseen.items():
+        shown = ", ".join(f"'{v}'" for v in sorted(new)[:5]) + (" ..." if len(new) > 5 else "")
+        notes.append(f"Column '{column}' has value(s) the model never saw in training ({shown}); "
+                     "their one-hot features are all 0.")
+    return X, notes

@@ -1,0 +1,7 @@
+"""``python -m treeviz``: the command line (:mod:`treeviz.cli`)."""
+
+import sys
+
+from treeviz.cli import main
+
+sys.exit(main())
