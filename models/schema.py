@@ -50,8 +50,9 @@ TASKS = ("classification", "regression", "clustering", "embedding")
 ANY_DATA_TASKS = ("clustering", "embedding")
 #: Views a family may offer beyond the common pages (explorer, routing, runs); pages that show a
 #: view list only the runs of families offering it. A λ path is offered through ``lambda_path``,
-#: the Features page through ``feature_selection``.
-VIEWS = ("clustering", "embedding", "semi_supervised")
+#: the Features page through ``feature_selection``. ``bandit``: estimators that learn online from
+#: bandit feedback (``fit(..., comparator=)``, records with ``queries``), compared on the Bandit page.
+VIEWS = ("clustering", "embedding", "semi_supervised", "bandit")
 #: The figure a λ path is drawn with (names of figures in :mod:`treeviz.plots.sweep`).
 PATH_FIGURES = ("activity", "sparsity")
 #: How the tree at one λ is drawn: nodes coloured by their activity with pruned nodes dashed, or

@@ -21,12 +21,21 @@ module                      figures
 :mod:`.features`            :func:`feature_trajectory_figure`, :func:`feature_ranking_figure`,
                             :func:`feature_mask_figure`, :func:`budget_trials_figure`,
                             :func:`selection_comparison_figure` (feature selection)
+:mod:`.bandit`              :func:`bandit_score_figure`, :func:`bandit_reward_figure`,
+                            :func:`bandit_regret_figure`, :func:`bandit_curve_figure` (curves against
+                            loss queries with 95% bands: learning from bandit feedback)
 :mod:`.data`                :func:`class_balance_figure`, :func:`target_histogram`,
                             :func:`sample_images_figure` (before any model)
 :mod:`.style`               palette, colour scales and shared layout helpers
 ==========================  ===================================================================
 """
 
+from treeviz.plots.bandit import (
+    bandit_curve_figure,
+    bandit_regret_figure,
+    bandit_reward_figure,
+    bandit_score_figure,
+)
 from treeviz.plots.compare import pareto_figure
 from treeviz.plots.curves import training_curves
 from treeviz.plots.data import class_balance_figure, sample_images_figure, target_histogram
@@ -63,6 +72,10 @@ __all__ = [
     "DIVERGING",
     "NODE_TRACE_NAME",
     "PATH_FIGURES",
+    "bandit_curve_figure",
+    "bandit_regret_figure",
+    "bandit_reward_figure",
+    "bandit_score_figure",
     "budget_trials_figure",
     "class_balance_figure",
     "class_color",

@@ -41,6 +41,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("embeddings", "app_pages/embeddings.py", "Embeddings", ":material/scatter_plot:", view="embedding"),
     PageSpec("semi_supervised", "app_pages/semi_supervised.py", "Semi-supervised", ":material/label:",
              view="semi_supervised"),
+    PageSpec("bandit", "app_pages/bandit.py", "Bandit feedback", ":material/casino:", view="bandit"),
     PageSpec("compare", "app_pages/compare.py", "Compare", ":material/leaderboard:"),
     PageSpec("runs", "app_pages/runs.py", "Runs", ":material/history:"),
 )

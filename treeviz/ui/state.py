@@ -84,9 +84,15 @@ def current_prep() -> PrepConfig:
 
 def current_prepared() -> PreparedData:
     """The current dataset split and preprocessed with the current choices (cached)."""
-    ds, cfg = current_dataset(), current_prep()
+    return prepared_dataset(current_dataset())
+
+
+def prepared_dataset(dataset: Dataset) -> PreparedData:
+    """``dataset`` split and preprocessed with the current choices (cached), for a page that picks
+    a data set of its own (Bandit feedback)."""
+    cfg = current_prep()
     key = (cfg.scaling, cfg.test_size, cfg.val_size, cfg.seed)
-    return _prepared(ds.fingerprint, key, ds)
+    return _prepared(dataset.fingerprint, key, dataset)
 
 
 def set_dataset(dataset: Dataset, message: str | None = None) -> None:

@@ -1,0 +1,177 @@
+"""DGT as treeviz families: the supervised tree, its bagged forest, and the tree learned from
+bandit feedback (no heavy imports; the estimators import torch when first used)."""
+
+from dataclasses import replace
+
+from models.schema import Curves, Family, Panel, Param, device_param, seed_param
+
+PAPER = ("Learning Accurate Decision Trees with Bandit Feedback via Quantized Gradient Descent "
+         "(Karthikeyan, Jain, Natarajan & Jain, TMLR 2022)")
+
+_DEPTH = Param("depth", "int", 6, "Height h of the complete tree: 2^h − 1 oblique splits and 2^h leaves (the paper's "
+               "best heights are 6 to 10).", low=1, high=10, label="height h")
+_LAYERS = Param("n_layers", "int", 3,
+                "L linear layers in the split stack, with no nonlinearity between them (the paper's "
+                "over-parameterisation; 1 = a plain tree). They collapse into one hyperplane per node after training.",
+                low=1, high=5, label="layers L")
+_WIDTH = Param("width_multiplier", "float", None,
+               "Hidden width of each extra layer as a multiple of 2^h − 1. Auto: the paper's Table 12 (80, 40, 16, 6, "
+               "2 for h = 2, 4, 6, 8, 10).", low=0.01, high=1000.0, log=True, optional_label="Table 12",
+               advanced=True)
+_QUANT = Param("quantizer", "choice", "scaled",
+               "Scaled: the authors' sign scaled by the batch's mean |z| (softmax temperature 1/mean|z| and gradient "
+               "2·1[|z| ≤ 1] in backward; used for the paper's numbers). Plain: the paper's Algorithm 2 (scale 1, "
+               "gradient 1[|z| ≤ 1]).", choices=("scaled", "plain"), advanced=True)
+
+_SUPERVISED = (
+    _DEPTH, _LAYERS, _WIDTH, _QUANT,
+    Param("l1_penalty", "float", 1e-5, "ℓ1 strength on the split layers' weights and biases (never the leaves; the "
+          "paper's grid: 0, 1e-6, 5e-6, 1e-5, 5e-5).", low=0.0, high=1.0, log=True, label="ℓ1 λ"),
+    Param("l2_penalty", "float", 0.0, "ℓ2 strength λ2 (as λ2/2·Σw²) on the split layers; not together with ℓ1.",
+          low=0.0, high=10.0, log=True, label="ℓ2 λ", advanced=True),
+    Param("learning_rate", "float", 1e-2, "RMSprop step size at the top of each cosine cycle (down to 1e-4).",
+          low=1e-6, high=10.0, log=True),
+    Param("momentum", "float", 0.0, "RMSprop momentum (the paper tries 0 and 0.3, and 0.8 for classification).",
+          low=0.0, high=0.99),
+    Param("batch_size", "int", 128, "Rows per optimiser step.", low=1, high=1_000_000),
+    Param("max_epochs", "int", 200, "Passes over the training data (the best validation epoch is kept).", low=1,
+          high=100_000),
+    Param("min_steps", "int", 1000, "At least this many optimiser steps: small data sets get more epochs "
+          "(200 epochs of iris are only 200 steps; 0 = the paper's fixed number of epochs).", low=0,
+          high=10_000_000, advanced=True),
+    Param("grad_clip", "float", 0.01, "Clip the gradient's global norm to this (0 = no clipping).", low=0.0,
+          high=1e6, advanced=True),
+    Param("validation_fraction", "float", 0.2, "Fraction of the training rows held out to keep the best epoch when "
+          "fit is given no validation set (0 = keep the last epoch).", low=0.0, high=0.5, advanced=True),
+)
+
+def _with_defaults(params: tuple[Param, ...], **defaults) -> tuple[Param, ...]:
+    """The same parameters with some defaults changed."""
+    return tuple(replace(p, default=defaults[p.name]) if p.name in defaults else p for p in params)
+
+
+_CURVES = Curves(x="epoch", panels=(
+    Panel("Loss", ("loss", "val_loss")),
+    Panel("Validation accuracy / R²", ("val_score",)),
+    Panel("Split values with a gradient (|z| ≤ 1)", ("ste_open",)),
+    Panel("Learning rate", ("lr",)),
+))
+
+DGT = Family(
+    key="dgt",
+    label="DGT (quantised gradient descent)",
+    description=(
+        "Karthikeyan et al. (TMLR 2022): a complete hard oblique tree trained end to end by gradient descent. "
+        "The forward pass is the hard tree (sign at every node, a fixed AND matrix, argmax over the leaves); the "
+        "backward pass uses straight-through gradients, and the splits are over-parameterised by linear layers "
+        "that collapse into one hyperplane per node."
+    ),
+    paper=PAPER,
+    estimators={
+        "classification": "models.dgt.estimators:DGTClassifier",
+        "regression": "models.dgt.estimators:DGTRegressor",
+    },
+    params=(*_SUPERVISED, device_param(), seed_param()),
+    presets={
+        "quick": {"depth": 4, "n_layers": 1, "l1_penalty": 0.0, "max_epochs": 50, "min_steps": 500},
+        "paper (h = 6, L = 3)": {"depth": 6, "n_layers": 3, "l1_penalty": 1e-5, "max_epochs": 200, "min_steps": 0},
+        "plain tree (L = 1)": {"n_layers": 1, "l1_penalty": 0.0},
+    },
+    metrics={"classification": ("accuracy",), "regression": ("rmse", "r2")},
+    curves=_CURVES,
+    test_params={"depth": 2, "n_layers": 1, "l1_penalty": 0.0, "max_epochs": 15, "min_steps": 0, "batch_size": 64,
+                 "learning_rate": 0.05},
+    order=40,
+)
+
+DGT_FOREST = Family(
+    key="dgt_forest",
+    label="DGT forest",
+    description=("Bagged DGT trees (the paper's DGT-Forest): each tree trained as DGT on its own bootstrap sample; "
+                 "the mean of the trees (regression) or their majority vote (classification). The defaults are "
+                 "10 plain trees (L = 1) so that a forest trains in a minute; the paper used 30 trees of height 8 "
+                 "with L = 3."),
+    paper=PAPER,
+    estimators={
+        "classification": "models.dgt.forest:DGTForestClassifier",
+        "regression": "models.dgt.forest:DGTForestRegressor",
+    },
+    params=(
+        Param("n_trees", "int", 10, "Number of trees (the paper: 30).", low=1, high=1000),
+        Param("subsample", "float", 1.0, "Bootstrap sample size as a fraction of the training rows, drawn with "
+              "replacement (the paper picks from 0.7, 0.85, 0.9, 1).", low=0.05, high=1.0),
+        *_with_defaults(_SUPERVISED, n_layers=1, min_steps=500), device_param(), seed_param(),
+    ),
+    presets={"quick": {"n_trees": 5, "depth": 4, "n_layers": 1, "l1_penalty": 0.0, "max_epochs": 50,
+                       "min_steps": 200}},
+    metrics={"classification": ("accuracy",), "regression": ("rmse", "r2")},
+    curves=Curves(x="tree", panels=(Panel("Validation loss of each tree", ("val_loss",)),
+                                    Panel("Validation accuracy / R² of each tree", ("val_score",)))),
+    test_params={"n_trees": 2, "depth": 2, "n_layers": 1, "l1_penalty": 0.0, "max_epochs": 10, "min_steps": 0,
+                 "batch_size": 64, "learning_rate": 0.05},
+    order=41,
+)
+
+_REGRESSION = ("regression",)
+
+DGT_BANDIT = Family(
+    key="dgt_bandit",
+    label="DGT-Bandit (bandit feedback)",
+    description=(
+        "Karthikeyan et al. (TMLR 2022), Algorithm 1: the DGT tree learned online without labels. Each round the "
+        "tree sees one point and plays a prediction; it is told only the loss of what it played (whether the "
+        "played label was right, or the loss of a perturbed value), and updates every split from an estimate of "
+        "the loss's derivative through the same straight-through gradients as supervised DGT. Training simulates "
+        "this on the training set: the labels stay with an oracle that counts the loss queries."
+    ),
+    paper=PAPER,
+    estimators={
+        "classification": "models.dgt.bandit:DGTBanditClassifier",
+        "regression": "models.dgt.bandit:DGTBanditRegressor",
+    },
+    params=(
+        Param("depth", "int", 3, "Height h of the complete tree: 2^h − 1 oblique splits and 2^h leaves.", low=1,
+              high=10, label="height h"),
+        Param("n_layers", "int", 1, "L linear layers in the split stack (the paper's bandit runs use 1: a plain "
+              "tree); they collapse into one hyperplane per node.", low=1, high=5, label="layers L"),
+        _QUANT,
+        Param("exploration", "float", 0.3, "δ of ε-greedy play: each round the tree plays a uniformly drawn label "
+              "with probability δ, else its own (the paper: 0.3).", low=0.0, high=1.0, label="exploration δ",
+              tasks=("classification",)),
+        Param("estimator", "choice", "two_point", "How the loss's derivative is estimated: two loss queries a round "
+              "at prediction ± δ (exact for the squared loss), or one query at prediction + δ·(±1), which is "
+              "unbiased but noisy.", choices=("two_point", "one_point"), tasks=_REGRESSION),
+        Param("delta", "float", 0.5, "δ, the perturbation of the played value, on the target scaled to [0, 1] (the "
+              "paper: 0.5, tuned over 0.001 to 1).", low=1e-6, high=10.0, log=True, label="perturbation δ",
+              tasks=_REGRESSION),
+        Param("loss", "choice", "squared", "The loss the oracle answers: squared, or Huber with ξ = 0.2 on the "
+              "scaled target.", choices=("squared", "huber"), tasks=_REGRESSION),
+        Param("learning_rate", "float", 1e-3, "RMSprop step size (no momentum, clipping or schedule).", low=1e-6,
+              high=10.0, log=True),
+        Param("accumulate", "int", 4, "Rounds per optimiser step: batch 1 with the gradients of this many rounds "
+              "accumulated (the paper: 4).", low=1, high=10_000, advanced=True),
+        Param("n_rounds", "int", None, "Rounds of the stream, one loss query each (two for the two-point "
+              "estimator). Passes over the training rows reshuffle and count as new queries.", low=1,
+              high=100_000_000, optional_label="20 000 or one pass"),
+        Param("eval_every", "int", None, "Rounds between two records of the curves.", low=1, high=100_000_000,
+              optional_label="about 50 records", advanced=True),
+        device_param(), seed_param(),
+    ),
+    presets={
+        "quick (5 000 rounds, lr 1e-2)": {"n_rounds": 5000, "learning_rate": 1e-2},
+        "paper (h = 6)": {"depth": 6},
+    },
+    metrics={"classification": ("accuracy",), "regression": ("rmse", "r2")},
+    curves=Curves(x="round", panels=(
+        Panel("Loss incurred (running mean) and held-out loss", ("avg_loss", "val_loss")),
+        Panel("Regret against the comparator", ("regret",)),
+        Panel("Held-out accuracy / R²", ("val_score",)),
+        Panel("Held-out RMSE", ("val_rmse",)),
+        Panel("Reward / loss played since the previous record", ("reward", "played_loss")),
+    )),
+    test_params={"depth": 2, "n_rounds": 200, "learning_rate": 1e-2},
+    views=("bandit",),
+    order=42,
+)
+
+FAMILIES = (DGT, DGT_FOREST, DGT_BANDIT)

@@ -1,0 +1,230 @@
+"""DGT-Forest (the paper's §5.2): bagging of independent DGT trees.
+
+Each tree is a :class:`~models.dgt.estimators.DGTClassifier` / ``DGTRegressor`` with the forest's
+tree parameters, trained on its own bootstrap sample (``subsample``·n rows drawn **with
+replacement**, as the paper's bagging) with its own seed. Regression predicts the mean of the
+trees; classification takes the majority vote (ties go to the smaller class index). Without an
+``eval_set`` each tree holds out ``validation_fraction`` of its own sample to keep its best epoch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from models.base import Callback, TreeEstimator, seed_everything
+from models.dgt.estimators import DGTClassifier, DGTRegressor
+from treeviz.errors import TreevizError
+from treeviz.tree import Tree
+
+_TREE_PARAMS = ("depth", "n_layers", "width_multiplier", "quantizer", "l1_penalty", "l2_penalty", "learning_rate",
+                "momentum", "batch_size", "max_epochs", "min_steps", "grad_clip", "validation_fraction", "device")
+
+
+class _DGTForestBase(TreeEstimator):
+    _expected_failed_checks: ClassVar[dict[str, str]] = {
+        "check_sample_weight_equivalence_on_dense_data":
+            "each tree trains on a bootstrap sample and by mini-batch RMSprop; repeating a row changes the draw "
+            "and the batches, so no weighting can equal repetition (rows of weight 0 are left out)",
+    }
+    _tree_class: ClassVar[type] = DGTClassifier
+    _task = ""
+
+    def __init__(self, *, n_trees=10, subsample=1.0, depth=6, n_layers=1, width_multiplier=None, quantizer="scaled",
+                 l1_penalty=1e-5, l2_penalty=0.0, learning_rate=1e-2, momentum=0.0, batch_size=128, max_epochs=200,
+                 min_steps=500, grad_clip=0.01, validation_fraction=0.2, device="auto", random_state=0):
+        self.n_trees = n_trees
+        self.subsample = subsample
+        self.depth = depth
+        self.n_layers = n_layers
+        self.width_multiplier = width_multiplier
+        self.quantizer = quantizer
+        self.l1_penalty = l1_penalty
+        self.l2_penalty = l2_penalty
+        self.learning_rate = learning_rate
+        self.momentum = momentum
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.min_steps = min_steps
+        self.grad_clip = grad_clip
+        self.validation_fraction = validation_fraction
+        self.device = device
+        self.random_state = random_state
+
+    def _tree_params(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _TREE_PARAMS}
+
+    def _fit_forest(self, X: np.ndarray, y: np.ndarray, W: np.ndarray | None, eval_set: Any,
+                    callbacks: Iterable[Callback] | None, feature_names: Sequence[str] | None) -> None:
+        self._validate_params()
+        self._set_feature_names(feature_names, X.shape[1])
+        if W is not None:
+            keep = W > 0
+            if not keep.any():
+                raise ValueError("The sample weights sum to zero: at least one row must have a positive weight.")
+            X, y, W = X[keep], y[keep], W[keep]
+        rng = seed_everything(self.random_state)
+        n = X.shape[0]
+        m = max(2, round(float(self.subsample) * n))
+        seeds = rng.integers(2**31 - 1, size=int(self.n_trees))
+        self._begin_training(callbacks, int(self.n_trees))
+        trees = []
+        try:
+            for t, seed in enumerate(seeds):
+                tree_rng = np.random.default_rng(int(seed))
+                idx = tree_rng.choice(n, size=m, replace=True)
+                if self._task == "classification" and np.unique(y[idx]).size < np.unique(y).size:
+                    # a bootstrap sample missing a class: add one row of each missing class
+                    missing = np.setdiff1d(np.unique(y), np.unique(y[idx]))
+                    idx = np.concatenate([idx, [tree_rng.choice(np.flatnonzero(y == c)) for c in missing]])
+                tree = self._tree_class(**self._tree_params(), random_state=int(seed))
+                tree.fit(X[idx], y[idx], None if W is None else W[idx], eval_set=eval_set,
+                         feature_names=self.feature_names_)
+                trees.append(tree)
+                last = min(tree.history_, key=lambda r: r.get("val_loss", np.inf)) if tree.history_ else {}
+                if not self._record(tree=t + 1, epochs=tree.n_epochs_, best_epoch=tree.best_epoch_,
+                                    val_loss=last.get("val_loss"), val_score=last.get("val_score")):
+                    break
+        finally:
+            self._end_training()
+        if not trees:
+            raise TreevizError("The forest was stopped before its first tree was trained.")
+        self.estimators_ = trees
+
+    def to_trees(self) -> list[Tree]:
+        check_is_fitted(self, "estimators_")
+        out = []
+        for i, est in enumerate(self.estimators_):
+            tree = est.to_tree()
+            meta = {**tree.meta, "forest_index": i, "forest_size": len(self.estimators_),
+                    "ensemble": self._combination()}
+            out.append(tree._replace(family=self.family_key, meta=meta))
+        return out
+
+    def to_tree(self, index: int = 0) -> Tree:
+        trees = self.to_trees()
+        if not 0 <= index < len(trees):
+            raise TreevizError(f"The forest has {len(trees)} trees; choose an index from 0 to {len(trees) - 1}.")
+        return trees[index]
+
+    def _tree_values(self, X: Any) -> np.ndarray:
+        """(n_trees, n, K) each tree's leaf values."""
+        check_is_fitted(self, "estimators_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return np.stack([est.tree_.predict_value(X) for est in self.estimators_])
+
+    # ------------------------------------------------------------------ model files
+    def _get_model_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        check_is_fitted(self, "estimators_")
+        learned: dict[str, Any] = {"n_trees_fitted": len(self.estimators_), "trees": []}
+        arrays: dict[str, np.ndarray] = {}
+        for i, est in enumerate(self.estimators_):
+            tree_learned, tree_arrays = est._get_model_state()
+            learned["trees"].append(tree_learned)
+            arrays.update({f"t{i}_{k}": v for k, v in tree_arrays.items()})
+        return learned, arrays
+
+    def _set_model_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        n = int(learned.get("n_trees_fitted", 0))
+        if n < 1:
+            raise TreevizError("The model file holds no trees; train the forest again.")
+        trees = []
+        for i in range(n):
+            est = self._tree_class(**self._tree_params())
+            est.n_features_in_ = self.n_features_in_
+            est.feature_names_ = self.feature_names_
+            if hasattr(self, "classes_"):
+                est.classes_ = self.classes_
+            prefix = f"t{i}_"
+            est._set_model_state(learned["trees"][i],
+                                 {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)})
+            trees.append(est)
+        self.estimators_ = trees
+
+
+class DGTForestClassifier(ClassifierMixin, _DGTForestBase):
+    """Bagged DGT classification trees, combined by majority vote. Tree parameters as
+    :class:`~models.dgt.estimators.DGTClassifier`; ``n_trees`` trees, each on a bootstrap sample of
+    ``subsample``·n rows drawn with replacement."""
+
+    _task = "classification"
+    _tree_class = DGTClassifier
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
+            eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> DGTForestClassifier:
+        self._validate_params()
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        W = None if sample_weight is None else _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                                                    ensure_non_negative=True)
+        classes = np.unique(y)
+        if classes.size < 2:
+            raise ValueError(f"DGTForestClassifier needs at least 2 classes; got 1 class ({classes[0]!r}).")
+        self.classes_ = classes
+        self._fit_forest(X, y, W, eval_set, callbacks, feature_names)
+        return self
+
+    def _votes(self, X: Any) -> np.ndarray:
+        values = self._tree_values(X)  # (T, n, K_tree): each tree's classes are the forest's classes
+        votes = np.zeros(values.shape[1:])
+        np.add.at(votes, (np.arange(values.shape[1])[None, :].repeat(values.shape[0], 0), values.argmax(axis=2)), 1)
+        return votes
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """The fraction of the trees voting for each class."""
+        votes = self._votes(X)
+        return votes / votes.sum(axis=1, keepdims=True)
+
+    def predict(self, X: Any) -> np.ndarray:
+        votes = self._votes(X)
+        return self.classes_.take(votes.argmax(axis=1))
+
+    def _output_names(self) -> list[str]:
+        return [str(c) for c in self.classes_]
+
+    def _combination(self) -> str:
+        return "The forest predicts by majority vote of its trees."
+
+
+class DGTForestRegressor(RegressorMixin, _DGTForestBase):
+    """Bagged DGT regression trees whose prediction is the trees' mean; parameters as
+    :class:`DGTForestClassifier`."""
+
+    _task = "regression"
+    _tree_class = DGTRegressor
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
+            eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> DGTForestRegressor:
+        self._validate_params()
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
+        W = None if sample_weight is None else _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                                                    ensure_non_negative=True)
+        self._y_ndim = np.ndim(y)
+        self._fit_forest(X, y, W, eval_set, callbacks, feature_names)
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        out = self._tree_values(X).mean(axis=0)
+        return out[:, 0] if getattr(self, "_y_ndim", 1) == 1 and out.shape[1] == 1 else out
+
+    def _combination(self) -> str:
+        return "The forest predicts the mean of its trees' predictions."
+
+    def _get_model_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        learned, arrays = super()._get_model_state()
+        learned["y_ndim"] = int(getattr(self, "_y_ndim", 1))
+        return learned, arrays
+
+    def _set_model_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        self._y_ndim = int(learned.get("y_ndim", 1))
+        super()._set_model_state(learned, arrays)
