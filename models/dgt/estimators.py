@@ -107,7 +107,7 @@ class _DGTBase(TreeEstimator):
     }
     _task = ""
 
-    def __init__(self, *, depth=6, n_layers=3, width_multiplier=None, quantizer="scaled", l1_penalty=1e-5,
+    def __init__(self, *, depth=6, n_layers=1, width_multiplier=None, quantizer="scaled", l1_penalty=0.0,
                  l2_penalty=0.0, learning_rate=1e-2, momentum=0.0, batch_size=128, max_epochs=200, min_steps=1000,
                  grad_clip=0.01, validation_fraction=0.2, device="auto", random_state=0):
         self.depth = depth

@@ -10,9 +10,10 @@ PAPER = ("Learning Accurate Decision Trees with Bandit Feedback via Quantized Gr
 
 _DEPTH = Param("depth", "int", 6, "Height h of the complete tree: 2^h − 1 oblique splits and 2^h leaves (the paper's "
                "best heights are 6 to 10).", low=1, high=10, label="height h")
-_LAYERS = Param("n_layers", "int", 3,
+_LAYERS = Param("n_layers", "int", 1,
                 "L linear layers in the split stack, with no nonlinearity between them (the paper's "
-                "over-parameterisation; 1 = a plain tree). They collapse into one hyperplane per node after training.",
+                "over-parameterisation, L = 3 in its tables; 1 = a plain tree, the default because it trains in "
+                "seconds on a CPU). They collapse into one hyperplane per node after training.",
                 low=1, high=5, label="layers L")
 _WIDTH = Param("width_multiplier", "float", None,
                "Hidden width of each extra layer as a multiple of 2^h − 1. Auto: the paper's Table 12 (80, 40, 16, 6, "
@@ -25,8 +26,8 @@ _QUANT = Param("quantizer", "choice", "scaled",
 
 _SUPERVISED = (
     _DEPTH, _LAYERS, _WIDTH, _QUANT,
-    Param("l1_penalty", "float", 1e-5, "ℓ1 strength on the split layers' weights and biases (never the leaves; the "
-          "paper's grid: 0, 1e-6, 5e-6, 1e-5, 5e-5).", low=0.0, high=1.0, log=True, label="ℓ1 λ"),
+    Param("l1_penalty", "float", 0.0, "ℓ1 strength on the split layers' weights and biases (never the leaves; the "
+          "paper's grid: 0, 1e-6, 5e-6, 1e-5, 5e-5, and 0 for L = 1).", low=0.0, high=1.0, log=True, label="ℓ1 λ"),
     Param("l2_penalty", "float", 0.0, "ℓ2 strength λ2 (as λ2/2·Σw²) on the split layers; not together with ℓ1.",
           low=0.0, high=10.0, log=True, label="ℓ2 λ", advanced=True),
     Param("learning_rate", "float", 1e-2, "RMSprop step size at the top of each cosine cycle (down to 1e-4).",
@@ -75,7 +76,7 @@ DGT = Family(
     presets={
         "quick": {"depth": 4, "n_layers": 1, "l1_penalty": 0.0, "max_epochs": 50, "min_steps": 500},
         "paper (h = 6, L = 3)": {"depth": 6, "n_layers": 3, "l1_penalty": 1e-5, "max_epochs": 200, "min_steps": 0},
-        "plain tree (L = 1)": {"n_layers": 1, "l1_penalty": 0.0},
+        "paper, plain tree (h = 6, L = 1)": {"depth": 6, "n_layers": 1, "l1_penalty": 0.0, "min_steps": 0},
     },
     metrics={"classification": ("accuracy",), "regression": ("rmse", "r2")},
     curves=_CURVES,
@@ -100,7 +101,7 @@ DGT_FOREST = Family(
         Param("n_trees", "int", 10, "Number of trees (the paper: 30).", low=1, high=1000),
         Param("subsample", "float", 1.0, "Bootstrap sample size as a fraction of the training rows, drawn with "
               "replacement (the paper picks from 0.7, 0.85, 0.9, 1).", low=0.05, high=1.0),
-        *_with_defaults(_SUPERVISED, n_layers=1, min_steps=500), device_param(), seed_param(),
+        *_with_defaults(_SUPERVISED, l1_penalty=1e-5, min_steps=500), device_param(), seed_param(),
     ),
     presets={"quick": {"n_trees": 5, "depth": 4, "n_layers": 1, "l1_penalty": 0.0, "max_epochs": 50,
                        "min_steps": 200}},
