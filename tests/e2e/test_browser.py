@@ -123,3 +123,21 @@ def test_download_a_figure_and_a_run_report(app_url, page, tmp_path):
     report_download.value.save_as(report)
     text = report.read_text(encoding="utf-8")
     assert "CART on breast_cancer" in text and int(re.search(r'data-figures="(\d+)"', text)[1]) >= 4
+
+
+def test_the_bandit_page_runs_dgt_bandit_against_the_linear_baseline(app_url, page, tmp_path):
+    """The Bandit feedback page in chromium: on wine, DGT-Bandit, the linear baseline and the supervised
+    tree run in the background, then the three figures and the final table appear."""
+    page.goto(app_url)
+    page.get_by_role("heading", name="Data", exact=True).wait_for()
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Bandit feedback").click()
+    page.get_by_role("heading", name="Bandit feedback", exact=True).wait_for()
+    choose(page, "Data set", "Wine")
+    settle(page)
+    page.get_by_role("button", name="Start", exact=True).click()
+    page.get_by_role("heading", name=re.compile(r"DGT-Bandit on wine")).wait_for(timeout=180_000)
+    page.get_by_test_id("stDataFrame").first.wait_for(timeout=60_000)
+    settle(page)
+    assert page.locator(".js-plotly-plot").count() >= 3
+    page.locator(".js-plotly-plot").nth(1).scroll_into_view_if_needed()
+    page.screenshot(path=str(tmp_path / "bandit.png"))

@@ -77,7 +77,7 @@ def bandit_curve_figure(bands: Sequence[Mapping[str, Any]], *, y_title: str, tit
     style.apply_style(fig, title=title, subtitle=" · ".join(t for t in (subtitle, note) if t), height=height,
                       meta={"bandit": kind, "methods": [str(b["method"]) for b in drawn],
                             "reference": None if reference is None else float(reference["mean"])},
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0))
+                      legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0.0))
     fig.update_xaxes(title="loss queries", rangemode="tozero", separatethousands=True)
     fig.update_yaxes(title=y_title)
     return fig
