@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import validate_data
 
 from models.persist import save_model
 from models.registry import family_of_class
@@ -118,6 +120,26 @@ def seed_everything(random_state: Any) -> np.random.Generator:
 
     torch.manual_seed(seed)
     return np.random.default_rng(seed)
+
+
+def class_targets(estimator: BaseEstimator, X: Any, y: Any, eval_set: tuple[Any, Any] | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+    """Validate a classifier's ``fit`` inputs: X as float64, y as class labels of at least two
+    classes (sets ``estimator.classes_``). Returns ``(X, Y, eval_set)`` with Y the class indices and
+    the validation set, if any, as (X_val, indices) keeping only rows of classes seen in y."""
+    X, y = validate_data(estimator, X, y, dtype=np.float64)
+    check_classification_targets(y)
+    classes = np.unique(y)
+    if classes.size < 2:
+        raise ValueError(f"{type(estimator).__name__} needs at least 2 classes; got 1 class ({classes[0]!r}).")
+    estimator.classes_ = classes
+    ev = None
+    if eval_set is not None:
+        X_val = validate_data(estimator, eval_set[0], reset=False, dtype=np.float64)
+        y_val = np.asarray(eval_set[1])
+        known = np.isin(y_val, classes)
+        ev = (X_val[known], np.searchsorted(classes, y_val[known]))
+    return X, np.searchsorted(classes, y), ev
 
 
 class TreeEstimator(BaseEstimator):

@@ -68,11 +68,10 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.metrics import r2_score
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import Tensor, nn
 
-from models.base import Callback, TreeEstimator, resolve_device, seed_everything
+from models.base import Callback, TreeEstimator, class_targets, resolve_device, seed_everything
 from models.dgt.estimators import DGTClassifier, DGTRegressor, _DGTBase, standardiser
 from models.dgt.network import DGTNetwork
 from treeviz import threads
@@ -476,19 +475,8 @@ class _BanditFit:
 
     # --------------------------------------------------------------- inputs shared by the estimators
     def _classification_inputs(self, X: Any, y: Any, eval_set: Any, comparator: Any):
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
-        classes = np.unique(y)
-        if classes.size < 2:
-            raise ValueError(f"{type(self).__name__} needs at least 2 classes; got 1 class ({classes[0]!r}).")
-        self.classes_ = classes
-        Y = np.searchsorted(classes, y)
-        ev = None
-        if eval_set is not None:
-            X_val = validate_data(self, eval_set[0], reset=False, dtype=np.float64)
-            y_val = np.asarray(eval_set[1])
-            known = np.isin(y_val, classes)
-            ev = (X_val[known], np.searchsorted(classes, y_val[known]))
+        X, Y, ev = class_targets(self, X, y, eval_set)
+        classes = self.classes_
         rows = None
         if comparator is not None:
             predicted = np.asarray(_comparator_predict(comparator, X))

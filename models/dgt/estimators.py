@@ -34,10 +34,9 @@ import torch
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.metrics import r2_score
 from sklearn.model_selection import train_test_split
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from models.base import Callback, TreeEstimator, resolve_device, seed_everything
+from models.base import Callback, TreeEstimator, class_targets, resolve_device, seed_everything
 from models.dgt.network import DGTNetwork, n_internal
 from models.dgt.train import Data, TrainConfig, fit_network
 from treeviz import threads
@@ -319,21 +318,9 @@ class DGTClassifier(ClassifierMixin, _DGTBase):
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple[Any, Any] | None = None, feature_names: Sequence[str] | None = None) -> DGTClassifier:
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
+        X, Y, ev = class_targets(self, X, y, eval_set)
         W = None if sample_weight is None else _check_sample_weight(sample_weight, X, dtype=np.float64,
                                                                     ensure_non_negative=True)
-        classes = np.unique(y)
-        if classes.size < 2:
-            raise ValueError(f"DGTClassifier needs at least 2 classes; got 1 class ({classes[0]!r}).")
-        self.classes_ = classes
-        Y = np.searchsorted(classes, y)
-        ev = None
-        if eval_set is not None:
-            X_val = validate_data(self, eval_set[0], reset=False, dtype=np.float64)
-            y_val = np.asarray(eval_set[1])
-            known = np.isin(y_val, classes)
-            ev = (X_val[known], np.searchsorted(classes, y_val[known]))
         ce = torch.nn.CrossEntropyLoss(reduction="none")
 
         def loss(out, target, w):
@@ -344,7 +331,7 @@ class DGTClassifier(ClassifierMixin, _DGTBase):
             return {"val_loss": float(ce(out, target).mean()),
                     "val_score": float((out.argmax(dim=1) == target).double().mean())}
 
-        self._fit_tree(X, Y, W, classes.size, loss, validation, ev, callbacks, feature_names, stratify=Y)
+        self._fit_tree(X, Y, W, self.classes_.size, loss, validation, ev, callbacks, feature_names, stratify=Y)
         return self
 
     def _leaf_values(self) -> np.ndarray:

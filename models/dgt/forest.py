@@ -14,10 +14,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from models.base import Callback, TreeEstimator, seed_everything
+from models.base import Callback, TreeEstimator, class_targets, seed_everything
 from models.dgt.estimators import DGTClassifier, DGTRegressor
 from treeviz.errors import TreevizError
 from treeviz.tree import Tree
@@ -158,15 +157,11 @@ class DGTForestClassifier(ClassifierMixin, _DGTForestBase):
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> DGTForestClassifier:
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
+        X, Y, _ = class_targets(self, X, y)
         W = None if sample_weight is None else _check_sample_weight(sample_weight, X, dtype=np.float64,
                                                                     ensure_non_negative=True)
-        classes = np.unique(y)
-        if classes.size < 2:
-            raise ValueError(f"DGTForestClassifier needs at least 2 classes; got 1 class ({classes[0]!r}).")
-        self.classes_ = classes
-        self._fit_forest(X, y, W, eval_set, callbacks, feature_names)
+        # the trees take the labels themselves (and the validation set as given)
+        self._fit_forest(X, self.classes_.take(Y), W, eval_set, callbacks, feature_names)
         return self
 
     def _votes(self, X: Any) -> np.ndarray:

@@ -32,10 +32,9 @@ import numpy as np
 import torch
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.metrics import r2_score
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from models.base import Callback, TreeEstimator, resolve_device, seed_everything
+from models.base import Callback, TreeEstimator, class_targets, resolve_device, seed_everything
 from models.skinny.ensemble import SoftTreeEnsemble
 from models.skinny.train import Data, Schedule, fit_ensemble
 from treeviz.tree import Tree
@@ -293,21 +292,10 @@ class SkinnyTreesClassifier(ClassifierMixin, _SkinnyTreesBase):
             eval_set: tuple[Any, Any] | None = None,
             feature_names: Sequence[str] | None = None) -> SkinnyTreesClassifier:
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
+        X, Y, ev = class_targets(self, X, y, eval_set)
         W = None if sample_weight is None else _check_sample_weight(sample_weight, X, dtype=np.float64,
                                                                     ensure_non_negative=True)
-        classes = np.unique(y)
-        if classes.size < 2:
-            raise ValueError(f"SkinnyTreesClassifier needs at least 2 classes; got 1 class ({classes[0]!r}).")
-        self.classes_ = classes
-        Y = np.searchsorted(classes, y)
-        ev = None
-        if eval_set is not None:
-            X_val = validate_data(self, eval_set[0], reset=False, dtype=np.float64)
-            y_val = np.asarray(eval_set[1])
-            known = np.isin(y_val, classes)
-            ev = (X_val[known], np.searchsorted(classes, y_val[known]))
+        classes = self.classes_
         ce = torch.nn.CrossEntropyLoss(reduction="none")
 
         def loss(out, target, w):
