@@ -10,6 +10,7 @@ module (that is how an upward import hides), and it must say so in a comment con
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,27 @@ def test_the_checker_sees_function_local_imports(tmp_path):
     sample = tmp_path / "sample.py"
     sample.write_text("import os\n\ndef f():\n    from treeviz import tree\n    import torch  # deferred: heavy\n")
     assert local_imports(sample) == [(4, "treeviz"), (5, "torch")]
+
+
+def _contracts() -> list[dict]:
+    import tomllib  # deferred: only this test reads the configuration
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+
+
+def test_every_treeviz_module_sits_in_a_layer_and_every_service_in_the_no_streamlit_contract():
+    """The layer contract names treeviz's modules one by one, so a new module left out of it would
+    escape every import rule without a word: each top-level module or package of treeviz must be in
+    a layer, and each one in the services layer must also be forbidden Streamlit and plotly."""
+    contracts = _contracts()
+    layers = next(c for c in contracts if c["type"] == "layers")["layers"]
+    named = [{m.strip() for m in re.split(r"[|:]", layer)} for layer in layers]
+    modules = {f"treeviz.{p.stem}" for p in (ROOT / "treeviz").glob("*.py") if p.stem not in ("__init__", "__main__")}
+    modules |= {f"treeviz.{p.parent.name}" for p in (ROOT / "treeviz").glob("*/__init__.py")}
+    in_layers = set().union(*named)
+    assert sorted(modules - in_layers) == [], "add these modules to a layer in pyproject.toml"
+    services = next(layer for layer in named if "treeviz.training" in layer)
+    no_streamlit = next(c for c in contracts if c["type"] == "forbidden" and "streamlit" in c["forbidden_modules"]
+                        and "models" in c["source_modules"])
+    assert sorted(services - set(no_streamlit["source_modules"])) == [], \
+        "add these services to the 'no Streamlit or plotly' contract in pyproject.toml"
