@@ -13,7 +13,11 @@ instead of 0.5-1.6 s. So treeviz gives every job an equal share of the cores:
   afterwards (restoring from concurrent jobs would race); numba's setting belongs to the calling
   thread, so each worker thread sets its own;
 * :func:`limited` narrows torch to fewer threads for one block of code (the TAO torch solver
-  runs its many small problems on one thread), and restores the previous value.
+  runs its many small problems on one thread), and restores the previous value;
+* :func:`worker_count` turns a scikit-learn style ``n_jobs`` into a number of worker processes
+  within this process's budget (:func:`process_budget`), so that a forest training its trees in
+  parallel inside a job uses that job's share of the cores, not every core; each worker then runs
+  on one thread (``apply_budget(1)``).
 
 :class:`treeviz.jobs.JobManager` applies the budget in every worker thread. A script can call
 ``apply_budget(job_budget(1))`` itself, or set ``TREEVIZ_THREADS`` to fix the number of threads
@@ -28,6 +32,9 @@ from collections.abc import Iterator
 
 #: Environment variable that, when set to a positive integer, is every job's thread budget.
 THREADS_ENV = "TREEVIZ_THREADS"
+
+#: The budget :func:`apply_budget` last set in this process (None: never called).
+_applied: int | None = None
 
 
 def usable_cores() -> int:
@@ -55,7 +62,9 @@ def apply_budget(n_threads: int) -> None:
     import torch  # deferred: see above
     from threadpoolctl import threadpool_limits  # deferred: scans the loaded native libraries
 
+    global _applied
     n = max(1, int(n_threads))
+    _applied = n
     # threadpoolctl limits only the libraries loaded so far, hence the imports above (NumPy's and
     # SciPy's OpenBLAS, scikit-learn's and torch's OpenMP). numba goes first: its first
     # set_num_threads starts numba's OpenMP threading layer, which sets OpenMP's thread count back
@@ -65,6 +74,27 @@ def apply_budget(n_threads: int) -> None:
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
     threadpool_limits(limits=n)
+
+
+def process_budget() -> int:
+    """Threads this process may use: what :func:`apply_budget` last set here (a job's share of the
+    cores in the app's workers), else :func:`job_budget` of one job."""
+    return _applied if _applied is not None else job_budget(1)
+
+
+def worker_count(n_jobs: int | None, n_tasks: int) -> int:
+    """Worker processes for ``n_tasks`` independent tasks under ``n_jobs`` in scikit-learn's meaning:
+    None or 1 gives 1 (run them in this process), -1 this process's budget
+    (:func:`process_budget`), -2 one less, and so on, k > 1 gives k; never more than ``n_tasks``,
+    never less than 1."""
+    if n_jobs is None:
+        return 1
+    n = int(n_jobs)
+    if n == 0:
+        raise ValueError("n_jobs must not be 0.")
+    if n < 0:
+        n = process_budget() + 1 + n
+    return max(1, min(n, int(n_tasks)))
 
 
 @contextlib.contextmanager

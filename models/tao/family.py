@@ -46,6 +46,13 @@ _TREE_PARAMS = (
     Param("tol", "float", 1e-4, "Stop when the objective changes by less than this fraction.", low=0.0,
           high=1.0, advanced=True),
 )
+#: Trees trained at once, each in its own worker process on one thread (scikit-learn's n_jobs); 0 is
+#: refused at fit. -1 is capped by the thread budget of the process (``treeviz.threads``), so a forest
+#: inside one of the app's concurrent jobs takes that job's share of the cores, not every core.
+N_JOBS = Param("n_jobs", "int", -1,
+               "Trees trained at once, each in its own process on one thread: -1 = as many as the cores this run "
+               "may use, 1 = one after another, k = k processes. The forest is the same for every value.",
+               low=-1, high=1024, label="parallel jobs", advanced=True)
 _PAPER = "Zharmagambetov, Learning Tree-Based Models with Manifold Regularization (PhD thesis, 2022)"
 _SIZE = ("n_nonzero", "n_decision_nodes", "n_leaves")
 
@@ -117,6 +124,7 @@ TAO_FOREST = Family(
         *tuple(p for p in _TREE_PARAMS if p.name != "depth"),
         Param("init", "choice", "random", "Initial tree of every member (the thesis: random).",
               choices=("random", "cart"), advanced=True),
+        N_JOBS,
         device_param(),
         seed_param(),
     ),
@@ -127,7 +135,9 @@ TAO_FOREST = Family(
         Panel("Training error of each tree", ("tree_train_error",)),
         Panel("Size of each tree", _SIZE),
     )),
-    test_params={"n_trees": 2, "depth": 2, "max_iter": 3},
+    # one process: the contract test fits every estimator many times on tiny data, where starting
+    # worker processes would cost more than the trees
+    test_params={"n_trees": 2, "depth": 2, "max_iter": 3, "n_jobs": 1},
     order=21,
 )
 

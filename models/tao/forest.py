@@ -4,18 +4,29 @@ random subsample (90 % without replacement by default) from its own random initi
 Aggregation follows the thesis: regression averages the trees; classification takes a
 **majority vote** with constant leaves (TAO-c) and **averages class probabilities** with linear
 or softmax leaves (TAO-l). Ties in a vote go to the smaller class index.
+
+The trees are independent, so ``n_jobs`` of them train at once in joblib worker processes (loky,
+joblib's default), each on one thread. Every tree's seed is drawn from ``random_state`` before any
+tree trains, and a tree's subsample, initial tree and training depend only on its seed, so the
+forest is the same for any ``n_jobs``. Results come back in tree order, so callbacks see one record
+per tree, in order, as in a sequential fit; a callback that stops training abandons the trees still
+running. Progress inside a tree (its TAO iterations) is not reported, in either mode.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import os
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.base import ClassifierMixin, RegressorMixin
+from joblib import Parallel, delayed
+from sklearn.base import ClassifierMixin, RegressorMixin, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from models.base import Callback, seed_everything
+from models.tao.config import TAOConfig
 from models.tao.estimators import (
     _ClassLabels,
     _TAOBase,
@@ -28,6 +39,7 @@ from models.tao.estimators import (
 )
 from models.tao.loop import train
 from models.tao.objective import class_probabilities
+from treeviz import threads
 from treeviz.errors import TreevizError
 from treeviz.tree import Tree
 
@@ -42,33 +54,30 @@ class _ForestBase(_TAOBase):
 
     def _fit_forest(self, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, n_outputs: int,
                     callbacks: Iterable[Callback] | None, feature_names: Sequence[str] | None) -> None:
+        if self.n_jobs == 0:
+            raise TreevizError("Parameter 'n_jobs' must be -1 (every core this run may use) or at least 1; got 0.")
         cfg = self._config(n_outputs)
         self._set_feature_names(feature_names, X.shape[1])
         X, Y, sw = drop_zero_weights(X, Y, sw)
         rng = seed_everything(self.random_state)
         n = X.shape[0]
         m = max(2, round(float(self.subsample) * n)) if n >= 2 else n
-        seeds = rng.integers(2**31 - 1, size=int(self.n_trees))
-        self._begin_training(callbacks, int(self.n_trees))
+        seeds = [int(s) for s in rng.integers(2**31 - 1, size=int(self.n_trees))]
+        self.depth_ = int(self.depth)
+        # trees on a GPU stay in this process: one CUDA context per worker would cost more than it gains
+        workers = 1 if cfg.device.startswith("cuda") else threads.worker_count(self.n_jobs, len(seeds))
+        self._begin_training(callbacks, len(seeds))
         trees, origins = [], []
+        grown = _grow_trees(clone(self), X, Y, sw, m, seeds, cfg, workers)
         try:
-            for t, seed in enumerate(seeds):
-                tree_rng = np.random.default_rng(int(seed))
-                idx = np.sort(tree_rng.choice(n, size=min(m, n), replace=False))
-                tree, assigned = self._initial_tree(X[idx], Y[idx], sw[idx], cfg, tree_rng)
-                records: list[dict] = []
-                train(tree, X[idx], Y[idx], sw[idx], cfg, initial_leaf=assigned,
-                      on_iteration=records.append)
-                tree, origin = compact(tree)
+            for t, (arrays, origin, summary) in enumerate(grown):
+                tree = tree_from_arrays(arrays)
                 trees.append(tree)
                 origins.append(origin)
-                last = records[-1] if records else {}
-                if not self._record(tree=t + 1, iterations=len(records), objective=last.get("objective"),
-                                    tree_train_error=last.get("train_error"), n_nonzero=tree.n_nonzero(),
-                                    n_decision_nodes=int(tree.decision_nodes().size),
-                                    n_leaves=int(tree.leaves().size)):
+                if not self._record(tree=t + 1, **summary):
                     break
         finally:
+            _close(grown)
             self._end_training()
         if not trees:
             raise TreevizError("The forest was stopped before its first tree was trained.")
@@ -124,17 +133,65 @@ class _ForestBase(_TAOBase):
         self.n_iter_ = int(learned.get("n_iter_", 0))
 
 
+_Grown = tuple[dict[str, np.ndarray], np.ndarray, dict[str, Any]]
+
+
+def _grow_trees(maker: _ForestBase, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, m: int, seeds: list[int],
+                cfg: TAOConfig, workers: int) -> Iterator[_Grown]:
+    """Every tree's :func:`_grow_tree` result in tree order: computed here one by one when
+    ``workers`` is 1, else by ``workers`` joblib processes (lazily dispatched, so closing the
+    iterator abandons the trees not yet consumed)."""
+    if workers <= 1:
+        return (_grow_tree(maker, X, Y, sw, m, seed, cfg, None) for seed in seeds)
+    parent = os.getpid()
+    return Parallel(n_jobs=workers, return_as="generator")(
+        delayed(_grow_tree)(maker, X, Y, sw, m, seed, cfg, parent) for seed in seeds)
+
+
+def _grow_tree(maker: _ForestBase, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, m: int, seed: int,
+               cfg: TAOConfig, parent: int | None) -> _Grown:
+    """Train one tree from its seed alone: its subsample of ``m`` rows, its initial tree (``maker``,
+    an unfitted copy of the forest, knows the depth and init), then TAO. Run in a worker process
+    (``parent`` is the forest's process id), it first limits the process to one thread. Returns
+    plain data: the compact tree's arrays, each node's origin and the tree's history record."""
+    if parent is not None and os.getpid() != parent:
+        threads.apply_budget(1)
+    tree_rng = np.random.default_rng(seed)
+    n = X.shape[0]
+    idx = np.sort(tree_rng.choice(n, size=min(m, n), replace=False))
+    Xs, Ys, ss = X[idx], Y[idx], sw[idx]
+    tree, assigned = maker._initial_tree(Xs, Ys, ss, cfg, tree_rng)
+    records: list[dict] = []
+    train(tree, Xs, Ys, ss, cfg, initial_leaf=assigned, on_iteration=records.append)
+    tree, origin = compact(tree)
+    last = records[-1] if records else {}
+    summary = {"iterations": len(records), "objective": last.get("objective"),
+               "tree_train_error": last.get("train_error"), "n_nonzero": tree.n_nonzero(),
+               "n_decision_nodes": int(tree.decision_nodes().size), "n_leaves": int(tree.leaves().size)}
+    return tree_arrays(tree), origin, summary
+
+
+def _close(results: Iterator[Any]) -> None:
+    """Stop a :func:`_grow_trees` iterator early: joblib then stops the trees still running (its
+    warning that they were cancelled says what the caller asked for)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*cancelled", category=UserWarning)
+        results.close()
+
+
 class TAOForestClassifier(ClassifierMixin, _ClassLabels, _ForestBase):
     """A forest of TAO classification trees (TAO-c: constant leaves, majority vote; TAO-l: linear
     leaves, averaged probabilities). Tree parameters as :class:`TAOClassifier`; ``n_trees`` trees,
     each on a ``subsample`` fraction of the training set drawn without replacement, with its own
-    random initial tree (``init="random"``, the thesis's forests)."""
+    random initial tree (``init="random"``, the thesis's forests). ``n_jobs`` trees train at once in
+    worker processes (scikit-learn's meaning; -1, the default, is capped by the process's thread
+    budget, see :func:`treeviz.threads.worker_count`); the forest is the same for any value."""
 
     _task = "classification"
 
     def __init__(self, *, n_trees=10, subsample=0.9, depth=6, l1_penalty=0.01, leaf="constant", leaf_classes=None,
                  node_type="oblique", init="random", max_iter=20, tol=1e-4, order="reverse_bfs", guard="objective",
-                 solver="auto", loss="zero_one", beta=100.0, device="auto", random_state=0):
+                 solver="auto", loss="zero_one", beta=100.0, n_jobs=-1, device="auto", random_state=0):
         self.n_trees = n_trees
         self.subsample = subsample
         self.depth = depth
@@ -150,6 +207,7 @@ class TAOForestClassifier(ClassifierMixin, _ClassLabels, _ForestBase):
         self.solver = solver
         self.loss = loss
         self.beta = beta
+        self.n_jobs = n_jobs
         self.device = device
         self.random_state = random_state
 
@@ -180,13 +238,13 @@ class TAOForestClassifier(ClassifierMixin, _ClassLabels, _ForestBase):
 
 class TAOForestRegressor(RegressorMixin, _Targets, _ForestBase):
     """A forest of TAO regression trees whose prediction is the trees' mean. Parameters as
-    :class:`TAOForestClassifier` (constant or linear leaves)."""
+    :class:`TAOForestClassifier` (constant or linear leaves, ``n_jobs``)."""
 
     _task = "regression"
 
     def __init__(self, *, n_trees=10, subsample=0.9, depth=6, l1_penalty=0.01, leaf="constant", node_type="oblique",
                  init="random", max_iter=20, tol=1e-4, order="reverse_bfs", guard="objective", solver="auto",
-                 device="auto", random_state=0):
+                 n_jobs=-1, device="auto", random_state=0):
         self.n_trees = n_trees
         self.subsample = subsample
         self.depth = depth
@@ -199,6 +257,7 @@ class TAOForestRegressor(RegressorMixin, _Targets, _ForestBase):
         self.order = order
         self.guard = guard
         self.solver = solver
+        self.n_jobs = n_jobs
         self.device = device
         self.random_state = random_state
 

@@ -90,7 +90,8 @@ def test_each_tree_sees_its_own_subsample_and_seed(monkeypatch, iris):
         return real_train(tree, Xs, Ys, sw, cfg, **kwargs)
 
     monkeypatch.setattr(forest_module, "train", spy)
-    f = TAOForestClassifier(n_trees=4, depth=2, max_iter=1, subsample=0.9, solver="sklearn").fit(X, y)
+    # n_jobs=1: the spy sees only the trees trained in this process
+    f = TAOForestClassifier(n_trees=4, depth=2, max_iter=1, subsample=0.9, solver="sklearn", n_jobs=1).fit(X, y)
     assert len(seen) == 4 == len(f.trees_)
     rows = {tuple(x): i for i, x in enumerate(X)}
     assert len(rows) == len(X) - 1  # iris has one duplicated row
