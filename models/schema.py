@@ -384,6 +384,16 @@ def seed_param(**overrides: Any) -> Param:
     return Param(**values)
 
 
+def n_jobs_param() -> Param:
+    """The ``n_jobs`` parameter of families that train independent trees (forests): scikit-learn's
+    meaning, -1 capped by the process's thread budget (:func:`treeviz.threads.worker_count`). The
+    schema admits 0, which the estimators refuse at ``fit`` with a sentence."""
+    return Param("n_jobs", "int", -1,
+                 "Trees trained at once, each in its own process on one thread: -1 = as many as the cores this "
+                 "run may use, 1 = one after another, k = k processes. The forest is the same for every value.",
+                 low=-1, high=1024, label="parallel jobs", advanced=True)
+
+
 def device_param() -> Param:
     """The ``device`` parameter of torch families (chosen in the app's sidebar, not the form)."""
     return Param("device", "text", "auto",

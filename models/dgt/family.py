@@ -3,7 +3,7 @@ bandit feedback (no heavy imports; the estimators import torch when first used).
 
 from dataclasses import replace
 
-from models.schema import Curves, Family, Panel, Param, device_param, seed_param
+from models.schema import Curves, Family, Panel, Param, device_param, n_jobs_param, seed_param
 
 PAPER = ("Learning Accurate Decision Trees with Bandit Feedback via Quantized Gradient Descent "
          "(Karthikeyan, Jain, Natarajan & Jain, TMLR 2022)")
@@ -101,15 +101,17 @@ DGT_FOREST = Family(
         Param("n_trees", "int", 10, "Number of trees (the paper: 30).", low=1, high=1000),
         Param("subsample", "float", 1.0, "Bootstrap sample size as a fraction of the training rows, drawn with "
               "replacement (the paper picks from 0.7, 0.85, 0.9, 1).", low=0.05, high=1.0),
-        *_with_defaults(_SUPERVISED, l1_penalty=1e-5, min_steps=500), device_param(), seed_param(),
+        *_with_defaults(_SUPERVISED, l1_penalty=1e-5, min_steps=500), n_jobs_param(), device_param(), seed_param(),
     ),
     presets={"quick": {"n_trees": 5, "depth": 4, "n_layers": 1, "l1_penalty": 0.0, "max_epochs": 50,
                        "min_steps": 200}},
     metrics={"classification": ("accuracy",), "regression": ("rmse", "r2")},
     curves=Curves(x="tree", panels=(Panel("Validation loss of each tree", ("val_loss",)),
                                     Panel("Validation accuracy / R² of each tree", ("val_score",)))),
+    # n_jobs=1: the contract test fits every estimator many times on tiny data, where starting worker
+    # processes would cost more than the trees
     test_params={"n_trees": 2, "depth": 2, "n_layers": 1, "l1_penalty": 0.0, "max_epochs": 10, "min_steps": 0,
-                 "batch_size": 64, "learning_rate": 0.05},
+                 "batch_size": 64, "learning_rate": 0.05, "n_jobs": 1},
     order=41,
 )
 

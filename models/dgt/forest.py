@@ -5,19 +5,31 @@ tree parameters, trained on its own bootstrap sample (``subsample``·n rows draw
 replacement**, as the paper's bagging) with its own seed. Regression predicts the mean of the
 trees; classification takes the majority vote (ties go to the smaller class index). Without an
 ``eval_set`` each tree holds out ``validation_fraction`` of its own sample to keep its best epoch.
+
+``n_jobs`` trees train at once in joblib worker processes, each on one torch thread (as
+:mod:`models.tao.forest`). A tree depends only on its seed, drawn from ``random_state`` before any
+tree trains, so the forest is the same for any ``n_jobs`` (up to the last bits for the
+over-parameterised stacks that train on several threads in one process, see
+:func:`models.dgt.estimators.cpu_threads`). Callbacks get one record per tree, in tree order; epochs
+inside a tree are not reported. A tree trained in a worker comes back as its model-file state, so
+it has no per-epoch ``history_`` of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import os
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from models.base import Callback, TreeEstimator, class_targets, seed_everything
+from models.base import Callback, TreeEstimator, class_targets, resolve_device, seed_everything
 from models.dgt.estimators import DGTClassifier, DGTRegressor
+from treeviz import threads
 from treeviz.errors import TreevizError
 from treeviz.tree import Tree
 
@@ -36,7 +48,7 @@ class _DGTForestBase(TreeEstimator):
 
     def __init__(self, *, n_trees=10, subsample=1.0, depth=6, n_layers=1, width_multiplier=None, quantizer="scaled",
                  l1_penalty=1e-5, l2_penalty=0.0, learning_rate=1e-2, momentum=0.0, batch_size=128, max_epochs=200,
-                 min_steps=500, grad_clip=0.01, validation_fraction=0.2, device="auto", random_state=0):
+                 min_steps=500, grad_clip=0.01, validation_fraction=0.2, n_jobs=-1, device="auto", random_state=0):
         self.n_trees = n_trees
         self.subsample = subsample
         self.depth = depth
@@ -52,6 +64,7 @@ class _DGTForestBase(TreeEstimator):
         self.min_steps = min_steps
         self.grad_clip = grad_clip
         self.validation_fraction = validation_fraction
+        self.n_jobs = n_jobs
         self.device = device
         self.random_state = random_state
 
@@ -67,33 +80,48 @@ class _DGTForestBase(TreeEstimator):
             if not keep.any():
                 raise ValueError("The sample weights sum to zero: at least one row must have a positive weight.")
             X, y, W = X[keep], y[keep], W[keep]
+        if self.n_jobs == 0:
+            raise TreevizError("Parameter 'n_jobs' must be -1 (every core this run may use) or at least 1; got 0.")
         rng = seed_everything(self.random_state)
         n = X.shape[0]
         m = max(2, round(float(self.subsample) * n))
-        seeds = rng.integers(2**31 - 1, size=int(self.n_trees))
-        self._begin_training(callbacks, int(self.n_trees))
+        seeds = [int(s) for s in rng.integers(2**31 - 1, size=int(self.n_trees))]
+        # trees on a GPU stay in this process: one CUDA context per worker would cost more than it gains
+        on_gpu = resolve_device(self.device).startswith("cuda")
+        workers = 1 if on_gpu else threads.worker_count(self.n_jobs, len(seeds))
+        self._begin_training(callbacks, len(seeds))
         trees = []
+        args = (self._tree_class, self._tree_params(), X, y, W, m, eval_set, self.feature_names_)
+        if workers == 1:
+            grown: Iterator[Any] = (_grow_tree(*args, seed) for seed in seeds)
+        else:
+            grown = Parallel(n_jobs=workers, return_as="generator")(
+                delayed(_grow_tree_in_worker)(os.getpid(), *args, seed) for seed in seeds)
         try:
-            for t, seed in enumerate(seeds):
-                tree_rng = np.random.default_rng(int(seed))
-                idx = tree_rng.choice(n, size=m, replace=True)
-                if self._task == "classification" and np.unique(y[idx]).size < np.unique(y).size:
-                    # a bootstrap sample missing a class: add one row of each missing class
-                    missing = np.setdiff1d(np.unique(y), np.unique(y[idx]))
-                    idx = np.concatenate([idx, [tree_rng.choice(np.flatnonzero(y == c)) for c in missing]])
-                tree = self._tree_class(**self._tree_params(), random_state=int(seed))
-                tree.fit(X[idx], y[idx], None if W is None else W[idx], eval_set=eval_set,
-                         feature_names=self.feature_names_)
+            for t, (seed, out) in enumerate(zip(seeds, grown)):
+                tree, summary = (out, _summary(out)) if workers == 1 else self._rebuild(seed, *out)
                 trees.append(tree)
-                last = min(tree.history_, key=lambda r: r.get("val_loss", np.inf)) if tree.history_ else {}
-                if not self._record(tree=t + 1, epochs=tree.n_epochs_, best_epoch=tree.best_epoch_,
-                                    val_loss=last.get("val_loss"), val_score=last.get("val_score")):
+                if not self._record(tree=t + 1, **summary):
                     break
         finally:
+            with warnings.catch_warnings():  # joblib says that it cancelled the trees not consumed: intended
+                warnings.filterwarnings("ignore", message=".*cancelled", category=UserWarning)
+                grown.close()
             self._end_training()
         if not trees:
             raise TreevizError("The forest was stopped before its first tree was trained.")
         self.estimators_ = trees
+
+    def _rebuild(self, seed: int, learned: dict[str, Any], arrays: dict[str, np.ndarray], summary: dict[str, Any]
+                 ) -> tuple[TreeEstimator, dict[str, Any]]:
+        """A tree trained in a worker, from the model-file state it sent back."""
+        est = self._tree_class(**self._tree_params(), random_state=seed)
+        est.n_features_in_ = self.n_features_in_
+        est.feature_names_ = self.feature_names_
+        if hasattr(self, "classes_"):
+            est.classes_ = self.classes_
+        est._set_model_state(learned, arrays)
+        return est, summary
 
     def to_trees(self) -> list[Tree]:
         check_is_fitted(self, "estimators_")
@@ -146,10 +174,44 @@ class _DGTForestBase(TreeEstimator):
         self.estimators_ = trees
 
 
+def _grow_tree(tree_class: type, params: dict[str, Any], X: np.ndarray, y: np.ndarray, W: np.ndarray | None,
+               m: int, eval_set: Any, feature_names: Sequence[str], seed: int) -> TreeEstimator:
+    """Train one tree from its seed alone: its bootstrap sample of ``m`` rows (plus one row of each
+    class the sample missed), then DGT with ``random_state=seed``."""
+    tree_rng = np.random.default_rng(seed)
+    n = X.shape[0]
+    idx = tree_rng.choice(n, size=m, replace=True)
+    if tree_class._task == "classification" and np.unique(y[idx]).size < np.unique(y).size:
+        # a bootstrap sample missing a class: add one row of each missing class
+        missing = np.setdiff1d(np.unique(y), np.unique(y[idx]))
+        idx = np.concatenate([idx, [tree_rng.choice(np.flatnonzero(y == c)) for c in missing]])
+    tree = tree_class(**params, random_state=seed)
+    return tree.fit(X[idx], y[idx], None if W is None else W[idx], eval_set=eval_set, feature_names=feature_names)
+
+
+def _grow_tree_in_worker(parent: int, *args: Any) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any]]:
+    """:func:`_grow_tree` in a worker process (``parent`` is the forest's process id), on one
+    thread; the tree comes back as plain data (its model-file state) with its history record."""
+    if os.getpid() != parent:
+        threads.apply_budget(1)
+    tree = _grow_tree(*args)
+    learned, arrays = tree._get_model_state()
+    return learned, arrays, _summary(tree)
+
+
+def _summary(tree: TreeEstimator) -> dict[str, Any]:
+    """The forest's history record of one tree: its epochs and its best validation epoch."""
+    best = min(tree.history_, key=lambda r: r.get("val_loss", np.inf)) if tree.history_ else {}
+    return {"epochs": tree.n_epochs_, "best_epoch": tree.best_epoch_, "val_loss": best.get("val_loss"),
+            "val_score": best.get("val_score")}
+
+
 class DGTForestClassifier(ClassifierMixin, _DGTForestBase):
     """Bagged DGT classification trees, combined by majority vote. Tree parameters as
     :class:`~models.dgt.estimators.DGTClassifier`; ``n_trees`` trees, each on a bootstrap sample of
-    ``subsample``·n rows drawn with replacement."""
+    ``subsample``·n rows drawn with replacement. ``n_jobs`` trees train at once in worker processes
+    (scikit-learn's meaning; -1, the default, is capped by the process's thread budget, see
+    :func:`treeviz.threads.worker_count`)."""
 
     _task = "classification"
     _tree_class = DGTClassifier

@@ -1,7 +1,7 @@
 """TAO sparse oblique trees and TAO forests as treeviz families: estimators, hyperparameter schemas,
 presets and the λ path (no heavy imports; the estimators load scikit-learn and torch when used)."""
 
-from models.schema import Curves, Family, LambdaPath, Panel, Param, device_param, seed_param
+from models.schema import Curves, Family, LambdaPath, Panel, Param, device_param, n_jobs_param, seed_param
 
 _DEPTH_HELP = "Depth Δ of the initial tree; pruning can only shrink it."
 
@@ -46,13 +46,6 @@ _TREE_PARAMS = (
     Param("tol", "float", 1e-4, "Stop when the objective changes by less than this fraction.", low=0.0,
           high=1.0, advanced=True),
 )
-#: Trees trained at once, each in its own worker process on one thread (scikit-learn's n_jobs); 0 is
-#: refused at fit. -1 is capped by the thread budget of the process (``treeviz.threads``), so a forest
-#: inside one of the app's concurrent jobs takes that job's share of the cores, not every core.
-N_JOBS = Param("n_jobs", "int", -1,
-               "Trees trained at once, each in its own process on one thread: -1 = as many as the cores this run "
-               "may use, 1 = one after another, k = k processes. The forest is the same for every value.",
-               low=-1, high=1024, label="parallel jobs", advanced=True)
 _PAPER = "Zharmagambetov, Learning Tree-Based Models with Manifold Regularization (PhD thesis, 2022)"
 _SIZE = ("n_nonzero", "n_decision_nodes", "n_leaves")
 
@@ -124,7 +117,7 @@ TAO_FOREST = Family(
         *tuple(p for p in _TREE_PARAMS if p.name != "depth"),
         Param("init", "choice", "random", "Initial tree of every member (the thesis: random).",
               choices=("random", "cart"), advanced=True),
-        N_JOBS,
+        n_jobs_param(),
         device_param(),
         seed_param(),
     ),

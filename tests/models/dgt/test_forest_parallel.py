@@ -1,0 +1,54 @@
+"""DGT forests training their trees in worker processes (``n_jobs``): the same forest as in one
+process, one record per tree in order, cancelling stops early, 0 refused with a sentence."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+
+from models.base import Callback
+from models.dgt.forest import DGTForestClassifier
+from treeviz.errors import TrainingCancelled, TreevizError
+
+SMALL = dict(n_trees=3, depth=2, n_layers=1, l1_penalty=0.0, max_epochs=4, min_steps=0, batch_size=64,
+             learning_rate=0.05, random_state=5)
+
+
+@pytest.fixture(scope="module")
+def iris():
+    return load_iris(return_X_y=True)
+
+
+class StopAfter(Callback):
+    def __init__(self, n):
+        self.n, self.trees = n, []
+
+    def on_epoch_end(self, estimator, record=None, **kwargs):
+        self.trees.append(record["tree"])
+        if len(self.trees) >= self.n:
+            raise TrainingCancelled()
+
+
+def test_the_forest_is_the_same_in_one_process_and_in_two(iris):
+    X, y = iris
+    a = DGTForestClassifier(**SMALL, n_jobs=1).fit(X, y)
+    b = DGTForestClassifier(**SMALL, n_jobs=2).fit(X, y)
+    for s, t in zip(a.estimators_, b.estimators_):
+        np.testing.assert_array_equal(s.split_weight_, t.split_weight_)
+        np.testing.assert_array_equal(s.leaves_, t.leaves_)
+        assert s.get_params() == t.get_params()
+    assert all(s.equals(t) for s, t in zip(a.to_trees(), b.to_trees()))
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    assert a.history_ == b.history_ and [r["tree"] for r in b.history_] == [1, 2, 3]
+
+
+def test_a_callback_that_cancels_stops_the_forest_early(iris):
+    X, y = iris
+    stop = StopAfter(1)
+    f = DGTForestClassifier(**{**SMALL, "n_trees": 4}, n_jobs=2).fit(X, y, callbacks=[stop])
+    assert f.stopped_early_ and len(f.estimators_) == 1 and stop.trees == [1]
+
+
+def test_zero_jobs_is_refused(iris):
+    X, y = iris
+    with pytest.raises(TreevizError, match="n_jobs"):
+        DGTForestClassifier(**SMALL, n_jobs=0).fit(X, y)
