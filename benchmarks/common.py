@@ -45,7 +45,7 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None =
     """A plain-text table with right-aligned numbers."""
     if not rows:
         return "(no rows)"
-    columns = list(columns or rows[0].keys())
+    columns = list(columns or dict.fromkeys(k for r in rows for k in r))  # every key, in first-seen order
 
     def cell(v: Any) -> str:
         if isinstance(v, float):

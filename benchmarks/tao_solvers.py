@@ -1,25 +1,31 @@
-"""TAO decision-node solvers head to head on the reduced problems of one depth level.
+"""TAO's node solvers head to head: level by level, per TAO iteration, and against imodels.
 
-The problems are real TAO reduced problems (``models.tao.problems``): a random initial tree
-(unit Gaussian hyperplanes, median biases; constant leaves fitted on the routing) of depth
-``L + 1`` on Letter (standardised), whose ``2**L`` decision nodes at depth ``L`` give ``G = 2**L``
-weighted binary problems (care points, pseudolabels, weights ``v``) — 16, 64 and 256 groups for
-L = 4, 6, 8. Groups whose care points all share one pseudolabel are solved exactly without a
-solver and are left out here.
+**Levels.** Real TAO reduced problems (``models.tao.problems``) on Letter (standardised, 16 000
+rows): a random initial tree of depth Δ ∈ {8, 11} (unit Gaussian hyperplanes, median biases,
+constant leaves fitted on the routing), and at every depth level the weighted binary problems of
+its decision nodes (care points, pseudolabels, weights v; problems whose care points share one
+pseudolabel are solved exactly without a solver and left out). Each level is solved
 
-Back-ends, with the settings TAO's training loop uses (``models.tao.decisions.solve_problems``):
+* by liblinear, one call per node (``solver="sklearn"``: tol 1e-4, max_iter 200), and
+* by the compiled level solver, one call for the whole level (``solver="cd"``:
+  ``models.tao.decisions.CD_TOL``, at most 200 Newton steps), from the same cold start,
 
-* ``l1_logistic_sklearn`` — liblinear, one call per node, tol 1e-4, max_iter 200,
-  intercept_scaling 100 (its bias carries a tiny ℓ1 penalty λ|b|/100);
-* ``l1_logistic_torch`` — batched FISTA over all the level's nodes in one call, float64, CPU
-  with torch's default intra-op threads and with one thread (and CUDA when present), tol 1e-5,
-  max_iter 500, cold start.
+and the wall times give ``speedup_level_vs_liblinear`` (best of ``repeat``). The objectives are
+compared node by node on the sum-form ``Σ v logloss + λ‖w‖₁`` (bias unpenalised): the relative gap
+of each solver to the better of the two (max and mean) and the gap of the level's total.
 
-Reported per level: wall time of each back-end (best of a few repeats), the time ratio
-sklearn / torch (> 1: torch faster), and the objective gap: each node's sum-form objective
-``Σ v logloss + λ‖w‖₁`` (bias unpenalised) under each solution, relative to the better of the
-two, as max and mean over nodes, plus the relative gap of the level's total. Letter is read
-from the shared data folder; without it sklearn's ``digits`` stands in (noted in the results).
+**Iterations.** Seconds per TAO iteration on Letter at Δ = 8 and 11 (constant leaves, λ = 1,
+random init, guard off, 3 iterations) with each solver, and their ratio, measured in the same
+process, plus the objective E each reaches.
+
+**imodels.** imodels' ``TaoTreeClassifier`` is the one public TAO a user could pick instead (it
+improves a CART tree's axis-aligned splits). Fit time and test accuracy on a stratified Letter
+split (16 000 / 4 000), beside our axis-aligned TAO (the same CART start and depth) and our
+sparse oblique TAO.
+
+``device="cuda"`` adds the batched torch solver on the GPU to the level table. ``--quick``: 2 500
+rows, Δ = 5, one repeat, 2 TAO iterations, imodels on a 2 000-row subset. Letter is read from the
+shared data folder; without it scikit-learn's ``digits`` stands in (noted in the results).
 """
 
 from __future__ import annotations
@@ -28,56 +34,63 @@ import time
 from typing import Any
 
 import numpy as np
-import torch
 from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from benchmarks.common import shared_data_dir
 from benchmarks.tao_paper import load_uci
 from models.tao.config import TAOConfig
+from models.tao.decisions import CD_TOL
+from models.tao.estimators import TAOClassifier
 from models.tao.init import random_init
 from models.tao.loop import _groups_at
 from models.tao.problems import reduced_problems
-from models.tao.solvers.fista import l1_logistic_torch
+from models.tao.solvers.cd import l1_logistic_level
 from models.tao.solvers.liblinear import l1_logistic_sklearn
 from models.tao.solvers.objectives import logistic_objective
 
 NAME = "tao_solvers"
-LAMBDAS = (1.0,)
-LEVELS = (4, 6, 8)
+LAMBDA = 1.0
+DEPTHS = (8, 11)
 SK_SETTINGS = dict(tol=1e-4, max_iter=200)
-TORCH_SETTINGS = dict(tol=1e-5, max_iter=500)
+CD_SETTINGS = dict(tol=CD_TOL, max_iter=200)
+ITER_SETTINGS = dict(leaf="constant", l1_penalty=LAMBDA, init="random", guard="off", random_state=0)
+IMODELS_ITERS = 5
 
 
 def _data(quick: bool) -> tuple[np.ndarray, np.ndarray, str]:
-
     root = shared_data_dir()
     if root is not None and (root / "uci" / "letter.csv.gz").is_file():
-
         X, y = load_uci("letter")
         name = "letter"
     else:
-
         X, y = load_digits(return_X_y=True)
         X = X.astype(np.float64)
         name = "digits (letter absent)"
-    rng = np.random.default_rng(0)
-    n = 2500 if quick else 16000
-    idx = rng.permutation(X.shape[0])[: min(n, X.shape[0])]
-    X = StandardScaler().fit_transform(X[idx])
-    return X, y[idx], name
+    return X, y, name
 
 
-def level_problems(X: np.ndarray, y: np.ndarray, level: int, lam: float):
-    """The non-trivial reduced problems of the ``2**level`` decision nodes at depth ``level``."""
+def _train_subset(X: np.ndarray, y: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    idx = np.random.default_rng(0).permutation(X.shape[0])[: min(n, X.shape[0])]
+    return StandardScaler().fit_transform(X[idx]), y[idx]
+
+
+def tree_levels(X: np.ndarray, y: np.ndarray, depth: int, lam: float) -> list[tuple[int, list, int]]:
+    """(level, non-trivial problems, decision nodes) for every level of a random depth-Δ tree."""
     classes = np.unique(y)
     Y = np.searchsorted(classes, y)
     sw = np.ones(Y.shape[0])
     cfg = TAOConfig(task="classification", n_outputs=classes.size, l1_penalty=lam, guard="off")
-    tree = random_init(X, Y, sw, cfg, level + 1, np.random.default_rng(level))
-    groups = [(n, i) for n, i in _groups_at(tree.route(X), level) if tree.left[n] >= 0]
-    problems = reduced_problems(tree, X, Y, sw, cfg, groups)
-    return [p for p in problems if p.y.size >= 2 and np.any(p.y > 0) and np.any(p.y < 0)], len(groups)
+    tree = random_init(X, Y, sw, cfg, depth, np.random.default_rng(depth))
+    levels = tree.route(X)
+    out = []
+    for level in range(depth):
+        groups = [(n, i) for n, i in _groups_at(levels, level) if tree.left[n] >= 0]
+        problems = reduced_problems(tree, X, Y, sw, cfg, groups)
+        hard = [p for p in problems if p.y.size >= 2 and np.any(p.y > 0) and np.any(p.y < 0)]
+        out.append((level, hard, len(groups)))
+    return out
 
 
 def _best(fn, repeat: int) -> tuple[float, Any]:
@@ -89,73 +102,126 @@ def _best(fn, repeat: int) -> tuple[float, Any]:
     return best, out
 
 
-def compare(problems: list, lam: float, device: str, repeat: int) -> dict[str, Any]:
-    def sk():
-        return [l1_logistic_sklearn(p.X, p.y, p.v, lam, **SK_SETTINGS) for p in problems]
+def _gaps(f: np.ndarray, ref: np.ndarray) -> dict[str, float]:
+    rel = (f - ref) / np.maximum(np.abs(ref), 1e-300)
+    return {"max": float(rel.max()), "mean": float(rel.mean())}
 
+
+def compare_level(problems: list, lam: float, repeat: int, device: str = "cpu") -> dict[str, Any]:
+    """Times and objective gaps of liblinear (per node) and the compiled solver (per level)."""
     Xall = np.concatenate([p.X for p in problems])
     yall = np.concatenate([p.y for p in problems])
     vall = np.concatenate([p.v for p in problems])
     gall = np.concatenate([np.full(p.y.size, g) for g, p in enumerate(problems)])
-
-    def th(dev: str):
-        return l1_logistic_torch(Xall, yall, vall, gall, len(problems), lam, device=dev, **TORCH_SETTINGS)
-
-    t_sk, sol_sk = _best(sk, repeat)
-    out: dict[str, Any] = {"groups": len(problems), "rows": int(Xall.shape[0]), "sklearn_s": t_sk}
+    G = len(problems)
+    l1_logistic_level(Xall[:4], yall[:4], vall[:4], np.zeros(4, dtype=np.int64), 1, lam)  # compiled before timing
+    t_sk, sol_sk = _best(lambda: [l1_logistic_sklearn(p.X, p.y, p.v, lam, **SK_SETTINGS) for p in problems], repeat)
+    t_cd, (W, B) = _best(lambda: l1_logistic_level(Xall, yall, vall, gall, G, lam, **CD_SETTINGS), repeat)
     f_sk = np.array([logistic_objective(p.X, p.y, p.v, w, b, lam) for p, (w, b) in zip(problems, sol_sk)])
-
-    default_threads = torch.get_num_threads()
-    # (label, device, torch intra-op threads)
-    variants = [("cpu", "cpu", default_threads), ("cpu1t", "cpu", 1)]
+    f_cd = np.array([logistic_objective(p.X, p.y, p.v, W[g], B[g], lam) for g, p in enumerate(problems)])
+    best = np.minimum(f_sk, f_cd)
+    out: dict[str, Any] = {
+        "groups": G, "rows": int(Xall.shape[0]), "sklearn_s": t_sk, "cd_s": t_cd,
+        "speedup_level_vs_liblinear": t_sk / t_cd,
+        "rel_gap_cd_vs_best": _gaps(f_cd, best), "rel_gap_sklearn_vs_best": _gaps(f_sk, best),
+        "total_rel_gap_cd_minus_sklearn": float((f_cd.sum() - f_sk.sum()) / f_sk.sum()),
+        "nnz_sklearn": int(sum(np.count_nonzero(w) for w, _ in sol_sk)), "nnz_cd": int(np.count_nonzero(W)),
+    }
     if device == "cuda":
-        variants.append(("cuda", "cuda", default_threads))
-    for dev, where, threads in variants:
-        if where == "cuda":
-            th("cuda")  # warm-up: CUDA context
-        torch.set_num_threads(threads)
-        try:
-            t_th, (W, B) = _best(lambda where=where: th(where), repeat)
-        finally:
-            torch.set_num_threads(default_threads)
-        f_th = np.array([logistic_objective(p.X, p.y, p.v, W[g], B[g], lam) for g, p in enumerate(problems)])
-        ref = np.minimum(f_sk, f_th)
-        out[f"torch_{dev}_s"] = t_th
-        out[f"time_ratio_sklearn_over_torch_{dev}"] = t_sk / t_th
-        out[f"rel_gap_torch_{dev}_vs_best"] = {"max": float(np.max((f_th - ref) / ref)),
-                                               "mean": float(np.mean((f_th - ref) / ref))}
-        out[f"rel_gap_sklearn_vs_best_{dev}"] = {"max": float(np.max((f_sk - ref) / ref)),
-                                                 "mean": float(np.mean((f_sk - ref) / ref))}
-        out[f"total_rel_gap_torch_{dev}_minus_sklearn"] = float((f_th.sum() - f_sk.sum()) / f_sk.sum())
-        out[f"nnz_torch_{dev}"] = int(np.count_nonzero(np.abs(W) > 0))
-    out["nnz_sklearn"] = int(sum(np.count_nonzero(w) for w, _ in sol_sk))
+        from models.tao.solvers.fista import l1_logistic_torch  # deferred: torch, only for the GPU column
+
+        def th():
+            return l1_logistic_torch(Xall, yall, vall, gall, G, lam, device="cuda", tol=1e-5, max_iter=500)
+
+        th()  # CUDA context and kernels
+        t_th, (Wt, Bt) = _best(th, repeat)
+        f_th = np.array([logistic_objective(p.X, p.y, p.v, Wt[g], Bt[g], lam) for g, p in enumerate(problems)])
+        out.update(torch_cuda_s=t_th, speedup_torch_cuda_vs_liblinear=t_sk / t_th,
+                   rel_gap_torch_cuda_vs_cd_total=float((f_th.sum() - f_cd.sum()) / f_cd.sum()))
     return out
 
 
-def run(quick: bool = False) -> dict[str, Any]:
+def iteration_times(X: np.ndarray, y: np.ndarray, depth: int, iters: int) -> dict[str, Any]:
+    """Seconds per TAO iteration with liblinear and with the compiled solver, same tree, same run."""
+    out: dict[str, Any] = {"depth": depth, "iterations": iters}
+    for solver in ("sklearn", "cd"):
+        start = time.perf_counter()
+        model = TAOClassifier(depth=depth, max_iter=iters, tol=0.0, solver=solver, **ITER_SETTINGS).fit(X, y)
+        per_iter = float(np.mean([h["time_s"] for h in model.history_]))
+        out[f"{solver}_s_per_iter"] = per_iter
+        out[f"{solver}_fit_s"] = time.perf_counter() - start
+        out[f"{solver}_objective"] = float(model.history_[-1]["objective"])
+        out[f"{solver}_train_error"] = float(model.history_[-1]["train_error"])
+    out["speedup_iteration_vs_liblinear"] = out["sklearn_s_per_iter"] / out["cd_s_per_iter"]
+    return out
 
-    X, y, data_name = _data(quick)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    levels = (4, 5) if quick else LEVELS
+
+def imodels_comparison(X: np.ndarray, y: np.ndarray, quick: bool) -> list[dict[str, Any]]:
+    """imodels' TaoTree beside our axis-aligned and oblique TAO on one stratified split."""
+    try:
+        from imodels import TaoTreeClassifier  # deferred: optional benchmark dependency
+    except ImportError:  # pragma: no cover - imodels is in requirements.txt
+        return [{"model": "imodels TaoTreeClassifier", "note": "imodels is not installed"}]
+    n_train, n_test = (2000, 1000) if quick else (16000, 4000)
+    n_train = min(n_train, X.shape[0] - 200)
+    n_test = min(n_test, X.shape[0] - n_train)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, train_size=n_train, test_size=n_test, stratify=y, random_state=0)
+    scaler = StandardScaler().fit(Xtr)
+    Xtr, Xte = scaler.transform(Xtr), scaler.transform(Xte)
+    depth = 5 if quick else 8
+    iters = 2 if quick else IMODELS_ITERS
+    models = [
+        ("imodels TaoTreeClassifier (CART start, axis-aligned)",
+         lambda: TaoTreeClassifier(model_args={"max_depth": depth}, n_iters=iters, randomize_tree=False)),
+        ("treeviz TAO axis-aligned (CART init)",
+         lambda: TAOClassifier(depth=depth, node_type="axis", init="cart", max_iter=iters, l1_penalty=0.0,
+                               random_state=0)),
+        ("treeviz TAO oblique, cd solver (random init)",
+         lambda: TAOClassifier(depth=depth, l1_penalty=LAMBDA, init="random", max_iter=iters, random_state=0)),
+    ]
+    rows = []
+    for name, make in models:
+        start = time.perf_counter()
+        model = make().fit(Xtr, ytr)
+        fit_s = time.perf_counter() - start
+        rows.append({"model": name, "depth": depth, "iterations": iters, "fit_s": fit_s,
+                     "test_accuracy": float(np.mean(model.predict(Xte) == yte)), "n_train": int(Xtr.shape[0])})
+    return rows
+
+
+def run(quick: bool = False, device: str = "cpu") -> dict[str, Any]:
+    X_raw, y_raw, data_name = _data(quick)
+    X, y = _train_subset(X_raw, y_raw, 2500 if quick else 16000)
+    depths = (5,) if quick else DEPTHS
     repeat = 1 if quick else 3
-    rows, results = [], {"data": data_name, "n_points": int(X.shape[0]), "sklearn_settings": SK_SETTINGS,
-                         "torch_settings": TORCH_SETTINGS, "torch_threads": torch.get_num_threads(),
-                         "levels": []}
-    for lam in LAMBDAS:
-        for level in levels:
-            problems, n_nodes = level_problems(X, y, level, lam)
-            res = compare(problems, lam, device, repeat)
-            res.update(level=level, decision_nodes=n_nodes, l1_penalty=lam)
+    results: dict[str, Any] = {"data": data_name, "n_points": int(X.shape[0]), "l1_penalty": LAMBDA,
+                               "sklearn_settings": SK_SETTINGS, "cd_settings": CD_SETTINGS, "device": device,
+                               "levels": [], "iterations": [], "imodels": []}
+    rows: list[dict[str, Any]] = []
+    for depth in depths:
+        for level, problems, n_nodes in tree_levels(X, y, depth, LAMBDA):
+            if not problems:
+                continue
+            res = compare_level(problems, LAMBDA, repeat, device)
+            res.update(depth=depth, level=level, decision_nodes=n_nodes)
             results["levels"].append(res)
-            row = {"level": level, "λ": lam, "groups": res["groups"], "rows": res["rows"],
-                   "sklearn s": res["sklearn_s"], "torch cpu s": res["torch_cpu_s"],
-                   "sk/torch cpu": res["time_ratio_sklearn_over_torch_cpu"],
-                   "torch cpu 1 thread s": res["torch_cpu1t_s"],
-                   "sk/torch cpu 1 thread": res["time_ratio_sklearn_over_torch_cpu1t"],
-                   "gap torch max": res["rel_gap_torch_cpu_vs_best"]["max"],
-                   "gap sklearn max": res["rel_gap_sklearn_vs_best_cpu"]["max"],
-                   "total gap torch-sk": res["total_rel_gap_torch_cpu_minus_sklearn"]}
+            row = {"Δ": depth, "level": level, "nodes": res["groups"], "rows": res["rows"],
+                   "liblinear s": res["sklearn_s"], "cd s": res["cd_s"],
+                   "speedup": res["speedup_level_vs_liblinear"],
+                   "cd gap max": res["rel_gap_cd_vs_best"]["max"],
+                   "liblinear gap max": res["rel_gap_sklearn_vs_best"]["max"],
+                   "total gap cd-liblinear": res["total_rel_gap_cd_minus_sklearn"]}
             if device == "cuda":
-                row["sk/torch cuda"] = res["time_ratio_sklearn_over_torch_cuda"]
+                row["torch cuda s"] = res["torch_cuda_s"]
             rows.append(row)
+    for depth in depths:
+        it = iteration_times(X, y, depth, 2 if quick else 3)
+        results["iterations"].append(it)
+        rows.append({"Δ": depth, "level": "TAO iteration", "liblinear s": it["sklearn_s_per_iter"],
+                     "cd s": it["cd_s_per_iter"], "speedup": it["speedup_iteration_vs_liblinear"],
+                     "total gap cd-liblinear": (it["cd_objective"] - it["sklearn_objective"]) / it["sklearn_objective"]})
+    results["imodels"] = imodels_comparison(X_raw, y_raw, quick)
+    for r in results["imodels"]:
+        rows.append({"level": r["model"], "Δ": r.get("depth"), "fit s": r.get("fit_s"),
+                     "test accuracy": r.get("test_accuracy")})
     return {"rows": rows, "results": results}

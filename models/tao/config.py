@@ -11,7 +11,7 @@ TASKS = ("classification", "regression")
 LEAVES = ("constant", "linear", "softmax")
 ORDERS = ("reverse_bfs", "bfs")
 GUARDS = ("objective", "off")
-SOLVERS = ("sklearn", "torch")
+SOLVERS = ("cd", "sklearn", "torch")
 NODE_TYPES = ("oblique", "axis")
 LOSSES = ("zero_one", "cross_entropy")
 
@@ -36,7 +36,7 @@ class TAOConfig:
     tol: float = 1e-4
     order: str = "reverse_bfs"
     guard: str = "objective"
-    solver: str = "sklearn"
+    solver: str = "cd"
     device: str = "cpu"
     loss: str = "zero_one"
     beta: float = 100.0

@@ -12,7 +12,8 @@ Decisions the thesis leaves open, made here and documented in ``docs/tao.md``:
 * ``init="auto"``: CART for depth ≤ 2, random (unit Gaussian weights, median biases) otherwise.
 * softmax leaves: the 0/1 objective by default, cross-entropy with absent classes scored β as an
   option; k = ``leaf_classes``.
-* ``solver="auto"``: the batched torch solver on a CUDA device, scikit-learn on the CPU.
+* ``solver="auto"``: the batched torch solver on a CUDA device, the compiled level solver
+  (:mod:`models.tao.solvers.cd`) on the CPU.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ class _TAOBase(FittedTAOTree, TreeEstimator):
         device = resolve_device(self.device)
         solver = self.solver
         if solver == "auto":
-            solver = "torch" if device.startswith("cuda") else "sklearn"
+            solver = "torch" if device.startswith("cuda") else "cd"
         extra = {}
         if self._task == "classification":
             extra = {"leaf_classes": self.leaf_classes, "loss": self.loss, "beta": float(self.beta)}
@@ -298,8 +299,11 @@ class TAOClassifier(ClassifierMixin, _ClassLabels, _TAOBase):
         Visiting order of the depth levels.
     guard : {"objective", "off"}
         Keep a node update only if its reduced objective does not increase (monotone E).
-    solver : {"auto", "sklearn", "torch"}
-        Decision-node solver: liblinear per node, or batched torch proximal gradient per level.
+    solver : {"auto", "cd", "sklearn", "torch"}
+        Node solver: "cd" solves all nodes of a depth level in one compiled coordinate-descent call
+        (decision nodes and linear leaves); "sklearn" calls liblinear / Lasso / SAGA per node;
+        "torch" runs batched proximal gradient per level for the decision nodes (linear leaves
+        then use scikit-learn); "auto" is torch on a GPU and cd on the CPU.
     loss : {"zero_one", "cross_entropy"}
         The training loss; cross-entropy scores a class absent from a leaf with ``beta``.
     beta : float

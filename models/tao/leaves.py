@@ -1,9 +1,12 @@
 """Leaf updates: each leaf refitted on its reduced set, with the other nodes fixed.
 
 A constant leaf is set to its exact optimum (class fractions, or the weighted mean). A linear leaf
-is fitted by Lasso (regression) or by ℓ1 multinomial logistic regression with SAGA
+is fitted by ℓ1 least squares (regression) or by ℓ1 multinomial logistic regression
 (classification); a softmax-tree leaf models only the ``leaf_classes`` most populous classes of its
-reduced set, and the other classes get the score :data:`~models.tao.state.ABSENT`.
+reduced set, and the other classes get the score :data:`~models.tao.state.ABSENT`. With
+``solver="cd"`` all linear leaves of a depth level are fitted in one compiled call
+(:mod:`models.tao.solvers.cd`), warm-started from their current parameters; otherwise each leaf
+calls scikit-learn (Lasso; SAGA for the softmax, as in the thesis).
 """
 
 from __future__ import annotations
@@ -16,7 +19,11 @@ from sklearn.linear_model import Lasso, LinearRegression, LogisticRegression
 
 from models.tao.config import TAOConfig
 from models.tao.objective import sample_loss
+from models.tao.solvers import cd
 from models.tao.state import ABSENT, TAOTree
+
+#: Relative objective decrease per sweep at which the compiled leaf solvers stop.
+LEAF_CD_TOL = 1e-5
 
 
 def constant_leaf(tree: TAOTree, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig) -> np.ndarray:
@@ -99,6 +106,61 @@ def _linear_leaf(Xi: np.ndarray, Yi: np.ndarray, swi: np.ndarray, cfg: TAOConfig
     return value, W
 
 
+def _linear_leaves_cd(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig,
+                      groups: list[tuple[int, np.ndarray]]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """(value, W) of every linear leaf in ``groups`` (each with at least ``min_leaf_samples`` rows),
+    from one compiled call, warm-started from the leaves' current parameters."""
+    K, D = cfg.n_outputs, X.shape[1]
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    if cfg.task == "regression":
+        rows = np.concatenate([idx for _, idx in groups])
+        group = np.concatenate([np.full(idx.size, g) for g, (_, idx) in enumerate(groups)])
+        leaves = [leaf for leaf, _ in groups]
+        W, C = cd.l1_least_squares_level(X[rows], Y[rows], sw[rows], group, len(groups), cfg.l1_penalty,
+                                         W0=tree.leaf_weight[leaves], c0=tree.value[leaves], tol=LEAF_CD_TOL,
+                                         max_iter=max(1000, cfg.solver_max_iter))
+        return {leaf: (C[g], W[g]) for g, leaf in enumerate(leaves)}
+    solve: list[tuple[int, np.ndarray, np.ndarray]] = []  # (leaf, rows, classes)
+    for leaf, idx in groups:
+        present = _leaf_classes(np.bincount(Y[idx], weights=sw[idx], minlength=K), cfg)
+        if present.size < 2:
+            value = np.full(K, ABSENT)
+            value[present] = 0.0
+            out[leaf] = (value, np.zeros((K, D)))
+        else:
+            solve.append((leaf, idx[np.isin(Y[idx], present)], present))
+    if not solve:
+        return out
+    G = len(solve)
+    active = np.zeros((G, K), dtype=bool)
+    W0, c0 = np.zeros((G, K, D)), np.zeros((G, K))
+    for g, (leaf, rows, present) in enumerate(solve):
+        active[g, present] = True
+        old = tree.value[leaf]
+        if np.all(old[present] > ABSENT / 2):  # warm start: every class the leaf models now had a score
+            c0[g, present] = old[present]
+            W0[g, present] = tree.leaf_weight[leaf][present]
+        else:  # cold start at the class log-fractions
+            counts = np.bincount(Y[rows], weights=sw[rows], minlength=K)[present]
+            c0[g, present] = np.log(counts / counts.sum())
+    rows = np.concatenate([r for _, r, _ in solve])
+    group = np.concatenate([np.full(r.size, g) for g, (_, r, _) in enumerate(solve)])
+    W, C = cd.l1_softmax_level(X[rows], Y[rows], sw[rows], group, active, cfg.l1_penalty, W0=W0, c0=c0,
+                               tol=LEAF_CD_TOL, max_iter=max(200, cfg.solver_max_iter))
+    for g, (leaf, _, present) in enumerate(solve):
+        value = np.full(K, ABSENT)
+        Wg = np.zeros((K, D))
+        if present.size == 2:  # one logit, as scikit-learn's binary model: class b scores (w_b − w_a)·x + c_b − c_a
+            a, b = present
+            value[a], value[b] = 0.0, C[g, b] - C[g, a]
+            Wg[b] = W[g, b] - W[g, a]
+        else:
+            value[present] = C[g, present]
+            Wg[present] = W[g, present]
+        out[leaf] = (value, Wg)
+    return out
+
+
 def fit_leaves(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig,
                groups: list[tuple[int, np.ndarray]]) -> int:
     """Refit each leaf on its reduced set (``groups``: (leaf, sample indices)); returns the number
@@ -109,6 +171,10 @@ def fit_leaves(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg:
     left as it is: nothing defines it, and pruning removes it later.
     """
     rejected = 0
+    batched: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    if cfg.linear_leaves and cfg.solver == "cd":
+        fit = [(leaf, idx) for leaf, idx in groups if idx.size >= max(1, cfg.min_leaf_samples)]
+        batched = _linear_leaves_cd(tree, X, Y, sw, cfg, fit) if fit else {}
     for leaf, idx in groups:
         if idx.size == 0:
             continue
@@ -120,6 +186,8 @@ def fit_leaves(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg:
         Xi = X[idx]
         if idx.size < cfg.min_leaf_samples:
             value, W = constant, np.zeros_like(tree.leaf_weight[leaf])
+        elif leaf in batched:
+            value, W = batched[leaf]
         else:
             value, W = _linear_leaf(Xi, Yi, swi, cfg)
         if cfg.guard == "objective":

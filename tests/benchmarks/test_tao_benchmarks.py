@@ -55,13 +55,20 @@ def test_quick_tao_solvers_benchmark_writes_gaps_and_ratios(tmp_path, monkeypatc
     # falls back to sklearn's digits when Letter is absent, so it never needs the shared data
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     assert run.main(["tao_solvers", "--quick"]) == 0
-    assert "sk/torch cpu" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "speedup" in out and "imodels TaoTreeClassifier" in out
     payload = json.loads((tmp_path / "tao_solvers.json").read_text())
     assert payload["benchmark"] == "tao_solvers" and payload["quick"] is True
-    levels = payload["results"]["levels"]
-    assert len(levels) >= 2
-    for lv in levels:
-        assert lv["groups"] >= 1 and lv["sklearn_s"] > 0 and lv["torch_cpu_s"] > 0
-        assert lv["time_ratio_sklearn_over_torch_cpu"] > 0
-        gap = lv["rel_gap_torch_cpu_vs_best"]
-        assert 0.0 <= gap["mean"] <= gap["max"]
+    results = payload["results"]
+    assert len(results["levels"]) >= 3
+    for lv in results["levels"]:
+        assert lv["groups"] >= 1 and lv["sklearn_s"] > 0 and lv["cd_s"] > 0
+        assert lv["speedup_level_vs_liblinear"] == pytest.approx(lv["sklearn_s"] / lv["cd_s"])
+        for key in ("rel_gap_cd_vs_best", "rel_gap_sklearn_vs_best"):
+            assert 0.0 <= lv[key]["mean"] <= lv[key]["max"]
+        assert lv["total_rel_gap_cd_minus_sklearn"] <= 1e-4  # the compiled solver reaches liblinear's objective
+    (it,) = results["iterations"]
+    assert it["sklearn_s_per_iter"] > 0 and it["cd_s_per_iter"] > 0
+    assert it["speedup_iteration_vs_liblinear"] == pytest.approx(it["sklearn_s_per_iter"] / it["cd_s_per_iter"])
+    models = {r["model"]: r for r in results["imodels"]}
+    assert len(models) == 3 and all(0.0 < r["test_accuracy"] <= 1.0 and r["fit_s"] > 0 for r in models.values())

@@ -1,0 +1,517 @@
+"""The compiled back-end: every node problem of one depth level in one numba call, by coordinate
+descent, with warm starts.
+
+A depth level's nodes partition the data, so solving all of them is about as much work as one
+problem on N points; what made a level slow was calling a library solver once per node (input
+checks, copies, set-up). Here the rows are sorted by node once, the features transposed once
+(``Xt``, so that a feature's values within one node are contiguous), and a single compiled loop
+runs over the nodes: no Python per node.
+
+Three problems, each in **sum form** with the bias / intercepts unpenalised:
+
+* **ℓ1-logistic** (decision nodes): ``min Σ v log(1 + exp(−y (w·x + b))) + λ‖w‖₁``, y = ±1.
+  Solved by proximal Newton, the method of GLMNET and of liblinear's newGLMNET: at the current
+  point the logistic loss is replaced by its second-order Taylor model (point weights
+  ``h = v σ(1−σ)``), the ℓ1-penalised quadratic is minimised by cyclic coordinate descent
+  (bias first, then each feature by a soft threshold; features that are zero with
+  ``|∂f/∂w_j| ≤ λ`` at the start of the step are left out of it), and a backtracking
+  line search on the true objective (Armijo, σ = 0.01) makes every step decrease it. It stops
+  when the minimum-norm subgradient is at most ``tol · Σv`` (every partial derivative of the
+  loss is bounded by ``Σ v |x_j|``, so this is a relative first-order optimality test), or when a
+  step no longer lowers the objective (its rounding floor).
+* **ℓ1-least-squares** (linear leaves of regression trees): ``min Σ s ‖y − W x − c‖² + λ‖W‖₁``,
+  each output separately, by cyclic coordinate descent on the residual (Lasso's own method). It
+  stops when a sweep lowers the objective by at most ``tol ·`` its value.
+* **ℓ1-softmax** (linear / softmax leaves of classification trees):
+  ``min Σ s (logsumexp_k S_k − S_y) + λ‖W‖₁`` with ``S_k = c_k + W_k·x`` over the classes the
+  leaf models. Block coordinate descent over classes: with the other classes fixed, class k's
+  part is a binary logistic problem with the offset ``−log Σ_{l≠k} exp S_l`` (label: y = k), and
+  one proximal-Newton step of the solver above is taken on it (GLMNET's multinomial scheme). It
+  stops when a sweep over the classes lowers the objective by at most ``tol ·`` its value.
+
+Degenerate problems are answered exactly without iterating, as the other back-ends do: no row
+with ``v > 0`` → ``w = 0, b = +1``; all labels on one side → ``w = 0, b = ±1`` toward it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from models.tao.solvers.objectives import as_penalty
+from treeviz.errors import TreevizError
+
+#: Armijo constant of the line search.
+_SIGMA = 0.01
+#: Inner coordinate-descent sweeps per proximal-Newton step (at most).
+_INNER_SWEEPS = 50
+#: Inner sweeps of the one proximal-Newton step a softmax class takes per sweep over the classes:
+#: the other classes move right after, so solving its quadratic model exactly is wasted work.
+_SOFTMAX_INNER = 3
+#: An inner sweep loop stops when its largest scaled step falls below this fraction of the first.
+_INNER_REL = 1e-4
+
+
+# ------------------------------------------------------------------------------ compiled kernels
+@njit(cache=True)
+def _logloss(m: float, y: float) -> float:
+    """log(1 + exp(−y m)), stably."""
+    t = -y * m
+    if t > 0.0:
+        return t + np.log1p(np.exp(-t))
+    return np.log1p(np.exp(t))
+
+
+@njit(cache=True)
+def _soft(u: float, t: float) -> float:
+    if u > t:
+        return u - t
+    if u < -t:
+        return u + t
+    return 0.0
+
+
+@njit(cache=True)
+def _logistic(Xg, y, v, off, lam, w, b, max_outer, max_inner, tol, z):
+    """Proximal Newton for one ℓ1-logistic problem (rows = the columns of ``Xg``, shape (D, n)).
+
+    ``w`` is updated in place, the final margins ``w·x + b + off`` are left in ``z``; returns
+    (b, objective, Newton steps taken).
+    """
+    D, n = Xg.shape
+    for i in range(n):
+        z[i] = b + off[i]
+    for j in range(D):
+        wj = w[j]
+        if wj != 0.0:
+            for i in range(n):
+                z[i] += wj * Xg[j, i]
+    l1 = 0.0
+    for j in range(D):
+        l1 += abs(w[j])
+    F = lam * l1
+    vsum = 0.0
+    for i in range(n):
+        F += v[i] * _logloss(z[i], y[i])
+        vsum += v[i]
+    g = np.empty(n)
+    h = np.empty(n)
+    dz = np.empty(n)
+    znew = np.empty(n)
+    d = np.zeros(D)
+    H = np.empty(D)
+    active = np.zeros(D, dtype=np.bool_)
+    steps = 0
+    for _ in range(max_outer):
+        gb = 0.0
+        hb = 0.0
+        for i in range(n):
+            ym = y[i] * z[i]
+            if ym >= 0.0:
+                e = np.exp(-ym)
+                s = e / (1.0 + e)  # σ(−y m)
+            else:
+                s = 1.0 / (1.0 + np.exp(ym))
+            g[i] = -v[i] * y[i] * s
+            h[i] = v[i] * s * (1.0 - s)
+            gb += g[i]
+            hb += h[i]
+        viol = abs(gb)
+        for j in range(D):
+            gj = 0.0
+            hj = 0.0
+            for i in range(n):
+                x = Xg[j, i]
+                gj += g[i] * x
+                hj += h[i] * x * x
+            H[j] = hj
+            if w[j] > 0.0:
+                vj = abs(gj + lam)
+            elif w[j] < 0.0:
+                vj = abs(gj - lam)
+            else:
+                vj = max(abs(gj) - lam, 0.0)
+            viol = max(viol, vj)
+            active[j] = w[j] != 0.0 or abs(gj) > lam
+        if viol <= tol * vsum:
+            break
+        # inner coordinate descent on the quadratic model
+        for j in range(D):
+            d[j] = 0.0
+        db = 0.0
+        for i in range(n):
+            dz[i] = 0.0
+        first = -1.0
+        for _inner in range(max_inner):
+            biggest = 0.0
+            if hb > 0.0:
+                gr = 0.0
+                for i in range(n):
+                    gr += g[i] + h[i] * dz[i]
+                step = -gr / hb
+                db += step
+                for i in range(n):
+                    dz[i] += step
+                biggest = max(biggest, step * step * hb)
+            for j in range(D):
+                if not active[j]:
+                    continue
+                a = H[j]
+                cur = w[j] + d[j]
+                if a <= 0.0:
+                    continue
+                gr = 0.0
+                for i in range(n):
+                    gr += Xg[j, i] * (g[i] + h[i] * dz[i])
+                new = _soft(cur - gr / a, lam / a)
+                delta = new - cur
+                if delta != 0.0:
+                    d[j] += delta
+                    for i in range(n):
+                        dz[i] += delta * Xg[j, i]
+                    biggest = max(biggest, delta * delta * a)
+            if first < 0.0:
+                first = biggest
+            if biggest <= _INNER_REL * first or biggest == 0.0:
+                break
+        # directional derivative of the composite objective, then the line search
+        l1new = 0.0
+        for j in range(D):
+            l1new += abs(w[j] + d[j])
+        delta_f = lam * (l1new - l1)
+        for i in range(n):
+            delta_f += g[i] * dz[i]
+        if not delta_f < 0.0:
+            break
+        alpha = 1.0
+        accepted = False
+        for _ls in range(40):
+            l1a = 0.0
+            for j in range(D):
+                l1a += abs(w[j] + alpha * d[j])
+            Fa = lam * l1a
+            for i in range(n):
+                znew[i] = z[i] + alpha * dz[i]
+                Fa += v[i] * _logloss(znew[i], y[i])
+            if Fa <= F + _SIGMA * alpha * delta_f:
+                accepted = True
+                break
+            alpha *= 0.5
+        if not accepted:
+            break
+        for j in range(D):
+            w[j] += alpha * d[j]
+        b += alpha * db
+        for i in range(n):
+            z[i] = znew[i]
+        l1 = l1a
+        steps += 1
+        decrease = F - Fa
+        F = Fa
+        if decrease <= 1e-15 * abs(F):
+            break
+    return b, F, steps
+
+
+@njit(cache=True)
+def _logistic_level(Xt, y, v, starts, lam, W, B, max_outer, tol):
+    """Every group ``g`` (rows ``starts[g]:starts[g+1]``) in turn; ``W``, ``B`` warm starts, in place."""
+    G = starts.size - 1
+    steps = np.zeros(G, dtype=np.int64)
+    z = np.empty(Xt.shape[1])
+    off = np.zeros(Xt.shape[1])
+    for gi in range(G):
+        lo, hi = starts[gi], starts[gi + 1]
+        n_pos = 0
+        for i in range(lo, hi):
+            if y[i] > 0.0:
+                n_pos += 1
+        if hi == lo or n_pos == hi - lo:
+            W[gi, :] = 0.0
+            B[gi] = 1.0
+            continue
+        if n_pos == 0:
+            W[gi, :] = 0.0
+            B[gi] = -1.0
+            continue
+        w = W[gi]
+        b, _, k = _logistic(Xt[:, lo:hi], y[lo:hi], v[lo:hi], off[lo:hi], lam, w, B[gi], max_outer, _INNER_SWEEPS, tol,
+                             z[lo:hi])
+        B[gi] = b
+        steps[gi] = k
+    return steps
+
+
+@njit(cache=True)
+def _lasso_level(Xt, Yt, s, starts, lam, W, C, max_sweeps, tol):
+    """ℓ1-least-squares of every group and output; ``W`` (G, K, D), ``C`` (G, K) warm starts, in place."""
+    D = Xt.shape[0]
+    K = Yt.shape[0]
+    G = starts.size - 1
+    sweeps = np.zeros(G, dtype=np.int64)
+    a = np.empty(D)
+    for gi in range(G):
+        lo, hi = starts[gi], starts[gi + 1]
+        n = hi - lo
+        ssum = 0.0
+        for i in range(lo, hi):
+            ssum += s[i]
+        for j in range(D):
+            aj = 0.0
+            for i in range(lo, hi):
+                aj += s[i] * Xt[j, i] * Xt[j, i]
+            a[j] = aj
+        r = np.empty(n)
+        for k in range(K):
+            for j in range(D):
+                if a[j] == 0.0:  # a feature that is zero on every row: its ℓ1 optimum is 0
+                    W[gi, k, j] = 0.0
+            for i in range(n):
+                r[i] = Yt[k, lo + i] - C[gi, k]
+            for j in range(D):
+                wj = W[gi, k, j]
+                if wj != 0.0:
+                    for i in range(n):
+                        r[i] -= wj * Xt[j, lo + i]
+            F = 0.0
+            for i in range(n):
+                F += s[lo + i] * r[i] * r[i]
+            for j in range(D):
+                F += lam * abs(W[gi, k, j])
+            for sweep in range(max_sweeps):
+                if ssum > 0.0:  # the intercept, exactly
+                    mean = 0.0
+                    for i in range(n):
+                        mean += s[lo + i] * r[i]
+                    mean /= ssum
+                    C[gi, k] += mean
+                    for i in range(n):
+                        r[i] -= mean
+                for j in range(D):
+                    if a[j] == 0.0:
+                        continue
+                    wj = W[gi, k, j]
+                    rho = 0.0
+                    for i in range(n):
+                        rho += s[lo + i] * Xt[j, lo + i] * r[i]
+                    new = _soft(rho + a[j] * wj, 0.5 * lam) / a[j]
+                    delta = new - wj
+                    if delta != 0.0:
+                        W[gi, k, j] = new
+                        for i in range(n):
+                            r[i] -= delta * Xt[j, lo + i]
+                F_new = 0.0
+                for i in range(n):
+                    F_new += s[lo + i] * r[i] * r[i]
+                for j in range(D):
+                    F_new += lam * abs(W[gi, k, j])
+                decrease = F - F_new
+                F = F_new
+                sweeps[gi] = max(sweeps[gi], sweep + 1)
+                if decrease <= tol * abs(F):
+                    break
+    return sweeps
+
+
+@njit(cache=True)
+def _softmax_level(Xt, Y, s, starts, active, lam, W, C, max_sweeps, tol):
+    """ℓ1-softmax of every group over its active classes (``active`` (G, K) bool); ``W`` (G, K, D),
+    ``C`` (G, K) warm starts, in place (inactive classes untouched)."""
+    D, N = Xt.shape
+    G = starts.size - 1
+    K = active.shape[1]
+    sweeps = np.zeros(G, dtype=np.int64)
+    for gi in range(G):
+        lo, hi = starts[gi], starts[gi + 1]
+        n = hi - lo
+        classes = np.flatnonzero(active[gi])
+        m = classes.size
+        if m < 2 or n == 0:
+            continue
+        Xg = Xt[:, lo:hi]
+        S = np.empty((m, n))
+        for a in range(m):
+            k = classes[a]
+            for i in range(n):
+                S[a, i] = C[gi, k]
+            for j in range(D):
+                wkj = W[gi, k, j]
+                if wkj != 0.0:
+                    for i in range(n):
+                        S[a, i] += wkj * Xg[j, i]
+        lse = np.empty(n)
+        for i in range(n):
+            mx = S[0, i]
+            for a in range(1, m):
+                mx = max(mx, S[a, i])
+            tot = 0.0
+            for a in range(m):
+                tot += np.exp(S[a, i] - mx)
+            lse[i] = mx + np.log(tot)
+        l1 = 0.0
+        for a in range(m):
+            for j in range(D):
+                l1 += abs(W[gi, classes[a], j])
+        F = lam * l1
+        for i in range(n):
+            yi = Y[lo + i]
+            for a in range(m):
+                if classes[a] == yi:
+                    F += s[lo + i] * (lse[i] - S[a, i])
+        off = np.empty(n)
+        lab = np.empty(n)
+        z = np.empty(n)
+        sg = s[lo:hi]
+        for sweep in range(max_sweeps):
+            for a in range(m):
+                k = classes[a]
+                for i in range(n):
+                    p = np.exp(S[a, i] - lse[i])
+                    if p < 0.5:
+                        other = lse[i] + np.log1p(-p)
+                    else:  # the other classes' log-sum directly (no cancellation)
+                        mx = -np.inf
+                        for c in range(m):
+                            if c != a:
+                                mx = max(mx, S[c, i])
+                        tot = 0.0
+                        for c in range(m):
+                            if c != a:
+                                tot += np.exp(S[c, i] - mx)
+                        other = mx + np.log(tot)
+                    off[i] = -other
+                    lab[i] = 1.0 if Y[lo + i] == k else -1.0
+                b, _, _ = _logistic(Xg, lab, sg, off, lam, W[gi, k], C[gi, k], 1, _SOFTMAX_INNER, 0.0, z)
+                C[gi, k] = b
+                for i in range(n):
+                    S[a, i] = z[i] - off[i]
+                    o = -off[i]
+                    hi_ = max(o, S[a, i])
+                    lse[i] = hi_ + np.log1p(np.exp(-abs(o - S[a, i])))
+            l1 = 0.0
+            for a in range(m):
+                for j in range(D):
+                    l1 += abs(W[gi, classes[a], j])
+            F_new = lam * l1
+            for i in range(n):
+                yi = Y[lo + i]
+                for a in range(m):
+                    if classes[a] == yi:
+                        F_new += s[lo + i] * (lse[i] - S[a, i])
+            decrease = F - F_new
+            F = F_new
+            sweeps[gi] = sweep + 1
+            if decrease <= tol * abs(F):
+                break
+    return sweeps
+
+
+# ------------------------------------------------------------------------------ Python entry points
+def _sorted_by_group(group: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row order that makes each group contiguous, group start offsets of length G + 1)."""
+    group = np.asarray(group, dtype=np.int64).reshape(-1)
+    if group.size and (group.min() < 0 or group.max() >= n_groups):
+        raise TreevizError(f"group ids must lie in [0, {n_groups}); got {group.min()} … {group.max()}.")
+    order = np.argsort(group, kind="stable")
+    starts = np.zeros(n_groups + 1, dtype=np.int64)
+    np.cumsum(np.bincount(group, minlength=n_groups), out=starts[1:])
+    return order, starts
+
+
+def _rows(X: np.ndarray, n: int) -> np.ndarray:
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] != n:
+        raise TreevizError(f"X must have shape (n, D) with n = {n}; got {X.shape}.")
+    if not np.all(np.isfinite(X)):
+        raise TreevizError("X must be finite (no NaN or infinity).")
+    return X
+
+
+def l1_logistic_level(X: np.ndarray, y: np.ndarray, v: np.ndarray, group: np.ndarray, n_groups: int, lam: float, *,
+                      w0: np.ndarray | None = None, b0: np.ndarray | None = None, tol: float = 1e-7,
+                      max_iter: int = 100) -> tuple[np.ndarray, np.ndarray]:
+    """Solve the ℓ1-logistic problems of ``n_groups`` decision nodes (row ``n`` belongs to node
+    ``group[n]``) in one compiled call; the same interface as
+    :func:`models.tao.solvers.fista.l1_logistic_torch`.
+
+    Parameters
+    ----------
+    X : (N, D); y : (N,), ``> 0`` = right; v : (N,) ≥ 0 (rows with ``v = 0`` are dropped)
+    group : (N,) ints in [0, n_groups)
+    lam : λ ≥ 0, sum form.
+    w0, b0 : (G, D), (G,) warm starts (default zeros).
+    tol : relative first-order optimality tolerance (see the module docstring).
+    max_iter : most proximal-Newton steps per node.
+
+    Returns
+    -------
+    W : (G, D), B : (G,) — node g sends x right iff ``W[g]·x + B[g] > 0``.
+    """
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    v = np.asarray(v, dtype=np.float64).reshape(-1)
+    X = _rows(X, y.size)
+    if v.size != y.size or np.any(v < 0) or not np.all(np.isfinite(v)):
+        raise TreevizError("v must hold one finite, non-negative weight per row.")
+    lam = as_penalty(lam)
+    D = X.shape[1]
+    keep = v > 0
+    order, starts = _sorted_by_group(np.asarray(group)[keep], n_groups)
+    rows = np.flatnonzero(keep)[order]
+    Xt = np.ascontiguousarray(X[rows].T)
+    W = np.zeros((n_groups, D)) if w0 is None else np.array(w0, dtype=np.float64).reshape(n_groups, D)
+    B = np.zeros(n_groups) if b0 is None else np.array(b0, dtype=np.float64).reshape(n_groups)
+    _logistic_level(Xt, np.where(y[rows] > 0, 1.0, -1.0), v[rows], starts, lam, W, B, int(max_iter), float(tol))
+    return W, B
+
+
+def l1_least_squares_level(X: np.ndarray, Y: np.ndarray, s: np.ndarray, group: np.ndarray, n_groups: int, lam: float,
+                           *, W0: np.ndarray | None = None, c0: np.ndarray | None = None, tol: float = 1e-10,
+                           max_iter: int = 1000) -> tuple[np.ndarray, np.ndarray]:
+    """Solve ``min Σ s ‖Y − W x − c‖² + λ‖W‖₁`` for every group (the linear leaves of one level).
+
+    ``Y`` is (N, K); returns ``W`` (G, K, D) and intercepts ``c`` (G, K). ``W0``, ``c0``: warm
+    starts (default: zero weights and the weighted mean). ``tol``: relative objective decrease per
+    sweep at which a problem stops; ``max_iter``: most sweeps.
+    """
+    Y = np.asarray(Y, dtype=np.float64)
+    Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
+    s = np.asarray(s, dtype=np.float64).reshape(-1)
+    X = _rows(X, Y.shape[0])
+    lam = as_penalty(lam)
+    order, starts = _sorted_by_group(group, n_groups)
+    Xt = np.ascontiguousarray(X[order].T)
+    Yt = np.ascontiguousarray(Y[order].T)
+    K, D = Y.shape[1], X.shape[1]
+    W = np.zeros((n_groups, K, D)) if W0 is None else np.array(W0, dtype=np.float64).reshape(n_groups, K, D)
+    if c0 is None:
+        C = np.zeros((n_groups, K))
+    else:
+        C = np.array(c0, dtype=np.float64).reshape(n_groups, K)
+    _lasso_level(Xt, Yt, s[order], starts, lam, W, C, int(max_iter), float(tol))
+    return W, C
+
+
+def l1_softmax_level(X: np.ndarray, Y: np.ndarray, s: np.ndarray, group: np.ndarray, active: np.ndarray, lam: float,
+                     *, W0: np.ndarray | None = None, c0: np.ndarray | None = None, tol: float = 1e-9,
+                     max_iter: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    """Solve the ℓ1-softmax problem of every group over its classes ``active[g]`` (G, K) bool.
+
+    ``Y``: class indices (N,), each row's class active in its group. Returns ``W`` (G, K, D) and
+    intercepts ``c`` (G, K); inactive classes keep their ``W0`` / ``c0`` entries. ``tol``: relative
+    objective decrease per sweep over the classes; ``max_iter``: most sweeps.
+    """
+    Y = np.asarray(Y, dtype=np.int64).reshape(-1)
+    s = np.asarray(s, dtype=np.float64).reshape(-1)
+    X = _rows(X, Y.size)
+    active = np.asarray(active, dtype=bool)
+    lam = as_penalty(lam)
+    G, K = active.shape
+    order, starts = _sorted_by_group(group, G)
+    if Y.size and not np.all(active[np.asarray(group, dtype=np.int64), Y]):
+        raise TreevizError("every row's class must be one its group models (active).")
+    D = X.shape[1]
+    W = np.zeros((G, K, D)) if W0 is None else np.array(W0, dtype=np.float64).reshape(G, K, D)
+    C = np.zeros((G, K)) if c0 is None else np.array(c0, dtype=np.float64).reshape(G, K)
+    _softmax_level(np.ascontiguousarray(X[order].T), Y[order], s[order], starts, active, lam, W, C, int(max_iter),
+                   float(tol))
+    return W, C
