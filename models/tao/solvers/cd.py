@@ -317,9 +317,8 @@ def _lasso_level(Xt, Yt, s, starts, lam, W, C, max_sweeps, tol):
 def _softmax_level(Xt, Y, s, starts, active, lam, W, C, max_sweeps, tol):
     """ℓ1-softmax of every group over its active classes (``active`` (G, K) bool); ``W`` (G, K, D),
     ``C`` (G, K) warm starts, in place (inactive classes untouched)."""
-    D, N = Xt.shape
+    D = Xt.shape[0]
     G = starts.size - 1
-    K = active.shape[1]
     sweeps = np.zeros(G, dtype=np.int64)
     for gi in range(G):
         lo, hi = starts[gi], starts[gi + 1]

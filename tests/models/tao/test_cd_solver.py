@@ -4,6 +4,7 @@ its use inside TAO (decision nodes and linear leaves)."""
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from dataclasses import replace
 
@@ -88,7 +89,7 @@ def test_logistic_warm_start_is_kept_at_the_optimum_and_never_worse():
     rng = np.random.default_rng(5)
     X, y, v, g = logistic_problems(rng, 5, 6)
     W, B = l1_logistic_level(X, y, v, g, 5, 1.0, tol=1e-9)
-    W2, B2 = l1_logistic_level(X, y, v, g, 5, 1.0, w0=W, b0=B, tol=1e-6)
+    W2, _ = l1_logistic_level(X, y, v, g, 5, 1.0, w0=W, b0=B, tol=1e-6)
     np.testing.assert_allclose(W2, W, atol=1e-6)
     # from a poor warm start (and a budget of one Newton step) the objective still only goes down
     w0, b0 = rng.normal(size=W.shape), rng.normal(size=5)
@@ -209,7 +210,7 @@ def test_default_cpu_solver_is_cd_and_fits_like_liblinear():
     sk_model = TAOClassifier(depth=4, l1_penalty=1.0, max_iter=8, init="random", solver="sklearn",
                              random_state=0).fit(X, y)
     objs = [h["objective"] for h in cd_model.history_]
-    assert all(b <= a * (1 + 1e-12) for a, b in zip(objs, objs[1:]))
+    assert all(b <= a * (1 + 1e-12) for a, b in itertools.pairwise(objs))
     assert cd_model.score(X, y) >= sk_model.score(X, y) - 0.02
     reg = TAORegressor(depth=3, leaf="linear", l1_penalty=1.0, max_iter=4, random_state=0).fit(X[:, 1:], X[:, 0])
     assert reg.score(X[:, 1:], X[:, 0]) > 0.9
