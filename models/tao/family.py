@@ -35,9 +35,10 @@ _TREE_PARAMS = (
     Param("order", "choice", "reverse_bfs", "Visiting order of the depth levels.",
           choices=("reverse_bfs", "bfs"), advanced=True),
     Param("solver", "choice", "auto",
-          "Decision-node solver: liblinear per node, or a batched torch proximal-gradient solver per depth "
-          "level ('auto': torch on a GPU, scikit-learn on the CPU).", choices=("auto", "sklearn", "torch"),
-          advanced=True),
+          "Node solver: 'cd' solves every node of a depth level in one compiled coordinate-descent call "
+          "(decision nodes and linear leaves), 'sklearn' calls liblinear / Lasso / SAGA once per node, "
+          "'torch' runs batched proximal gradient per level for the decision nodes ('auto': torch on a GPU, "
+          "cd on the CPU).", choices=("auto", "cd", "sklearn", "torch"), advanced=True),
     Param("loss", "choice", "zero_one",
           "Training loss: 0/1, or cross-entropy where a class absent from a leaf costs β.",
           choices=("zero_one", "cross_entropy"), tasks=("classification",), advanced=True),
