@@ -1,9 +1,19 @@
-"""Run benchmarks: `python -m benchmarks.run [NAME ...] [--quick]` (no NAME = all).
+"""Run benchmarks: `python -m benchmarks.run [NAME ...] [--quick] [--device {cpu,cuda,auto}]` (no NAME = all).
 
 A benchmark is any module ``benchmarks/<name>.py`` that defines ``NAME`` and
 ``run(quick) -> {"rows": [...], "results": {...}}``; the runner finds them (a new family's
 benchmark needs no edit here), prints the rows as a table and writes the results to
 ``benchmarks/results/NAME.json``.
+
+``--device`` (default ``cpu``: the benchmarks as they always ran). ``cuda`` times the torch families
+on a GPU: a benchmark whose ``run`` takes a ``device`` keyword gets it, and with ``cuda`` runs its
+device mode, timing only: the same workloads timed on the CPU and on the GPU in one process (see
+``benchmarks/device_timing.py``), written under ``results["device_timing"]`` of its JSON beside the
+CPU results already there. Without NAME, ``--device cuda`` runs only the benchmarks that take a
+device (the others are listed as skipped); a NAME without a device mode runs on the CPU as usual,
+with a note. ``auto`` means ``cuda`` when torch sees a GPU, else ``cpu``. ``cuda`` without a
+visible GPU is refused (exit status 2). ``bash benchmarks/gpu_check.sh`` runs the device mode of
+every such benchmark within a time budget, for a GPU machine.
 """
 
 from __future__ import annotations
@@ -11,38 +21,97 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib
+import inspect
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import torch
 
 from benchmarks.common import format_table, write_results
+
+HERE = Path(__file__).resolve().parent
+DEVICES = ("cpu", "cuda", "auto")
+
+
+def _run_def(path: Path) -> ast.FunctionDef | None:
+    """The top-level ``run`` of a module that also assigns ``NAME`` (read without importing)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = {t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets
+             if isinstance(t, ast.Name)}
+    runs = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "run"]
+    return runs[-1] if "NAME" in names and runs else None
 
 
 def _defines_benchmark(path: Path) -> bool:
     """Whether a module assigns ``NAME`` and defines ``run`` at top level (read without importing)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    names = {t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets
-             if isinstance(t, ast.Name)}
-    functions = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
-    return "NAME" in names and "run" in functions
+    return _run_def(path) is not None
 
 
-BENCHMARKS = tuple(sorted(p.stem for p in Path(__file__).resolve().parent.glob("*.py") if _defines_benchmark(p)))
+def _declares_device(path: Path) -> bool:
+    """Whether a benchmark's ``run`` takes a ``device`` keyword (read without importing, so that
+    listing them never imports a module whose packages are missing, as on a bare GPU machine)."""
+    run = _run_def(path)
+    if run is None:
+        return False
+    args = run.args
+    return args.kwarg is not None or "device" in {a.arg for a in (*args.args, *args.kwonlyargs)}
+
+
+BENCHMARKS = tuple(sorted(p.stem for p in HERE.glob("*.py") if _defines_benchmark(p)))
+#: The benchmarks with a device mode (their ``run`` takes ``device``).
+DEVICE_BENCHMARKS = tuple(name for name in BENCHMARKS if _declares_device(HERE / f"{name}.py"))
+
+
+def accepts_device(run: Callable[..., Any]) -> bool:
+    """Whether ``run`` takes a ``device`` keyword argument."""
+    params = inspect.signature(run).parameters.values()
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD or
+               (p.name == "device" and p.kind is not inspect.Parameter.POSITIONAL_ONLY) for p in params)
+
+
+def run_kwargs(run: Callable[..., Any], quick: bool, device: str) -> dict[str, Any]:
+    """The keywords for a benchmark's ``run``: ``device`` only where ``run`` accepts it."""
+    return {"quick": quick, "device": device} if accepts_device(run) else {"quick": quick}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="*", help=f"benchmarks to run (default all: {', '.join(BENCHMARKS)})")
     parser.add_argument("--quick", action="store_true", help="CI-sized data and fewer repeats")
+    parser.add_argument("--device", choices=DEVICES, default="cpu",
+                        help="cpu (default): the usual benchmarks; cuda: the device mode (CPU vs GPU timing) of "
+                             f"the benchmarks that have one ({', '.join(DEVICE_BENCHMARKS)}); auto: cuda when a GPU "
+                             "is visible, else cpu")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.names) - set(BENCHMARKS))
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")
-    for name in args.names or BENCHMARKS:
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda needs a GPU, but torch sees none (torch.cuda.is_available() is False); "
+                     "use --device cpu or auto")
+    names = list(args.names)
+    if not names and device != "cpu":
+        names = list(DEVICE_BENCHMARKS)
+        skipped = [n for n in BENCHMARKS if n not in DEVICE_BENCHMARKS]
+        print(f"--device {device}: running the benchmarks with a device mode ({', '.join(names) or 'none'}); "
+              f"skipped (CPU only): {', '.join(skipped) or 'none'}")
+    elif not names:
+        names = list(BENCHMARKS)
+    for name in names:
         module = importlib.import_module(f"benchmarks.{name}")
+        kwargs = run_kwargs(module.run, args.quick, device)
+        if device != "cpu" and "device" not in kwargs:
+            print(f"note: {name} has no device mode (its run() takes no device); it runs on the CPU as usual")
+        mode = ", ".join(m for m in ("quick" if args.quick else "", kwargs.get("device", "")) if m and m != "cpu")
         start = time.perf_counter()
-        out = module.run(quick=args.quick)
-        print(f"\n== {name}{' (quick)' if args.quick else ''}: {time.perf_counter() - start:.1f} s")
+        out = module.run(**kwargs)
+        print(f"\n== {name}{f' ({mode})' if mode else ''}: {time.perf_counter() - start:.1f} s")
         print(format_table(out["rows"]))
         path = write_results(name, out["results"], quick=args.quick)
         print(f"results: {path}")
