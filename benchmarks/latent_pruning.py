@@ -20,6 +20,13 @@ All on the CPU with ``torch.set_num_threads(1)`` (restored afterwards), best of 
 Baselines run in the same process. Targets from the issue: at depth 6, batch 512, the fast path
 should be >= 20x faster than the general solver and take < 1 ms per call on one thread. A GPU
 figure (fast path, same call, CUDA-synchronised) is added when a GPU is visible.
+
+``run(device="cuda")`` (``python -m benchmarks.run latent_pruning --device cuda``) is timing only:
+:func:`device_workloads` times the production layer (``latent_layer``, forward and backward) at
+depth 6 / batch 512, depth 8 / batch 4096 and depth 10 / batch 16384 on the CPU (the fused kernel,
+one thread, as above) and on the GPU (the torch composition), in this process, and checks that
+both give the same pruning ``a``; the rows go under ``results["device_timing"]`` beside the CPU
+results (:mod:`benchmarks.device_timing`). About 20 s, most of it the CPU side. No cvxpy.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from benchmarks import device_timing
 from benchmarks.common import best_time
 from models.latent import heap
 from models.latent.pruning import path_rewards, prune, readout
@@ -41,6 +49,9 @@ FULL_BATCHES = (64, 256, 512, 1024, 4096)
 QUICK_SIZES = ((2, 64), (4, 256), (6, 512))
 LAM = 1.0
 OSQP_MAX_ENTRIES = 20000
+#: (depth, batch) of the device mode: the issue's size, then two a GPU is meant for.
+DEVICE_SIZES = ((6, 512), (8, 4096), (10, 16384))
+QUICK_DEVICE_SIZES = ((3, 32), (5, 128))
 
 
 def _layer_call(S: torch.Tensor, solver: str):
@@ -146,7 +157,39 @@ def _gpu_figure(depth: int, batch: int) -> Any:
     return {"device": torch.cuda.get_device_name(0), "ms_fast": best_time(synced, repeat=5) * 1e3}
 
 
-def run(quick: bool = False) -> dict[str, Any]:
+def device_workloads(quick: bool, device: str) -> list[device_timing.Workload]:
+    """The layer ``S -> latent_layer(S) -> Z.sum().backward()`` at each size, for
+    :func:`benchmarks.device_timing.compare`; ``a`` on ``device`` is checked against the CPU's."""
+    workloads = []
+    for depth, batch in QUICK_DEVICE_SIZES if quick else DEVICE_SIZES:
+        S0 = torch.randn(batch, 2**depth - 1, generator=torch.Generator().manual_seed(1000 * depth + batch))
+        try:
+            a_dev = latent_layer(S0.to(device), LAM)[1].cpu()
+            diff = float((latent_layer(S0, LAM)[1] - a_dev).abs().max())
+        except Exception as exc:  # the timing below fails too, and says why
+            diff = f"not computed: {type(exc).__name__}: {exc}"
+        if isinstance(diff, float) and diff > 1e-4:
+            print(f"  WARNING: the pruning layer on {device} differs from the CPU's by {diff:.3g} "
+                  f"(depth {depth}, batch {batch})", flush=True)
+
+        def build(dev: str, S0: torch.Tensor = S0):
+            return _fused_call(S0.to(dev).requires_grad_())
+
+        workloads.append((f"pruning layer fwd+bwd d={depth} b={batch}", build, {
+            "data": "synthetic split scores N(0, 1), float32", "unit": "call", "cpu_threads": 1,
+            "repeat": 3, "warmup": 2, "min_time": 0.02 if quick else 0.25, "depth": depth, "batch": batch,
+            "nodes": heap.n_nodes(depth), "max_abs_diff_a_cpu_vs_device": diff,
+            "a_agrees": isinstance(diff, float) and diff <= 1e-4,
+            "paths": "CPU: fused numba kernel (latent_layer); device: torch composition path_rewards -> "
+                     "prune_fast -> readout"}))
+    return workloads
+
+
+def run(quick: bool = False, device: str = "cpu") -> dict[str, Any]:
+    """The CPU benchmark (``device="cpu"``), or with another device the timing-only device mode."""
+    if device_timing.resolve_device(device) != "cpu":
+        return device_timing.device_run(NAME, device_workloads, device, quick=quick,
+                                        notes="same S on both devices; the CPU runs one thread")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -191,4 +234,4 @@ def run(quick: bool = False) -> dict[str, Any]:
                      "osqp_vs_fast": "", "osqp_max_err_a": ""})
     else:
         print(f"GPU figure: {gpu}")
-    return {"rows": rows, "results": results}
+    return {"rows": rows, "results": device_timing.carry_device_section(NAME, results, quick=quick)}

@@ -9,6 +9,15 @@ batch 64, as the issue's target states).
 
 The papers' own datasets (Year, Microsoft, Yahoo, Click, Higgs and others) are not available
 offline, so this is a proxy comparison, not a reproduction of the paper's tables.
+
+``run(device="cuda")`` (``python -m benchmarks.run latent_train --device cuda``) is timing only
+(:func:`device_workloads`): seconds per training epoch of the latent tree on the CPU and on the
+GPU in this process, for breast_cancer at depth 4, batch 64 on one CPU thread (the setting above)
+and for Letter (20 000 x 16, 26 classes; the shared ``uci/letter.csv.gz`` when present, else
+synthetic data of that shape) at depth 8, batch 512 on torch's default threads. A fit of a few
+epochs is timed whole (data transfer and validation passes included) and divided by its epochs.
+The rows go under ``results["device_timing"]`` beside the CPU results. About 30 s on a 16-core
+GPU machine (estimated; the CPU's Letter rounds stop after 20 s).
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from benchmarks import device_timing
 from models.cart.estimators import CARTClassifier, CARTRegressor
 from models.latent.estimators import LatentTreeClassifier, LatentTreeRegressor
 from treeviz.data import PrepConfig, load_dataset, prepare
@@ -68,7 +78,47 @@ def epoch_time_one_thread(repeats: int = 3) -> float:
         torch.set_num_threads(threads)
 
 
-def run(quick: bool = False) -> dict[str, Any]:
+def _fit_call(model_kwargs: dict[str, Any], X: np.ndarray, y: np.ndarray, eval_set: tuple | None):
+    def build(device: str):
+        def call() -> None:
+            model = LatentTreeClassifier(**model_kwargs, random_state=0, device=device)
+            model.fit(X, y, eval_set=eval_set)
+            if len(model.history_) != model_kwargs["max_epochs"]:  # every call must do the same work
+                raise AssertionError(f"the fit stopped after {len(model.history_)} of "
+                                     f"{model_kwargs['max_epochs']} epochs")
+        return call
+    return build
+
+
+def device_workloads(quick: bool, device: str) -> list[device_timing.Workload]:
+    """Latent-tree fits of a few epochs (per epoch), for :func:`benchmarks.device_timing.compare`."""
+    prepared = prepare(load_dataset("breast_cancer"), PrepConfig(seed=0))
+    epochs = 1 if quick else 5
+    small = {"depth": 2 if quick else DEPTH, "batch_size": 64, "max_epochs": epochs, "patience": epochs + 1}
+    n_rows = 600 if quick else 20000
+    X, y, source = device_timing.uci_or_synthetic("letter", n_rows, 16, 26, seed=0)
+    X = (X - X.mean(axis=0)) / np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0)
+    cut = int(0.8 * n_rows)
+    big_epochs = 1 if quick else 2
+    big = {"depth": 3 if quick else 8, "batch_size": 512, "max_epochs": big_epochs, "patience": big_epochs + 1}
+    # quick (tests, CI's small shared machine): one thread, where torch's default threads fight other work
+    options = {"unit": "epoch", "repeat": 2 if quick else 3, "warmup": 1, **({"cpu_threads": 1} if quick else {})}
+    return [
+        (f"latent tree fit d={small['depth']} b=64", _fit_call(small, prepared.X_train, prepared.labels("train"),
+                                                              (prepared.X_val, prepared.labels("val"))),
+         {**options, "units": epochs, "cpu_threads": 1, "params": small,
+          "data": f"breast_cancer (treeviz prepare, seed 0: {prepared.X_train.shape[0]} training rows)"}),
+        (f"latent tree fit d={big['depth']} b=512", _fit_call(big, X[:cut], y[:cut], (X[cut:], y[cut:])),
+         {**options, "units": big_epochs, "max_seconds": None if quick else 20.0, "params": big,
+          "data": f"{source}, standardised, {cut} training / {n_rows - cut} validation rows"}),
+    ]
+
+
+def run(quick: bool = False, device: str = "cpu") -> dict[str, Any]:
+    """The CPU benchmark (``device="cpu"``), or with another device the timing-only device mode."""
+    if device_timing.resolve_device(device) != "cpu":
+        return device_timing.device_run(NAME, device_workloads, device, quick=quick,
+                                        notes="per epoch = a whole fit of a few epochs over its epochs")
     seeds = [0, 1] if quick else [0, 1, 2, 3, 4]
     max_epochs = 15 if quick else 100
     rows, results = [], {}
@@ -91,4 +141,4 @@ def run(quick: bool = False) -> dict[str, Any]:
     rows.append({"dataset": "breast_cancer, 1 thread", "metric": "s/epoch (d=4, batch 64)",
                  "latent": f"{one_thread:.4f}", f"CART d={DEPTH}": "", "s/epoch": one_thread, "epochs": "",
                  "active nodes": ""})
-    return {"rows": rows, "results": results}
+    return {"rows": rows, "results": device_timing.carry_device_section(NAME, results, quick=quick)}
