@@ -23,6 +23,15 @@ Rows (``python -m benchmarks.run skinny``), each printed beside the paper's numb
 
 Errors are standard errors over seeds or simulations, as the paper reports them. ``--quick`` runs
 every row with a handful of epochs and trials (the numbers then mean nothing).
+
+``run(device="cuda")`` (``python -m benchmarks.run skinny --device cuda``) is timing only
+(:func:`device_workloads`): seconds per epoch of Skinny Trees on the CPU and on the GPU in this
+process, for the authors' toy run (breast_cancer, m = 20, d = 4, batch 16, one CPU thread as
+above) and for satimage (6435 x 36, 6 classes: the shared ``uci/satimage.csv.gz`` when present,
+else synthetic data of that shape; m = 20, d = 4, batch 64, torch's default threads). A fit of a few
+epochs is timed whole and divided by its epochs. The rows go under ``results["device_timing"]``
+beside the CPU results. About 30 s on a 16-core GPU machine (estimated); it needs neither XGBoost nor LightGBM
+(imported only by the satimage baselines) nor the TAO benchmark's loader.
 """
 
 from __future__ import annotations
@@ -34,15 +43,13 @@ from typing import Any
 import numpy as np
 import torch
 from joblib import Parallel, delayed
-from lightgbm import LGBMClassifier
 from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
-from xgboost import XGBClassifier
 
+from benchmarks import device_timing
 from benchmarks.common import best_time, shared_data_dir
-from benchmarks.tao_paper import load_uci
 from models.schema import SearchRange
 from models.skinny.ensemble import SoftTreeEnsemble
 from models.skinny.estimators import SkinnyTreesClassifier, SkinnyTreesRegressor
@@ -209,6 +216,8 @@ def synthetic_rows(quick: bool) -> list[dict[str, Any]]:
 
 # ------------------------------------------------------------------------------------------ satimage
 def _satimage() -> Any:
+    from benchmarks.tao_paper import load_uci  # deferred: only the satimage rows read the UCI tables
+
     X, labels = load_uci("satimage")
     classes, y = np.unique(labels, return_inverse=True)
     dataset = Dataset(name="satimage", X=X, y=y, feature_names=tuple(f"x{j}" for j in range(X.shape[1])),
@@ -239,12 +248,24 @@ class _Indexed:
         return {"val": self.prepared.y_val, "test": self.prepared.y_test}[part]
 
 
+def _xgboost(**params: Any) -> Any:
+    from xgboost import XGBClassifier  # deferred: only this baseline needs it (absent on the GPU machine)
+
+    return XGBClassifier(**params)
+
+
+def _lightgbm(**params: Any) -> Any:
+    from lightgbm import LGBMClassifier  # deferred, as XGBoost
+
+    return LGBMClassifier(**params)
+
+
 BASELINES = {
     "random forest importance": (lambda s: RandomForestClassifier(n_estimators=300, random_state=s, n_jobs=1),
                                  97.62, 0.005),
-    "XGBoost importance": (lambda s: XGBClassifier(n_estimators=300, random_state=s, n_jobs=1, verbosity=0), 98.23,
+    "XGBoost importance": (lambda s: _xgboost(n_estimators=300, random_state=s, n_jobs=1, verbosity=0), 98.23,
                            0.01),
-    "LightGBM importance": (lambda s: LGBMClassifier(n_estimators=300, random_state=s, n_jobs=1, verbose=-1), 94.00,
+    "LightGBM importance": (lambda s: _lightgbm(n_estimators=300, random_state=s, n_jobs=1, verbose=-1), 94.00,
                             0.05),
 }
 
@@ -305,7 +326,43 @@ def satimage_rows(quick: bool) -> list[dict[str, Any]]:
     return rows
 
 
-def run(quick: bool = False) -> dict[str, Any]:
+# ------------------------------------------------------------------------------------------ device mode
+def _fit_call(params: dict[str, Any], X: np.ndarray, y: np.ndarray, eval_set: tuple):
+    def build(device: str):
+        def call() -> None:
+            SkinnyTreesClassifier(**params, device=device, random_state=0).fit(X, y, eval_set=eval_set)
+        return call
+    return build
+
+
+def device_workloads(quick: bool, device: str) -> list[device_timing.Workload]:
+    """Skinny Trees fits of a few epochs (per epoch), for :func:`benchmarks.device_timing.compare`."""
+    Xtr, ytr, Xva, yva, _, _ = _toy_split()
+    epochs = 2 if quick else 10
+    toy = {**TOY, "max_epochs": epochs, **({"n_trees": 4, "depth": 2} if quick else {})}
+    n_rows = 800 if quick else 6435
+    X, y, source = device_timing.uci_or_synthetic("satimage", n_rows, 36, 6, seed=8)
+    X = (X - X.mean(axis=0)) / np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0)
+    cut = int(0.8 * n_rows)
+    big_epochs = 1 if quick else 3
+    big = {**TOY, "batch_size": 64, "max_epochs": big_epochs, **({"n_trees": 4, "depth": 2} if quick else {})}
+    # quick (tests, CI's small shared machine): one thread, where torch's default threads fight other work
+    options = {"unit": "epoch", "repeat": 2 if quick else 3, "warmup": 1, **({"cpu_threads": 1} if quick else {})}
+    return [
+        (f"skinny fit m={toy['n_trees']} d={toy['depth']} b=16", _fit_call(toy, Xtr, ytr, (Xva, yva)),
+         {**options, "units": epochs, "cpu_threads": 1, "params": toy,
+          "data": f"breast_cancer, the authors' toy split ({Xtr.shape[0]} training rows)"}),
+        (f"skinny fit m={big['n_trees']} d={big['depth']} b=64", _fit_call(big, X[:cut], y[:cut], (X[cut:], y[cut:])),
+         {**options, "units": big_epochs, "max_seconds": None if quick else 20.0, "params": big,
+          "data": f"{source}, standardised, {cut} training / {n_rows - cut} validation rows"}),
+    ]
+
+
+def run(quick: bool = False, device: str = "cpu") -> dict[str, Any]:
+    """The CPU benchmark (``device="cpu"``), or with another device the timing-only device mode."""
+    if device_timing.resolve_device(device) != "cpu":
+        return device_timing.device_run(NAME, device_workloads, device, quick=quick,
+                                        notes="per epoch = a whole fit of a few epochs over its epochs")
     start = time.perf_counter()
     sections = [("toy", toy_rows), ("compact", compact_rows), ("synthetic", synthetic_rows),
                 ("satimage", satimage_rows)]
@@ -324,4 +381,5 @@ def run(quick: bool = False) -> dict[str, Any]:
         verdict = r.get("within_paper_se_or_better")
         table.append({"row": r["name"], "metric": r["metric"], "ours (± SE)": ours, "paper": paper,
                       "meets paper": "—" if verdict is None else ("yes" if verdict else "no")})
-    return {"rows": table, "results": {"rows": rows, "total_seconds": time.perf_counter() - start}}
+    results = {"rows": rows, "total_seconds": time.perf_counter() - start}
+    return {"rows": table, "results": device_timing.carry_device_section(NAME, results, quick=quick)}
