@@ -85,6 +85,17 @@ not). So on a machine with a per-command time limit (10 minutes, say) run, e.g.:
 and the file ends with every row; ``results["runs"]`` lists each run's settings and machine, and
 each row carries its own ``machine`` and ``run_at``. Delete the file to start afresh.
 
+Device mode: ``run(device="cuda")`` (``python -m benchmarks.run dgt --device cuda``) is timing only
+(:func:`device_workloads`): seconds per training epoch of DGT on the CPU (torch's default threads,
+which the estimator lowers to one for a small network) and on the GPU in this process, for the
+speed part's Abalone tree (h = 6, L = 3, batch 128, 2088 rows) and for Table 2's Letter tree
+(h = 10, L = 3, batch 128, 12 800 training rows, about 7 M parameters). Without the shared data
+both use synthetic data of the same shape (the rows say which). A fit of a few epochs is timed
+whole and divided by its epochs. The rows go under ``results["device_timing"]`` of ``dgt.json``;
+every other key of the file is kept. Under a minute on a 16-core GPU machine (estimated from
+CPU timings; the CPU's Letter epochs are the slow side, their rounds stop after 25 s). The other
+parts and ``TREEVIZ_DGT_*`` are not used there.
+
 ``--quick`` (CI smoke test, about a minute on two CPU cores): one split, one seed, 2 epochs,
 classification on 1200-row subsamples at h ≤ 4, 2-tree forests at h = 4, a 500-round bandit
 stream at h = 4, everything on the CPU; 3 speed epochs (one torch thread only on a machine with 2
@@ -113,6 +124,7 @@ from joblib import Parallel, delayed
 from sklearn.model_selection import train_test_split
 from sklearn.tree import DecisionTreeRegressor
 
+from benchmarks import device_timing
 from benchmarks.common import results_dir, shared_data_dir
 from models.dgt.estimators import DGTClassifier, DGTRegressor
 from models.dgt.forest import DGTForestRegressor
@@ -703,7 +715,59 @@ def _table_row(r: dict[str, Any], fresh: bool) -> dict[str, Any]:
             "from": "this run" if fresh else f"earlier ({r.get('run_at', '?')})"}
 
 
-def run(quick: bool = False) -> dict[str, Any]:
+# ------------------------------------------------------------------------------------------ device mode
+def _abalone_or_synthetic() -> tuple[tuple[np.ndarray, ...], str]:
+    """(X_train, y_train, X_val, y_val) of Abalone split 0, or synthetic data of its shape; the source."""
+    root = shared_data_dir()
+    if root is not None and (root / "dgt" / "abalone" / "abalone0.npz").is_file():
+        Xa, ya, Xv, yv, _, _ = regression_split("abalone", 0)
+        return (Xa, ya, Xv, yv), f"shared dgt/abalone split 0 ({Xa.shape[0]} training / {Xv.shape[0]} validation)"
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2088 + 418, 10))
+    y = 10.0 + X @ rng.normal(size=10) + np.sin(3 * X[:, 0]) + 0.5 * rng.normal(size=X.shape[0])
+    return (X[:2088], y[:2088], X[2088:], y[2088:]), "synthetic, Abalone's shape (2088 + 418 x 10; shared data absent)"
+
+
+def _fit_call(cls: type, params: dict[str, Any], data: tuple[np.ndarray, ...]):
+    Xa, ya, Xv, yv = data
+
+    def build(device: str):
+        def call() -> None:
+            cls(**{**params, "device": device}, random_state=0).fit(Xa, ya, eval_set=(Xv, yv))
+        return call
+    return build
+
+
+def device_workloads(quick: bool, device: str) -> list[device_timing.Workload]:
+    """DGT fits of a few epochs (per epoch), for :func:`benchmarks.device_timing.compare`."""
+    abalone, abalone_source = _abalone_or_synthetic()
+    if quick:
+        abalone = tuple(a[:300] for a in abalone)
+    small_epochs = 1 if quick else 3
+    small = _tree_params(3 if quick else 6, small_epochs, "cpu", **FIXED)
+    n_train, n_val = (400, 100) if quick else (12800, 3200)
+    X, y, source = device_timing.uci_or_synthetic("letter", n_train + n_val, 16, 26, seed=0)
+    letter = (X[:n_train], y[:n_train], X[n_train:], y[n_train:])
+    big = _tree_params(4 if quick else HEIGHT[("table2", "letter")], 1, "cpu", **FIXED)
+    # quick (tests, CI's small shared machine): one thread, where torch's default threads fight other work
+    options = {"unit": "epoch", "repeat": 2 if quick else 3, "warmup": 1, **({"cpu_threads": 1} if quick else {})}
+    return [
+        (f"DGT regressor fit h={small['depth']} L=3 B=128", _fit_call(DGTRegressor, small, abalone),
+         {**options, "units": small_epochs, "params": {k: v for k, v in small.items() if k != "device"},
+          "data": abalone_source + (f", first {abalone[0].shape[0]} rows" if quick else "")}),
+        (f"DGT classifier fit h={big['depth']} L=3 B=128", _fit_call(DGTClassifier, big, letter),
+         {**options, "units": 1, "max_seconds": None if quick else 25.0,
+          "params": {k: v for k, v in big.items() if k != "device"},
+          "data": f"{source}, {n_train} training / {n_val} validation rows"}),
+    ]
+
+
+def run(quick: bool = False, device: str = "cpu") -> dict[str, Any]:
+    """The parts above (``device="cpu"``: where they train is ``TREEVIZ_DGT_DEVICE``'s choice), or with
+    another device the timing-only device mode."""
+    if device_timing.resolve_device(device) != "cpu":
+        return device_timing.device_run(NAME, device_workloads, device, quick=quick,
+                                        notes="per epoch = a whole fit of a few epochs over its epochs")
     start_all = time.perf_counter()
     warnings.filterwarnings("ignore", category=FutureWarning)
     s = settings(quick)
@@ -751,4 +815,5 @@ def run(quick: bool = False) -> dict[str, Any]:
                          "protocol has 'reduced' ran smaller than the paper (see protocol.reduced); rows of parts "
                          "and datasets not rerun are carried over from the previous file of the same mode")}
     fresh = {id(r) for r in rows}
-    return {"rows": [_table_row(r, id(r) in fresh) for r in all_rows], "results": results}
+    return {"rows": [_table_row(r, id(r) in fresh) for r in all_rows],
+            "results": device_timing.carry_device_section(NAME, results, quick=quick)}
