@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The device mode of the benchmarks on a machine with a CUDA GPU, in one call:
+#
+#     bash benchmarks/gpu_check.sh [NAME ...]
+#
+# runs `python -m benchmarks.run --device cuda NAME` for every benchmark with a device mode (default:
+# all of them, benchmarks.run.DEVICE_BENCHMARKS: dgt, latent_pruning, latent_train, skinny, and any
+# other whose run() takes a device), one process each, each under a time limit and all within a
+# total budget. Each prints its table (CPU vs CUDA time per workload and the ratio) and writes the
+# rows under results["device_timing"] of benchmarks/results/NAME.json, keeping the rest of the file.
+# At the end every device table is printed again. When $OUT names a folder (the GPU tool sets it),
+# the JSON files written and the log are copied there.
+#
+# Environment (all optional):
+#   TREEVIZ_SHARED_DATA   the papers' data; default $PWD/.devdata when that folder exists, else the
+#                         benchmarks' own default (../shared/data); without it, synthetic data of the
+#                         same shapes is timed (each row's "data" says which)
+#   GPU_CHECK_BUDGET_S    total seconds for all benchmarks (default 300); one that would start with
+#                         under 30 s left is skipped
+#   GPU_CHECK_LIMIT_S     seconds for one benchmark (default 120); past it, it is stopped, unwritten
+#   GPU_CHECK_QUICK=1     tiny workloads (--quick): a smoke test of a few seconds per benchmark
+#   PYTHON                the interpreter (default python3)
+#
+# Exit status: 0 when every benchmark ran, 1 when one failed, timed out or was skipped, 2 without a GPU.
+set -u -o pipefail
+cd "$(dirname "$0")/.." || exit 1
+
+PY=${PYTHON:-python3}
+BUDGET=${GPU_CHECK_BUDGET_S:-300}
+LIMIT=${GPU_CHECK_LIMIT_S:-120}
+QUICK=()
+[ "${GPU_CHECK_QUICK:-0}" = "1" ] && QUICK=(--quick)
+if [ -z "${TREEVIZ_SHARED_DATA:-}" ] && [ -d .devdata ]; then
+    export TREEVIZ_SHARED_DATA="$PWD/.devdata"
+fi
+export PYTHONUNBUFFERED=1
+RESULTS=${TREEVIZ_BENCH_RESULTS:-benchmarks/results}
+LOG=$(mktemp "${TMPDIR:-/tmp}/gpu_check.XXXXXX")
+start=$SECONDS
+
+say() { echo "$*" | tee -a "$LOG"; }
+
+command -v nvidia-smi >/dev/null && nvidia-smi -L 2>&1 | tee -a "$LOG"
+if ! "$PY" -c "import sys, torch; print('python', sys.version.split()[0], '| torch', torch.__version__, '| cuda',
+torch.version.cuda, '|', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU');
+sys.exit(0 if torch.cuda.is_available() else 2)" 2>&1 | tee -a "$LOG"; then
+    say "gpu_check: torch sees no GPU here; run this on a machine with a CUDA GPU"
+    exit 2
+fi
+say "shared data: ${TREEVIZ_SHARED_DATA:-the default ../shared/data}; budget ${BUDGET} s, ${LIMIT} s per benchmark"
+
+if [ $# -gt 0 ]; then
+    names=("$@")
+else
+    read -r -a names < <("$PY" -c "from benchmarks.run import DEVICE_BENCHMARKS; print(*DEVICE_BENCHMARKS)")
+fi
+say "benchmarks: ${names[*]}"
+
+status=0
+ran=()
+summary=()
+for name in "${names[@]}"; do
+    left=$((BUDGET - (SECONDS - start)))
+    if [ "$left" -lt 30 ]; then
+        summary+=("$name: skipped (${left} s of the budget left)")
+        status=1
+        continue
+    fi
+    limit=$((left < LIMIT ? left : LIMIT))
+    t0=$SECONDS
+    timeout -k 10 "$limit" "$PY" -m benchmarks.run --device cuda "${QUICK[@]}" "$name" 2>&1 | tee -a "$LOG"
+    rc=${PIPESTATUS[0]}
+    took=$((SECONDS - t0))
+    if [ "$rc" -eq 0 ]; then
+        summary+=("$name: ok (${took} s)")
+        ran+=("$name")
+    elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        summary+=("$name: stopped at its ${limit} s limit (nothing written)")
+        status=1
+    else
+        summary+=("$name: failed with exit status $rc after ${took} s")
+        status=1
+    fi
+done
+
+say ""
+say "== gpu_check: $((SECONDS - start)) s in all"
+for line in "${summary[@]}"; do say "  $line"; done
+if [ ${#ran[@]} -gt 0 ]; then
+    say ""
+    "$PY" -m benchmarks.device_timing "${ran[@]}" 2>&1 | tee -a "$LOG"
+fi
+
+if [ -n "${OUT:-}" ] && [ -d "${OUT}" ]; then
+    copied=0
+    for name in "${ran[@]}"; do  # at most 7 files and the log
+        [ "$copied" -lt 7 ] && [ -f "$RESULTS/$name.json" ] && cp "$RESULTS/$name.json" "$OUT/" && copied=$((copied + 1))
+    done
+    cp "$LOG" "$OUT/gpu_check.log"
+    say "copied $copied result file(s) and gpu_check.log to $OUT"
+fi
+rm -f "$LOG"
+exit "$status"
