@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from joblib import Parallel, delayed
+from joblib.parallel import get_active_backend
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
@@ -86,9 +87,10 @@ class _DGTForestBase(TreeEstimator):
         n = X.shape[0]
         m = max(2, round(float(self.subsample) * n))
         seeds = [int(s) for s in rng.integers(2**31 - 1, size=int(self.n_trees))]
-        # trees on a GPU stay in this process: one CUDA context per worker would cost more than it gains
+        # trees on a GPU, or of a forest trained in a joblib worker, stay in this process (as the TAO forest)
         on_gpu = resolve_device(self.device).startswith("cuda")
-        workers = 1 if on_gpu else threads.worker_count(self.n_jobs, len(seeds))
+        in_worker = getattr(get_active_backend()[0], "nesting_level", 0) > 0
+        workers = 1 if on_gpu or in_worker else threads.worker_count(self.n_jobs, len(seeds))
         self._begin_training(callbacks, len(seeds))
         trees = []
         args = (self._tree_class, self._tree_params(), X, y, W, m, eval_set, self.feature_names_)

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from joblib import Parallel, delayed
+from joblib.parallel import get_active_backend
 from sklearn.base import ClassifierMixin, RegressorMixin, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -64,8 +65,11 @@ class _ForestBase(_TAOBase):
         m = max(2, round(float(self.subsample) * n)) if n >= 2 else n
         seeds = [int(s) for s in rng.integers(2**31 - 1, size=int(self.n_trees))]
         self.depth_ = int(self.depth)
-        # trees on a GPU stay in this process: one CUDA context per worker would cost more than it gains
-        workers = 1 if cfg.device.startswith("cuda") else threads.worker_count(self.n_jobs, len(seeds))
+        # Trees on a GPU stay in this process: one CUDA context per worker would cost more than it gains.
+        # So does a forest that is itself trained in a joblib worker (a benchmark's or a search's): the
+        # level above already uses the cores.
+        in_worker = getattr(get_active_backend()[0], "nesting_level", 0) > 0
+        workers = 1 if cfg.device.startswith("cuda") or in_worker else threads.worker_count(self.n_jobs, len(seeds))
         self._begin_training(callbacks, len(seeds))
         trees, origins = [], []
         grown = _grow_trees(clone(self), X, Y, sw, m, seeds, cfg, workers)

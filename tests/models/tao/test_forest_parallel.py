@@ -1,16 +1,18 @@
 """TAO forests training their trees in worker processes (``n_jobs``): the same forest for any
 ``n_jobs``, one progress record per tree in tree order, cancelling stops early, one thread per
-worker, and bad values refused with a sentence."""
+worker, no workers of its own inside a joblib worker, and bad values refused with a sentence."""
 
 import os
 import warnings
 
 import numpy as np
 import pytest
+from joblib import Parallel, delayed
 from sklearn.datasets import load_iris
 from sklearn.preprocessing import StandardScaler
 
 from models.base import Callback
+from models.tao import forest as forest_module
 from models.tao.forest import TAOForestClassifier, TAOForestRegressor, _grow_tree
 from treeviz import threads
 from treeviz.errors import TrainingCancelled, TreevizError
@@ -122,3 +124,23 @@ def test_a_tree_in_a_worker_runs_on_one_thread(iris, monkeypatch):
     assert calls == []
     _grow_tree(*args, os.getpid() + 1)  # as if the forest were another process
     assert calls == [1]
+
+
+def test_a_forest_trained_in_a_joblib_worker_keeps_its_trees_in_that_worker(iris, monkeypatch):
+    """A benchmark or a search running forests in joblib workers already uses the cores: the forest
+    then trains its trees one after another instead of starting workers of its own."""
+    X, y = iris
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("nested workers")
+
+    monkeypatch.setattr(forest_module, "Parallel", refuse)
+    fit = lambda: TAOForestClassifier(**SMALL, n_jobs=2).fit(X, y).trees_  # noqa: E731
+    # one task: liblinear's random state is global to the process, so two forests trained at once in
+    # threads of one process would not be reproducible (in worker processes they are)
+    (inside,) = Parallel(n_jobs=2, backend="threading")(delayed(fit)() for _ in range(1))
+    alone = TAOForestClassifier(**SMALL, n_jobs=1).fit(X, y)
+    for s, t in zip(inside, alone.trees_):
+        np.testing.assert_array_equal(s.weight, t.weight)
+    with pytest.raises(AssertionError, match="nested workers"):  # outside a worker it would start some
+        TAOForestClassifier(**SMALL, n_jobs=2).fit(X, y)
