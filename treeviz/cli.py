@@ -1,4 +1,4 @@
-"""The command line, ``python -m treeviz``: train, sweep, predict, export, report, list and import runs.
+"""The command line, ``python -m treeviz``: train, sweep, grid, predict, export, report, list and import runs.
 
 It drives the same pieces as the app, so what it does matches the app exactly:
 
@@ -7,8 +7,9 @@ It drives the same pieces as the app, so what it does matches the app exactly:
   schema, and ``--help`` lists them;
 * data sets are the built-in catalogue, a CSV/TSV/Parquet file read like an upload on the Data page
   (:func:`treeviz.data.read_table`, :func:`treeviz.data.table_to_dataset`), or a saved data set;
-* training goes through :func:`treeviz.training.train_run` and λ paths through
-  :func:`treeviz.sweep.run_sweep`, and every run lands in the run store the app reads
+* training goes through :func:`treeviz.training.train_run`, λ paths through
+  :func:`treeviz.sweep.run_sweep` and grids (λ × depth × seed, locally or on a Dask cluster) through
+  :func:`treeviz.grid.run_grid`, and every run lands in the run store the app reads
   (:class:`treeviz.runs.RunStore`, ``$TREEVIZ_HOME`` or ``--home``);
 * run zips are :mod:`treeviz.run_archive`'s, rules are :func:`treeviz.rules.rules` on
   :meth:`treeviz.run_view.RunView.rules_tree`, code is :mod:`treeviz.codegen`'s (as the Tree
@@ -59,8 +60,18 @@ from treeviz.data.preprocess import SCALINGS
 from treeviz.data.table import table_to_features
 from treeviz.data.upload import ENCODINGS, read_table, suggest_target, table_to_dataset
 from treeviz.errors import TrainingCancelled, TreevizError
+from treeviz.grid import (
+    SCHEDULER_ENV,
+    GridResult,
+    GridTrial,
+    check_grid,
+    default_scheduler,
+    grid_points,
+    run_grid,
+    value_text,
+)
 from treeviz.jsonio import jsonable
-from treeviz.quantities import format_size, run_headline, size_label
+from treeviz.quantities import format_size, headline, run_headline, size_label
 from treeviz.report import run_report
 from treeviz.rules import rules
 from treeviz.run_archive import DATASET_PREFIX, export_zip, import_zip, read_run_zip
@@ -749,6 +760,78 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return OK
 
 
+def grid_rows(result: GridResult, family: Family, task: str) -> list[dict[str, Any]]:
+    """One table row per trial: its number, the point's values, run id, status, headline and size
+    (or the error of a failed trial)."""
+    rows = []
+    for t in result.trials:
+        found = headline(t.metrics, family.key, task)
+        rows.append({"trial": t.index + 1, **{k: value_text(v) for k, v in t.params.items()}, "run": t.run_id,
+                     "status": t.status or "failed", "seconds": f"{t.duration_s:.2f}" if t.error is None else None,
+                     "headline": None if found is None else f"{found.label} {found.value:.4f}",
+                     "nodes": None if t.error else _number(t.metrics.get("n_decision_nodes")),
+                     "error": t.error})
+    return rows
+
+
+def cmd_grid(args: argparse.Namespace) -> int:
+    """``grid``: one stored run per point of a grid of values, here or on a Dask cluster."""
+    if _params_help_requested(args):
+        return OK
+    _require(args, "data", "family")
+    if not args.grid:
+        args.parser.error("give at least one --grid NAME=V1,V2,...")
+    names = [name for name, _ in args.grid]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        args.parser.error(f"--grid {twice[0]}=... is given more than once; list all its values in one option")
+    fixed = sorted({name for name, _ in args.param} & set(names))
+    if fixed:
+        raise TreevizError(f"--param {fixed[0]}=... conflicts with the grid over {fixed[0]}; leave it out.")
+    if args.local and args.scheduler:
+        args.parser.error("give either --scheduler or --local, not both")
+    scheduler = None if args.local else (args.scheduler if args.scheduler is not None else default_scheduler())
+    store = _store(args)
+    family = get_family(args.family)
+    prepared = load_prepared_data(args, store)
+    task = resolve_task(family, prepared.dataset, args.task)
+    params = model_params(family, task, args.preset, args.param)
+    _apply_thread_budget(family, task)
+    grid = check_grid(family, task, dict(args.grid))
+    size = len(grid_points(grid))
+    bar = tqdm(total=size, desc="grid", unit="trial", dynamic_ncols=True,
+               disable=None if _bars(args) is None else not _bars(args), file=sys.stderr)
+
+    def advance(trial: GridTrial) -> None:
+        bar.update(1)
+
+    if scheduler:
+        _note(args, f"running the grid on the Dask cluster at {scheduler}")
+    try:
+        result = run_grid(family.key, task, params, prepared, grid, store=store, scheduler=scheduler,
+                          n_jobs=args.jobs, on_trial=advance, device=args.device, name=args.name)
+    finally:
+        bar.close()
+    stored = [t for t in result.trials if t.run_id is not None]
+    if args.json:
+        print(_json([{"index": t.index, "params": t.params, "error": t.error,
+                      **(record_json(store.get(t.run_id)) if t.run_id else {})} for t in result.trials]))
+    elif args.quiet:
+        print("\n".join(t.run_id for t in stored))
+    else:
+        print(f"Grid '{result.label}' ({len(stored)} of {result.size} trials stored, {result.where}; "
+              f"grid id {result.grid_id})")
+        columns = [("trial", "trial"), *[(n, n) for n in result.names], ("run", "run"), ("status", "status"),
+                   ("seconds", "seconds"), ("headline", "headline"), ("nodes", "decision nodes")]
+        if any(t.error for t in result.trials):
+            columns.append(("error", "error"))
+        print(format_table(grid_rows(result, family, task), columns))
+    failed = len(result.trials) - len(stored)
+    if failed:
+        _note(args, f"{failed} of {result.size} trials failed; their errors are in the table.")
+    return USER_ERROR if result.trials and not stored else OK
+
+
 def _run_folder_store(path: Path) -> RunStore | None:
     """The store a run folder (``<root>/runs/<run_id>``) belongs to, or None for another folder."""
     if (path / RUN_JSON).is_file() and path.parent.name == "runs" and RUN_ID_RE.fullmatch(path.name):
@@ -1120,6 +1203,29 @@ def build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--linear", action="store_true", help="an evenly spaced grid instead of a geometric one")
     grid.add_argument("--warm-start", action=argparse.BooleanOptionalAction, default=None,
                       help="start each fit from the previous one's result (default: the family's choice)")
+
+    grids = add("grid", cmd_grid,
+                "Train a grid: one stored run per combination of parameter values (λ × depth × seed, ...), "
+                "in parallel here or on a Dask cluster.", [data, model, home],
+                f"examples:\n  {PROG} grid --data iris --family tao --grid l1_penalty=0.01,0.1,1 --grid depth=3,4 "
+                "--grid random_state=0,1\n"
+                f"  {PROG} grid --data iris --family cart --grid max_depth=2,3,4 --grid random_state=0,1 "
+                "--scheduler tcp://127.0.0.1:8786\n\n"
+                "Trials run at once in worker processes here, or on the Dask cluster whose scheduler --scheduler\n"
+                f"(or ${SCHEDULER_ENV}) names; this process stores each run as it comes back, so workers need\n"
+                "treeviz on their Python path but no access to the run store. Ctrl-C stops the grid; the trials\n"
+                "stored before stay.")
+    axes = grids.add_argument_group("grid")
+    axes.add_argument("-g", "--grid", action="append", type=_name_value, default=[], metavar="NAME=V1,V2",
+                      help="a parameter and its values, separated by commas (repeat for each parameter; 'none' or "
+                           "the optional label where None is allowed)")
+    axes.add_argument("--scheduler", metavar="ADDRESS",
+                      help=f"a Dask scheduler, e.g. tcp://127.0.0.1:8786 (default: ${SCHEDULER_ENV}; unset or "
+                           "empty: run here)")
+    axes.add_argument("--local", action="store_true", help=f"run here even when ${SCHEDULER_ENV} is set")
+    axes.add_argument("-j", "--jobs", type=int, metavar="N",
+                      help="trials at once: -1 every core here (or every Dask thread), 1 one after another "
+                           "(default: -1)")
 
     predict = add("predict", cmd_predict, "Predict the rows of a table with a stored run or a model file.", [home],
                   "The table's columns are those of the training data (one-hot and date columns are encoded as\n"
