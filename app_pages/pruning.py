@@ -1,10 +1,15 @@
 """Pruning / λ path: train one tree per value of a family's λ, then see size, sparsity and scores
-against λ and the tree at each λ. Everything family-specific comes from ``Family.lambda_path``."""
+against λ and the tree at each λ. Everything family-specific comes from ``Family.lambda_path``.
+A grid (λ × depth × seed) trains every combination at once, here or on a Dask cluster
+(:mod:`treeviz.grid`); its trials are runs like any other."""
+
+import os
 
 import pandas as pd
 import streamlit as st
 
 from models.registry import families_offering, get_family
+from treeviz.grid import SCHEDULER_ENV, GridJob, grid_rows, grids, parse_values
 from treeviz.plots import PATH_FIGURES, tree_figure
 from treeviz.quantities import SIZE_HELP, format_size, headline, size_label
 from treeviz.sweep import SweepJob, sweep_label, value_grid
@@ -12,9 +17,12 @@ from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
 from treeviz.ui.forms import param_form
-from treeviz.ui.job_panel import job_panel, start, take_result
+from treeviz.ui.job_panel import job_panel, page_job, start, take_result
 
 SWEEP_ID = "pruning.sweep_id"
+GRID_ID = "grid.grid_id"
+#: The depth parameter a grid varies, by the name a family gives it.
+DEPTH_PARAMS = ("depth", "max_depth")
 
 st.title("Pruning / λ path")
 ds = state.current_dataset()
@@ -57,6 +65,64 @@ with st.expander("Run a new λ path", expanded=not state.store().list()):
 
 job_panel("pruning", cancelled="The λ path was cancelled; the points finished before are kept.")
 take_result("pruning", SWEEP_ID)
+
+# ---------------------------------------------------------------- grids: λ × depth × seed, here or on Dask
+with st.expander("Grid (λ × depth × seed)"):
+    if not families:
+        st.info(f"No family with a λ path handles {ds.task}; choose another dataset.")
+    else:
+        glabels = {f.key: f.label for f in families}
+        gkey = st.selectbox("Model family", list(glabels), format_func=glabels.get, key="grid.family")
+        gfamily = next(f for f in families if f.key == gkey)
+        gpath = gfamily.lambda_path
+        form_names = {p.name for p in gfamily.params_for(ds.task, form_only=True)}
+        depth = next((n for n in DEPTH_PARAMS if n in form_names), None)
+        seed = "random_state" if "random_state" in form_names else None
+        st.caption("One run per combination of the values (comma-separated), all independent and trained at once: "
+                   "in worker processes here, or on a Dask cluster when a scheduler address is given.")
+        cols = st.columns(3)
+        lam_default = ", ".join(f"{v:g}" for v in value_grid(gpath.low, gpath.high, 3))
+        texts = {gpath.param: cols[0].text_input(f"{gfamily.param(gpath.param, ds.task).title} values", lam_default,
+                                                  key=f"grid.lambda.{gkey}")}
+        if depth is not None:
+            texts[depth] = cols[1].text_input(f"{gfamily.param(depth, ds.task).title} values", "3, 4",
+                                              key=f"grid.depth.{gkey}")
+        if seed is not None:
+            texts[seed] = cols[2].text_input("Seeds (random_state)", "0, 1", key=f"grid.seed.{gkey}")
+        address = st.text_input("Dask scheduler address", value=os.environ.get(SCHEDULER_ENV, "").strip(),
+                                key="grid.scheduler", placeholder="empty: run on this machine",
+                                help=f"e.g. tcp://127.0.0.1:8786 (default: `{SCHEDULER_ENV}`). The trials run on the "
+                                     "cluster's workers; this app stores each run as it comes back.")
+        with st.expander("Other parameters (shared by every trial)"):
+            gvalues = gfamily.defaults(ds.task, "quick" if "quick" in gfamily.presets else None)
+            gparams = param_form(gfamily, ds.task, gvalues, key=f"grid.{gkey}", exclude=tuple(texts))
+
+        def start_grid() -> None:
+            with user_errors("starting the grid"):
+                grid = {name: parse_values(gfamily.param(name, ds.task), text) for name, text in texts.items()}
+                clean = gfamily.validate_params(gparams, ds.task)
+                fn = GridJob(gfamily.key, ds.task, dict(clean), state.current_prepared(), grid, state.store(),
+                             scheduler=address.strip() or None, device=state.device())
+                where = f" on {address.strip()}" if address.strip() else ""
+                start("grid", fn, label=f"Grid of {gfamily.label} on {ds.name}{where}")
+
+        st.button("Run grid", type="primary", on_click=start_grid, key="grid.start")
+
+job_panel("grid", cancelled="The grid was cancelled; the trials finished before are kept.")
+take_result("grid", GRID_ID)
+with user_errors("showing the grids"):
+    all_grids = grids(state.store())
+    if all_grids:
+        with st.expander("Grid results", expanded=page_job("grid") is not None):
+            gids = list(all_grids)
+            glabel = {i: f"{all_grids[i][0].sweep.get('label', i)} · {len(all_grids[i])} of "
+                         f"{all_grids[i][0].sweep.get('size', '?')} trials · {all_grids[i][0].sweep.get('where', '')}"
+                      for i in gids}
+            if st.session_state.get(GRID_ID) not in gids:
+                st.session_state[GRID_ID] = gids[0]
+            gid = st.selectbox("Grid", gids, format_func=glabel.get, key=GRID_ID)
+            st.dataframe(pd.DataFrame(grid_rows(all_grids[gid])), hide_index=True)
+            st.caption("Each trial is also a run of its own: open it from the sidebar or the Runs page.")
 
 # ---------------------------------------------------------------- explore stored λ paths
 with user_errors("showing the λ paths"):
