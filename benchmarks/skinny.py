@@ -50,6 +50,7 @@ from sklearn.preprocessing import StandardScaler
 
 from benchmarks import device_timing
 from benchmarks.common import best_time, shared_data_dir
+from benchmarks.tao_paper import load_uci
 from models.schema import SearchRange
 from models.skinny.ensemble import SoftTreeEnsemble
 from models.skinny.estimators import SkinnyTreesClassifier, SkinnyTreesRegressor
@@ -216,7 +217,6 @@ def synthetic_rows(quick: bool) -> list[dict[str, Any]]:
 
 # ------------------------------------------------------------------------------------------ satimage
 def _satimage() -> Any:
-    from benchmarks.tao_paper import load_uci  # deferred: only the satimage rows read the UCI tables
 
     X, labels = load_uci("satimage")
     classes, y = np.unique(labels, return_inverse=True)

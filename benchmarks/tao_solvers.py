@@ -23,7 +23,10 @@ improves a CART tree's axis-aligned splits). Fit time and test accuracy on a str
 split (16 000 / 4 000), beside our axis-aligned TAO (the same CART start and depth) and our
 sparse oblique TAO.
 
-``device="cuda"`` adds the batched torch solver on the GPU to the level table. ``--quick``: 2 500
+**Device mode** (``python -m benchmarks.run --device cuda tao_solvers``): the batched torch solver
+(``solver="torch"``) on the deepest level of the Δ = 8 and Δ = 11 trees, and three TAO iterations at
+Δ = 8 with ``solver="torch"``, each timed on the CPU and on the GPU in one process; the rows go under
+``results["device_timing"]`` beside the CPU results (:mod:`benchmarks.device_timing`). ``--quick``: 2 500
 rows, Δ = 5, one repeat, 2 TAO iterations, imodels on a 2 000-row subset. Letter is read from the
 shared data folder; without it scikit-learn's ``digits`` stands in (noted in the results).
 """
@@ -38,6 +41,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
+from benchmarks import device_timing
 from benchmarks.common import shared_data_dir
 from benchmarks.tao_paper import load_uci
 from models.tao.config import TAOConfig
@@ -47,6 +51,7 @@ from models.tao.init import random_init
 from models.tao.loop import _groups_at
 from models.tao.problems import reduced_problems
 from models.tao.solvers.cd import l1_logistic_level
+from models.tao.solvers.fista import l1_logistic_torch
 from models.tao.solvers.liblinear import l1_logistic_sklearn
 from models.tao.solvers.objectives import logistic_objective
 
@@ -128,8 +133,6 @@ def compare_level(problems: list, lam: float, repeat: int, device: str = "cpu") 
         "nnz_sklearn": int(sum(np.count_nonzero(w) for w, _ in sol_sk)), "nnz_cd": int(np.count_nonzero(W)),
     }
     if device == "cuda":
-        from models.tao.solvers.fista import l1_logistic_torch  # deferred: torch, only for the GPU column
-
         def th():
             return l1_logistic_torch(Xall, yall, vall, gall, G, lam, device="cuda", tol=1e-5, max_iter=500)
 
@@ -189,7 +192,40 @@ def imodels_comparison(X: np.ndarray, y: np.ndarray, quick: bool) -> list[dict[s
     return rows
 
 
+def device_workloads(quick: bool, device: str) -> list:
+    """The torch solver on the deepest level of each tree, and TAO iterations with it."""
+    X_raw, y_raw, data_name = _data(quick)
+    X, y = _train_subset(X_raw, y_raw, 2500 if quick else 16000)
+    workloads = []
+    for depth in ((5,) if quick else DEPTHS):
+        level, problems, _ = tree_levels(X, y, depth, LAMBDA)[-1]
+        Xall = np.concatenate([p.X for p in problems])
+        yall = np.concatenate([p.y for p in problems])
+        vall = np.concatenate([p.v for p in problems])
+        gall = np.concatenate([np.full(p.y.size, g) for g, p in enumerate(problems)])
+
+        G = len(problems)
+
+        def build(dev, Xall=Xall, yall=yall, vall=vall, gall=gall, G=G):
+            return lambda: l1_logistic_torch(Xall, yall, vall, gall, G, LAMBDA, device=dev, tol=1e-5, max_iter=500)
+
+        workloads.append((f"torch node solver, level {level} of Δ={depth} ({len(problems)} nodes)", build,
+                          {"data": data_name, "unit": "level", "cpu_threads": 1}))
+    iters = 2 if quick else 3
+
+    def fit(dev):
+        return lambda: TAOClassifier(depth=5 if quick else 8, max_iter=iters, tol=0.0, solver="torch", device=dev,
+                                     **ITER_SETTINGS).fit(X, y)
+
+    workloads.append((f"TAO iterations, solver torch, Δ={5 if quick else 8}", fit,
+                      {"data": data_name, "unit": "iteration", "units": iters, "cpu_threads": 1, "repeat": 2}))
+    return workloads
+
+
 def run(quick: bool = False, device: str = "cpu") -> dict[str, Any]:
+    if device_timing.resolve_device(device) != "cpu":
+        return device_timing.device_run(NAME, device_workloads, device, quick=quick,
+                                        notes="the batched torch node solver, CPU (one thread) vs GPU")
     X_raw, y_raw, data_name = _data(quick)
     X, y = _train_subset(X_raw, y_raw, 2500 if quick else 16000)
     depths = (5,) if quick else DEPTHS

@@ -49,7 +49,7 @@ _INNER_SWEEPS = 50
 #: the other classes move right after, so solving its quadratic model exactly is wasted work.
 _SOFTMAX_INNER = 3
 #: An inner sweep loop stops when its largest scaled step falls below this fraction of the first.
-_INNER_REL = 1e-4
+_INNER_REL = 1e-2
 
 
 # ------------------------------------------------------------------------------ compiled kernels
@@ -71,7 +71,7 @@ def _soft(u: float, t: float) -> float:
     return 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath={"contract", "reassoc"})
 def _logistic(Xg, y, v, off, lam, w, b, max_outer, max_inner, tol, z):
     """Proximal Newton for one ℓ1-logistic problem (rows = the columns of ``Xg``, shape (D, n)).
 
