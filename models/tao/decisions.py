@@ -32,7 +32,7 @@ from treeviz import threads
 #: First-order tolerance of the compiled solver on decision nodes: the minimum-norm subgradient at
 #: most this fraction of Σv. Reaches liblinear's objective (tol 1e-4) or better on every letter node
 #: (``benchmarks/tao_solvers.py``).
-CD_TOL = 1e-6
+CD_TOL = 1e-5
 
 
 def solve_problems(problems: list[NodeProblem], tree: TAOTree, cfg: TAOConfig) -> dict[int, tuple[np.ndarray, float]]:

@@ -57,7 +57,8 @@ def random_init(X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig, de
         for node, idx in group_rows(at):
             if tree.left[node] < 0:
                 continue
-            s = X[idx] @ tree.weight[node]
+            tree.bias[node] = 0.0
+            s = tree.decision_values(X, idx, np.full(idx.size, node))  # w·x exactly as routing computes it
             tree.bias[node] = -_weighted_median(s, sw[idx])
             nxt[idx] = np.where(s + tree.bias[node] > 0, tree.right[node], tree.left[node])
         at = nxt

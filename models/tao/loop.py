@@ -26,7 +26,7 @@ import numpy as np
 from models.tao.config import TAOConfig
 from models.tao.decisions import fit_decisions
 from models.tao.leaves import fit_leaves, refit_leaves
-from models.tao.objective import objective, predictions_error
+from models.tao.objective import objective, objective_and_error
 from models.tao.prune import prune
 from models.tao.state import TAOTree, group_rows
 
@@ -112,15 +112,15 @@ def train(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOC
             # pass from the saved tree with every node update guarded, which cannot increase E.
             saved = tree.copy()
             changed, rejected = one_pass(tree, X, Y, sw, replace(cfg, guard="off"), levels=levels)
-            e = objective(tree, X, Y, sw, cfg)
+            e, error = objective_and_error(tree, X, Y, sw, cfg)
             if e > e_prev + 1e-12 * max(1.0, abs(e_prev)):
                 _restore(tree, saved)
                 changed, rejected = one_pass(tree, X, Y, sw, cfg, levels=levels)
-                e = objective(tree, X, Y, sw, cfg)
+                e, error = objective_and_error(tree, X, Y, sw, cfg)
         else:
             changed, rejected = one_pass(tree, X, Y, sw, cfg, levels=levels)
-            e = objective(tree, X, Y, sw, cfg)
-        record = {"iteration": it + 1, "objective": e, "train_error": predictions_error(tree, X, Y, sw, cfg),
+            e, error = objective_and_error(tree, X, Y, sw, cfg)
+        record = {"iteration": it + 1, "objective": e, "train_error": error,
                   "n_nonzero": tree.n_nonzero(), "n_decision_nodes": int(tree.decision_nodes().size),
                   "n_leaves": int(tree.leaves().size), "n_changed": changed, "n_rejected": rejected,
                   "time_s": time.perf_counter() - start}

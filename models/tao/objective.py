@@ -37,6 +37,15 @@ def sample_loss(tree: TAOTree, scores: np.ndarray, Y: np.ndarray, cfg: TAOConfig
         return np.minimum(-np.log(p), cfg.beta)  # absent class (p = 0): β, never inf (the thesis's ST⁺)
 
 
+def leaf_loss(tree: TAOTree, X: np.ndarray, leaves: np.ndarray, Y: np.ndarray, cfg: TAOConfig) -> np.ndarray:
+    """Per-sample loss of the samples ``X`` placed at ``leaves`` (unweighted). Constant leaves
+    under the 0/1 loss read each leaf's class once instead of scoring every sample (the same
+    argmax, ties to the smaller class id)."""
+    if tree.leaf_weight is None and cfg.task == "classification" and cfg.loss == "zero_one":
+        return (np.argmax(tree.value, axis=1)[leaves] != Y).astype(np.float64)
+    return sample_loss(tree, tree.leaf_scores(X, leaves), Y, cfg)
+
+
 def predictions_error(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig) -> float:
     """Weighted training error rate (classification) or RMSE (regression)."""
     scores = tree.leaf_scores(X, tree.apply(X))
@@ -49,3 +58,15 @@ def objective(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: 
     """E(Θ) in sum form (see the module docstring)."""
     scores = tree.leaf_scores(X, tree.apply(X))
     return float(np.sum(sw * sample_loss(tree, scores, Y, cfg)) + cfg.l1_penalty * tree.l1_norm())
+
+
+def objective_and_error(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray,
+                        cfg: TAOConfig) -> tuple[float, float]:
+    """:func:`objective` and :func:`predictions_error` from one pass of the data through the tree."""
+    scores = tree.leaf_scores(X, tree.apply(X))
+    e = float(np.sum(sw * sample_loss(tree, scores, Y, cfg)) + cfg.l1_penalty * tree.l1_norm())
+    if cfg.task == "classification":
+        err = float(np.sum(sw * (np.argmax(scores, axis=1) != Y)) / np.sum(sw))
+    else:
+        err = float(np.sqrt(np.sum(sw * ((scores - Y) ** 2).sum(axis=1)) / (np.sum(sw) * Y.shape[1])))
+    return e, err

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from models.tao.config import TAOConfig
-from models.tao.objective import sample_loss
+from models.tao.objective import leaf_loss
 from models.tao.state import TAOTree
 
 
@@ -44,8 +44,7 @@ def reduced_problems(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray
     Xs, Ys, ss = X[rows], Y[rows], sw[rows]
     losses = []
     for child in (tree.left[owner], tree.right[owner]):
-        leaves = tree.apply(Xs, child)
-        losses.append(ss * sample_loss(tree, tree.leaf_scores(Xs, leaves), Ys, cfg))
+        losses.append(ss * leaf_loss(tree, Xs, tree.apply(Xs, child), Ys, cfg))
     l_left, l_right = losses
     v = np.abs(l_left - l_right)
     ybar = np.where(l_right < l_left, 1.0, -1.0)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 # Score of a class a leaf does not model: exp(ABSENT - anything sensible) is exactly 0.0.
 ABSENT = -1.0e6
@@ -102,47 +103,41 @@ class TAOTree:
         return int(np.count_nonzero(self.weight[self.decision_nodes()]))
 
     # ------------------------------------------------------------------ routing
-    def decision_values(self, X: np.ndarray, rows: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-        """``weight[nodes[k]] @ X[rows[k]] + bias[nodes[k]]`` for each k, grouped by node.
+    def _sparse_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The split weights in compressed rows: node i's nonzeros are ``vals[indptr[i]:indptr[i+1]]``
+        at features ``cols[...]``."""
+        W = self.weight
+        mask = W != 0.0
+        indptr = np.zeros(W.shape[0] + 1, dtype=np.int64)
+        np.cumsum(mask.sum(axis=1), out=indptr[1:])
+        cols = np.nonzero(mask)[1].astype(np.int64)  # row-major order
+        return indptr, cols, W[mask]
 
-        Only a node's nonzero weights are read, so sparse hyperplanes are cheap.
+    def decision_values(self, X: np.ndarray, rows: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+        """``weight[nodes[k]] @ X[rows[k]] + bias[nodes[k]]`` for each k.
+
+        One compiled pass over the rows that reads only each node's nonzero weights, so sparse
+        hyperplanes are cheap and nothing is copied per node.
         """
-        out = np.empty(rows.shape[0], dtype=np.float64)
-        for node, members in group_rows(nodes):
-            w = self.weight[node]
-            nz = np.flatnonzero(w)
-            r = rows[members]
-            if nz.size == 0:
-                out[members] = self.bias[node]
-            elif nz.size * 4 < w.size:
-                out[members] = X[np.ix_(r, nz)] @ w[nz] + self.bias[node]
-            else:
-                out[members] = X[r] @ w + self.bias[node]
-        return out
+        return _sparse_rows_dot(_c_float64(X), np.asarray(rows, dtype=np.int64), np.asarray(nodes, dtype=np.int64),
+                                *self._sparse_weights(), self.bias)
 
     def route(self, X: np.ndarray, start: np.ndarray | int | None = None) -> list[np.ndarray]:
         """Node of every sample at each level below ``start`` (default: the root).
 
         Returns ``levels`` with ``levels[d][n]`` the node sample ``n`` is at ``d`` levels below its
-        start, or -1 when its path ended (at a leaf) above that level.
+        start, or -1 when its path ended (at a leaf) above that level. One compiled pass (right iff
+        ``w·x + b > 0``).
         """
         n = X.shape[0]
         if start is None or np.isscalar(start):
             cur = np.full(n, self.root if start is None else int(start), dtype=np.int64)
         else:
             cur = np.asarray(start, dtype=np.int64).copy()
-        levels = [cur.copy()]
-        moving = np.flatnonzero(self.left[cur] >= 0)
-        while moving.size:
-            nodes = cur[moving]
-            s = self.decision_values(X, moving, nodes)
-            nxt = np.where(s > 0, self.right[nodes], self.left[nodes])
-            cur[moving] = nxt
-            level = np.full(n, -1, dtype=np.int64)
-            level[moving] = nxt
-            levels.append(level)
-            moving = moving[self.left[nxt] >= 0]
-        return levels
+        n_levels = int(self.depths().max()) + 1
+        out = _route_rows(_c_float64(X), cur, self.left, self.right, *self._sparse_weights(), self.bias, n_levels)
+        used = int(np.max(np.flatnonzero((out >= 0).any(axis=1)), initial=0)) + 1
+        return [out[d] for d in range(used)]
 
     def apply(self, X: np.ndarray, start: np.ndarray | int | None = None) -> np.ndarray:
         """The leaf each sample reaches from ``start`` (default: the root)."""
@@ -154,7 +149,7 @@ class TAOTree:
 
     def leaf_scores(self, X: np.ndarray, leaves: np.ndarray) -> np.ndarray:
         """Leaf outputs ``value + leaf_weight @ x`` for the samples ``X`` at ``leaves``."""
-        out = self.value[leaves].copy()
+        out = np.take(self.value, np.asarray(leaves, dtype=np.int64), axis=0)  # a new array
         if self.leaf_weight is not None:
             for leaf, members in group_rows(leaves):
                 W = self.leaf_weight[leaf]
@@ -193,6 +188,41 @@ class TAOTree:
         self.value[node] = value
         if self.leaf_weight is not None:
             self.leaf_weight[node] = 0.0
+
+
+def _c_float64(X: np.ndarray) -> np.ndarray:
+    return X if (X.dtype == np.float64 and X.flags.c_contiguous) else np.ascontiguousarray(X, dtype=np.float64)
+
+
+@njit(cache=True)
+def _route_rows(X, cur, left, right, indptr, cols, vals, bias, n_levels):
+    n = cur.size
+    out = np.full((n_levels, n), -1, dtype=np.int64)
+    for r in range(n):
+        node = cur[r]
+        out[0, r] = node
+        d = 0
+        while left[node] >= 0 and d + 1 < n_levels:
+            acc = 0.0
+            for p in range(indptr[node], indptr[node + 1]):
+                acc += vals[p] * X[r, cols[p]]
+            node = right[node] if acc + bias[node] > 0.0 else left[node]
+            d += 1
+            out[d, r] = node
+    return out
+
+
+@njit(cache=True)
+def _sparse_rows_dot(X, rows, nodes, indptr, cols, vals, bias):
+    out = np.empty(rows.size)
+    for k in range(rows.size):
+        node = nodes[k]
+        r = rows[k]
+        acc = 0.0
+        for p in range(indptr[node], indptr[node + 1]):
+            acc += vals[p] * X[r, cols[p]]
+        out[k] = acc + bias[node]  # the dot product first, as every caller computes w·x + b
+    return out
 
 
 def group_rows(labels: np.ndarray) -> list[tuple[int, np.ndarray]]:

@@ -48,20 +48,15 @@ _INNER_SWEEPS = 50
 #: Inner sweeps of the one proximal-Newton step a softmax class takes per sweep over the classes:
 #: the other classes move right after, so solving its quadratic model exactly is wasted work.
 _SOFTMAX_INNER = 3
+#: Most inner sweeps in covariance form.
+_GRAM_INNER = 200
+#: In covariance form an inner sweep costs O(D²), so the quadratic model is solved much further.
+_GRAM_INNER_REL = 1e-8
 #: An inner sweep loop stops when its largest scaled step falls below this fraction of the first.
 _INNER_REL = 1e-2
 
 
 # ------------------------------------------------------------------------------ compiled kernels
-@njit(cache=True)
-def _logloss(m: float, y: float) -> float:
-    """log(1 + exp(−y m)), stably."""
-    t = -y * m
-    if t > 0.0:
-        return t + np.log1p(np.exp(-t))
-    return np.log1p(np.exp(t))
-
-
 @njit(cache=True)
 def _soft(u: float, t: float) -> float:
     if u > t:
@@ -72,46 +67,146 @@ def _soft(u: float, t: float) -> float:
 
 
 @njit(cache=True, fastmath={"contract", "reassoc"})
-def _logistic(Xg, y, v, off, lam, w, b, max_outer, max_inner, tol, z):
-    """Proximal Newton for one ℓ1-logistic problem (rows = the columns of ``Xg``, shape (D, n)).
+def _gram_step(Xt, lo, n, g, h, gb, hb, lam, w, active, d, max_inner, A, c, q):
+    """The proximal-Newton direction in covariance form: ``A = [X 1]ᵀ diag(h) [X 1]`` and
+    ``c = [X 1]ᵀ g`` once (cost n(D+1)(D+2)/2), then coordinate descent on the quadratic model in
+    D-space (each coordinate O(D) instead of O(n)). ``d[:D]`` gets the weights' step, ``d[D]`` the
+    bias's."""
+    D = Xt.shape[0]
+    Xs = np.ascontiguousarray(Xt[:, lo:lo + n])
+    Hx = Xs * h  # each row scaled by the point weights h
+    A[:D, :D] = Hx @ Xs.T  # one BLAS call
+    for j in range(D):
+        cj = 0.0
+        sj = 0.0
+        for i in range(n):
+            cj += g[i] * Xs[j, i]
+            sj += Hx[j, i]
+        c[j] = cj
+        A[j, D] = sj
+        A[D, j] = sj
+    A[D, D] = hb
+    c[D] = gb
+    for j in range(D + 1):
+        d[j] = 0.0
+        q[j] = 0.0
+    first = -1.0
+    for _inner in range(max_inner):
+        biggest = 0.0
+        if hb > 0.0:
+            step = -(c[D] + q[D]) / hb
+            if step != 0.0:
+                d[D] += step
+                for k in range(D + 1):
+                    q[k] += step * A[k, D]
+                biggest = step * step * hb
+        for j in range(D):
+            a = A[j, j]
+            if not active[j] or a <= 0.0:
+                continue
+            cur = w[j] + d[j]
+            new = _soft(cur - (c[j] + q[j]) / a, lam / a)
+            delta = new - cur
+            if delta != 0.0:
+                d[j] += delta
+                for k in range(D + 1):
+                    q[k] += delta * A[k, j]
+                biggest = max(biggest, delta * delta * a)
+        if first < 0.0:
+            first = biggest
+        if biggest <= _GRAM_INNER_REL * first or biggest == 0.0:
+            break
+
+
+@njit(cache=True, fastmath={"contract", "reassoc"})
+def _residual_step(Xt, lo, n, g, h, hb, lam, w, active, H, d, dz, max_inner):
+    """The proximal-Newton direction by coordinate descent on the residual ``dz = X d + d_b``
+    (each coordinate O(n)); for problems with few rows per feature. ``d[D]`` is the bias's step."""
+    D = Xt.shape[0]
+    for j in range(D + 1):
+        d[j] = 0.0
+    for i in range(n):
+        dz[i] = 0.0
+    first = -1.0
+    for _inner in range(max_inner):
+        biggest = 0.0
+        if hb > 0.0:
+            gr = 0.0
+            for i in range(n):
+                gr += g[i] + h[i] * dz[i]
+            step = -gr / hb
+            d[D] += step
+            for i in range(n):
+                dz[i] += step
+            biggest = max(biggest, step * step * hb)
+        for j in range(D):
+            a = H[j]
+            if not active[j] or a <= 0.0:
+                continue
+            cur = w[j] + d[j]
+            gr = 0.0
+            for i in range(n):
+                gr += Xt[j, lo + i] * (g[i] + h[i] * dz[i])
+            new = _soft(cur - gr / a, lam / a)
+            delta = new - cur
+            if delta != 0.0:
+                d[j] += delta
+                for i in range(n):
+                    dz[i] += delta * Xt[j, lo + i]
+                biggest = max(biggest, delta * delta * a)
+        if first < 0.0:
+            first = biggest
+        if biggest <= _INNER_REL * first or biggest == 0.0:
+            break
+
+
+@njit(cache=True, fastmath={"contract", "reassoc"})
+def _logistic(Xt, lo, n, y, v, off, lam, w, b, max_outer, max_inner, tol, z):
+    """Proximal Newton for one ℓ1-logistic problem on the rows ``lo … lo + n − 1`` (columns of the
+    transposed, C-contiguous ``Xt``, shape (D, N); indexing it directly keeps the inner loops
+    contiguous, so they vectorise); ``y``, ``v``, ``off``, ``z`` are the problem's own rows.
 
     ``w`` is updated in place, the final margins ``w·x + b + off`` are left in ``z``; returns
     (b, objective, Newton steps taken).
     """
-    D, n = Xg.shape
+    D = Xt.shape[0]
     for i in range(n):
         z[i] = b + off[i]
     for j in range(D):
         wj = w[j]
         if wj != 0.0:
             for i in range(n):
-                z[i] += wj * Xg[j, i]
+                z[i] += wj * Xt[j, lo + i]
     l1 = 0.0
     for j in range(D):
         l1 += abs(w[j])
     F = lam * l1
     vsum = 0.0
+    E = np.empty(n)  # exp(−|y z|), shared by the loss and σ so each point costs one exp per step
+    Enew = np.empty(n)
     for i in range(n):
-        F += v[i] * _logloss(z[i], y[i])
+        t = y[i] * z[i]
+        E[i] = np.exp(-abs(t))
+        F += v[i] * (max(-t, 0.0) + np.log1p(E[i]))
         vsum += v[i]
     g = np.empty(n)
     h = np.empty(n)
     dz = np.empty(n)
     znew = np.empty(n)
-    d = np.zeros(D)
+    d = np.zeros(D + 1)
     H = np.empty(D)
     active = np.zeros(D, dtype=np.bool_)
+    gram = n >= 4 * (D + 1) and max_inner > _SOFTMAX_INNER  # covariance form pays off for n ≫ D
+    A = np.empty((D + 1, D + 1))
+    c = np.empty(D + 1)
+    q = np.empty(D + 1)
     steps = 0
     for _ in range(max_outer):
         gb = 0.0
         hb = 0.0
         for i in range(n):
-            ym = y[i] * z[i]
-            if ym >= 0.0:
-                e = np.exp(-ym)
-                s = e / (1.0 + e)  # σ(−y m)
-            else:
-                s = 1.0 / (1.0 + np.exp(ym))
+            e = E[i]
+            s = e / (1.0 + e) if y[i] * z[i] >= 0.0 else 1.0 / (1.0 + e)  # σ(−y z)
             g[i] = -v[i] * y[i] * s
             h[i] = v[i] * s * (1.0 - s)
             gb += g[i]
@@ -119,12 +214,13 @@ def _logistic(Xg, y, v, off, lam, w, b, max_outer, max_inner, tol, z):
         viol = abs(gb)
         for j in range(D):
             gj = 0.0
-            hj = 0.0
             for i in range(n):
-                x = Xg[j, i]
-                gj += g[i] * x
-                hj += h[i] * x * x
-            H[j] = hj
+                gj += g[i] * Xt[j, lo + i]
+            if not gram:
+                hj = 0.0
+                for i in range(n):
+                    hj += h[i] * Xt[j, lo + i] * Xt[j, lo + i]
+                H[j] = hj
             if w[j] > 0.0:
                 vj = abs(gj + lam)
             elif w[j] < 0.0:
@@ -135,45 +231,19 @@ def _logistic(Xg, y, v, off, lam, w, b, max_outer, max_inner, tol, z):
             active[j] = w[j] != 0.0 or abs(gj) > lam
         if viol <= tol * vsum:
             break
-        # inner coordinate descent on the quadratic model
-        for j in range(D):
-            d[j] = 0.0
-        db = 0.0
-        for i in range(n):
-            dz[i] = 0.0
-        first = -1.0
-        for _inner in range(max_inner):
-            biggest = 0.0
-            if hb > 0.0:
-                gr = 0.0
-                for i in range(n):
-                    gr += g[i] + h[i] * dz[i]
-                step = -gr / hb
-                db += step
-                for i in range(n):
-                    dz[i] += step
-                biggest = max(biggest, step * step * hb)
+        if gram:
+            _gram_step(Xt, lo, n, g, h, gb, hb, lam, w, active, d, _GRAM_INNER, A, c, q)
+            db = d[D]
+            for i in range(n):
+                dz[i] = db
             for j in range(D):
-                if not active[j]:
-                    continue
-                a = H[j]
-                cur = w[j] + d[j]
-                if a <= 0.0:
-                    continue
-                gr = 0.0
-                for i in range(n):
-                    gr += Xg[j, i] * (g[i] + h[i] * dz[i])
-                new = _soft(cur - gr / a, lam / a)
-                delta = new - cur
-                if delta != 0.0:
-                    d[j] += delta
+                dj = d[j]
+                if dj != 0.0:
                     for i in range(n):
-                        dz[i] += delta * Xg[j, i]
-                    biggest = max(biggest, delta * delta * a)
-            if first < 0.0:
-                first = biggest
-            if biggest <= _INNER_REL * first or biggest == 0.0:
-                break
+                        dz[i] += dj * Xt[j, lo + i]
+        else:
+            _residual_step(Xt, lo, n, g, h, hb, lam, w, active, H, d, dz, max_inner)
+            db = d[D]
         # directional derivative of the composite objective, then the line search
         l1new = 0.0
         for j in range(D):
@@ -192,7 +262,9 @@ def _logistic(Xg, y, v, off, lam, w, b, max_outer, max_inner, tol, z):
             Fa = lam * l1a
             for i in range(n):
                 znew[i] = z[i] + alpha * dz[i]
-                Fa += v[i] * _logloss(znew[i], y[i])
+                t = y[i] * znew[i]
+                Enew[i] = np.exp(-abs(t))
+                Fa += v[i] * (max(-t, 0.0) + np.log1p(Enew[i]))
             if Fa <= F + _SIGMA * alpha * delta_f:
                 accepted = True
                 break
@@ -204,6 +276,7 @@ def _logistic(Xg, y, v, off, lam, w, b, max_outer, max_inner, tol, z):
         b += alpha * db
         for i in range(n):
             z[i] = znew[i]
+            E[i] = Enew[i]
         l1 = l1a
         steps += 1
         decrease = F - Fa
@@ -235,8 +308,8 @@ def _logistic_level(Xt, y, v, starts, lam, W, B, max_outer, tol):
             B[gi] = -1.0
             continue
         w = W[gi]
-        b, _, k = _logistic(Xt[:, lo:hi], y[lo:hi], v[lo:hi], off[lo:hi], lam, w, B[gi], max_outer, _INNER_SWEEPS, tol,
-                             z[lo:hi])
+        b, _, k = _logistic(Xt, lo, hi - lo, y[lo:hi], v[lo:hi], off[lo:hi], lam, w, B[gi], max_outer, _INNER_SWEEPS,
+                             tol, z[lo:hi])
         B[gi] = b
         steps[gi] = k
     return steps
@@ -327,7 +400,6 @@ def _softmax_level(Xt, Y, s, starts, active, lam, W, C, max_sweeps, tol):
         m = classes.size
         if m < 2 or n == 0:
             continue
-        Xg = Xt[:, lo:hi]
         S = np.empty((m, n))
         for a in range(m):
             k = classes[a]
@@ -337,7 +409,7 @@ def _softmax_level(Xt, Y, s, starts, active, lam, W, C, max_sweeps, tol):
                 wkj = W[gi, k, j]
                 if wkj != 0.0:
                     for i in range(n):
-                        S[a, i] += wkj * Xg[j, i]
+                        S[a, i] += wkj * Xt[j, lo + i]
         lse = np.empty(n)
         for i in range(n):
             mx = S[0, i]
@@ -380,7 +452,7 @@ def _softmax_level(Xt, Y, s, starts, active, lam, W, C, max_sweeps, tol):
                         other = mx + np.log(tot)
                     off[i] = -other
                     lab[i] = 1.0 if Y[lo + i] == k else -1.0
-                b, _, _ = _logistic(Xg, lab, sg, off, lam, W[gi, k], C[gi, k], 1, _SOFTMAX_INNER, 0.0, z)
+                b, _, _ = _logistic(Xt, lo, n, lab, sg, off, lam, W[gi, k], C[gi, k], 1, _SOFTMAX_INNER, 0.0, z)
                 C[gi, k] = b
                 for i in range(n):
                     S[a, i] = z[i] - off[i]
