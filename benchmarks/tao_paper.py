@@ -288,6 +288,28 @@ def _row(dataset: str, method: str, quick: bool, splits: Callable[[int], tuple],
     }
 
 
+# ------------------------------------------------------------------------------------------ diagnosis
+def init_study(depth: int, lam: float, max_iter: int, inits: tuple = ("cart", "random:0", "random:1", "random:2"),
+               splits: range = range(5)) -> dict[str, Any]:
+    """cpu_act TAO-c at the chosen (Δ, λ) on every split from several initial trees (CART, and
+    random trees from three seeds): test RMSE and the training objective E of each, to show how
+    much of the row's spread comes from the initial tree (TAO is a local method)."""
+    per_split = []
+    for k in splits:
+        Xtr, Xte, ytr, yte = cpu_act_split(k)
+        entry: dict[str, Any] = {"split": k}
+        for init in inits:
+            kind, _, seed = init.partition(":")
+            model = _model("cpu_act", "TAO-c", depth, lam, max_iter, int(seed or 0), init=kind).fit(Xtr, ytr)
+            entry[init] = {"test_rmse": _metric("rmse", model, Xte, yte),
+                           "train_objective": float(model.history_[-1]["objective"]),
+                           "train_rmse": float(model.history_[-1]["train_error"])}
+        per_split.append(entry)
+    summary = {init: {"test_rmse_mean": float(np.mean([e[init]["test_rmse"] for e in per_split])),
+                      "test_rmse_std": float(np.std([e[init]["test_rmse"] for e in per_split]))} for init in inits}
+    return {"depth": depth, "l1_penalty": lam, "iterations": max_iter, "per_split": per_split, "summary": summary}
+
+
 # ------------------------------------------------------------------------------------------ timing
 def timing_rows(quick: bool) -> list[dict[str, Any]]:
     """Seconds per TAO iteration on Letter for each node-solver back-end, in one process."""
@@ -407,8 +429,15 @@ def run(quick: bool = False) -> dict[str, Any]:
               f"(paper {_fmt(entry['paper_mean'], entry['paper_std'], entry['metric'])}) "
               f"[{entry['row_seconds']:.0f} s]", flush=True)
     timing = timing_rows(quick) if only is None or "timing" in only else []
+    study = None
+    if not quick and ("cpu_act", "TAO-c") in chosen:
+        depth, lam, _ = chosen[("cpu_act", "TAO-c")]
+        study = init_study(depth, lam, SETTINGS[("cpu_act", "TAO-c")]["max_iter"])
     if only is not None and not quick:
         entries, timing = merged_with_stored(entries, timing)
+        if study is None and (results_dir() / f"{NAME}.json").is_file():
+            stored = json.loads((results_dir() / f"{NAME}.json").read_text(encoding="utf-8"))
+            study = stored.get("results", {}).get("cpu_act_tao_c_init_study")
     rows = []
     for e in entries:
         p = e["protocol"]
@@ -426,6 +455,7 @@ def run(quick: bool = False) -> dict[str, Any]:
                                  f"it={t['protocol']['iterations']} n={t['protocol']['n_train']}",
                      "seeds": 1})
     results = {"rows": entries, "timing": timing, "total_seconds": time.perf_counter() - start_all,
+               "cpu_act_tao_c_init_study": study,
                "notes": ("λ in sum form; features standardised on each training split; guard off; init (random or "
                          "CART) chosen with λ and depth on validation for single trees, random for forests; "
                          "λ/depth chosen on a validation split of seed 0's training data (see each row's "
