@@ -260,4 +260,4 @@ def run(quick: bool = False, device: str = "cpu") -> dict[str, Any]:
     for r in results["imodels"]:
         rows.append({"level": r["model"], "Δ": r.get("depth"), "fit s": r.get("fit_s"),
                      "test accuracy": r.get("test_accuracy")})
-    return {"rows": rows, "results": results}
+    return {"rows": rows, "results": device_timing.carry_device_section(NAME, results, quick=quick)}

@@ -140,12 +140,13 @@ class TAOTree:
         return [out[d] for d in range(used)]
 
     def apply(self, X: np.ndarray, start: np.ndarray | int | None = None) -> np.ndarray:
-        """The leaf each sample reaches from ``start`` (default: the root)."""
-        levels = self.route(X, start)
-        leaf = levels[0].copy()
-        for level in levels[1:]:
-            leaf = np.where(level >= 0, level, leaf)
-        return leaf
+        """The leaf each sample reaches from ``start`` (default: the root); one compiled pass."""
+        n = X.shape[0]
+        if start is None or np.isscalar(start):
+            cur = np.full(n, self.root if start is None else int(start), dtype=np.int64)
+        else:
+            cur = np.array(start, dtype=np.int64)
+        return _apply_rows(_c_float64(X), cur, self.left, self.right, *self._sparse_weights(), self.bias)
 
     def leaf_scores(self, X: np.ndarray, leaves: np.ndarray) -> np.ndarray:
         """Leaf outputs ``value + leaf_weight @ x`` for the samples ``X`` at ``leaves``."""
@@ -210,6 +211,19 @@ def _route_rows(X, cur, left, right, indptr, cols, vals, bias, n_levels):
             d += 1
             out[d, r] = node
     return out
+
+
+@njit(cache=True)
+def _apply_rows(X, cur, left, right, indptr, cols, vals, bias):
+    for r in range(cur.size):
+        node = cur[r]
+        while left[node] >= 0:
+            acc = 0.0
+            for p in range(indptr[node], indptr[node + 1]):
+                acc += vals[p] * X[r, cols[p]]
+            node = right[node] if acc + bias[node] > 0.0 else left[node]
+        cur[r] = node
+    return cur
 
 
 @njit(cache=True)

@@ -72,3 +72,42 @@ def test_quick_tao_solvers_benchmark_writes_gaps_and_ratios(tmp_path, monkeypatc
     assert it["speedup_iteration_vs_liblinear"] == pytest.approx(it["sklearn_s_per_iter"] / it["cd_s_per_iter"])
     models = {r["model"]: r for r in results["imodels"]}
     assert len(models) == 3 and all(0.0 < r["test_accuracy"] <= 1.0 and r["fit_s"] > 0 for r in models.values())
+
+
+def test_tao_paper_runs_chosen_rows_and_merges_them_into_the_stored_results(tmp_path, monkeypatch):
+    from benchmarks import tao_paper
+
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    stored = {"results": {"rows": [{"name": "letter CART", "ours_mean": 1.0}, {"name": "letter TAO-l forest",
+                                                                               "ours_mean": 4.1}],
+                          "timing": [{"name": "old timing"}], "cpu_act_tao_c_init_study": {"depth": 6}}}
+    (tmp_path / "tao_paper.json").write_text(json.dumps(stored))
+    rows, timing = tao_paper.merged_with_stored([{"name": "letter TAO-l forest", "ours_mean": 2.5},
+                                                 {"name": "cpu_act TAO-l", "ours_mean": 2.4}], [])
+    assert [(r["name"], r["ours_mean"]) for r in rows] == [("letter CART", 1.0), ("letter TAO-l forest", 2.5),
+                                                            ("cpu_act TAO-l", 2.4)]
+    assert timing == [{"name": "old timing"}]
+    monkeypatch.setenv("TREEVIZ_TAO_ROWS", "letter TAO-l forest, timing")
+    assert tao_paper.selected_rows() == {"letter TAO-l forest", "timing"}
+    monkeypatch.setenv("TREEVIZ_TAO_ROWS", "letter TAO-x")
+    with pytest.raises(ValueError, match="unknown rows"):
+        tao_paper.run(quick=True)
+
+
+def test_heavy_tailed_table_is_badly_conditioned_and_the_quick_benchmark_times_both_solvers(tmp_path, monkeypatch):
+    import numpy as np
+
+    from benchmarks import tao_heavy_tails
+
+    X, y = tao_heavy_tails.heavy_tailed_table()
+    assert X.shape == (4600, 57) and set(np.unique(y)) == {0, 1} and 0.25 < y.mean() < 0.6
+    z = (X - X.mean(0)) / X.std(0)
+    assert np.abs(z).max() > 20  # rows tens of standard deviations out
+    assert np.mean(X[:, :54] == 0) > 0.5  # zero-inflated counts
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    assert run.main(["tao_heavy_tails", "--quick"]) == 0
+    results = json.loads((tmp_path / "tao_heavy_tails.json").read_text())["results"]
+    names = [r["name"] for r in results["runs"]]
+    assert "TAO defaults, sklearn solver" in names and "TAO defaults, cd solver" in names
+    assert all(r["fit_s"] > 0 and 0 < r["test_accuracy"] <= 1 for r in results["runs"])
+    assert results["speedup_cd_vs_sklearn (TAO defaults)"] > 0

@@ -19,6 +19,7 @@ from models.tao.init import random_init
 from models.tao.solvers.cd import l1_least_squares_level, l1_logistic_level, l1_softmax_level
 from models.tao.solvers.liblinear import l1_logistic_sklearn
 from models.tao.solvers.objectives import logistic_objective
+from models.tao.state import complete_tree
 from treeviz.errors import TreevizError
 
 cp = pytest.importorskip("cvxpy")
@@ -214,3 +215,28 @@ def test_default_cpu_solver_is_cd_and_fits_like_liblinear():
     assert cd_model.score(X, y) >= sk_model.score(X, y) - 0.02
     reg = TAORegressor(depth=3, leaf="linear", l1_penalty=1.0, max_iter=4, random_state=0).fit(X[:, 1:], X[:, 0])
     assert reg.score(X[:, 1:], X[:, 0]) > 0.9
+
+
+def test_compiled_routing_equals_numpy_on_sparse_hyperplanes():
+    """``decision_values``, ``route`` and ``apply`` (compiled, reading only nonzero weights) agree
+    with w·x + b computed by numpy, and ``apply`` is the last level ``route`` reaches."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(500, 7))
+    tree = complete_tree(4, 7, 2)
+    dec = tree.decision_nodes()
+    tree.weight[dec] = rng.normal(size=(dec.size, 7)) * (rng.random((dec.size, 7)) < 0.4)
+    tree.bias[dec] = rng.normal(size=dec.size) * 0.3
+    nodes = rng.choice(dec, size=500)
+    expected = np.einsum("ij,ij->i", X, tree.weight[nodes]) + tree.bias[nodes]
+    np.testing.assert_allclose(tree.decision_values(X, np.arange(500), nodes), expected, rtol=0, atol=1e-12)
+    levels = tree.route(X)
+    leaf = levels[0].copy()
+    for level in levels[1:]:
+        leaf = np.where(level >= 0, level, leaf)
+    np.testing.assert_array_equal(tree.apply(X), leaf)
+    np.testing.assert_array_equal(tree.apply(X, start=np.full(500, 1)), tree.apply(X, start=1))
+    for d in range(1, len(levels)):  # every step follows right iff w·x + b > 0
+        moved = levels[d] >= 0
+        parent = levels[d - 1][moved]
+        s = np.einsum("ij,ij->i", X[moved], tree.weight[parent]) + tree.bias[parent]
+        np.testing.assert_array_equal(levels[d][moved], np.where(s > 0, tree.right[parent], tree.left[parent]))
