@@ -37,8 +37,8 @@ _TREE_PARAMS = (
     Param("solver", "choice", "auto",
           "Node solver: 'cd' solves every node of a depth level in one compiled coordinate-descent call "
           "(decision nodes and linear leaves), 'sklearn' calls liblinear / Lasso / SAGA once per node, "
-          "'torch' runs batched proximal gradient per level for the decision nodes ('auto': torch on a GPU, "
-          "cd on the CPU).", choices=("auto", "cd", "sklearn", "torch"), advanced=True),
+          "'torch' runs batched proximal gradient per level for the decision nodes, on the CPU or a GPU ('auto': "
+          "cd, the fastest even beside a GPU).", choices=("auto", "cd", "sklearn", "torch"), advanced=True),
     Param("loss", "choice", "zero_one",
           "Training loss: 0/1, or cross-entropy where a class absent from a leaf costs β.",
           choices=("zero_one", "cross_entropy"), tasks=("classification",), advanced=True),
