@@ -69,7 +69,8 @@ class _ForestBase(_TAOBase):
         # So does a forest that is itself trained in a joblib worker (a benchmark's or a search's): the
         # level above already uses the cores.
         in_worker = getattr(get_active_backend()[0], "nesting_level", 0) > 0
-        workers = 1 if (cfg.solver == "torch" and cfg.device.startswith("cuda")) or in_worker else threads.worker_count(self.n_jobs, len(seeds))
+        on_gpu = cfg.solver == "torch" and cfg.device.startswith("cuda")
+        workers = 1 if on_gpu or in_worker else threads.worker_count(self.n_jobs, len(seeds))
         self._begin_training(callbacks, len(seeds))
         trees, origins = [], []
         grown = _grow_trees(clone(self), X, Y, sw, m, seeds, cfg, workers)
