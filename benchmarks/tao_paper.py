@@ -388,6 +388,15 @@ def _fmt(mean: float | None, std: float | None, metric: str) -> str:
 
 def run(quick: bool = False) -> dict[str, Any]:
     start_all = time.perf_counter()
+    plan = [("letter", "CART"), ("letter", "TAO-c"), ("letter", "TAO-l"), ("letter", "TAO-l forest"),
+            ("satimage", "TAO-c"), ("pendigits", "TAO-c"), ("cpu_act", "TAO-c"), ("cpu_act", "TAO-l")]
+    only = selected_rows()
+    if only is not None:
+        known = {f"{d} {m}" for d, m in plan} | {"timing"}
+        unknown = sorted(only - known)
+        if unknown:
+            raise ValueError(f"TREEVIZ_TAO_ROWS names unknown rows {unknown}; known: {sorted(known)}")
+        plan = [(d, m) for d, m in plan if f"{d} {m}" in only]
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", message="The number of unique classes is greater than 50%")
     seeds = [0] if quick else list(SEEDS)
@@ -412,15 +421,6 @@ def run(quick: bool = False) -> dict[str, Any]:
             cpu_cache[k] = cpu_act_split(k, quick)
         return cpu_cache[k]
 
-    plan = [("letter", "CART"), ("letter", "TAO-c"), ("letter", "TAO-l"), ("letter", "TAO-l forest"),
-            ("satimage", "TAO-c"), ("pendigits", "TAO-c"), ("cpu_act", "TAO-c"), ("cpu_act", "TAO-l")]
-    only = selected_rows()
-    if only is not None:
-        known = {f"{d} {m}" for d, m in plan} | {"timing"}
-        unknown = sorted(only - known)
-        if unknown:
-            raise ValueError(f"TREEVIZ_TAO_ROWS names unknown rows {unknown}; known: {sorted(known)}")
-        plan = [(d, m) for d, m in plan if f"{d} {m}" in only]
     entries: list[dict[str, Any]] = []
     chosen: dict[tuple[str, str], tuple] = {}
     for dataset, method in plan:

@@ -4,6 +4,8 @@ LocalCluster that stores the same trials with the same metrics, and the command 
 from __future__ import annotations
 
 import socket
+import sys
+import types
 
 import pytest
 from distributed import LocalCluster
@@ -39,10 +41,22 @@ def prepared():
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A local Dask cluster: a scheduler in this process, two one-thread worker processes."""
-    with LocalCluster(host="127.0.0.1", n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as local:
-        yield local.scheduler_address
+    """A local Dask cluster: a scheduler in this process, two one-thread worker processes.
+
+    The workers are spawned, and a spawned process re-runs the parent's ``__main__`` from its file
+    when it has no module name. Streamlit's AppTest (the app tests, earlier in a full run) leaves
+    its page script, a deleted temporary file, as ``__main__``; the workers then die on start. So
+    the cluster starts with a plain ``__main__`` (nothing to re-run) and the original comes back
+    afterwards.
+    """
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        with LocalCluster(host="127.0.0.1", n_workers=2, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as local:
+            yield local.scheduler_address
+    finally:
+        sys.modules["__main__"] = main
 
 
 def free_port() -> int:
