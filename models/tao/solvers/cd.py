@@ -15,7 +15,11 @@ Three problems, each in **sum form** with the bias / intercepts unpenalised:
   ``h = v σ(1−σ)``), the ℓ1-penalised quadratic is minimised by cyclic coordinate descent
   (bias first, then each feature by a soft threshold; features that are zero with
   ``|∂f/∂w_j| ≤ λ`` at the start of the step are left out of it), and a backtracking
-  line search on the true objective (Armijo, σ = 0.01) makes every step decrease it. It stops
+  line search on the true objective (Armijo, σ = 0.01) makes every step decrease it. A node with
+  at least 4(D + 1) rows solves the quadratic in covariance form: the weighted Gram matrix
+  ``[X 1]ᵀ diag(h) [X 1]`` from one BLAS call, then coordinate steps that cost O(D) instead of
+  O(n) (:func:`_gram_step`); fewer rows go through the residual (:func:`_residual_step`). One
+  exp per point per step serves both the loss and σ. It stops
   when the minimum-norm subgradient is at most ``tol · Σv`` (every partial derivative of the
   loss is bounded by ``Σ v |x_j|``, so this is a relative first-order optimality test), or when a
   step no longer lowers the objective (its rounding floor).
