@@ -46,27 +46,28 @@ def leaf_loss(tree: TAOTree, X: np.ndarray, leaves: np.ndarray, Y: np.ndarray, c
     return sample_loss(tree, tree.leaf_scores(X, leaves), Y, cfg)
 
 
-def predictions_error(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig) -> float:
-    """Weighted training error rate (classification) or RMSE (regression)."""
-    scores = tree.leaf_scores(X, tree.apply(X))
+def _error(scores: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig) -> float:
     if cfg.task == "classification":
         return float(np.sum(sw * (np.argmax(scores, axis=1) != Y)) / np.sum(sw))
     return float(np.sqrt(np.sum(sw * ((scores - Y) ** 2).sum(axis=1)) / (np.sum(sw) * Y.shape[1])))
 
 
+def _objective(tree: TAOTree, scores: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig) -> float:
+    return float(np.sum(sw * sample_loss(tree, scores, Y, cfg)) + cfg.l1_penalty * tree.l1_norm())
+
+
+def predictions_error(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig) -> float:
+    """Weighted training error rate (classification) or RMSE (regression)."""
+    return _error(tree.leaf_scores(X, tree.apply(X)), Y, sw, cfg)
+
+
 def objective(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig) -> float:
     """E(Θ) in sum form (see the module docstring)."""
-    scores = tree.leaf_scores(X, tree.apply(X))
-    return float(np.sum(sw * sample_loss(tree, scores, Y, cfg)) + cfg.l1_penalty * tree.l1_norm())
+    return _objective(tree, tree.leaf_scores(X, tree.apply(X)), Y, sw, cfg)
 
 
 def objective_and_error(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray,
                         cfg: TAOConfig) -> tuple[float, float]:
     """:func:`objective` and :func:`predictions_error` from one pass of the data through the tree."""
     scores = tree.leaf_scores(X, tree.apply(X))
-    e = float(np.sum(sw * sample_loss(tree, scores, Y, cfg)) + cfg.l1_penalty * tree.l1_norm())
-    if cfg.task == "classification":
-        err = float(np.sum(sw * (np.argmax(scores, axis=1) != Y)) / np.sum(sw))
-    else:
-        err = float(np.sqrt(np.sum(sw * ((scores - Y) ** 2).sum(axis=1)) / (np.sum(sw) * Y.shape[1])))
-    return e, err
+    return _objective(tree, scores, Y, sw, cfg), _error(scores, Y, sw, cfg)

@@ -320,6 +320,29 @@ def _logistic_level(Xt, y, v, starts, lam, W, B, max_outer, tol):
 
 
 @njit(cache=True)
+def _lasso_objective(r, s, w, lam):
+    """Σ s r² + λ‖w‖₁ of one output's residual ``r``."""
+    F = 0.0
+    for i in range(r.size):
+        F += s[i] * r[i] * r[i]
+    for j in range(w.size):
+        F += lam * abs(w[j])
+    return F
+
+
+@njit(cache=True)
+def _softmax_objective(S, lse, ya, s, W, classes, lam):
+    """Σ s (logsumexp − S_y) + λ‖W‖₁ over the modelled classes (``ya``: each row's class position)."""
+    F = 0.0
+    for i in range(ya.size):
+        F += s[i] * (lse[i] - S[ya[i], i])
+    for a in range(classes.size):
+        for j in range(W.shape[1]):
+            F += lam * abs(W[classes[a], j])
+    return F
+
+
+@njit(cache=True)
 def _lasso_level(Xt, Yt, s, starts, lam, W, C, max_sweeps, tol):
     """ℓ1-least-squares of every group and output; ``W`` (G, K, D), ``C`` (G, K) warm starts, in place."""
     D = Xt.shape[0]
@@ -350,11 +373,7 @@ def _lasso_level(Xt, Yt, s, starts, lam, W, C, max_sweeps, tol):
                 if wj != 0.0:
                     for i in range(n):
                         r[i] -= wj * Xt[j, lo + i]
-            F = 0.0
-            for i in range(n):
-                F += s[lo + i] * r[i] * r[i]
-            for j in range(D):
-                F += lam * abs(W[gi, k, j])
+            F = _lasso_objective(r, s[lo:hi], W[gi, k], lam)
             for sweep in range(max_sweeps):
                 if ssum > 0.0:  # the intercept, exactly
                     mean = 0.0
@@ -377,11 +396,7 @@ def _lasso_level(Xt, Yt, s, starts, lam, W, C, max_sweeps, tol):
                         W[gi, k, j] = new
                         for i in range(n):
                             r[i] -= delta * Xt[j, lo + i]
-                F_new = 0.0
-                for i in range(n):
-                    F_new += s[lo + i] * r[i] * r[i]
-                for j in range(D):
-                    F_new += lam * abs(W[gi, k, j])
+                F_new = _lasso_objective(r, s[lo:hi], W[gi, k], lam)
                 decrease = F - F_new
                 F = F_new
                 sweeps[gi] = max(sweeps[gi], sweep + 1)
@@ -423,16 +438,12 @@ def _softmax_level(Xt, Y, s, starts, active, lam, W, C, max_sweeps, tol):
             for a in range(m):
                 tot += np.exp(S[a, i] - mx)
             lse[i] = mx + np.log(tot)
-        l1 = 0.0
-        for a in range(m):
-            for j in range(D):
-                l1 += abs(W[gi, classes[a], j])
-        F = lam * l1
+        ya = np.empty(n, dtype=np.int64)  # each row's class as a position in ``classes``
         for i in range(n):
-            yi = Y[lo + i]
             for a in range(m):
-                if classes[a] == yi:
-                    F += s[lo + i] * (lse[i] - S[a, i])
+                if classes[a] == Y[lo + i]:
+                    ya[i] = a
+        F = _softmax_objective(S, lse, ya, s[lo:hi], W[gi], classes, lam)
         off = np.empty(n)
         lab = np.empty(n)
         z = np.empty(n)
@@ -455,7 +466,7 @@ def _softmax_level(Xt, Y, s, starts, active, lam, W, C, max_sweeps, tol):
                                 tot += np.exp(S[c, i] - mx)
                         other = mx + np.log(tot)
                     off[i] = -other
-                    lab[i] = 1.0 if Y[lo + i] == k else -1.0
+                    lab[i] = 1.0 if ya[i] == a else -1.0
                 b, _, _ = _logistic(Xt, lo, n, lab, sg, off, lam, W[gi, k], C[gi, k], 1, _SOFTMAX_INNER, 0.0, z)
                 C[gi, k] = b
                 for i in range(n):
@@ -463,16 +474,7 @@ def _softmax_level(Xt, Y, s, starts, active, lam, W, C, max_sweeps, tol):
                     o = -off[i]
                     hi_ = max(o, S[a, i])
                     lse[i] = hi_ + np.log1p(np.exp(-abs(o - S[a, i])))
-            l1 = 0.0
-            for a in range(m):
-                for j in range(D):
-                    l1 += abs(W[gi, classes[a], j])
-            F_new = lam * l1
-            for i in range(n):
-                yi = Y[lo + i]
-                for a in range(m):
-                    if classes[a] == yi:
-                        F_new += s[lo + i] * (lse[i] - S[a, i])
+            F_new = _softmax_objective(S, lse, ya, s[lo:hi], W[gi], classes, lam)
             decrease = F - F_new
             F = F_new
             sweeps[gi] = sweep + 1
