@@ -23,7 +23,6 @@ benchmarks.device_timing [NAME ...]`` prints the device tables stored in the res
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import platform
@@ -38,6 +37,7 @@ import numpy as np
 import torch
 
 from benchmarks.common import format_table, results_dir, shared_data_dir
+from benchmarks.tao_paper import load_uci
 
 SECTION = "device_timing"
 #: Where the previous file's machine goes when a device run writes over it (the CPU results' machine).
@@ -248,17 +248,29 @@ def uci_or_synthetic(name: str, n_rows: int, n_features: int, n_classes: int,
     path = None if root is None else root / "uci" / f"{name}.csv.gz"
     rng = np.random.default_rng(seed)
     if path is not None and path.is_file():
-        with gzip.open(path, "rt") as fh:
-            fh.readline()
-            data = np.loadtxt(fh, delimiter=",", dtype=str)
-        X = data[:, :-1].astype(np.float64)
-        y = np.unique(data[:, -1], return_inverse=True)[1]
+        X, labels = load_uci(name)
+        y = np.unique(labels, return_inverse=True)[1]
         idx = rng.permutation(X.shape[0])[:n_rows]
         return X[idx], y[idx], f"shared uci/{name}.csv.gz ({idx.size} x {X.shape[1]})"
     centres = rng.normal(scale=2.0, size=(n_classes, n_features))
     y = rng.integers(0, n_classes, size=n_rows)
     X = centres[y] + rng.normal(size=(n_rows, n_features))
     return X, y, f"synthetic, {name}'s shape ({n_rows} x {n_features}, {n_classes} classes; shared data absent)"
+
+
+def standardised_holdout(name: str, n_rows: int, n_features: int, n_classes: int, seed: int = 0):
+    """:func:`uci_or_synthetic`, features standardised, cut 80 / 20: (Xtr, ytr, Xva, yva, description)."""
+    X, y, source = uci_or_synthetic(name, n_rows, n_features, n_classes, seed=seed)
+    X = (X - X.mean(axis=0)) / np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0)
+    cut = int(0.8 * n_rows)
+    text = f"{source}, standardised, {cut} training / {n_rows - cut} validation rows"
+    return X[:cut], y[:cut], X[cut:], y[cut:], text
+
+
+def epoch_options(quick: bool) -> dict[str, Any]:
+    """Timing options of a fit timed per epoch. Quick (tests, CI's small shared machine): one
+    thread, where torch's default threads fight other work."""
+    return {"unit": "epoch", "repeat": 2 if quick else 3, "warmup": 1, **({"cpu_threads": 1} if quick else {})}
 
 
 # ------------------------------------------------------------------------------------------ summary

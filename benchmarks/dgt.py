@@ -749,8 +749,7 @@ def device_workloads(quick: bool, device: str) -> list[device_timing.Workload]:
     X, y, source = device_timing.uci_or_synthetic("letter", n_train + n_val, 16, 26, seed=0)
     letter = (X[:n_train], y[:n_train], X[n_train:], y[n_train:])
     big = _tree_params(4 if quick else HEIGHT[("table2", "letter")], 1, "cpu", **FIXED)
-    # quick (tests, CI's small shared machine): one thread, where torch's default threads fight other work
-    options = {"unit": "epoch", "repeat": 2 if quick else 3, "warmup": 1, **({"cpu_threads": 1} if quick else {})}
+    options = device_timing.epoch_options(quick)
     return [
         (f"DGT regressor fit h={small['depth']} L=3 B=128", _fit_call(DGTRegressor, small, abalone),
          {**options, "units": small_epochs, "params": {k: v for k, v in small.items() if k != "device"},

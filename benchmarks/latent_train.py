@@ -95,22 +95,18 @@ def device_workloads(quick: bool, device: str) -> list[device_timing.Workload]:
     prepared = prepare(load_dataset("breast_cancer"), PrepConfig(seed=0))
     epochs = 1 if quick else 5
     small = {"depth": 2 if quick else DEPTH, "batch_size": 64, "max_epochs": epochs, "patience": epochs + 1}
-    n_rows = 600 if quick else 20000
-    X, y, source = device_timing.uci_or_synthetic("letter", n_rows, 16, 26, seed=0)
-    X = (X - X.mean(axis=0)) / np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0)
-    cut = int(0.8 * n_rows)
+    Xtr, ytr, Xva, yva, source = device_timing.standardised_holdout("letter", 600 if quick else 20000, 16, 26)
     big_epochs = 1 if quick else 2
     big = {"depth": 3 if quick else 8, "batch_size": 512, "max_epochs": big_epochs, "patience": big_epochs + 1}
-    # quick (tests, CI's small shared machine): one thread, where torch's default threads fight other work
-    options = {"unit": "epoch", "repeat": 2 if quick else 3, "warmup": 1, **({"cpu_threads": 1} if quick else {})}
+    options = device_timing.epoch_options(quick)
     return [
         (f"latent tree fit d={small['depth']} b=64", _fit_call(small, prepared.X_train, prepared.labels("train"),
                                                               (prepared.X_val, prepared.labels("val"))),
          {**options, "units": epochs, "cpu_threads": 1, "params": small,
           "data": f"breast_cancer (treeviz prepare, seed 0: {prepared.X_train.shape[0]} training rows)"}),
-        (f"latent tree fit d={big['depth']} b=512", _fit_call(big, X[:cut], y[:cut], (X[cut:], y[cut:])),
+        (f"latent tree fit d={big['depth']} b=512", _fit_call(big, Xtr, ytr, (Xva, yva)),
          {**options, "units": big_epochs, "max_seconds": None if quick else 20.0, "params": big,
-          "data": f"{source}, standardised, {cut} training / {n_rows - cut} validation rows"}),
+          "data": source}),
     ]
 
 

@@ -340,21 +340,18 @@ def device_workloads(quick: bool, device: str) -> list[device_timing.Workload]:
     Xtr, ytr, Xva, yva, _, _ = _toy_split()
     epochs = 2 if quick else 10
     toy = {**TOY, "max_epochs": epochs, **({"n_trees": 4, "depth": 2} if quick else {})}
-    n_rows = 800 if quick else 6435
-    X, y, source = device_timing.uci_or_synthetic("satimage", n_rows, 36, 6, seed=8)
-    X = (X - X.mean(axis=0)) / np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0)
-    cut = int(0.8 * n_rows)
+    Xbig, ybig, Xbig_val, ybig_val, source = device_timing.standardised_holdout("satimage", 800 if quick else 6435, 36,
+                                                                                 6, seed=8)
     big_epochs = 1 if quick else 3
     big = {**TOY, "batch_size": 64, "max_epochs": big_epochs, **({"n_trees": 4, "depth": 2} if quick else {})}
-    # quick (tests, CI's small shared machine): one thread, where torch's default threads fight other work
-    options = {"unit": "epoch", "repeat": 2 if quick else 3, "warmup": 1, **({"cpu_threads": 1} if quick else {})}
+    options = device_timing.epoch_options(quick)
     return [
         (f"skinny fit m={toy['n_trees']} d={toy['depth']} b=16", _fit_call(toy, Xtr, ytr, (Xva, yva)),
          {**options, "units": epochs, "cpu_threads": 1, "params": toy,
           "data": f"breast_cancer, the authors' toy split ({Xtr.shape[0]} training rows)"}),
-        (f"skinny fit m={big['n_trees']} d={big['depth']} b=64", _fit_call(big, X[:cut], y[:cut], (X[cut:], y[cut:])),
+        (f"skinny fit m={big['n_trees']} d={big['depth']} b=64", _fit_call(big, Xbig, ybig, (Xbig_val, ybig_val)),
          {**options, "units": big_epochs, "max_seconds": None if quick else 20.0, "params": big,
-          "data": f"{source}, standardised, {cut} training / {n_rows - cut} validation rows"}),
+          "data": source}),
     ]
 
 
