@@ -21,7 +21,7 @@ from treeviz.plots import bandit_regret_figure, bandit_reward_figure, bandit_sco
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
-from treeviz.ui.forms import param_form
+from treeviz.ui.forms import family_select, param_form
 from treeviz.ui.job_panel import job_panel, page_job, start
 from treeviz.ui.view_run import offering
 
@@ -84,10 +84,8 @@ families = families_offering("bandit", ds.task)
 if not families:
     st.info(f"No family learning from bandit feedback handles {ds.task}; choose another data set.")
     st.stop()
-labels = {f.key: f.label for f in families}
-family_key = st.selectbox("Model family", list(labels), format_func=labels.get, key="bandit.family") \
-    if len(families) > 1 else families[0].key
-family = next(f for f in families if f.key == family_key)
+family = family_select(families, key="bandit.family", hide_single=True)
+family_key = family.key
 
 # ---------------------------------------------------------------------- the settings
 sources: dict[str, str] = {"defaults": f"defaults ({PAGE_DEFAULTS['n_rounds']:,} rounds)"}

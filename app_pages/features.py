@@ -22,7 +22,7 @@ from treeviz.search import SELECTION, SearchJob, budget_size, stored_best
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
-from treeviz.ui.forms import param_form
+from treeviz.ui.forms import family_select, param_form
 from treeviz.ui.job_panel import job_panel, start, take_result
 
 SEARCH_ID = "features.search_id"
@@ -43,9 +43,8 @@ with st.expander("Search for a feature budget", expanded=not state.searches()):
     if not families:
         st.info(f"No family that selects features handles {ds.task}; choose a classification or regression dataset.")
     else:
-        labels = {f.key: f.label for f in families}
-        key = st.selectbox("Model family", list(labels), format_func=labels.get, key="features.family")
-        family = next(f for f in families if f.key == key)
+        family = family_select(families, key="features.family")
+        key = family.key
         selection = family.feature_selection
         p = ds.n_features
         st.caption(f"Dataset **{ds.name}** ({ds.task}, {p} features). Random search: each trial draws "

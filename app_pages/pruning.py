@@ -16,7 +16,7 @@ from treeviz.sweep import SweepJob, sweep_label, value_grid
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
-from treeviz.ui.forms import param_form
+from treeviz.ui.forms import family_select, param_form
 from treeviz.ui.job_panel import job_panel, page_job, start, take_result
 
 SWEEP_ID = "pruning.sweep_id"
@@ -32,9 +32,8 @@ with st.expander("Run a new λ path", expanded=not state.store().list()):
     if not families:
         st.info(f"No family with a λ path handles {ds.task}; choose another dataset.")
     else:
-        labels = {f.key: f.label for f in families}
-        key = st.selectbox("Model family", list(labels), format_func=labels.get, key="pruning.family")
-        family = next(f for f in families if f.key == key)
+        family = family_select(families, key="pruning.family")
+        key = family.key
         path = family.lambda_path
         lam_title = family.param(path.param, ds.task).title
         st.caption(f"Dataset **{ds.name}** ({ds.task}). One model per value of {lam_title}, fitted in increasing "
@@ -71,9 +70,8 @@ with st.expander("Grid (λ × depth × seed)"):
     if not families:
         st.info(f"No family with a λ path handles {ds.task}; choose another dataset.")
     else:
-        glabels = {f.key: f.label for f in families}
-        gkey = st.selectbox("Model family", list(glabels), format_func=glabels.get, key="grid.family")
-        gfamily = next(f for f in families if f.key == gkey)
+        gfamily = family_select(families, key="grid.family")
+        gkey = gfamily.key
         gpath = gfamily.lambda_path
         form_names = {p.name for p in gfamily.params_for(ds.task, form_only=True)}
         depth = next((n for n in DEPTH_PARAMS if n in form_names), None)

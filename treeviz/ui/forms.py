@@ -5,7 +5,7 @@ are not in the form."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import streamlit as st
@@ -42,6 +42,16 @@ def _widget(p: Param, value: Any, key: str) -> Any:
                         max_value=float(p.high) if p.high is not None else None,
                         key=key, help=p.help)
     )
+
+
+def family_select(families: Sequence[Family], *, key: str, hide_single: bool = False) -> Family:
+    """A "Model family" select box over ``families`` (by label); returns the chosen one. With
+    ``hide_single`` a lone family is taken without a box."""
+    if hide_single and len(families) == 1:
+        return families[0]
+    labels = {f.key: f.label for f in families}
+    chosen = st.selectbox("Model family", list(labels), format_func=labels.get, key=key)
+    return next(f for f in families if f.key == chosen)
 
 
 def param_form(family: Family, task: str, values: dict[str, Any], *, key: str,
