@@ -636,17 +636,24 @@ def _run_lines(record: RunRecord, prepared: PreparedData | None = None) -> list[
     return lines
 
 
-def cmd_train(args: argparse.Namespace) -> int:
-    """``train``: fit one model on a data set and store it as a run."""
-    if _params_help_requested(args):
-        return OK
-    _require(args, "data", "family")
+def _training_setup(args: argparse.Namespace) -> tuple[RunStore, Family, PreparedData, str, dict[str, Any]]:
+    """What training needs from the arguments: the store, the family, the prepared data, the task
+    and the model's parameters; the thread budget is applied for the family."""
     store = _store(args)
     family = get_family(args.family)
     prepared = load_prepared_data(args, store)
     task = resolve_task(family, prepared.dataset, args.task)
     params = model_params(family, task, args.preset, args.param)
     _apply_thread_budget(family, task)
+    return store, family, prepared, task, params
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """``train``: fit one model on a data set and store it as a run."""
+    if _params_help_requested(args):
+        return OK
+    _require(args, "data", "family")
+    store, family, prepared, task, params = _training_setup(args)
     stop = StopRequest()
     bar = ProgressBar(family, enabled=_bars(args), stop=stop)
     try:
@@ -791,12 +798,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
     if args.local and args.scheduler:
         args.parser.error("give either --scheduler or --local, not both")
     scheduler = None if args.local else (args.scheduler if args.scheduler is not None else default_scheduler())
-    store = _store(args)
-    family = get_family(args.family)
-    prepared = load_prepared_data(args, store)
-    task = resolve_task(family, prepared.dataset, args.task)
-    params = model_params(family, task, args.preset, args.param)
-    _apply_thread_budget(family, task)
+    store, family, prepared, task, params = _training_setup(args)
     grid = check_grid(family, task, dict(args.grid))
     size = len(grid_points(grid))
     bar = tqdm(total=size, desc="grid", unit="trial", dynamic_ncols=True,
