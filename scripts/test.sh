@@ -2,6 +2,11 @@
 # Install everything the test suite needs, check the code (ruff's rules and the one-way import layers
 # declared in pyproject.toml), then run all the tests (unit, contract, app and browser tests).
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh tests/treeviz -x`.
+#
+# Tiers (the first argument may choose one):
+#   (none)   what CI runs: every test not marked `slow`; the fuzz tests at their small CI count
+#   --fast   the quick loop: also leaves out the browser tests (`e2e`)
+#   --slow   everything, `slow` tests included, and the fuzz tests at 2 000 examples each
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -14,4 +19,13 @@ fi
 $PY -m pip install -q --disable-pip-version-check -r requirements.txt
 $PY -m ruff check .
 $PY -c "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
-exec $PY -m pytest "$@"
+TIER=ci
+case "${1:-}" in
+  --fast) TIER=fast; shift ;;
+  --slow) TIER=slow; shift ;;
+esac
+case "$TIER" in
+  fast) exec $PY -m pytest -m "not slow and not e2e" "$@" ;;
+  slow) TREEVIZ_FUZZ_PROFILE=slow exec $PY -m pytest "$@" ;;
+  *) exec $PY -m pytest -m "not slow" "$@" ;;
+esac
