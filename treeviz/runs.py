@@ -20,6 +20,7 @@ runs. Nothing here pickles or unpickles. A run leaves the store as a zip through
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
@@ -27,7 +28,8 @@ import re
 import secrets
 import shutil
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +39,7 @@ import treeviz
 from models.base import resolve_device
 from models.persist import CONFIG_NAME, WEIGHTS_NAME, load_model, model_bytes
 from models.registry import family_of_class, get_family
+from models.schema import TASKS
 from treeviz.atomic import TMP_PREFIX, TRASH_PREFIX, discard_folder, publish_folder, replace_file
 from treeviz.data.dataset import ARRAYS, DATASET_JSON, Dataset
 from treeviz.data.preprocess import PreparedData, PrepConfig, prepare
@@ -48,6 +51,8 @@ RUN_JSON, HISTORY_JSON, CONFIG_JSON, WEIGHTS = "run.json", "history.json", CONFI
 RUN_FORMAT = "treeviz.run"
 RUN_VERSION = 1
 STATUSES = ("finished", "cancelled")
+#: The lock file (in the store's root) held while a default run name is chosen.
+NAMING_LOCK = ".naming.lock"
 #: A hidden temporary folder older than this (seconds) is reported as left over by a crash.
 STALE_TMP_S = 600.0
 RUN_ID_RE = re.compile(r"^\d{8}-\d{6}-\d{6}-[0-9a-f]{6}$")
@@ -115,45 +120,232 @@ class RunRecord:
 
     @classmethod
     def from_dict(cls, data: Any) -> RunRecord:
-        """Parse and check a ``run.json`` dict; raises a TreevizError sentence if it is not one."""
+        """Parse and check a ``run.json`` dict; raises a TreevizError sentence if it is not one.
+
+        This is the one check every record passes: a run saved here (:meth:`RunStore.publish_run`),
+        one read from disk and one imported from a zip. Types, ranges (sizes non-negative and
+        bounded, a finite duration), text lengths, no control characters in any text, finite
+        numbers as metrics and JSON of bounded size for the free-form fields.
+        """
         if not isinstance(data, dict) or data.get("format") != RUN_FORMAT:
             raise TreevizError("run.json is not a treeviz run record.")
-        if not isinstance(data.get("version"), int):
+        version = data.get("version")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
             raise TreevizError("run.json has no valid version number.")
-        if data["version"] > RUN_VERSION:
+        if version > RUN_VERSION:
             raise TreevizError("This run was saved by a newer treeviz; upgrade treeviz to open it.")
         values: dict[str, Any] = {}
         for f in fields(cls):
             if f.name not in data:
-                if f.name in ("status", "notes", "treeviz_version", "sweep", "device"):
+                if f.name in _OPTIONAL_FIELDS:
                     continue
                 raise TreevizError(f"run.json lacks the field '{f.name}'.")
             values[f.name] = data[f.name]
-        try:
-            for key in ("params", "dataset", "prep", "metrics"):
-                if not isinstance(values[key], dict):
-                    raise TypeError(key)
-            if values.get("sweep") is not None and not isinstance(values["sweep"], dict):
-                raise TypeError("sweep")
-            for key in ("run_id", "name", "family", "estimator", "task", "created",
-                        "dataset_fingerprint", "prepared_fingerprint"):
-                if not isinstance(values[key], str):
-                    raise TypeError(key)
-            for key in ("n_nodes", "n_leaves", "depth"):
-                values[key] = None if values[key] is None else int(values[key])
-            values["duration_s"] = float(values["duration_s"])
-            values["notes"] = tuple(str(n) for n in values.get("notes", ()))
-            datetime.fromisoformat(values["created"])
-        except (TypeError, ValueError) as err:
-            raise TreevizError(f"run.json has a malformed field ({err}).") from None
-        if not RUN_ID_RE.fullmatch(values["run_id"]):
-            raise TreevizError(f"run.json has an invalid run id {values['run_id']!r}.")
-        for key in ("dataset_fingerprint", "prepared_fingerprint"):
-            if not FINGERPRINT_RE.fullmatch(values[key]):
-                raise TreevizError(f"run.json has an invalid {key.replace('_', ' ')}.")
-        if values.get("status", "finished") not in STATUSES:
-            raise TreevizError(f"run.json has an unknown status {values['status']!r}.")
+        for key, check in _FIELD_CHECKS.items():
+            if key in values:
+                values[key] = check(values[key], key)
         return cls(**values)
+
+
+#: Limits of a run record's fields (see :meth:`RunRecord.from_dict`).
+MAX_NAME, MAX_TEXT, MAX_KEY, MAX_NOTES = 200, 4000, 200, 100
+MAX_COUNT = 10**9
+MAX_DURATION_S = 1e9
+MAX_EXACT_INT = 2**53
+MAX_JSON_DEPTH = 8
+MAX_FIELD_JSON = 256 * 1024
+#: C0 and C1 control characters, lone surrogates and the bidirectional overrides (which reorder
+#: what a terminal or a page shows).
+_UNSAFE_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+
+
+def _fail(key: str, what: str) -> TreevizError:
+    return TreevizError(f"run.json has an invalid {key.replace('_', ' ')}: {what}.")
+
+
+def _text(value: Any, key: str, *, limit: int = MAX_TEXT, newlines: bool = False, empty: bool = True) -> str:
+    """A string of at most ``limit`` characters without control characters (and without line
+    breaks unless ``newlines``)."""
+    if not isinstance(value, str):
+        raise _fail(key, f"it must be text, not {type(value).__name__}")
+    if len(value) > limit:
+        raise _fail(key, f"it is longer than {limit} characters")
+    if not empty and not value.strip():
+        raise _fail(key, "it is empty")
+    bad = _UNSAFE_TEXT.search(value.replace("\n", "") if newlines else value)
+    if bad:
+        raise _fail(key, f"it holds the control character U+{ord(bad.group()):04X}")
+    return value
+
+
+def _pattern(regex: re.Pattern, what: str) -> Any:
+    def check(value: Any, key: str) -> str:
+        if not isinstance(value, str) or not regex.fullmatch(value):
+            raise _fail(key, f"it is not {what}")
+        return value
+    return check
+
+
+def _count(value: Any, key: str) -> int | None:
+    """None or a whole number in [0, MAX_COUNT]."""
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNT:
+        raise _fail(key, f"it must be a whole number from 0 to {MAX_COUNT}")
+    return value
+
+
+def _duration(value: Any, key: str) -> float:
+    if (not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value)
+            or not 0 <= value <= MAX_DURATION_S):
+        raise _fail(key, f"it must be a number of seconds from 0 to {MAX_DURATION_S:.0f}")
+    return float(value)
+
+
+def _number(value: Any, key: str) -> int | float:
+    """A finite number that every table can hold (integers within float precision)."""
+    if (not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value)
+            or (isinstance(value, int) and abs(value) > MAX_EXACT_INT)):
+        raise _fail(key, f"{_short(value)} is not a finite number")
+    return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _json(value: Any, key: str, depth: int = 0) -> Any:
+    """Plain JSON (no NaN, integers of 64 bits, safe text, nesting of at most 8 levels)."""
+    if depth > MAX_JSON_DEPTH:
+        raise _fail(key, f"it is nested more than {MAX_JSON_DEPTH} levels deep")
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value) or (isinstance(value, int) and abs(value) >= 2**63):
+            raise _fail(key, f"{_short(value)} is not a finite 64-bit number")
+        return value
+    if isinstance(value, str):
+        return _text(value, key, newlines=True)
+    if isinstance(value, list):
+        return [_json(v, key, depth + 1) for v in value]
+    if isinstance(value, dict):
+        for k in value:
+            _text(k, key, limit=MAX_KEY)
+        return {k: _json(v, key, depth + 1) for k, v in value.items()}
+    raise _fail(key, f"it holds a {type(value).__name__}")
+
+
+def _json_dict(value: Any, key: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _fail(key, "it must be a JSON object")
+    out = _json(value, key)
+    if len(json.dumps(out)) > MAX_FIELD_JSON:
+        raise _fail(key, f"it is larger than {MAX_FIELD_JSON // 1024} KiB")
+    return out
+
+
+def _metrics(value: Any, key: str) -> dict[str, Any]:
+    out = _json_dict(value, key)
+    for name, number in out.items():
+        if number is not None:
+            _number(number, f"metric '{name[:MAX_KEY]}'")
+    return out
+
+
+def _dataset(value: Any, key: str) -> dict[str, Any]:
+    out = _json_dict(value, key)
+    if "name" in out:
+        _text(out["name"], "data set name", limit=MAX_NAME)
+    for count in ("n_samples", "n_features", "n_classes", "missing_values"):
+        _count(out.get(count), f"data set {count}")
+    return out
+
+
+def _prep(value: Any, key: str) -> dict[str, Any]:
+    out = _json_dict(value, key)
+    if not isinstance(out.get("scaling", ""), str):
+        raise _fail(key, "its scaling must be text")
+    for name in ("test_size", "val_size"):
+        if name in out:
+            _number(out[name], f"preparation's {name}")
+    if "seed" in out and (not isinstance(out["seed"], int) or isinstance(out["seed"], bool)
+                          or not 0 <= out["seed"] < 2**32):
+        raise _fail(key, "its seed must be a whole number from 0 to 2**32 - 1")
+    try:
+        PrepConfig.from_dict(out)
+    except TreevizError as err:
+        raise _fail(key, str(err).rstrip(".")) from None
+    return out
+
+
+def _sweep(value: Any, key: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    out = _json_dict(value, key)
+    for name in ("id", "kind", "label", "param"):
+        if name in out:
+            _text(out[name], f"sweep {name}", limit=MAX_NAME)
+    for name in ("index", "size", "budget"):
+        if name in out:
+            _count(out[name], f"sweep {name}")
+    if "value" in out:
+        _number(out["value"], "sweep value")
+    if not isinstance(out.get("params", {}), dict):
+        raise _fail("sweep params", "they must be a JSON object")
+    return out
+
+
+def _notes(value: Any, key: str) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)) or len(value) > MAX_NOTES:
+        raise _fail(key, f"they must be a list of at most {MAX_NOTES} texts")
+    return tuple(_text(n, "note", newlines=True) for n in value)
+
+
+def _created(value: Any, key: str) -> str:
+    text = _text(value, key, limit=40)
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        raise _fail(key, "it is not an ISO date and time") from None
+    return text
+
+
+def _status(value: Any, key: str) -> str:
+    if value not in STATUSES:
+        raise TreevizError(f"run.json has an unknown status {_short(value)}.")
+    return value
+
+
+def _run_name(value: Any, key: str) -> str:
+    return _text(value, key, limit=MAX_NAME, empty=False)
+
+
+_OPTIONAL_FIELDS = ("status", "notes", "treeviz_version", "sweep", "device")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,99}")
+_FIELD_CHECKS = {
+    "run_id": _pattern(RUN_ID_RE, "a run id"),
+    "name": _run_name,
+    "family": _pattern(_IDENTIFIER, "a family key"),
+    "estimator": _pattern(_IDENTIFIER, "an estimator class name"),
+    "task": _pattern(re.compile("|".join(TASKS)), "a task"),
+    "params": _json_dict,
+    "dataset": _dataset,
+    "dataset_fingerprint": _pattern(FINGERPRINT_RE, "a data set fingerprint"),
+    "prep": _prep,
+    "prepared_fingerprint": _pattern(FINGERPRINT_RE, "a fingerprint of prepared data"),
+    "metrics": _metrics,
+    "n_nodes": _count,
+    "n_leaves": _count,
+    "depth": _count,
+    "created": _created,
+    "duration_s": _duration,
+    "status": _status,
+    "notes": _notes,
+    "treeviz_version": lambda v, k: _text(v, k, limit=64),
+    "sweep": _sweep,
+    "device": _pattern(re.compile(r"[a-z0-9:_-]{0,32}"), "a device name"),
+}
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -224,29 +416,35 @@ class RunStore:
         self.store_dataset(dataset)
         now = datetime.now(UTC)
         run_id = new_run_id(now)
-        if name is None:
-            name = self._default_name(fam.label, dataset.name)
+        params = dict(params if params is not None else estimator.get_params(deep=False))
         record = RunRecord(
-            run_id=run_id, name=_clean_name(name), family=fam.key,
+            run_id=run_id, name="-", family=fam.key,
             estimator=type(estimator).__name__, task=task or dataset.task,
-            params=jsonable(dict(params if params is not None else estimator.get_params(deep=False))),
-            dataset=jsonable(dataset.summary()), dataset_fingerprint=dataset.fingerprint,
+            params=jsonable(params), dataset=jsonable(dataset.summary()),
+            dataset_fingerprint=dataset.fingerprint,
             prep=prepared.config.to_dict(), prepared_fingerprint=prepared.fingerprint,
             metrics=_clean_metrics(metrics or {}), **tree_size(estimator),
             created=now.isoformat(timespec="milliseconds"), duration_s=float(duration_s),
             status=status, notes=tuple(str(n) for n in notes), treeviz_version=treeviz.__version__,
-            sweep=None if sweep is None else jsonable(dict(sweep)),
-            device=_device_used(params if params is not None else estimator.get_params(deep=False)),
+            sweep=None if sweep is None else jsonable(dict(sweep)), device=_device_used(params),
         )
         context = {"run_id": run_id, "dataset_fingerprint": record.dataset_fingerprint,
                    "prepared_fingerprint": record.prepared_fingerprint,
                    "feature_names": list(dataset.feature_names), "dataset_name": dataset.name}
         files = model_bytes(estimator, context=context)
         files[HISTORY_JSON] = dumps_json(list(getattr(estimator, "history_", [])))
-        return self.publish_run(record, files)
+        if name is not None:
+            return self.publish_run(replace(record, name=_clean_name(name)), files)
+        with self._naming_lock():  # another process may be choosing the same default name
+            name = self._default_name(fam.label, dataset.name)
+            return self.publish_run(replace(record, name=name), files)
 
     def publish_run(self, record: RunRecord, files: dict[str, bytes]) -> RunRecord:
-        """Write a run folder from its record and files (a new id if the record's is taken)."""
+        """Write a run folder from its record and files (a new id if the record's is taken).
+
+        The record is checked by :meth:`RunRecord.from_dict` first, exactly as an imported one.
+        """
+        record = RunRecord.from_dict(json.loads(dumps_json(record.to_dict())))
         for _ in range(5):  # a clash of ids is all but impossible; never overwrite one anyway
             files[RUN_JSON] = dumps_json(record.to_dict())
             if publish_folder(files, self.runs_dir, record.run_id):
@@ -254,9 +452,21 @@ class RunStore:
             record = replace(record, run_id=new_run_id())
         raise TreevizError(f"Could not find a free run id in {self.runs_dir}.")  # pragma: no cover
 
+    @contextmanager
+    def _naming_lock(self) -> Iterator[None]:
+        """Held while a default name is chosen and its run published, so that two processes
+        saving at once never give two runs one name."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / NAMING_LOCK, "a+b") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
     def _default_name(self, family_label: str, dataset_name: str) -> str:
         short = family_label.split(" (")[0]
-        prefix = f"{short} on {dataset_name} #"
+        prefix = f"{short} on {_clean_name(dataset_name)[:MAX_NAME // 2]} #"
         taken = [r.name for r in self.list()]
         n = 1 + sum(1 for t in taken if t.startswith(prefix))
         while f"{prefix}{n}" in taken:
@@ -461,18 +671,25 @@ def _clean_name(name: Any) -> str:
     text = " ".join(str(name).split())
     if not text:
         raise TreevizError("A run name cannot be empty.")
-    if len(text) > 200:
-        raise TreevizError("A run name can have at most 200 characters.")
+    if len(text) > MAX_NAME:
+        raise TreevizError(f"A run name can have at most {MAX_NAME} characters.")
+    bad = _UNSAFE_TEXT.search(text)
+    if bad:
+        raise TreevizError(f"A run name cannot hold control characters (it holds U+{ord(bad.group()):04X}).")
     return text
 
 
 def _clean_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
-    """Metric values as JSON: numbers (NaN and infinities become None), anything else as text."""
+    """Metric values as JSON numbers (NaN and infinities become None); text is refused."""
     out: dict[str, Any] = {}
     for key, value in metrics.items():
+        if value is None:
+            out[str(key)] = None
+            continue
         try:
             number = float(value)
-            out[str(key)] = number if math.isfinite(number) else None
-        except (TypeError, ValueError):
-            out[str(key)] = None if value is None else str(value)
+        except (TypeError, ValueError, OverflowError):
+            raise TreevizError(f"The metric '{key}' is {_short(value)}, not a number; a run stores "
+                               "numbers only.") from None
+        out[str(key)] = number if math.isfinite(number) else None
     return out
