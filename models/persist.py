@@ -116,6 +116,21 @@ def zip_bytes(files: dict[str, bytes]) -> bytes:
 
 def read_model_files(path_or_bytes: str | os.PathLike | bytes) -> dict[str, bytes]:
     """Read ``config.json`` and ``weights.safetensors`` from a folder, a zip path or zip bytes."""
+    try:
+        return _read_model_files(path_or_bytes)
+    except TreevizError:
+        raise
+    except Exception as err:  # damaged zip: bad deflate data, encrypted or unknown compression, ...
+        raise TreevizError(f"This model file is damaged and cannot be read ({_reason(err)}); "
+                           "save or export the model again.") from None
+
+
+def _reason(err: Exception) -> str:
+    text = " ".join(str(err).split())[:120]
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def _read_model_files(path_or_bytes: str | os.PathLike | bytes) -> dict[str, bytes]:
     if isinstance(path_or_bytes, (bytes, bytearray)):
         return _read_zip(io.BytesIO(path_or_bytes))
     path = Path(path_or_bytes)
@@ -133,7 +148,15 @@ def read_model_files(path_or_bytes: str | os.PathLike | bytes) -> dict[str, byte
 def _read_zip(fh: Any) -> dict[str, bytes]:
     try:
         with zipfile.ZipFile(fh) as zf:
-            infos = {i.filename.rsplit("/", 1)[-1]: i for i in zf.infolist() if not i.is_dir()}
+            infos: dict[str, zipfile.ZipInfo] = {}
+            for info in zf.infolist():
+                if info.is_dir():
+                    continue
+                base = info.filename.rsplit("/", 1)[-1]
+                if base in (CONFIG_NAME, WEIGHTS_NAME) and base in infos:
+                    raise TreevizError(f"This zip holds {base} twice, so it is not a treeviz model; "
+                                       "save or export the model again.")
+                infos[base] = info
             missing = [n for n in (CONFIG_NAME, WEIGHTS_NAME) if n not in infos]
             if missing:
                 raise TreevizError(
@@ -141,25 +164,54 @@ def _read_zip(fh: Any) -> dict[str, bytes]:
                 )
             if sum(infos[n].file_size for n in (CONFIG_NAME, WEIGHTS_NAME)) > MAX_UNPACKED_BYTES:
                 raise TreevizError("This model file unpacks to more than 2 GiB and was refused.")
-            return {n: zf.read(infos[n]) for n in (CONFIG_NAME, WEIGHTS_NAME)}
+            return {n: read_member(zf, infos[n], MAX_UNPACKED_BYTES) for n in (CONFIG_NAME, WEIGHTS_NAME)}
     except zipfile.BadZipFile as err:
         raise TreevizError("This file is not a zip archive; a treeviz model is a .zip or a folder.") from err
+
+
+def read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
+    """A zip member's bytes, read no further than ``limit`` (a header may understate the size)."""
+    with zf.open(info) as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise TreevizError(f"The zip member {info.filename!r} unpacks to more than {limit} bytes and was refused.")
+    return data
 
 
 def load_model(path_or_bytes: str | os.PathLike | bytes) -> Any:
     """Load a model written by :func:`save_model` (folder, ``.zip`` path, or zip bytes).
 
-    Raises :class:`TreevizError` with a sentence for anything that is not a valid treeviz model.
+    Raises :class:`TreevizError` with a sentence for anything that is not a valid treeviz model:
+    whatever goes wrong while reading it becomes one, and so does a tree whose split weights or
+    biases are not finite numbers (it would route every row the same way).
     """
     files = read_model_files(path_or_bytes)
     try:
+        estimator = _load(files)
+        check_finite_routing(estimator)
+    except TreevizError:
+        raise
+    except Exception as err:
+        raise TreevizError(f"The model file is damaged or not a treeviz model ({_reason(err)}); "
+                           "it was not loaded.") from None
+    return estimator
+
+
+def _load(files: dict[str, bytes]) -> Any:
+    try:
         config = json.loads(files[CONFIG_NAME].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
         raise TreevizError("The model's config.json is not valid JSON.") from err
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise TreevizError("This is not a treeviz model (config.json has no 'treeviz.model' format).")
-    if int(config.get("version", 0)) > VERSION:
+    version = config.get("version", 0)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise TreevizError("The model's config.json has no valid version number.")
+    if version > VERSION:
         raise TreevizError("This model was saved by a newer treeviz; upgrade treeviz to open it.")
+    for key, kind in (("params", dict), ("learned", dict), ("history", list), ("context", dict)):
+        if not isinstance(config.get(key, kind()), kind):
+            raise TreevizError(f"The model's config.json has a malformed '{key}' (not a JSON {kind.__name__}).")
     family = get_family(str(config.get("family", "")))
     cls = family.class_by_name(str(config.get("estimator", "")))
     params = family.validate_params(config.get("params", {}), task=family.task_of_class(cls))
@@ -170,19 +222,32 @@ def load_model(path_or_bytes: str | os.PathLike | bytes) -> Any:
     estimator = cls(**params)
     try:
         estimator._restore_state(config.get("learned", {}), arrays)
-    except (KeyError, ValueError, TypeError) as err:
+    except (KeyError, ValueError, TypeError, AttributeError, IndexError) as err:
         raise TreevizError(
-            f"The model file does not match {cls.__name__} (missing or malformed {err})."
+            f"The model file does not match {cls.__name__} (missing or malformed {_reason(err)})."
         ) from err
     estimator.history_ = list(config.get("history", []))
     estimator.model_context_ = dict(config.get("context", {}))
     return estimator
 
 
+def check_finite_routing(estimator: Any) -> None:
+    """Refuse a model whose trees have split weights, biases or linear leaves that are not
+    finite numbers (NaN compares false, so every row would take one path)."""
+    for tree in estimator.to_trees():
+        parts = [tree.weight, tree.bias] + ([] if tree.leaf_weight is None else [tree.leaf_weight])
+        if not all(np.isfinite(p).all() for p in parts):
+            raise TreevizError("The model's split weights or biases are not all finite numbers, so it "
+                               "cannot route rows; the file was refused.")
+
+
 def read_config(path_or_bytes: str | os.PathLike | bytes) -> dict[str, Any]:
     """Only the parsed ``config.json`` of a model (for listings, without loading weights)."""
     files = read_model_files(path_or_bytes)
     try:
-        return json.loads(files[CONFIG_NAME].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        config = json.loads(files[CONFIG_NAME].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
         raise TreevizError("The model's config.json is not valid JSON.") from err
+    if not isinstance(config, dict):
+        raise TreevizError("This is not a treeviz model (its config.json is not a JSON object).")
+    return config
