@@ -3,13 +3,11 @@ against λ and the tree at each λ. Everything family-specific comes from ``Fami
 A grid (λ × depth × seed) trains every combination at once, here or on a Dask cluster
 (:mod:`treeviz.grid`); its trials are runs like any other."""
 
-import os
-
 import pandas as pd
 import streamlit as st
 
 from models.registry import families_offering, get_family
-from treeviz.grid import SCHEDULER_ENV, GridJob, grid_rows, grids, parse_values
+from treeviz.grid import SCHEDULER_ENV, GridJob, default_scheduler, grid_rows, grids, parse_values
 from treeviz.plots import PATH_FIGURES, tree_figure
 from treeviz.quantities import SIZE_HELP, format_size, headline, size_label
 from treeviz.sweep import SweepJob, sweep_label, value_grid
@@ -23,6 +21,25 @@ SWEEP_ID = "pruning.sweep_id"
 GRID_ID = "grid.grid_id"
 #: The depth parameter a grid varies, by the name a family gives it.
 DEPTH_PARAMS = ("depth", "max_depth")
+
+
+def where_to_run() -> bool:
+    """Whether the grid runs on the Dask cluster configured in ``$TREEVIZ_DASK_SCHEDULER``. The page
+    never takes an address: a scheduler runs code in this app, so only whoever started it chooses one."""
+    scheduler = None
+    with user_errors(f"reading {SCHEDULER_ENV}"):
+        scheduler = default_scheduler()
+    if scheduler is None:
+        st.caption(f"Trials run on this machine. A Dask cluster is set by whoever starts the app, with "
+                   f"`{SCHEDULER_ENV}` (README, 'Sweeps on a cluster').")
+        return False
+    choice = st.radio("Run the trials on", ("cluster", "here"), horizontal=True, key="grid.where",
+                      format_func={"cluster": f"the configured Dask cluster ({scheduler})",
+                                   "here": "this machine"}.get,
+                      help=f"The cluster is set by whoever started the app, with `{SCHEDULER_ENV}`; its workers "
+                           "fit the trials and this app stores each run as it comes back.")
+    return choice == "cluster"
+
 
 st.title("Pruning / λ path")
 ds = state.current_dataset()
@@ -77,7 +94,7 @@ with st.expander("Grid (λ × depth × seed)"):
         depth = next((n for n in DEPTH_PARAMS if n in form_names), None)
         seed = "random_state" if "random_state" in form_names else None
         st.caption("One run per combination of the values (comma-separated), all independent and trained at once: "
-                   "in worker processes here, or on a Dask cluster when a scheduler address is given.")
+                   "in worker processes here, or on the Dask cluster configured for this app.")
         cols = st.columns(3)
         lam_default = ", ".join(f"{v:g}" for v in value_grid(gpath.low, gpath.high, 3))
         texts = {gpath.param: cols[0].text_input(f"{gfamily.param(gpath.param, ds.task).title} values", lam_default,
@@ -87,10 +104,7 @@ with st.expander("Grid (λ × depth × seed)"):
                                               key=f"grid.depth.{gkey}")
         if seed is not None:
             texts[seed] = cols[2].text_input("Seeds (random_state)", "0, 1", key=f"grid.seed.{gkey}")
-        address = st.text_input("Dask scheduler address", value=os.environ.get(SCHEDULER_ENV, "").strip(),
-                                key="grid.scheduler", placeholder="empty: run on this machine",
-                                help=f"e.g. tcp://127.0.0.1:8786 (default: `{SCHEDULER_ENV}`). The trials run on the "
-                                     "cluster's workers; this app stores each run as it comes back.")
+        on_cluster = where_to_run()
         with st.expander("Other parameters (shared by every trial)"):
             gvalues = gfamily.defaults(ds.task, "quick" if "quick" in gfamily.presets else None)
             gparams = param_form(gfamily, ds.task, gvalues, key=f"grid.{gkey}", exclude=tuple(texts))
@@ -100,8 +114,8 @@ with st.expander("Grid (λ × depth × seed)"):
                 grid = {name: parse_values(gfamily.param(name, ds.task), text) for name, text in texts.items()}
                 clean = gfamily.validate_params(gparams, ds.task)
                 fn = GridJob(gfamily.key, ds.task, dict(clean), state.current_prepared(), grid, state.store(),
-                             scheduler=address.strip() or None, device=state.device())
-                where = f" on {address.strip()}" if address.strip() else ""
+                             on_cluster=on_cluster, device=state.device())
+                where = f" on {fn.scheduler}" if fn.scheduler else ""
                 start("grid", fn, label=f"Grid of {gfamily.label} on {ds.name}{where}")
 
         st.button("Run grid", type="primary", on_click=start_grid, key="grid.start")

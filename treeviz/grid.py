@@ -9,9 +9,15 @@ caller's fixed parameters. The points are independent (no warm start), so they r
 * locally by default, in joblib worker processes (loky), as many as this process's thread budget
   allows (:mod:`treeviz.threads`), each on its share of the cores;
 * on a Dask cluster when a scheduler address is given (or set in ``$TREEVIZ_DASK_SCHEDULER``,
-  :func:`default_scheduler`): the same joblib calls go through joblib's ``dask`` backend inside a
-  :class:`distributed.Client`. The prepared data is sent to every worker once. Each trial runs on
-  its host's share of the cores (the host's cores over the Dask threads running there).
+  :func:`default_scheduler`): each trial is a task submitted through a :class:`distributed.Client`,
+  as many at once as the cluster has threads (or ``n_jobs``). The prepared data is sent to every
+  worker once. Each trial runs on its host's share of the cores (the host's cores over the Dask
+  threads running there).
+
+Trusting a scheduler means running its code: Dask sends results back as pickles, which this process
+unpickles, so a scheduler (or a worker) under someone else's control runs code here, and it receives
+the prepared data. The app therefore never takes an address from a page: a :class:`GridJob` runs
+either here or on the scheduler configured in ``$TREEVIZ_DASK_SCHEDULER`` by whoever started the app.
 
 A worker only fits and scores: it returns the fitted estimator, its scores and the fit's duration,
 and this process stores the run (:meth:`treeviz.runs.RunStore.save`) as soon as the trial comes
@@ -61,6 +67,12 @@ SCHEDULER_ENV = "TREEVIZ_DASK_SCHEDULER"
 MAX_POINTS = 1000
 #: Seconds to wait for a Dask scheduler to answer, and for it to have a worker.
 CONNECT_TIMEOUT_S = 10.0
+#: The protocols a scheduler address may name.
+PROTOCOLS = ("tcp", "tls", "ws", "wss", "inproc")
+#: HOST:PORT, the host a name, an IPv4 address or a bracketed IPv6 address.
+_HOST_PORT = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]):([0-9]{1,5})")
+#: An in-process address: HOST/PID/N.
+_INPROC = re.compile(r"[^\s/]+/([0-9]+)/[0-9]+")
 _NONE = ("none", "null")
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 
@@ -72,13 +84,29 @@ def default_scheduler() -> str | None:
 
 def scheduler_address(text: str | None) -> str | None:
     """A scheduler address as typed (``tcp://host:8786`` or ``host:8786``), with ``tcp://`` added
-    when no protocol is given; None for an empty one (run locally)."""
+    when no protocol is given; None for an empty one (run locally). Checked by its form alone, at
+    once and before any connection: ``PROTOCOL://HOST:PORT`` with one of :data:`PROTOCOLS`, or
+    ``inproc://HOST/PID/N`` for a cluster inside this process (PID is this process's id)."""
     address = (text or "").strip()
     if not address:
         return None
-    if any(c.isspace() for c in address):
-        raise TreevizError(f"'{address}' is not a Dask scheduler address; write it as tcp://HOST:PORT.")
-    return address if "://" in address else f"tcp://{address}"
+    protocol, sep, location = address.partition("://")
+    if not sep:
+        protocol, location = "tcp", address
+    protocol = protocol.lower()
+    if not _valid_location(protocol, location):
+        shown = address if len(address) <= 80 else f"{address[:77]}..."
+        raise TreevizError(f"'{shown}' is not a Dask scheduler address; write it as tcp://HOST:PORT, for example "
+                           "tcp://127.0.0.1:8786.")
+    return f"{protocol}://{location}"
+
+
+def _valid_location(protocol: str, location: str) -> bool:
+    if protocol == "inproc":  # HOST/PID/N of a cluster in this process; another process's cannot be reached
+        found = _INPROC.fullmatch(location)
+        return found is not None and found.group(1) == str(os.getpid())
+    found = _HOST_PORT.fullmatch(location)
+    return protocol in PROTOCOLS and found is not None and 0 < int(found.group(1)) < 65536
 
 
 def grid_points(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
@@ -278,6 +306,7 @@ def run_grid(family_key: str, task: str, base_params: Mapping[str, Any] | None, 
     connect_timeout
         Seconds to wait for the scheduler to answer and to have a worker.
     """
+    address = scheduler_address(scheduler)  # a malformed address is refused before anything else
     family = get_family(family_key)
     axes = check_grid(family, task, grid)
     points = grid_points(axes)
@@ -289,7 +318,6 @@ def run_grid(family_key: str, task: str, base_params: Mapping[str, Any] | None, 
     if n_jobs is not None and int(n_jobs) == 0:
         raise TreevizError("The number of trials at once must be -1 (every core, or every Dask thread) or at least "
                            "1; got 0.")
-    address = scheduler_address(scheduler)
     names = tuple(axes)
     grid_id = f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
     label = name or f"{family.short_label} on {prepared.dataset.name}, {' × '.join(names)} grid"
@@ -399,21 +427,45 @@ def _run_on_cluster(args: list[tuple], address: str, n_jobs: int | None, timeout
         host_threads: dict[str, int] = {}
         for info in client.scheduler_info(n_workers=-1)["workers"].values():
             host_threads[info["host"]] = host_threads.get(info["host"], 0) + int(info["nthreads"])
+        total = sum(host_threads.values())  # n_jobs as scikit-learn reads it, over the cluster's threads
+        at_once = total if n_jobs is None else int(n_jobs) if int(n_jobs) > 0 else total + 1 + int(n_jobs)
         try:
-            # sends the prepared data to every worker once; the trials refer to it
-            config = parallel_config(backend="dask", client=client, scatter=[prepared],
-                                     wait_for_workers_timeout=timeout)
-            with config:
-                results = Parallel(n_jobs=-1 if n_jobs is None else int(n_jobs), batch_size=1,
-                                   return_as="generator_unordered")(
-                    delayed(fit_trial)(*a, None, host_threads) for a in args)
-                _consume(results, keep)
+            finished = distributed.as_completed(loop=client.loop)
+            _submit_trials(client, finished, args, prepared, host_threads, max(1, at_once), keep)
         except Exception as err:
             missing = _missing_module(err)
             if missing is None:
                 raise
             raise TreevizError(f"The Dask workers of {address} cannot import treeviz ({missing}); start them in "
                                "treeviz's folder with PYTHONPATH set to it (README, 'Sweeps on a cluster').") from None
+
+
+def _submit_trials(client: Any, finished: Any, args: list[tuple], prepared: PreparedData,
+                   host_threads: dict[str, int], at_once: int, keep: Callable[[_Fitted], None]) -> None:
+    """Submit the trials, ``at_once`` at a time, and store each as it comes back (``finished`` is an
+    empty :class:`distributed.as_completed`). On a cancel (or any error) the trials not yet done are
+    cancelled on the cluster. The prepared data goes to every worker once; the tasks refer to it."""
+    data = client.scatter(prepared, broadcast=True, hash=False)
+    waiting = iter(args)
+    submitted = []
+
+    def submit_next() -> None:
+        a = next(waiting, None)
+        if a is not None:
+            family_key, task, index, values, _, device = a
+            submitted.append(client.submit(fit_trial, family_key, task, index, values, data, device, None,
+                                           host_threads, pure=False))
+            finished.add(submitted[-1])
+
+    for _ in range(at_once):
+        submit_next()
+    try:
+        for future in finished:
+            keep(future.result())
+            submit_next()
+    except BaseException:
+        client.cancel(submitted)
+        raise
 
 
 def _check_imports(client: Any, address: str) -> None:
@@ -444,7 +496,11 @@ def _missing_module(err: BaseException) -> str | None:
 @dataclass(frozen=True)
 class GridJob:
     """A job function that runs one grid into a store and returns its grid id. A plain object, so the
-    job manager can send it to a worker process."""
+    job manager can send it to a worker process.
+
+    It runs here, or with ``on_cluster`` on the scheduler configured in ``$TREEVIZ_DASK_SCHEDULER``
+    (read when the job is made, in the app's process). No address can be passed in: a scheduler
+    runs code in the process that reads its results, so only whoever started the app chooses it."""
 
     family_key: str
     task: str
@@ -452,8 +508,19 @@ class GridJob:
     prepared: PreparedData
     grid: dict[str, list[Any]]
     store: RunStore
-    scheduler: str | None = None
+    on_cluster: bool = False
     device: str | None = None
+    scheduler: str | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        if self.on_cluster is not True and self.on_cluster is not False:
+            raise TreevizError("Choose whether the grid runs on this machine or on the configured Dask cluster.")
+        if self.on_cluster:
+            scheduler = default_scheduler()
+            if scheduler is None:
+                raise TreevizError(f"No Dask cluster is configured for this app; whoever starts it sets "
+                                   f"{SCHEDULER_ENV} (README, 'Sweeps on a cluster').")
+            object.__setattr__(self, "scheduler", scheduler)
 
     def __call__(self, progress: Progress) -> str:
         return run_grid(self.family_key, self.task, self.params, self.prepared, self.grid, store=self.store,

@@ -3,10 +3,12 @@ LocalCluster that stores the same trials with the same metrics, and the command 
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 import types
 
+import distributed
 import pytest
 from distributed import LocalCluster
 
@@ -96,9 +98,15 @@ def test_values_are_parsed_and_checked_against_the_schema():
 def test_scheduler_addresses(monkeypatch):
     assert scheduler_address("127.0.0.1:8786") == "tcp://127.0.0.1:8786"
     assert scheduler_address(" tcp://h:1 ") == "tcp://h:1"
+    assert scheduler_address("TLS://dask.example.org:8786") == "tls://dask.example.org:8786"
+    assert scheduler_address("tcp://[::1]:8786") == "tcp://[::1]:8786"
+    here = f"inproc://10.0.0.1/{os.getpid()}/1"  # a cluster inside this process
+    assert scheduler_address(here) == here
     assert scheduler_address("") is None and scheduler_address(None) is None
-    with pytest.raises(TreevizError, match="not a Dask scheduler address"):
-        scheduler_address("my host:8786")
+    for bad in ("my host:8786", "notaurl", "tcp://h", "tcp://:8786", "tcp://h:0", "tcp://h:65536", "http://h:80",
+                "tcp://h:1/x", "h:1:2", "inproc://10.0.0.1/1/1", "x" * 500):
+        with pytest.raises(TreevizError, match="is not a Dask scheduler address; write it as tcp://HOST:PORT"):
+            scheduler_address(bad)
     monkeypatch.setenv(SCHEDULER_ENV, "10.0.0.5:8786")
     assert default_scheduler() == "tcp://10.0.0.5:8786"
     monkeypatch.setenv(SCHEDULER_ENV, "")
@@ -144,6 +152,31 @@ def test_an_unreachable_scheduler_is_one_sentence(prepared):
     assert text.endswith("Start one with `dask scheduler` or leave the address empty to run locally.")
 
 
+def test_a_malformed_scheduler_is_refused_before_any_connection(prepared, monkeypatch, capsys, tmp_path):
+    def no_connection(*args, **kwargs):
+        raise AssertionError("a malformed address must not reach distributed.Client")
+
+    monkeypatch.setattr(distributed, "Client", no_connection)
+    with pytest.raises(TreevizError, match=r"^'notaurl' is not a Dask scheduler address"):
+        run_grid("cart", "classification", None, prepared, {"max_depth": [2]}, scheduler="notaurl")
+    monkeypatch.delenv(SCHEDULER_ENV, raising=False)
+    args = ["grid", "--home", str(tmp_path), "--data", "iris", "--family", "cart", "--grid", "max_depth=2"]
+    assert main([*args, "--scheduler", "notaurl"]) == 1
+    assert "'notaurl' is not a Dask scheduler address" in capsys.readouterr().err
+    assert RunStore(tmp_path).list() == []
+
+
+def test_a_one_thread_cluster_runs_the_trials_on_its_worker(tmp_path, prepared):
+    store = RunStore(tmp_path)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as one:
+        result = run_grid("cart", "classification", None, prepared, {"max_depth": [1, 2, 3]}, store=store,
+                          scheduler=one.scheduler_address)
+    assert [t.error for t in result.trials] == [None, None, None]
+    (stored,) = grids(store).values()
+    assert [r.params["max_depth"] for r in stored] == [1, 2, 3]
+    assert {r.sweep["where"] for r in stored} == {one.scheduler_address}
+
+
 def test_a_grid_on_a_dask_cluster_stores_what_the_local_joblib_run_stores(tmp_path, prepared, cluster):
     on_dask, here = RunStore(tmp_path / "dask"), RunStore(tmp_path / "local")
     seen = []
@@ -180,7 +213,7 @@ def test_a_cancel_stops_the_grid_and_keeps_the_trials_stored_before(tmp_path, pr
     assert stored.sweep["kind"] == "grid" and stored.sweep["size"] == 6
 
 
-def test_the_grid_job_runs_on_the_cluster(tmp_path, prepared, cluster):
+def test_the_grid_job_runs_on_the_cluster(tmp_path, prepared, cluster, monkeypatch):
     class Handle:  # a job's progress handle
         cancelled = False
 
@@ -198,10 +231,27 @@ def test_the_grid_job_runs_on_the_cluster(tmp_path, prepared, cluster):
 
     handle = Handle()
     store = RunStore(tmp_path)
-    job = GridJob("cart", "classification", {}, prepared, {"max_depth": [2, 3]}, store, scheduler=cluster)
+    monkeypatch.setenv(SCHEDULER_ENV, cluster)  # the app's configured cluster
+    job = GridJob("cart", "classification", {}, prepared, {"max_depth": [2, 3]}, store, on_cluster=True)
+    assert job.scheduler == cluster
     grid_id = job(handle)
     assert handle.total == 2 and sorted(r["max_depth"] for r in handle.records) == [2, 3]
     assert [r.sweep["id"] for r in store.list()] == [grid_id, grid_id]
+
+
+def test_a_grid_job_takes_no_address_only_the_configured_scheduler(tmp_path, prepared, monkeypatch):
+    args = ("cart", "classification", {}, prepared, {"max_depth": [2]}, RunStore(tmp_path))
+    with pytest.raises(TypeError):
+        GridJob(*args, scheduler="tcp://attacker.example:8786")
+    monkeypatch.setenv(SCHEDULER_ENV, "")
+    assert GridJob(*args).scheduler is None
+    with pytest.raises(TreevizError, match=f"No Dask cluster is configured for this app; .* {SCHEDULER_ENV}"):
+        GridJob(*args, on_cluster=True)
+    monkeypatch.setenv(SCHEDULER_ENV, "10.0.0.5:8786")
+    assert GridJob(*args, on_cluster=True).scheduler == "tcp://10.0.0.5:8786"
+    assert GridJob(*args, on_cluster=False).scheduler is None
+    with pytest.raises(TreevizError, match="this machine or on the configured Dask cluster"):
+        GridJob(*args, on_cluster="tcp://attacker.example:8786")
 
 
 def test_the_command_line_runs_a_grid_here_and_on_the_cluster(tmp_path, capsys, monkeypatch, cluster):
