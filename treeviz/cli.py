@@ -19,23 +19,28 @@ It drives the same pieces as the app, so what it does matches the app exactly:
 
 Results go to stdout (tables, or JSON with ``--json``); progress bars, notes and messages go to
 stderr. Exit codes (see :data:`EXIT_CODES`): 0 success, 1 a problem treeviz explains in one sentence
-(any :class:`~treeviz.errors.TreevizError`, printed as ``treeviz: error: <sentence>``), 2 a command
-line argparse refuses, 130 interrupted by Ctrl-C. The first Ctrl-C during training asks the model
-to stop after its current epoch; the run is then stored with status "cancelled", as the app's
-Cancel button does. A second Ctrl-C stops at once and stores nothing.
+(any :class:`~treeviz.errors.TreevizError`, or an ``OSError`` such as a full disk, printed as
+``treeviz: error: <sentence>``), 2 a command line argparse refuses, 70 a crash (any other exception:
+a bug, named in one line; ``--debug`` adds the traceback), 130 interrupted by Ctrl-C. The first
+Ctrl-C during training asks the model to stop after its current epoch; the run is then stored with
+status "cancelled", as the app's Cancel button does. A second Ctrl-C stops at once and stores
+nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import io
 import json
 import os
 import shutil
 import signal
+import stat
 import sys
 import textwrap
 import threading
+import traceback
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -58,7 +63,7 @@ from treeviz.data import CATALOGUE, Dataset, PreparedData, PrepConfig, TableOpti
 from treeviz.data.dataset import ARRAYS, DATASET_JSON
 from treeviz.data.preprocess import SCALINGS
 from treeviz.data.table import table_to_features
-from treeviz.data.upload import ENCODINGS, read_table, suggest_target, table_to_dataset
+from treeviz.data.upload import ENCODINGS, max_upload_mb, read_table, suggest_target, table_to_dataset
 from treeviz.errors import TrainingCancelled, TreevizError
 from treeviz.grid import (
     SCHEDULER_ENV,
@@ -68,13 +73,14 @@ from treeviz.grid import (
     default_scheduler,
     grid_points,
     run_grid,
+    scheduler_address,
     value_text,
 )
 from treeviz.jsonio import jsonable
 from treeviz.quantities import format_size, headline, run_headline, size_label
 from treeviz.report import run_report
 from treeviz.rules import rules
-from treeviz.run_archive import DATASET_PREFIX, export_zip, import_zip, read_run_zip
+from treeviz.run_archive import DATASET_PREFIX, MAX_IMPORT_BYTES, export_zip, import_zip, read_run_zip
 from treeviz.run_view import RunView
 from treeviz.runs import FINGERPRINT_RE, RUN_ID_RE, RUN_JSON, RunRecord, RunStore
 from treeviz.sweep import SweepResult, run_sweep, value_grid
@@ -82,14 +88,17 @@ from treeviz.training import train_run
 from treeviz.tree import Tree
 
 PROG = "python -m treeviz"
-OK, USER_ERROR, USAGE, INTERRUPTED, BROKEN_PIPE = 0, 1, 2, 130, 141
+OK, USER_ERROR, USAGE, CRASH, INTERRUPTED, BROKEN_PIPE = 0, 1, 2, 70, 130, 141
 #: What each exit status means; shown in ``--help``.
 EXIT_CODES = (
     (OK, "success"),
     (USER_ERROR, "treeviz refused the request and said why in one sentence on stderr "
-                 "('treeviz: error: ...'): a missing file, an unknown run, a bad parameter value, ..."),
+                 "('treeviz: error: ...'): a missing file, an unknown run, a bad parameter value, a full "
+                 "disk, a folder it may not write to, ..."),
     (USAGE, "the command line itself is wrong (unknown command, option, family or choice, a malformed "
-            "--param); argparse prints the usage"),
+            "--param, a number out of range); argparse prints the usage"),
+    (CRASH, "treeviz crashed: a bug, named in one line on stderr ('treeviz: internal error: ...'); "
+            "--debug prints the traceback"),
     (INTERRUPTED, "interrupted by Ctrl-C (a run being trained is stored with status 'cancelled')"),
     (BROKEN_PIPE, "stdout was closed early (for example piped into head)"),
 )
@@ -256,15 +265,73 @@ def _write_output(out: str | None, data: bytes | str, args: argparse.Namespace, 
     _note(args, f"wrote the {what} to {path} ({len(raw):,} bytes)")
 
 
-def _read_bytes(path: Path, what: str) -> bytes:
+def _read_bytes(path: Path, what: str, limit: int, limit_text: str) -> bytes:
+    """The file's bytes, refused when it holds more than ``limit`` bytes.
+
+    A regular file is refused by its size before anything is read; a device or a pipe (which has no
+    size) is read up to ``limit + 1`` bytes, so ``/dev/zero`` cannot fill the memory.
+    """
     if path.is_dir():
         raise TreevizError(f"{path} is a folder, not a {what}.")
+    too_big = TreevizError(f"{path} is larger than {limit_text}; give a smaller {what}.")
     try:
-        return path.read_bytes()
+        with path.open("rb") as handle:
+            info = os.fstat(handle.fileno())
+            if stat.S_ISREG(info.st_mode) and info.st_size > limit:
+                raise too_big
+            data = handle.read(limit + 1)
     except FileNotFoundError:
         raise TreevizError(f"There is no file {path}.") from None
     except OSError as err:
         raise TreevizError(f"Could not read {path} ({err.strerror or err}).") from None
+    if len(data) > limit:
+        raise too_big
+    return data
+
+
+def _read_table_file(path: Path, encoding: str) -> pd.DataFrame:
+    """A table file read like an upload, refused beyond the upload limit before it is read whole."""
+    limit = max_upload_mb()
+    data = _read_bytes(path, "table file", int(limit * 1024**2),
+                       f"the upload limit of {limit:g} MB (TREEVIZ_MAX_UPLOAD_MB)")
+    return read_table(path.name, data, encoding=encoding)
+
+
+def _read_model_bytes(path: Path, what: str) -> bytes:
+    """A model file or run zip, refused beyond the largest zip the store imports."""
+    return _read_bytes(path, what, MAX_IMPORT_BYTES, f"{MAX_IMPORT_BYTES / 1024**3:g} GiB")
+
+
+#: Text cells starting with one of these are formulas to a spreadsheet (OWASP's CSV injection list).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """The table with every text cell and column name that a spreadsheet would run as a formula
+    prefixed with a single quote (numbers, negative ones included, are left as they are)."""
+    def cell(value: Any) -> Any:
+        return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+
+    out = frame.rename(columns=lambda c: cell(str(c)))
+    for column in out.columns:
+        if not pd.api.types.is_numeric_dtype(out[column].dtype):
+            out[column] = out[column].map(cell)
+    return out
+
+
+def os_error_sentence(err: OSError) -> str:
+    """An operating-system error (full disk, no permission, a file where a folder should be) as one
+    sentence saying what to do."""
+    where = f" ({err.filename})" if err.filename else ""
+    advice = {
+        errno.ENOSPC: "free some space, or choose another folder with --home or --out",
+        errno.EDQUOT: "free some space, or choose another folder with --home or --out",
+        errno.EACCES: "check its permissions, or choose another folder with --home or --out",
+        errno.EPERM: "check its permissions, or choose another folder with --home or --out",
+        errno.EROFS: "choose a folder on a writable disk with --home or --out",
+        errno.ENOTDIR: "a part of that path is a file, not a folder; choose another path",
+    }.get(err.errno, "check the path and try again")
+    return f"{err.strerror or type(err).__name__}{where}: {advice}."
 
 
 def _json(value: Any) -> str:
@@ -283,7 +350,12 @@ def record_json(record: RunRecord) -> dict[str, Any]:
 
 
 def _store(args: argparse.Namespace) -> RunStore:
-    return RunStore(args.home)
+    """The run store of ``--home`` (else ``$TREEVIZ_HOME``, ...), refused when that is not a folder."""
+    store = RunStore(args.home)
+    if store.root.exists() and not store.root.is_dir():
+        raise TreevizError(f"The run store {store.root} is not a folder; give a folder with --home "
+                           "(or $TREEVIZ_HOME).")
+    return store
 
 
 # ---------------------------------------------------------------------------- progress and Ctrl-C
@@ -427,8 +499,7 @@ def load_data(args: argparse.Namespace, store: RunStore) -> Dataset:
     path = Path(spec).expanduser()
     table_options = _table_options_given(args)
     if path.exists():
-        data = _read_bytes(path, "table file")
-        df = read_table(path.name, data, encoding=args.encoding or "auto")
+        df = _read_table_file(path, args.encoding or "auto")
         target = None if args.no_target else (args.target or suggest_target(df))
         options = TableOptions(target=target, task=args.data_task or "auto",
                                drop_missing_target=bool(args.drop_missing_target), image=args.image or "auto")
@@ -510,6 +581,48 @@ def parse_param_value(param: Param | None, raw: str) -> Any:
     return text
 
 
+def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``low`` (to ``high``), else a usage error that says so."""
+    bounds = f"from {low} to {high}" if high is not None else f"of at least {low}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            value = None
+        if value is None or value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"expected a whole number {bounds}, got {text!r}")
+        return value
+
+    return parse
+
+
+def job_count(text: str) -> int:
+    """``--jobs``: -1 (every core or Dask thread) or a whole number of at least 1."""
+    try:
+        value = whole_number(-1)(text)
+    except argparse.ArgumentTypeError:
+        value = 0
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"expected -1 (every core) or a whole number of at least 1, got {text!r}")
+    return value
+
+
+def device_name(text: str) -> str:
+    """``--device``: auto, cpu, cuda or cuda:N (whether the GPU exists is checked when training)."""
+    device = text.strip().lower()
+    if device in ("auto", "cpu", "cuda") or (device.startswith("cuda:") and device[5:].isdigit()):
+        return device
+    raise argparse.ArgumentTypeError(f"expected auto, cpu, cuda or cuda:N, got {text!r}")
+
+
+def sql_table(text: str) -> str:
+    """``--table``: a table name that is not blank."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected the name of a table, got an empty one")
+    return text
+
+
 def _name_value(text: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
     if not sep or not name.strip():
@@ -547,10 +660,20 @@ def _bars(args: argparse.Namespace) -> bool | None:
     return False if args.quiet else None
 
 
+def _has_device(family: Family, task: str) -> bool:
+    return any(p.name == "device" for p in family.params_for(task))
+
+
 def _apply_thread_budget(family: Family, task: str) -> None:
     """One job's share of the cores for torch families (those with a device), as an app job gets."""
-    if any(p.name == "device" for p in family.params_for(task)):
+    if _has_device(family, task):
         threads.apply_budget(threads.job_budget(1))
+
+
+def _device_note(args: argparse.Namespace, family: Family, task: str) -> None:
+    """Say that ``--device`` is ignored for a family that has no device (it trains on the CPU)."""
+    if args.device is not None and not _has_device(family, task):
+        _note(args, f"note: {family.label} has no device setting (it trains on the CPU); --device is ignored.")
 
 
 # ---------------------------------------------------------------------------- commands
@@ -644,6 +767,7 @@ def _training_setup(args: argparse.Namespace) -> tuple[RunStore, Family, Prepare
     prepared = load_prepared_data(args, store)
     task = resolve_task(family, prepared.dataset, args.task)
     params = model_params(family, task, args.preset, args.param)
+    _device_note(args, family, task)
     _apply_thread_budget(family, task)
     return store, family, prepared, task, params
 
@@ -678,9 +802,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     return OK
 
 
+#: The most points one λ path may have.
+MAX_SWEEP_POINTS = 1000
+
+
 def sweep_values(args: argparse.Namespace, family: Family) -> list[float]:
     """The values to sweep: ``--values``, else ``--low/--high/--count`` filled in from the family's
-    λ path grid (geometric unless ``--linear``)."""
+    λ path grid (geometric unless ``--linear``); at most :data:`MAX_SWEEP_POINTS`."""
     if args.values:
         if any(v is not None for v in (args.low, args.high, args.count)):
             args.parser.error("give either --values or --low/--high/--count, not both")
@@ -692,6 +820,8 @@ def sweep_values(args: argparse.Namespace, family: Family) -> list[float]:
                         out.append(float(part))
                     except ValueError:
                         args.parser.error(f"argument --values: not a number: {part.strip()!r}")
+        if len(set(out)) > MAX_SWEEP_POINTS:
+            raise TreevizError(f"--values gives {len(set(out))} values; a λ path has at most {MAX_SWEEP_POINTS}.")
         return out
     path = family.lambda_path
     swept_default = path is not None and (args.sweep_param in (None, path.param))
@@ -735,6 +865,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if any(name == param for name, _ in args.param):
         raise TreevizError(f"--param {param}=... conflicts with the sweep over {param}; leave it out.")
     params = model_params(family, task, args.preset, args.param)
+    _device_note(args, family, task)
     _apply_thread_budget(family, task)
     stop = StopRequest()
     enabled = _bars(args)
@@ -798,6 +929,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
     if args.local and args.scheduler:
         args.parser.error("give either --scheduler or --local, not both")
     scheduler = None if args.local else (args.scheduler if args.scheduler is not None else default_scheduler())
+    scheduler = scheduler_address(scheduler)  # a malformed address is refused before the data is read
     store, family, prepared, task, params = _training_setup(args)
     grid = check_grid(family, task, dict(args.grid))
     size = len(grid_points(grid))
@@ -861,7 +993,7 @@ def load_predictor(spec: str, args: argparse.Namespace) -> tuple[Any, PreparedDa
             record = store.get(path.name)
             return store.load_model(path.name), store.load_prepared(path.name), f"run {path.name} '{record.name}'"
         return load_model(path), None, f"model {path}"
-    data = _read_bytes(path, "model file")
+    data = _read_model_bytes(path, "model file")
     model = load_model(data)
     try:
         names = set(zipfile.ZipFile(io.BytesIO(data)).namelist())
@@ -884,7 +1016,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     """``predict``: a model's predictions for the rows of a table, as CSV."""
     model, prepared, what = load_predictor(args.model, args)
     table_path = Path(args.table).expanduser()
-    df = read_table(table_path.name, _read_bytes(table_path, "table file"), encoding=args.encoding)
+    df = _read_table_file(table_path, args.encoding)
     missing = [c for c in args.keep if c not in df.columns]
     if missing:
         raise TreevizError(f"--keep names column(s) {', '.join(repr(c) for c in missing)} that "
@@ -918,7 +1050,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise
     except ValueError as err:  # the model's own input checks (for example NaN a family cannot route)
         raise TreevizError(f"The model could not predict these rows ({err}).") from None
-    _write_output(args.out, out.to_csv(index=False), args, "predictions")
+    _write_output(args.out, spreadsheet_safe(out).to_csv(index=False), args, "predictions")
     return OK
 
 
@@ -1055,12 +1187,30 @@ def cmd_list(args: argparse.Namespace) -> int:
     return OK
 
 
+def cmd_delete(args: argparse.Namespace) -> int:
+    """``delete``: runs by id (every id is checked before any is deleted), and with ``--leftovers``
+    the folders that crashed saves and deletes left behind."""
+    if not args.run_ids and not args.leftovers:
+        args.parser.error("give the run id(s) to delete, or --leftovers")
+    store = _store(args)
+    for run_id in args.run_ids:
+        store.run_path(run_id)  # a sentence for an unknown id, before anything is deleted
+    for run_id in dict.fromkeys(args.run_ids):
+        store.delete(run_id)
+        print(run_id if args.quiet else f"deleted run {run_id}")
+    if args.leftovers:
+        count = store.remove_leftovers()
+        if not args.quiet:
+            print(f"removed {count} folder(s) left in {store.root} by saves or deletes that did not finish")
+    return OK
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     """``import``: run zips into the store."""
     store = _store(args)
     for name in args.zips:
         path = Path(name).expanduser()
-        record = import_zip(store, _read_bytes(path, "run zip"))
+        record = import_zip(store, _read_model_bytes(path, "run zip"))
         if args.quiet:
             print(record.run_id)
         else:
@@ -1087,6 +1237,14 @@ class _HelpFormatter(argparse.HelpFormatter):
         if "%(default)" not in text and not unset and action.option_strings and action.nargs != 0:
             text += " (default: %(default)s)"
         return text
+
+
+def _debug_parent() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS: a command's own default must not overwrite a --debug given before the command
+    parent.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="on a crash, print the traceback as well")
+    return parent
 
 
 def _home_parent() -> argparse.ArgumentParser:
@@ -1122,7 +1280,8 @@ def _data_parent() -> argparse.ArgumentParser:
                       help="fraction of the rows held out for testing")
     prep.add_argument("--val-size", type=float, default=defaults.val_size, metavar="FRACTION",
                       help="fraction of the rows held out for validation")
-    prep.add_argument("--seed", type=int, default=defaults.seed, help="seed of the train/validation/test split")
+    prep.add_argument("--seed", type=whole_number(0, 2**32 - 1), default=defaults.seed,
+                      help="seed of the train/validation/test split (0 to 4294967295)")
     return parent
 
 
@@ -1138,7 +1297,7 @@ def _model_parent() -> argparse.ArgumentParser:
     model.add_argument("-p", "--param", action="append", type=_name_value, default=[], metavar="NAME=VALUE",
                        help="set a parameter (repeat the option for several); 'none' or the parameter's optional "
                             "label (such as 'unlimited') where None is allowed; true/false for switches")
-    model.add_argument("--device", metavar="DEVICE",
+    model.add_argument("--device", metavar="DEVICE", type=device_name,
                        help="for torch families: auto, cpu, cuda or cuda:N (default: the family's, auto)")
     model.add_argument("--help-params", action="store_true",
                        help="list the parameters of --family (for --task when given) and exit")
@@ -1173,12 +1332,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train, sweep, inspect and share treeviz runs from the command line. Runs land in the same "
                     "run store as the app's, so its pages show them.",
         epilog=_families_epilog())
+    parser.add_argument("--debug", action="store_true", help="on a crash, print the traceback as well")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    home, data, model = _home_parent(), _data_parent(), _model_parent()
+    home, data, model, debug = _home_parent(), _data_parent(), _model_parent(), _debug_parent()
 
     def add(name: str, handler: Callable[[argparse.Namespace], int], help_text: str,
             parents: Sequence[argparse.ArgumentParser] = (), epilog: str = "") -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help_text, description=help_text, parents=list(parents),
+        sub = commands.add_parser(name, help=help_text, description=help_text, parents=[*parents, debug],
                                   formatter_class=_HelpFormatter,
                                   epilog=(epilog + "\n\n" if epilog else "") + exit_codes_help())
         sub.set_defaults(handler=handler, parser=sub)
@@ -1201,7 +1361,8 @@ def build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--values", nargs="+", metavar="V", help="the values, separated by spaces or commas")
     grid.add_argument("--low", type=float, help="first value of a grid (default: the family's λ path)")
     grid.add_argument("--high", type=float, help="last value of a grid (default: the family's λ path)")
-    grid.add_argument("--count", type=int, help="points of the grid (default: the family's λ path)")
+    grid.add_argument("--count", type=whole_number(1, MAX_SWEEP_POINTS),
+                      help="points of the grid (default: the family's λ path)")
     grid.add_argument("--linear", action="store_true", help="an evenly spaced grid instead of a geometric one")
     grid.add_argument("--warm-start", action=argparse.BooleanOptionalAction, default=None,
                       help="start each fit from the previous one's result (default: the family's choice)")
@@ -1225,7 +1386,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"a Dask scheduler, e.g. tcp://127.0.0.1:8786 (default: ${SCHEDULER_ENV}; unset or "
                            "empty: run here)")
     axes.add_argument("--local", action="store_true", help=f"run here even when ${SCHEDULER_ENV} is set")
-    axes.add_argument("-j", "--jobs", type=int, metavar="N",
+    axes.add_argument("-j", "--jobs", type=job_count, metavar="N",
                       help="trials at once: -1 every core here (or every Dask thread), 1 one after another "
                            "(default: -1)")
 
@@ -1261,11 +1422,11 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--no-dataset", action="store_true", help="zip: leave the data set out")
     export.add_argument("--model-units", action="store_true",
                         help="rules and code: the model's (preprocessed) units instead of the data's own")
-    export.add_argument("--max-terms", type=int, default=4, help="rules: terms shown per oblique split")
-    export.add_argument("--tree", type=int, metavar="INDEX",
+    export.add_argument("--max-terms", type=whole_number(1), default=4, help="rules: terms shown per oblique split")
+    export.add_argument("--tree", type=whole_number(0), metavar="INDEX",
                         help="rules: only this tree of an ensemble; code: this tree (default 0)")
     export.add_argument("--leaf", action="store_true", help="code: return the leaf id instead of the prediction")
-    export.add_argument("--table", default="data", help="SQL: the table the query reads")
+    export.add_argument("--table", type=sql_table, default="data", help="SQL: the table the query reads")
     export.add_argument("-q", "--quiet", action="store_true", help="no notes on stderr")
 
     report = add("report", cmd_report, "Write a run's report as one self-contained HTML page.", [home])
@@ -1277,9 +1438,17 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--family", choices=list(families()), metavar="FAMILY", help="only runs of this family")
     listing.add_argument("--dataset", metavar="NAME", help="only runs on this data set (name or fingerprint)")
     listing.add_argument("--status", choices=("finished", "cancelled"), help="only runs with this status")
-    listing.add_argument("-n", "--limit", type=int, help="at most this many runs")
+    listing.add_argument("-n", "--limit", type=whole_number(0), help="at most this many runs")
     listing.add_argument("--json", action="store_true", help="the full run records (and headlines) as JSON")
     listing.add_argument("-q", "--quiet", action="store_true", help="no notes on stderr")
+
+    delete = add("delete", cmd_delete, "Delete runs (their data sets stay), or the leftovers of crashed saves.",
+                 [home], f"examples:\n  {PROG} delete RUN_ID [RUN_ID ...]\n  {PROG} delete --leftovers\n\n"
+                 "A run is deleted even when its files are damaged (the Runs page cannot open those).")
+    delete.add_argument("run_ids", nargs="*", metavar="RUN_ID", help="the runs to delete")
+    delete.add_argument("--leftovers", action="store_true",
+                        help="also remove the hidden folders that saves or deletes which did not finish left behind")
+    delete.add_argument("-q", "--quiet", action="store_true", help="print only the deleted run ids")
 
     imports = add("import", cmd_import, "Import run zips (exported by the app or the export command).", [home])
     imports.add_argument("zips", nargs="+", metavar="ZIP")
@@ -1306,9 +1475,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        0 success, 1 a :class:`TreevizError` (its sentence printed to stderr), 2 bad usage,
+        0 success, 1 a :class:`TreevizError` or an ``OSError`` (one sentence on stderr), 2 bad
+        usage, 70 a crash (any other exception, named in one line; the traceback with ``--debug``),
         130 interrupted, 141 stdout closed early.
     """
+    args = None
     try:
         try:
             args = build_parser().parse_args(argv)
@@ -1318,15 +1489,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # parser.error() after parsing
         return exit_.code if isinstance(exit_.code, int) else USAGE
     except TreevizError as err:
-        print(f"treeviz: error: {' '.join(str(err).split())}", file=sys.stderr)
+        print(f"treeviz: error: {_one_line(str(err))}", file=sys.stderr)
         return USER_ERROR
+    except BrokenPipeError:
+        return _stdout_gone()
+    except OSError as err:
+        print(f"treeviz: error: {_one_line(os_error_sentence(err))}", file=sys.stderr)
+        return USER_ERROR
+    except Exception as err:
+        return _crashed(err, debug=bool(getattr(args, "debug", False)))
     except KeyboardInterrupt:
         print("\ntreeviz: interrupted; nothing more was stored.", file=sys.stderr)
         return INTERRUPTED
-    except BrokenPipeError:
-        try:  # stdout's reader went away (| head): write nothing more to it
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
-        return BROKEN_PIPE
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _crashed(err: Exception, *, debug: bool) -> int:
+    """A crash (a bug): one line naming the exception, the traceback only with ``--debug``."""
+    if debug:
+        traceback.print_exc(file=sys.stderr)
+    message = _one_line(str(err))[:300]
+    print(f"treeviz: internal error: {type(err).__name__}{': ' + message if message else ''} (a bug in treeviz; "
+          f"{'the traceback is above' if debug else 'run again with --debug for the traceback'}).", file=sys.stderr)
+    return CRASH
+
+
+def _stdout_gone() -> int:
+    """stdout's reader went away (``| head``): write nothing more to it."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return BROKEN_PIPE

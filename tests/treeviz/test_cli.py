@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -488,3 +491,151 @@ def test_ctrl_c_in_a_real_process_stores_a_cancelled_run(tmp_path):
     assert proc.returncode == 130, (seen + err).decode()
     (record,) = RunStore(tmp_path).list()
     assert record.status == "cancelled" and out.decode().strip() == record.run_id
+
+
+# ---------------------------------------------------------------------------- refusals, crashes, the file system
+
+
+@pytest.mark.parametrize("argv, words", [
+    (("train", "-d", "iris", "-f", "cart", "--seed", "-1"), "argument --seed: expected a whole number from 0"),
+    (("train", "-d", "iris", "-f", "cart", "--seed", str(2**32)), "argument --seed"),
+    (("train", "-d", "iris", "-f", "cart", "--device", "evil"), "argument --device: expected auto, cpu, cuda"),
+    (("train", "-d", "iris", "-f", "tao", "--device", "cuda:x"), "argument --device"),
+    (("grid", "-d", "iris", "-f", "cart", "-g", "max_depth=1,2", "--jobs", "-5"), "argument -j/--jobs: expected -1"),
+    (("grid", "-d", "iris", "-f", "cart", "-g", "max_depth=1,2", "--jobs", "0"), "argument -j/--jobs"),
+    (("export", "20200101-000000-000000-abcdef", "--rules", "--max-terms", "-3"), "argument --max-terms"),
+    (("export", "20200101-000000-000000-abcdef", "--rules", "--tree", "-1"), "argument --tree"),
+    (("export", "20200101-000000-000000-abcdef", "--sql", "--table", ""), "argument --table: expected the name"),
+    (("export", "20200101-000000-000000-abcdef", "--sql", "--table", "  "), "argument --table"),
+    (("list", "-n", "-3"), "argument -n/--limit: expected a whole number of at least 0"),
+    (("sweep", "-d", "iris", "-f", "tao", "--count", "1000000000"), "argument --count"),
+    (("delete",), "give the run id(s) to delete, or --leftovers"),
+])
+def test_out_of_range_options_are_refused_with_a_sentence(home, capsys, argv, words):
+    code, out, err = run(capsys, *argv)
+    assert_clean_error(code, err, cli.USAGE, words)
+    assert out == "" and RunStore(home).list() == []
+
+
+def test_device_is_checked_for_every_family_and_ignored_with_a_note_where_there_is_none(home, capsys):
+    code, _, err = run(capsys, "train", "-d", "iris", "-f", "cart", "--device", "CPU", "-p", "max_depth=2")
+    assert code == 0, err
+    assert "CART (scikit-learn) has no device setting" in err and "--device is ignored" in err
+
+
+def test_a_home_that_is_not_a_folder_is_refused_with_a_sentence(capsys, tmp_path):
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("not a store")
+    for home in (a_file, Path(os.devnull)):
+        for argv in (("list",), ("datasets",), ("train", "-d", "iris", "-f", "cart")):
+            code, _, err = run(capsys, *argv, "--home", home)
+            assert_clean_error(code, err, cli.USER_ERROR, f"The run store {home} is not a folder")
+    code, _, err = run(capsys, "train", "-d", "iris", "-f", "cart", "--home", a_file / "sub")
+    assert_clean_error(code, err, cli.USER_ERROR, "Not a directory")
+
+
+def test_a_home_it_may_not_write_to_is_refused_with_a_sentence(capsys):
+    code, _, err = run(capsys, "train", "-d", "iris", "-f", "cart", "--home", "/proc/1")
+    assert code == cli.USER_ERROR and err.count("\n") == 1
+    assert err.startswith("treeviz: error: ") and "(/proc/1/" in err and "Traceback" not in err
+
+
+def test_a_full_disk_is_a_sentence_not_a_traceback(home, capsys, monkeypatch):
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(home / "runs" / ".tmp-x"))
+
+    monkeypatch.setattr(cli, "train_run", full)
+    code, _, err = run(capsys, "train", "-d", "iris", "-f", "cart")
+    assert_clean_error(code, err, cli.USER_ERROR, "No space left on device")
+    assert "free some space" in err and str(home) in err
+
+
+def test_a_crash_has_its_own_exit_code_and_one_line_and_debug_adds_the_traceback(home, capsys, monkeypatch,
+                                                                                   tmp_path):
+    def broken(data):
+        raise zlib.error("Error -3 while decompressing data: invalid block type")
+
+    monkeypatch.setattr(cli, "load_model", broken)
+    model = tmp_path / "model.zip"
+    model.write_bytes(b"PK\x03\x04 not really")
+    code, out, err = run(capsys, "predict", model, PENGUINS)
+    assert code == cli.CRASH != cli.USER_ERROR and out == "" and "Traceback" not in err
+    assert err.count("\n") == 1
+    assert err.startswith("treeviz: internal error: error: Error -3 while decompressing data")
+    assert "--debug" in err
+    for argv in (("--debug", "predict", model, PENGUINS), ("predict", model, PENGUINS, "--debug")):
+        code, _, err = run(capsys, *argv)
+        assert code == cli.CRASH and "Traceback" in err and "zlib.error" in err
+
+
+def test_the_crash_code_is_documented_in_the_help_and_the_readme(capsys):
+    _, out, _ = run(capsys, "--help")
+    assert f"  {cli.CRASH} " in out and "--debug" in out
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Command line"):readme.index("### Sweeps on a cluster")]
+    for code_, _ in cli.EXIT_CODES:
+        assert re.search(rf"[ ;]{code_}\s", section), code_
+    assert "--debug" in section and "delete --leftovers" in section
+
+
+def test_a_malformed_scheduler_address_is_refused_before_the_data_is_read(home, capsys, tmp_path):
+    code, _, err = run(capsys, "grid", "-d", tmp_path / "missing.csv", "-f", "cart", "-g", "max_depth=1,2",
+                       "--scheduler", "notaurl")
+    assert_clean_error(code, err, cli.USER_ERROR, "'notaurl' is not a Dask scheduler address")
+
+
+def test_a_table_over_the_upload_limit_is_refused_before_it_is_read_whole(home, capsys, monkeypatch, tmp_path):
+    def read_whole(self):
+        raise AssertionError(f"{self} was read whole")
+
+    monkeypatch.setattr(Path, "read_bytes", read_whole)
+    monkeypatch.setenv("TREEVIZ_MAX_UPLOAD_MB", "0.001")  # 1048 bytes
+    big = tmp_path / "big.csv"
+    big.write_text("a,b\n" + "1,2\n" * 1000)
+    for data in (big, "/dev/zero"):
+        code, _, err = run(capsys, "train", "-d", data, "-f", "cart")
+        assert_clean_error(code, err, cli.USER_ERROR, "is larger than the upload limit of 0.001 MB")
+    code, _, err = run(capsys, "predict", "20200101-000000-000000-abcdef", "/dev/zero")
+    assert code == cli.USER_ERROR  # the run is looked up first; the table is never read
+    monkeypatch.setattr(cli, "MAX_IMPORT_BYTES", 4096)
+    code, _, err = run(capsys, "import", "/dev/zero")
+    assert_clean_error(code, err, cli.USER_ERROR, "/dev/zero is larger than")
+
+
+def test_predict_escapes_cells_a_spreadsheet_would_run_as_formulas(home, capsys, tmp_path, penguin_run):
+    rows = pd.read_csv(PENGUINS).head(7)
+    rows.insert(0, "id", ["=1+2", "+SUM(A1)", "-x", "@cmd", "\tq", "=HYPERLINK(\"x\")", "plain"])
+    rows.insert(1, "score", [-1.5, 2, 3, 4, 5, 6, 7])
+    rows.to_csv(tmp_path / "rows.csv", index=False)
+    code, out, err = run(capsys, "predict", penguin_run, tmp_path / "rows.csv", "--keep", "id", "--keep", "score")
+    assert code == 0, err
+    table = pd.read_csv(io.StringIO(out), keep_default_na=False)
+    assert list(table["id"]) == ["'=1+2", "'+SUM(A1)", "'-x", "'@cmd", "'\tq", "'=HYPERLINK(\"x\")", "plain"]
+    assert table["score"].iloc[0] == -1.5  # numbers, negative ones too, are left as they are
+    frame = cli.spreadsheet_safe(pd.DataFrame({"=a": ["=b", "\rc", "d"], "n": [-1, 2, 3]}))
+    assert list(frame.columns) == ["'=a", "n"] and list(frame["'=a"]) == ["'=b", "'\rc", "d"]
+    assert list(frame["n"]) == [-1, 2, 3]
+
+
+def test_delete_removes_runs_even_damaged_ones_and_the_leftovers_of_crashes(home, capsys):
+    first = train(capsys, "-d", "iris", "-f", "cart", "-p", "max_depth=1")
+    second = train(capsys, "-d", "iris", "-f", "cart", "-p", "max_depth=2")
+    store = RunStore(home)
+    (store.run_path(second) / "run.json").write_text("{ crafted")  # the Runs page cannot open it
+    unknown = "20200101-000000-000000-abcdef"
+    code, _, err = run(capsys, "delete", first, unknown)
+    assert_clean_error(code, err, cli.USER_ERROR, f"There is no run {unknown}")
+    assert store.exists(first)  # every id is checked before any run is deleted
+    code, out, err = run(capsys, "delete", first, second)
+    assert code == 0, err
+    assert out.splitlines() == [f"deleted run {first}", f"deleted run {second}"]
+    assert not store.exists(first) and not store.exists(second)
+    leftover = home / "runs" / ".tmp-crashed"
+    leftover.mkdir()
+    recent = home / "runs" / ".tmp-saving-now"
+    recent.mkdir()
+    old = time.time() - 3600
+    os.utime(leftover, (old, old))
+    code, out, err = run(capsys, "delete", "--leftovers")
+    assert code == 0 and out.startswith("removed 1 folder(s) left in")
+    assert not leftover.exists() and recent.exists()  # a save still under way is left alone
