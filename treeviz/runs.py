@@ -160,7 +160,8 @@ _UNSAFE_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\
 
 
 def _fail(key: str, what: str) -> TreevizError:
-    return TreevizError(f"run.json has an invalid {key.replace('_', ' ')}: {what}.")
+    name = key.replace("_", " ") if key in _FIELD_CHECKS else key
+    return TreevizError(f"run.json has an invalid {name}: {what}.")
 
 
 def _text(value: Any, key: str, *, limit: int = MAX_TEXT, newlines: bool = False, empty: bool = True) -> str:

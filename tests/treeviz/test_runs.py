@@ -8,6 +8,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import time
 import zipfile
 from datetime import UTC
 from pathlib import Path
@@ -337,3 +338,175 @@ def test_run_ids_sort_by_time():
     assert all(runs_mod.RUN_ID_RE.fullmatch(i) for i in [*ids, later])
     assert len(set(ids)) == 3 and max(ids) < later
     assert not runs_mod.RUN_ID_RE.fullmatch(ids[0] + "\n")
+
+
+# ---------------------------------------------------------------------- crafted imports (issue 19)
+def crafted(good: dict[str, bytes], *, record=None, drop=(), members=None) -> bytes:
+    """A run zip from ``good``'s members with run.json fields replaced (``record``), fields left out
+    (``drop``) and members replaced (``members``)."""
+    run = json.loads(good["run.json"])
+    run.update(record or {})
+    for key in drop:
+        run.pop(key)
+    out = {**good, "run.json": json.dumps(run).encode()}
+    out.update(members or {})
+    return make_zip(out)
+
+
+@pytest.fixture()
+def good_zip(store, prepared):
+    _, record = save(store, prepared)
+    return members_of(export_zip(store, record.run_id))
+
+
+@pytest.fixture()
+def target(tmp_path):
+    return RunStore(tmp_path / "target")
+
+
+def refused(target, data, pattern):
+    with pytest.raises(TreevizError, match=pattern) as info:
+        import_zip(target, data)
+    assert str(info.value).endswith(".") and "\n" not in str(info.value)
+    assert target.list() == []
+
+
+def test_import_refuses_a_huge_depth(good_zip, target):
+    refused(target, crafted(good_zip, record={"depth": 10**30}), "depth")
+    refused(target, crafted(good_zip, record={"n_nodes": -3}), "n nodes")
+
+
+def test_import_refuses_text_metrics(good_zip, target):
+    refused(target, crafted(good_zip, record={"metrics": {"test_accuracy": "0.93, trust me"}}), "test_accuracy")
+    refused(target, crafted(good_zip, record={"metrics": {"test_accuracy": float("nan")}}), "finite")
+
+
+def test_import_refuses_nan_split_weights(good_zip, target):
+    from safetensors.numpy import load as st_load
+    from safetensors.numpy import save as st_save
+
+    arrays = st_load(good_zip["weights.safetensors"])
+    arrays["weight"] = arrays["weight"].copy()
+    arrays["weight"][0] = np.nan
+    refused(target, crafted(good_zip, members={"weights.safetensors": st_save(arrays)}), "not all finite")
+
+
+def test_import_refuses_a_model_beside_another_data_set(good_zip, target, prepared):
+    other = breast_cancer()
+    other = Dataset(name=other.name, X=other.X * 2.0, y=other.y, feature_names=other.feature_names,
+                    task=other.task, class_names=other.class_names)  # same shape, other numbers
+    files = other.to_files()
+    swapped = {"dataset_fingerprint": other.fingerprint,
+               "prepared_fingerprint": prepare(other, prepared.config).fingerprint,
+               "dataset": {**json.loads(good_zip["run.json"])["dataset"], "fingerprint": other.fingerprint}}
+    refused(target, crafted(good_zip, record=swapped, members={"dataset/dataset.json": files["dataset.json"],
+                                     "dataset/arrays.safetensors": files["arrays.safetensors"]}), "other data")
+    iris = load_iris_dataset()
+    files = iris.to_files()
+    run = json.loads(good_zip["run.json"])
+    swapped = {"dataset_fingerprint": iris.fingerprint, "dataset": {"name": "iris"},
+               "prepared_fingerprint": prepare(iris, prepared.config).fingerprint}
+    config = json.loads(good_zip["config.json"])
+    config["context"] = {}  # a model file saved without its data's fingerprints
+    assert run["dataset"]["n_features"] == 30
+    refused(target, crafted(good_zip, record=swapped, members={
+        "config.json": json.dumps(config).encode(), "dataset/dataset.json": files["dataset.json"],
+        "dataset/arrays.safetensors": files["arrays.safetensors"]}), "30 features but its data set has 4")
+
+
+def load_iris_dataset() -> Dataset:
+    from sklearn.datasets import load_iris
+
+    i = load_iris()
+    return Dataset(name="iris", X=i.data, y=i.target, feature_names=tuple(i.feature_names),
+                   task="classification", class_names=tuple(i.target_names))
+
+
+def test_import_refuses_a_bad_preparation(good_zip, target):
+    prep = json.loads(good_zip["run.json"])["prep"]
+    refused(target, crafted(good_zip, record={"prep": {**prep, "test_size": 0.6, "val_size": 0.5}}), "prep")
+    refused(target, crafted(good_zip, record={"prep": {**prep, "test_size": "a lot"}}), "prep")
+    refused(target, crafted(good_zip, record={"prep": {**prep, "seed": prep["seed"] + 1}}), "preparation does not")
+
+
+def test_import_refuses_names_with_escape_codes_or_too_long(good_zip, target):
+    refused(target, crafted(good_zip, record={"name": "\x1b]0;owned\x07\x1b[2J"}), "control character")
+    refused(target, crafted(good_zip, record={"name": "x" * 5_000_000}), "run.json")
+    refused(target, crafted(good_zip, record={"notes": ["fine", "\x1b[31mred"]}), "control character")
+    refused(target, crafted(good_zip, record={"dataset": {"name": "\u202eevil"}}), "control character")
+
+
+def test_import_refuses_an_oversized_history(good_zip, target):
+    bomb = b"[" + b" " * (40 * 1024**2) + b"]"  # 40 MiB that deflate to about 40 KiB
+    refused(target, crafted(good_zip, members={"history.json": bomb}), "history.json unpacks to")
+
+
+def test_import_refuses_duplicate_members(good_zip, target):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf, pytest.warns(UserWarning, match="Duplicate"):
+        for name, data in good_zip.items():
+            zf.writestr(name, data)
+        zf.writestr("run.json", good_zip["run.json"].replace(b'"finished"', b'"cancelled"'))
+    refused(target, buf.getvalue(), "twice")
+
+
+def test_import_refuses_parameters_that_differ_from_the_model(good_zip, target):
+    params = json.loads(good_zip["run.json"])["params"]
+    refused(target, crafted(good_zip, record={"params": {**params, "max_depth": 12}}), "max_depth")
+    refused(target, crafted(good_zip, record={"n_leaves": 1}), "tree size")
+
+
+def patched(data: bytes, member: str, offsets: dict[bytes, int], value: bytes) -> bytes:
+    """``data`` with ``value`` written at ``offsets[signature]`` into every header (local and
+    central) of ``member``."""
+    out = bytearray(data)
+    for signature, offset in offsets.items():
+        at = 0
+        while (at := out.find(signature, at)) >= 0:
+            name_at = at + (30 if signature == b"PK\x03\x04" else 46)
+            if out[name_at:name_at + len(member)] == member.encode():
+                out[at + offset:at + offset + len(value)] = value
+            at += 4
+    return bytes(out)
+
+
+LOCAL, CENTRAL = b"PK\x03\x04", b"PK\x01\x02"
+
+
+@pytest.mark.parametrize(("what", "offsets", "value", "pattern"), [
+    ("encrypted", {LOCAL: 6, CENTRAL: 8}, b"\x01\x00", "encrypted"),
+    ("unknown compression", {LOCAL: 8, CENTRAL: 10}, b"\x63\x00", "compression"),
+    ("version needed 7.0", {LOCAL: 4, CENTRAL: 6}, b"\x46\x00", "damaged"),
+])
+def test_import_refuses_odd_zip_headers(good_zip, target, what, offsets, value, pattern):
+    refused(target, patched(make_zip(good_zip), "run.json", offsets, value), pattern)
+
+
+def test_import_refuses_damaged_deflate_data(good_zip, target):
+    data = bytearray(make_zip(good_zip))
+    at = data.find(b"PK\x03\x04")  # the first member, run.json: break its compressed bytes
+    start = at + 30 + int.from_bytes(data[at + 26:at + 28], "little") + int.from_bytes(data[at + 28:at + 30], "little")
+    data[start:start + 16] = b"\xff" * 16
+    refused(target, bytes(data), "damaged")
+
+
+def test_two_processes_saving_at_once_get_different_default_names(store, prepared, monkeypatch):
+    """Each save lists the runs, then publishes; both must not pick '#1'."""
+    import threading
+
+    real, gate = runs_mod.publish_folder, threading.Barrier(2, timeout=30)
+    monkeypatch.setattr(runs_mod, "publish_folder", lambda *a: (time.sleep(0.3), real(*a))[1])
+    est = fit_cart(prepared, max_depth=2)
+    names = []
+
+    def one():
+        other = RunStore(store.root)  # its own store and lock handle, as another process has
+        gate.wait()
+        names.append(other.save(est, prepared, family="cart").name)
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(names) == ["CART on breast_cancer #1", "CART on breast_cancer #2"]
