@@ -648,3 +648,204 @@ def test_a_date_target_is_read_as_decimal_years():
     assert ds.feature_names == ("a", "b", "y=no", "y=yes")
     assert any("Read the target 'due' as dates" in n for n in ds.notes)
     assert not any("as one feature" in n for n in ds.notes)
+
+
+# ---------------------------------------------------------------- issue 19: nothing collides, nothing is mangled
+
+
+def csv_bytes(df: pd.DataFrame, **kwargs) -> bytes:
+    return df.to_csv(**kwargs).encode("utf-8")
+
+
+def collision_table(n: int = 60) -> pd.DataFrame:
+    """A one-hot column 'x' next to a numeric column named 'x=a', and a date column 'when' next to
+    a numeric column 'when (year)'; the target depends on all four."""
+    rng = np.random.default_rng(3)
+    x = rng.choice(["a", "b"], n)
+    xa = rng.normal(size=n)
+    when = pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 3000, n), unit="D")
+    when_year = rng.normal(2000, 30, n)
+    y = np.where((x == "a") ^ (xa > 0) ^ (when.year > 2023) ^ (when_year > 2000), "p", "q")
+    return pd.DataFrame({"x": x, "x=a": xa, "when": when.strftime("%Y-%m-%d"), "when (year)": when_year, "y": y})
+
+
+def test_derived_feature_names_never_collide_and_the_renaming_is_noted():
+    ds = dataset(collision_table(), target="y")
+    assert len(set(ds.feature_names)) == len(ds.feature_names), ds.feature_names
+    assert ds.feature_names == ("x=a (2)", "x=b", "x=a", "when (year) (2)", "when (year)")
+    assert any("'x=a (2)'" in n and "'when (year) (2)'" in n for n in ds.notes), ds.notes
+
+
+def test_a_derived_name_does_not_take_the_name_of_the_target_or_a_left_out_column():
+    df = frame(x=["a", "b"] * 10, **{"x=a": [f"id{i}" for i in range(20)]})
+    ds = dataset(df, target="y", max_levels=5)
+    assert "x=a (2)" in ds.feature_names and "x=a" not in ds.feature_names
+
+
+def test_dataset_refuses_duplicate_feature_names():
+    from treeviz.data.dataset import Dataset
+    with pytest.raises(TreevizError, match="more than once"):
+        Dataset(name="d", X=np.zeros((3, 2)), y=None, feature_names=("a", "a"), task="clustering")
+
+
+@pytest.mark.parametrize("with_target", [True, False])
+def test_predict_on_the_training_file_agrees_with_the_model(with_target):
+    from treeviz.data import PrepConfig, prepare
+    from treeviz.data.table import table_to_features
+    from treeviz.training import train_run
+
+    data = csv_bytes(collision_table(), index=False)
+    ds = table_to_dataset(read_table("t.csv", data), "t.csv", TableOptions(target="y"))
+    prepared = prepare(ds, PrepConfig())
+    model, _ = train_run("cart", "classification", {}, prepared)
+    table = read_table("t.csv", data)
+    if not with_target:
+        table = table.drop(columns=["y"])
+    X, _ = table_to_features(table, ds.feature_names, name="t.csv")
+    np.testing.assert_array_equal(X, ds.X)
+    np.testing.assert_array_equal(model.predict(prepared.transform(X)), model.predict(prepared.transform(ds.X)))
+
+
+def test_features_of_a_table_with_a_level_that_looks_renamed():
+    from treeviz.data.table import table_to_features
+    df = frame(x=["a", "a (2)", "b", "a"] * 5)
+    ds = dataset(df, target="y")
+    assert {"x=a", "x=a (2)", "x=b"} <= set(ds.feature_names)
+    X, _ = table_to_features(df, ds.feature_names)
+    np.testing.assert_array_equal(X, ds.X)
+
+
+@pytest.mark.parametrize("cell", [[1, 2], {"k": 1}, {3}, (1, 2), np.arange(2)])
+def test_columns_of_lists_dicts_or_sets_are_left_out_with_a_note(cell):
+    df = frame(nested=[cell if i % 3 else None for i in range(20)])
+    ds = dataset(df, target="y")
+    assert ds.feature_names == ("a", "b")
+    assert any("'nested'" in n and "lists" in n for n in ds.notes), ds.notes
+    info = inspect_table(df, target="y").set_index("column")
+    assert info.loc["nested", "role"] == "left out"
+    assert "lists" in error_of(dataset, df, target="nested")
+
+
+def test_parquet_list_column_is_left_out():
+    table = pa.table({"a": list(range(20)), "tags": [[i, i + 1] for i in range(20)], "y": ["u", "v"] * 10})
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    ds = table_to_dataset(read_table("t.parquet", buf.getvalue()), "t", TableOptions(target="y"))
+    assert ds.feature_names == ("a",)
+
+
+@pytest.mark.parametrize("sort", [False, True])
+def test_a_to_csv_index_column_is_not_a_feature(sort):
+    df = pd.DataFrame({"a": np.random.default_rng(0).normal(size=30), "y": ["p", "q", "r"] * 10})
+    if sort:
+        df = df.sort_values("y")
+    ds = table_to_dataset(read_table("t.csv", csv_bytes(df)), "t", TableOptions(target="y"))
+    assert ds.feature_names == ("a",)
+    assert any("row numbers" in n and "'Unnamed: 0'" in n for n in ds.notes), ds.notes
+
+
+def test_a_numbered_column_with_a_name_stays_a_feature():
+    ds = dataset(frame(), target="y")
+    assert "a" in ds.feature_names  # 'a' is 0..19, but it has a name
+
+
+def test_short_rows_are_refused_with_the_line():
+    data = b"a,b,y\n" + b"1,2,x\n" * 5 + b"3,4\n" + b"5,6,z\n" * 5
+    message = error_of(read_table, "t.csv", data)
+    assert "line 7 has 2 fields but the header has 3" in message
+
+
+def test_empty_cells_are_not_short_rows():
+    data = b"a,b,y\n" + b"1,,x\n" * 5 + b"\n" + b"5,6,z\n" * 5
+    assert read_table("t.csv", data).shape == (10, 3)
+
+
+def test_a_repeated_header_row_is_dropped_with_a_note():
+    block = b"1,2.5,x\n3,4.5,z\n" * 5
+    data = b"a,b,y\n" + block + b"a,b,y\n" + block
+    df = read_table("t.csv", data)
+    assert df.shape == (20, 3) and df["a"].dtype.kind in "if" and df["b"].dtype.kind == "f"
+    ds = table_to_dataset(df, "t", TableOptions(target="y"))
+    assert ds.feature_names == ("a", "b") and ds.class_names == ("x", "z")
+    assert any("repeat the header" in n and "line 12" in n for n in ds.notes), ds.notes
+
+
+@pytest.mark.parametrize("labels", [
+    pd.Series([2**53, 2**53 + 1] * 10, dtype="int64"),
+    pd.Series([str(2**70), str(2**70 + 1)] * 10),
+])
+def test_integer_labels_above_2_53_stay_distinct(labels):
+    ds = dataset(frame(y=labels), target="y")
+    assert ds.task == "classification" and len(ds.class_names) == 2
+    assert set(ds.class_names) == {str(v) for v in labels.unique()}
+
+
+def test_integer_labels_above_2_53_from_a_csv():
+    data = ("a,y\n" + "".join(f"{i},{2**60 + i % 2}\n" for i in range(20))).encode()
+    ds = table_to_dataset(read_table("t.csv", data), "t", TableOptions(target="y"))
+    assert ds.class_names == (str(2**60), str(2**60 + 1))
+
+
+def test_decimal_commas_are_read_as_numbers_with_a_note():
+    data = ("a,y\n" + "".join(f'"{i}.000,25",{i % 2}\n' for i in range(1, 21))).encode()
+    ds = table_to_dataset(read_table("t.csv", data), "t", TableOptions(target="y"))
+    assert ds.feature_names == ("a",) and ds.X[0, 0] == 1000.25
+    assert any("decimal comma" in n and "'a'" in n for n in ds.notes), ds.notes
+
+
+def test_decimal_commas_in_a_semicolon_file_with_thousands_points():
+    data = ("a;y\n" + "".join(f"{i}.000,5;{i % 2}\n" for i in range(1, 21))).encode()
+    ds = table_to_dataset(read_table("t.csv", data), "t", TableOptions(target="y"))
+    assert ds.X[:2, 0].tolist() == [1000.5, 2000.5]
+
+
+@pytest.mark.parametrize("values, expected, unit", [
+    ([f"{i} %" for i in range(20)], 3.0, "%"),
+    ([f"{i}%" for i in range(20)], 3.0, "%"),
+    ([f"${i},000" for i in range(1, 21)], 4000.0, "$"),
+    ([f"€{i}.5" for i in range(20)], 3.5, "€"),
+    ([f"{i} kg" for i in range(20)], 3.0, "kg"),
+])
+def test_numbers_with_a_unit_are_read_as_numbers_with_a_note(values, expected, unit):
+    ds = dataset(frame(v=values), target="y")
+    assert ds.X[3, ds.feature_names.index("v")] == expected
+    assert any(f"'{unit}'" in n and "'v'" in n for n in ds.notes), ds.notes
+
+
+def test_mixed_units_stay_text_and_the_note_says_why():
+    ds = dataset(frame(v=[f"{i} kg" if i % 2 else f"{i} lb" for i in range(20)]), target="y")
+    assert "v" not in ds.feature_names
+    assert any("'v'" in n and "not all numbers" in n for n in ds.notes), ds.notes
+
+
+def test_mostly_numbers_with_a_stray_word_says_why_it_is_text():
+    ds = dataset(frame(v=[str(i) for i in range(19)] + ["n/a"]), target="y")
+    assert any("'v'" in n and "'n/a'" in n for n in ds.notes), ds.notes
+
+
+def test_many_one_row_classes_get_a_warning():
+    ds = dataset(frame(60, y=[f"c{i}" for i in range(60)]), target="y")
+    assert any("60 of the 60 classes" in n and "a single row" in n for n in ds.notes), ds.notes
+
+
+def test_a_feature_matrix_too_large_is_refused_before_it_is_built():
+    rng = np.random.default_rng(0)
+    levels = np.array([f"v{i}" for i in range(50)])
+    n = 4000
+    df = pd.DataFrame({f"c{j}": levels[rng.integers(0, 50, n)] for j in range(400)})
+    df["y"] = np.where(np.arange(n) % 2, "p", "q")
+    message = error_of(dataset, df, target="y")
+    assert "4,000 rows × 20,000 features" in message and "MB" in message
+
+
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_a_bom_is_read(codec):
+    text = "a,y\n" + "".join(f"{i},{'é' if i % 2 else 'b'}\n" for i in range(12))
+    df = read_table("t.csv", text.encode(codec))
+    assert df.shape == (12, 2) and set(df["y"]) == {"é", "b"}
+
+
+def test_a_nul_byte_after_the_first_8_kib_is_binary():
+    data = b"a,b,y\n" + b"1,2,x\n" * 2000 + b"1,\x00,x\n"
+    assert len(data) > 8192
+    assert "binary" in error_of(read_table, "t.csv", data)

@@ -70,6 +70,10 @@ class Dataset:
                 f"{len(self.feature_names)} names."
             )
         object.__setattr__(self, "feature_names", tuple(str(n) for n in self.feature_names))
+        if len(set(self.feature_names)) < len(self.feature_names):
+            repeated = sorted({n for n in self.feature_names if self.feature_names.count(n) > 1})
+            raise TreevizError(f"Dataset '{self.name}' names the feature(s) {', '.join(map(repr, repeated[:5]))} "
+                               "more than once; give every feature its own name.")
         if self.task not in TASKS:
             raise TreevizError(f"Unknown task {self.task!r}; use one of {', '.join(TASKS)}.")
         if self.y is not None:

@@ -49,6 +49,12 @@ from treeviz.data.preprocess import MAX_MODEL_INPUT
 from treeviz.errors import TreevizError
 
 MISSING_LEVEL = "(missing)"
+#: The key of ``DataFrame.attrs`` under which :func:`treeviz.data.upload.read_table` leaves notes
+#: (rows it dropped) for :func:`table_to_dataset`.
+READ_NOTES = "treeviz_notes"
+#: Largest feature matrix (float64, in MB) an upload may become; estimated before it is built.
+MAX_MATRIX_MB = 512
+_MB = 1024 * 1024
 MAX_CLASSES = 100
 MAX_INTEGER_CLASSES = 20
 #: Largest regression target magnitude accepted (squared errors must stay finite).
@@ -131,7 +137,18 @@ class ReadColumn(NamedTuple):
     """A table column as the conversion reads it."""
 
     values: pd.Series
-    read_as: str  # "" (as it is, or plain numbers), "thousands" or "dates"
+    read_as: str  # "" (as it is, or plain numbers), "thousands", "decimal comma", "unit", "dates", "nested"
+    unit: str = ""  # the unit removed, when read_as is "unit"
+
+
+#: Cells that are containers, not values (a Parquet list column, or a DataFrame built from dicts).
+_NESTED = (list, tuple, dict, set, frozenset, np.ndarray)
+# "1.000,25", "12,5", "-3": groups of three digits after points, a decimal comma
+_DECIMAL_COMMA = r"[+-]?(?:[1-9]\d{0,2}(?:\.\d{3})+|\d+)(?:,\d+)?"
+_GROUPED_INTEGER = r"[+-]?[1-9]\d{0,2}(?:,\d{3})+"
+# "$1,000", "5 %", "12.5kg", "-€3": one number with a currency sign before it or a unit after it
+_WITH_UNIT = (r"(?P<sign>[+-]?)(?P<pre>[$€£¥]?)\s*(?P<num>(?:[1-9]\d{0,2}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
+              r"\s*(?P<post>%|[^\W\d_][^\W_]*(?:/[^\W\d_]+)?)?")
 
 
 def _is_text(s: pd.Series) -> bool:
@@ -162,6 +179,43 @@ def _thousands_numbers(s: pd.Series, text: pd.Series) -> pd.Series | None:
     plain = text.where(~grouped, text.str.replace(",", "", regex=False))
     converted = pd.to_numeric(plain, errors="coerce")
     return None if converted.isna().any() else _float_series(s, text, converted.to_numpy())
+
+
+def _has_nested(present: pd.Series) -> bool:
+    return bool(present.map(lambda v: isinstance(v, _NESTED)).any())
+
+
+def _decimal_comma_numbers(s: pd.Series, text: pd.Series) -> pd.Series | None:
+    """Numbers written with a decimal comma and optional thousands points ("1.000,25" is 1000.25),
+    when every value is one, at least one has a decimal comma, and none could be a number with comma
+    thousands separators ("2,500": 2.5 or 2500?)."""
+    if not any(ch.isdigit() for ch in text.iloc[0]) or not text.str.contains(",", regex=False).any():
+        return None
+    if not text.str.fullmatch(_DECIMAL_COMMA).all() or text.str.fullmatch(_GROUPED_INTEGER).any():
+        return None
+    plain = text.str.replace(".", "", regex=False).str.replace(",", ".", regex=False)
+    return _float_series(s, text, pd.to_numeric(plain).to_numpy())
+
+
+def _unit_numbers(s: pd.Series, text: pd.Series) -> tuple[pd.Series, str] | None:
+    """Numbers that all carry the same currency sign or unit ("$1,000", "5 %", "12 kg"), as numbers
+    without it, and the unit; None when some value is not one, or the units differ."""
+    if not any(ch.isdigit() for ch in text.iloc[0]):
+        return None
+    parts = text.str.extract(f"^{_WITH_UNIT}$")
+    if parts["num"].isna().any():
+        return None
+    units = (parts["pre"].fillna("") + parts["post"].fillna("")).unique()
+    if len(units) != 1 or not units[0] or (parts["pre"].fillna("").ne("") & parts["post"].notna()).any():
+        return None
+    numbers = pd.to_numeric(parts["sign"].fillna("") + parts["num"].str.replace(",", "", regex=False))
+    return _float_series(s, text, numbers.to_numpy()), str(units[0])
+
+
+def _looks_numeric(text: pd.Series) -> pd.Series:
+    """Which values are a number, with or without a unit (to explain a column read as text)."""
+    plain = pd.to_numeric(text, errors="coerce").notna()
+    return plain | text.str.fullmatch(_WITH_UNIT) | text.str.fullmatch(_DECIMAL_COMMA)
 
 
 def _decimal_year(times: pd.Series) -> np.ndarray:
@@ -246,10 +300,17 @@ def read_column(s: pd.Series) -> ReadColumn:
         return ReadColumn(_dates(s, present), "dates")
     if not _is_text(s):
         return ReadColumn(s, "")
+    if _has_nested(present):
+        return ReadColumn(s, "nested")
     if (numbers := _plain_numbers(s, present)) is not None:
         return ReadColumn(numbers, "")
-    if (numbers := _thousands_numbers(s, present.astype(str).str.strip())) is not None:
+    text = present.astype(str).str.strip()
+    if (numbers := _thousands_numbers(s, text)) is not None:
         return ReadColumn(numbers, "thousands")
+    if (numbers := _decimal_comma_numbers(s, text)) is not None:
+        return ReadColumn(numbers, "decimal comma")
+    if (found := _unit_numbers(s, text)) is not None:
+        return ReadColumn(found[0], "unit", found[1])
     if (dates := _dates(s, present)) is not None:
         return ReadColumn(dates, "dates")
     return ReadColumn(s, "")
@@ -331,13 +392,16 @@ class ColumnPlan(NamedTuple):
 
     column: str
     role: str  # "feature", "one-hot" or "left out"
-    reason: str  # "numeric", "pixel", "levels", "empty", "constant" or "too many levels"
+    reason: str  # "numeric", "pixel", "levels", "empty", "constant", "too many levels" or "nested"
     detail: str  # a short phrase for the Data page
+    width: int = 0  # how many features it becomes
 
 
 _READ_AS_DETAIL = {
     "": "numeric",
     "thousands": "numbers written with thousands separators ('1,000.5' is 1000.5)",
+    "decimal comma": "numbers written with a decimal comma ('1.000,25' is 1000.25)",
+    "unit": "numbers written with a unit, read without it",
     "dates": "dates, as one feature: the decimal year",
 }
 
@@ -349,10 +413,12 @@ def feature_name(column: str, read_as: str) -> str:
 
 def _feature_plan(col: str, s: pd.Series, max_levels: int, is_image: bool, read_as: str = "") -> ColumnPlan:
     if is_image:
-        return ColumnPlan(col, "feature", "pixel", "pixel of an image (kept even if constant)")
+        return ColumnPlan(col, "feature", "pixel", "pixel of an image (kept even if constant)", 1)
     n_missing = int(s.isna().sum())
     if n_missing == len(s):
         return ColumnPlan(col, "left out", "empty", "no values at all")
+    if read_as == "nested":
+        return ColumnPlan(col, "left out", "nested", "lists, sets or dicts, not single values")
     n_levels = int(s.nunique(dropna=True))
     constant = ColumnPlan(col, "left out", "constant", "a single distinct value")
     if _is_numeric(s):
@@ -361,14 +427,14 @@ def _feature_plan(col: str, s: pd.Series, max_levels: int, is_image: bool, read_
         detail = _READ_AS_DETAIL[read_as]
         if read_as == "dates":
             detail += f" '{feature_name(col, read_as)}'"
-        return ColumnPlan(col, "feature", "numeric", detail)
+        return ColumnPlan(col, "feature", "numeric", detail, 1)
     if n_levels > max_levels:
         return ColumnPlan(col, "left out", "too many levels",
                           f"{n_levels} distinct values, more than {max_levels}")
     if n_levels + (n_missing > 0) <= 1:
         return constant
     extra = f" plus '{MISSING_LEVEL}'" if n_missing else ""
-    return ColumnPlan(col, "one-hot", "levels", f"{n_levels} level(s){extra}")
+    return ColumnPlan(col, "one-hot", "levels", f"{n_levels} level(s){extra}", n_levels + (n_missing > 0))
 
 
 def _level_strings(s: pd.Series) -> pd.Series:
@@ -392,13 +458,29 @@ def _unique_labels(values: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]] | N
     return (y, names) if len(set(names)) == len(names) else None
 
 
-def _encode_classes(s: pd.Series) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Class indices into the sorted unique labels (numbers sorted as numbers, 2 before 10)."""
+def _exact_integers(raw: pd.Series) -> np.ndarray | None:
+    """The integers of a column of integers or integer text, exactly (also beyond 2**53); else None."""
+    if pd.api.types.is_integer_dtype(raw.dtype):
+        return raw.to_numpy()
+    try:
+        return np.asarray([int(str(v).strip().replace(",", "")) for v in raw], dtype=object)
+    except ValueError:
+        return None
+
+
+def _encode_classes(s: pd.Series, raw: pd.Series | None = None) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Class indices into the sorted unique labels (numbers sorted as numbers, 2 before 10).
+
+    ``raw`` is the column as uploaded (``s`` as read): integer labels beyond 2**53, which floats
+    would merge, are taken from it exactly."""
     values = s.to_numpy()
     if _is_numeric(s):
         values = _as_float(s)
         if np.all(values == np.round(values)) and np.all(np.abs(values) < 2.0**53):  # exact in int64
             values = values.astype(np.int64)  # "3", not "3.0", as the class name
+        elif np.all(values == np.round(values)) and raw is not None \
+                and (exact := _exact_integers(raw)) is not None:
+            values = exact
     found = _unique_labels(values)
     if found is None:  # mixed types, or labels that are equal as text (1 and "1")
         found = _unique_labels(np.asarray([str(v) for v in values], dtype=object))
@@ -443,7 +525,7 @@ def _resolve_target(df: pd.DataFrame, options: TableOptions, notes: list[str]) -
     return df, task
 
 
-def _target_array(s: pd.Series, task: str) -> tuple[np.ndarray, tuple[str, ...] | None]:
+def _target_array(s: pd.Series, task: str, raw: pd.Series) -> tuple[np.ndarray, tuple[str, ...] | None]:
     name = s.name
     if task == "regression":
         if not _is_numeric(s):
@@ -456,7 +538,7 @@ def _target_array(s: pd.Series, task: str) -> tuple[np.ndarray, tuple[str, ...] 
                                f"too large to fit a model on (at most {MAX_TARGET:.0e}). Rescale the column, "
                                "for example to other units or to its logarithm, and upload again.")
         return values, None
-    y, class_names = _encode_classes(s)
+    y, class_names = _encode_classes(s, raw)
     if len(class_names) > MAX_CLASSES:
         raise TreevizError(f"The target '{name}' has {len(class_names)} distinct values, too many classes "
                            f"(at most {MAX_CLASSES}). If it is a quantity, choose regression as the task.")
@@ -476,17 +558,26 @@ def _plan(features: pd.DataFrame, options: TableOptions,
     return plan, shape
 
 
-def _reading_notes(read_as: dict[str, str], target: str | None) -> list[str]:
-    """Which columns were read as numbers with thousands separators, and which as dates."""
+def _reading_notes(read: dict[str, ReadColumn], target: str | None) -> list[str]:
+    """Which columns were read as numbers written in some form, and which as dates."""
+    def read_as(how: str) -> list[str]:
+        return [c for c, r in read.items() if r.read_as == how and (c != target or how != "dates")]
+
     notes = []
-    if thousands := [c for c, how in read_as.items() if how == "thousands"]:
+    if thousands := read_as("thousands"):
         notes.append(f"Read column(s) {_columns_text(thousands, 10)} as numbers written with thousands "
                      "separators ('1,000.5' is 1000.5).")
-    if dates := [c for c, how in read_as.items() if how == "dates" and c != target]:
+    if commas := read_as("decimal comma"):
+        notes.append(f"Read column(s) {_columns_text(commas, 10)} as numbers written with a decimal comma "
+                     "('1.000,25' is 1000.25).")
+    for c in read_as("unit"):
+        notes.append(f"Read column '{c}' as numbers in '{read[c].unit}', without the unit ('{read[c].unit}' "
+                     "removed from every value).")
+    if dates := read_as("dates"):
         notes.append(f"Read column(s) {_columns_text(dates, 10)} as dates, each as one feature named like "
                      f"'{feature_name(dates[0], 'dates')}': the date as a decimal year (2024-07-02 is 2024.5), "
                      "with time-zone-aware times taken in UTC.")
-    if read_as.get(target) == "dates":
+    if target in read and read[target].read_as == "dates":
         notes.append(f"Read the target '{target}' as dates, each as a decimal year (2024-07-02 is 2024.5), "
                      "with time-zone-aware times taken in UTC.")
     return notes
@@ -506,11 +597,33 @@ def _plan_notes(plan: list[ColumnPlan], features: pd.DataFrame) -> list[str]:
         shown = ", ".join(f"'{c}' ({features[c].nunique()} levels)" for c in wide[:10])
         notes.append(f"Left out {len(wide)} non-numeric column(s) with too many distinct values to one-hot "
                      f"encode: {shown}.")
+    if nested := named("nested"):
+        notes.append(f"Left out {len(nested)} column(s) holding lists, sets or dicts instead of single values: "
+                     f"{_columns_text(nested, 10)}. Spread such a column over columns of single values to use it.")
     for c in named("levels"):
         if n_missing := int(features[c].isna().sum()):
             notes.append(f"Column '{c}' has {n_missing} missing value(s), encoded as the level "
                          f"'{MISSING_LEVEL}'.")
+    for p in plan:
+        if p.reason in ("levels", "too many levels") and (note := _text_number_note(p, features[p.column])):
+            notes.append(note)
     return notes
+
+
+def _text_number_note(p: ColumnPlan, s: pd.Series) -> str | None:
+    """Why a column of mostly numbers is read as text, when it is."""
+    if not _is_text(s):
+        return None
+    values = pd.Series(s.dropna().astype(str).str.strip().unique()[:1000])
+    looks = _looks_numeric(values)
+    plain = pd.to_numeric(values, errors="coerce").notna()
+    if not values.size or looks.mean() < 0.5 or plain.all():
+        return None
+    example = values[~looks].iloc[0] if not looks.all() else values[~plain].iloc[0]
+    what = "one-hot encoded" if p.role == "one-hot" else "left out"
+    return (f"Column '{p.column}' holds numbers, but not all numbers in one form (for example '{example[:40]}'), "
+            f"so it is read as text ({what}). To read it as numbers, write every value as a number with the "
+            "same unit or none, and leave a missing value's cell empty.")
 
 
 def _size_notes(X: np.ndarray, names: list[str]) -> list[str]:
@@ -523,6 +636,83 @@ def _size_notes(X: np.ndarray, names: list[str]) -> list[str]:
     note = (f"Column(s) {_columns_text(big, 10)} have values up to {float(magnitude.max()):.3g} in magnitude, "
             "too large for the models without scaling; standard and quantile scaling handle them.")
     return [note]
+
+
+_NUMBERED = re.compile(r"(.*) \(([2-9]|[1-9]\d+)\)", re.DOTALL)
+
+
+def _numbered(name: str, k: int) -> str:
+    return f"{name} ({k})"
+
+
+def unique_feature_names(names: list[str], derived: list[bool],
+                         columns: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Feature names made unique: a derived name (``column=level``, ``column (year)``) that a column
+    of the table or an earlier feature already has gets the first free number, ``"x=a (2)"``.
+
+    Parameters
+    ----------
+    names : list of str
+        The features' names as derived, in order; a numeric column's feature has the column's name.
+    derived : list of bool
+        Which names are derived (the others are column names, unique already).
+    columns : list of str
+        Every column of the table, the target and left-out ones included.
+
+    Returns
+    -------
+    names : list of str
+        Unique names.
+    renamed : list of (str, str)
+        ``(derived name, new name)`` for each renamed feature.
+    """
+    taken = set(columns)
+    out, renamed = [], []
+    for name, is_derived in zip(names, derived):
+        new, k = name, 2
+        while is_derived and new in taken:
+            new, k = _numbered(name, k), k + 1
+        if new != name:
+            renamed.append((name, new))
+        taken.add(new)
+        out.append(new)
+    return out, renamed
+
+
+_BLANK_HEADER = re.compile(r"(?:Unnamed: \d+)?")  # how pandas names a column without a header
+
+
+def _row_number_columns(df: pd.DataFrame, target: str | None) -> list[str]:
+    """Columns without a name whose values are the row numbers 0..n-1 or 1..n in some order."""
+    found = []
+    for c in df.columns:
+        if c == target or not _BLANK_HEADER.fullmatch(c) or not _is_numeric(df[c]):
+            continue
+        values = np.sort(_as_float(df[c]))
+        if np.array_equal(values, np.arange(len(df))) or np.array_equal(values, np.arange(1, len(df) + 1)):
+            found.append(c)
+    return found
+
+
+def _class_notes(y: np.ndarray, class_names: tuple[str, ...], target: str) -> list[str]:
+    """A warning when some classes have a single row."""
+    single = int((np.bincount(y, minlength=len(class_names)) == 1).sum())
+    if not single:
+        return []
+    return [f"{single} of the {len(class_names)} classes of the target '{target}' have a single row: a model "
+            "cannot learn a class from one example, and its row is either in training or in the test "
+            "split, so accuracy will be low. Merge rare classes, or choose regression if the target is "
+            "a quantity."]
+
+
+def _check_matrix_size(n_rows: int, plan: list[ColumnPlan]) -> None:
+    """Refuse a table whose feature matrix would be too large, before building it."""
+    width = sum(p.width for p in plan)
+    size = n_rows * width * 8
+    if size > MAX_MATRIX_MB * _MB:
+        raise TreevizError(f"The table would become {n_rows:,} rows × {width:,} features ({size / _MB:,.0f} MB "
+                           f"of numbers), over the limit of {MAX_MATRIX_MB} MB. Lower the largest number of "
+                           "levels a text column may have, leave out wide text columns, or use fewer rows.")
 
 
 def table_to_dataset(df: pd.DataFrame, name: str, options: TableOptions, *, source: str = "") -> Dataset:
@@ -553,50 +743,79 @@ def table_to_dataset(df: pd.DataFrame, name: str, options: TableOptions, *, sour
     """
     if not isinstance(df, pd.DataFrame):
         raise TreevizError("The table must be a DataFrame; read files with read_table first.")
+    notes: list[str] = list(df.attrs.get(READ_NOTES, []))
     columns = [str(c).strip() for c in df.columns]
     dups = sorted({c for c in columns if columns.count(c) > 1})
     if dups:
         raise duplicate_column_error(name, dups)
     if df.shape[0] == 0 or df.shape[1] == 0:
         raise TreevizError(f"The table '{name}' is empty. Choose a table with a header row and data rows.")
-    df = df.set_axis(columns, axis=1).reset_index(drop=True)
-    read = {c: read_column(df[c]) for c in columns}
+    raw = df.set_axis(columns, axis=1).reset_index(drop=True)
+    read = {c: read_column(raw[c]) for c in columns}
     df = pd.DataFrame({c: r.values for c, r in read.items()})
     read_as = {c: r.read_as for c, r in read.items() if r.read_as}
-    notes: list[str] = _reading_notes(read_as, options.target)
+    target = options.target
+    if read_as.get(target) == "nested":
+        raise TreevizError(f"The target '{target}' holds lists, sets or dicts, not single values. Choose "
+                           "another target column, or give one label per row.")
+    notes.extend(_reading_notes(read, target))
+    if row_numbers := _row_number_columns(df, target):
+        df = df.drop(columns=row_numbers)
+        notes.append(f"Left out column(s) {_columns_text(row_numbers, 10)}: no name, and the row numbers as "
+                     "values (the index pandas' to_csv writes), which would let a model learn the row order "
+                     "instead of the data.")
     n_uploaded = len(df)
     df, task = _resolve_target(df, options, notes)
     if len(df) < options.min_rows:
         raise TreevizError(f"The table has only {len(df)} usable row(s), but at least {options.min_rows} are "
                            "needed to train and test a model. Add more rows.")
     _check_infinite(df)
-    target = options.target
-    y, class_names = (None, None) if target is None else _target_array(df[target], task)
+    y, class_names = (None, None)
+    if target is not None:
+        kept = raw[target].dropna().reset_index(drop=True) if len(df) < n_uploaded else raw[target]
+        y, class_names = _target_array(df[target], task, kept)
+        notes.extend(_class_notes(y, class_names, target) if task == "classification" else [])
     features = df.drop(columns=[target]) if target is not None else df
     plan, shape = _plan(features, options, read_as)
     notes.extend(_plan_notes(plan, features))
-    blocks, names = [], []
+    _check_matrix_size(len(features), plan)
+    blocks, names, derived = [], [], []
     for col, role, *_ in plan:
         if role == "feature":
             blocks.append(_as_float(features[col])[:, None])
             names.append(feature_name(col, read_as.get(col, "")))
+            derived.append(read_as.get(col) == "dates")
         elif role == "one-hot":
             block, block_names = _one_hot(col, features[col])
             blocks.append(block)
             names.extend(block_names)
+            derived.extend([True] * len(block_names))
     if not blocks:
         raise TreevizError("No usable feature column is left (empty, constant and high-cardinality "
                            "columns are left out). Upload a table with at least one numeric column or "
                            "a text column with few distinct values.")
+    names, renamed = unique_feature_names(names, derived, columns)
+    if renamed:
+        shown = ", ".join(f"'{new}' (was '{old}')" for old, new in renamed[:10])
+        notes.append(f"Renamed {len(renamed)} feature(s) whose name a column or another feature already had, "
+                     f"so that every name is unique: {shown}.")
     X = np.hstack(blocks)
     notes.extend(_size_notes(X, names))
+    left_out = {p.column: p.detail for p in plan if p.role == "left out"}
+    left_out.update(dict.fromkeys(row_numbers, "the row numbers, in a column with no name"))
     return Dataset(
         name=name, X=X, y=y, feature_names=tuple(names), task=task, target_name=target,
         class_names=class_names, image_shape=shape, source=source, notes=tuple(notes),
         description=f"Table '{name}': {n_uploaded} rows, {len(columns)} columns.",
-        meta={"columns_left_out": {p.column: p.detail for p in plan if p.role == "left out"},
-              "rows_in_table": n_uploaded, "options": options.to_dict()},
+        meta={"columns_left_out": left_out, "rows_in_table": n_uploaded, "options": options.to_dict()},
     )
+
+
+def _distinct(s: pd.Series) -> int:
+    try:
+        return int(s.nunique(dropna=True))
+    except TypeError:  # unhashable cells (lists, dicts, sets): count them by their text
+        return int(s.dropna().astype(str).nunique())
 
 
 def inspect_table(df: pd.DataFrame, target: str | None = None, *, max_levels: int = 50) -> pd.DataFrame:
@@ -635,18 +854,48 @@ def inspect_table(df: pd.DataFrame, target: str | None = None, *, max_levels: in
             role, why = roles.get(col, ("left out", ""))
         rows.append({
             "column": col, "dtype": str(table[col].dtype), "missing": int(s.isna().sum()),
-            "distinct": int(s.nunique(dropna=True)),
+            "distinct": _distinct(s),
             "example": str(present.iloc[0])[:40] if len(present) else "", "role": role, "detail": why,
         })
     return pd.DataFrame(rows, columns=["column", "dtype", "missing", "distinct", "example", "role", "detail"])
 
 
-def _one_hot_source(name: str, columns: set[str]) -> tuple[str, str] | None:
-    """``(column, level)`` when the feature ``name`` is ``column=level`` for a column of the table."""
-    for pos in (i for i, ch in enumerate(name) if ch == "="):
-        if name[:pos] in columns:
-            return name[:pos], name[pos + 1:]
-    return None
+def _derived_sources(name: str, present: set[str], order: dict[str, int]) -> list[tuple[str, str, str]]:
+    """The ways a derived feature ``name`` can come from the table's columns: ``("dates", column, "")``
+    for ``"<column> (year)"``, ``("one-hot", column, level)`` for ``"column=level"``; in column order."""
+    found = [("one-hot", name[:i], name[i + 1:]) for i, ch in enumerate(name) if ch == "=" and name[:i] in present]
+    if name.endswith(" (year)") and name[:-7] in present:
+        found.append(("dates", name[:-7], ""))
+    return sorted(found, key=lambda source: order[source[1]])
+
+
+def feature_sources(feature_names: tuple[str, ...] | list[str],
+                    columns: list[str]) -> list[tuple[str, str, str] | None]:
+    """Where each of a model's features comes from in a table with these columns, undoing
+    :func:`unique_feature_names`.
+
+    A feature that is a column's name is that column (``("column", name, "")``): derived names never
+    take a column's name. Otherwise it is derived (see :func:`_derived_sources`); a name ending in a
+    number, ``"x=a (2)"``, whose unnumbered name is a column or another feature, is first read as
+    that name renamed, and each source gives one feature. None where no column fits.
+    """
+    present = set(columns)
+    order = {c: i for i, c in enumerate(columns)}
+    known = present | set(feature_names)
+    used: set[tuple[str, str, str]] = set()
+    sources: list[tuple[str, str, str] | None] = []
+    for feature in map(str, feature_names):
+        if feature in present:
+            sources.append(("column", feature, ""))
+            continue
+        numbered = _NUMBERED.fullmatch(feature)
+        candidates = _derived_sources(numbered[1], present, order) if numbered and numbered[1] in known else []
+        candidates += _derived_sources(feature, present, order)
+        source = next((c for c in candidates if c not in used), None)
+        if source is not None:
+            used.add(source)
+        sources.append(source)
+    return sources
 
 
 def _level_texts(s: pd.Series, known: set[str]) -> pd.Series:
@@ -703,39 +952,34 @@ def table_to_features(df: pd.DataFrame, feature_names: tuple[str, ...] | list[st
     if dups:
         raise duplicate_column_error(name, dups)
     df = df.set_axis(columns, axis=1).reset_index(drop=True)
-    present = set(columns)
     X = np.full((len(df), len(feature_names)), np.nan)
     used: set[str] = set()
     missing: list[str] = []
     unseen: dict[str, set[str]] = {}
     levels: dict[str, set[str]] = {}
-    sources: dict[int, tuple[str, str]] = {}
-    for j, feature in enumerate(feature_names):
-        feature = str(feature)
-        column = feature if feature in present else None
-        if column is None and feature.endswith(" (year)") and feature[:-7] in present:
-            column = feature[:-7]
-        if column is not None:
-            values = read_column(df[column]).values
-            if not _is_numeric(values) and values.notna().any():
-                example = str(values.dropna().iloc[0])[:40]
-                raise TreevizError(f"Column '{column}' of '{name}' holds text such as '{example}', but the model "
-                                   f"reads '{feature}' as a number. Give numbers (or dates) in that column.")
-            X[:, j] = _as_float(values) if _is_numeric(values) else np.nan
-            used.add(column)
-            continue
-        source = _one_hot_source(feature, present)
+    one_hot: dict[int, tuple[str, str]] = {}
+    for j, (feature, source) in enumerate(zip(map(str, feature_names), feature_sources(feature_names, columns))):
         if source is None:
             missing.append(feature)
             continue
-        sources[j] = source
-        levels.setdefault(source[0], set()).add(source[1])
+        kind, column, level = source
+        if kind == "one-hot":
+            one_hot[j] = (column, level)
+            levels.setdefault(column, set()).add(level)
+            continue
+        values = read_column(df[column]).values
+        if not _is_numeric(values) and values.notna().any():
+            example = str(values.dropna().iloc[0])[:40]
+            raise TreevizError(f"Column '{column}' of '{name}' holds text such as '{example}', but the model "
+                               f"reads '{feature}' as a number. Give numbers (or dates) in that column.")
+        X[:, j] = _as_float(values) if _is_numeric(values) else np.nan
+        used.add(column)
     if missing:
         raise TreevizError(f"The table '{name}' lacks the column(s) the model needs for "
                            f"{_columns_text(missing, 10)}. Give the columns of the training data (or the "
                            "model's feature names).")
     texts = {c: _level_texts(df[c], known) for c, known in levels.items()}
-    for j, (column, level) in sources.items():
+    for j, (column, level) in one_hot.items():
         X[:, j] = (texts[column] == level).to_numpy(dtype=np.float64)
         used.add(column)
     for column, known in levels.items():

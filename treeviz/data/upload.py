@@ -26,6 +26,7 @@ import warnings
 import pandas as pd
 
 from treeviz.data.table import (
+    READ_NOTES,
     TableOptions,
     detect_task,
     duplicate_column_error,
@@ -170,34 +171,58 @@ def _gunzip(name: str, data: bytes, limit_mb: float) -> bytes:
 
 
 def _reject_binary(name: str, data: bytes) -> None:
+    """Refuse known binary formats, and bytes with NULs or many control characters (UTF-16, whose
+    NULs are part of the text, is checked after decoding instead)."""
     for magic, what in _BINARY_SIGNATURES.items():
         if data.startswith(magic):
             raise TreevizError(f"'{name}' is {what}, not a CSV table. Upload the table as CSV or Parquet.")
-    head = data[:8192]
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 text has NUL bytes by design
+    if _utf16_codec(data):
         return
+    head = data[:8192]
     controls = sum(head.count(bytes([c])) for c in (*range(9), 11, 12, *range(14, 32)))
-    if b"\x00" in head or controls > len(head) // 100 + 2:
-        raise TreevizError(f"'{name}' contains binary data, not CSV text. "
-                           "Upload the table as CSV (UTF-8) or Parquet.")
+    if b"\x00" in data or controls > len(head) // 100 + 2:
+        raise _binary_error(name)
+
+
+def _binary_error(name: str) -> TreevizError:
+    return TreevizError(f"'{name}' contains binary data, not CSV text. "
+                        "Upload the table as CSV (UTF-8) or Parquet.")
+
+
+def _utf16_codec(data: bytes) -> str | None:
+    """``"utf-16"`` for text with a UTF-16 byte-order mark; ``"utf-16-le"``/``"utf-16-be"`` for text
+    without one whose first 4 KiB has a NUL in nearly every second byte and in no other (mostly
+    ASCII text, as a CSV's digits, delimiters and line ends are); else None."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf-16"
+    head = data[:4096]
+    if len(head) < 4 or len(head) % 2:
+        return None
+    even, odd = head[0::2].count(0), head[1::2].count(0)
+    half = len(head) // 2
+    if odd >= 0.6 * half and even <= half // 20:
+        return "utf-16-le"
+    if even >= 0.6 * half and odd <= half // 20:
+        return "utf-16-be"
+    return None
 
 
 def _decode(name: str, data: bytes, encoding: str) -> str:
     if encoding == "auto":
-        if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-            encoding = "utf-16"
-        else:
-            encoding = "utf-8-sig"
+        encoding = _utf16_codec(data) or "utf-8-sig"
     elif encoding == "utf-8":
         encoding = "utf-8-sig"
     try:
-        return data.decode(encoding)
+        text = data.decode(encoding)
     except UnicodeDecodeError as err:
         byte = data[err.start:err.start + 1].hex()
         line = data[:err.start].count(b"\n") + 1
         shown = "UTF-8" if encoding.startswith("utf-8") else encoding
         raise TreevizError(f"'{name}' is not valid {shown} text (byte 0x{byte} on line {line}). "
                            "Re-save it as UTF-8, or choose its encoding (for example latin-1).") from None
+    if "\x00" in text:
+        raise _binary_error(name)
+    return text
 
 
 def _sniff_delimiter(text: str, tab_default: bool) -> str:
@@ -233,6 +258,20 @@ def _read_csv(name: str, text: str, tab_default: bool) -> pd.DataFrame:
     dups = _header_duplicates(text, delim)
     if dups:
         raise duplicate_column_error(name, dups)
+    df = _parse_csv(name, text, delim)
+    if df.shape[1] and df.iloc[:, -1].isna().any():  # a short row leaves the last column empty
+        _check_short_rows(name, text, delim)
+    if (repeats := _header_repeats(df)).size:
+        lines = _header_repeat_lines(text, delim, df.columns)
+        df = _parse_csv(name, df.drop(index=repeats).to_csv(index=False, sep=delim), delim)
+        shown = ", ".join(str(n) for n in lines[:10]) + (" ..." if len(lines) > 10 else "")
+        lines_text = ("line " if len(lines) == 1 else "lines ") + shown
+        df.attrs[READ_NOTES] = [f"Dropped {len(repeats)} row(s) that repeat the header ({lines_text}), as where "
+                                "several files were joined into one."]
+    return df
+
+
+def _parse_csv(name: str, text: str, delim: str) -> pd.DataFrame:
     try:
         with warnings.catch_warnings():
             # index_col=False stops pandas silently turning the first column into the index when
@@ -251,6 +290,47 @@ def _read_csv(name: str, text: str, tab_default: bool) -> pd.DataFrame:
                            "comma-, semicolon- or tab-separated text file.") from None
     df.columns = [str(c).strip() for c in df.columns]
     return df
+
+
+def _records(text: str, delim: str) -> csv.reader:
+    return csv.reader(io.StringIO(text, newline=""), delimiter=delim)
+
+
+def _check_short_rows(name: str, text: str, delim: str) -> None:
+    """Refuse a row with fewer fields than the header (pandas would pad it with missing values)."""
+    reader = _records(text, delim)
+    try:
+        want = len(next(reader, []))
+        for row in reader:
+            if 0 < len(row) < want and any(field.strip() for field in row):
+                fields = f"{len(row)} field" + ("s" if len(row) > 1 else "")
+                raise TreevizError(f"'{name}' could not be read: line {reader.line_num} has {fields} "
+                                   f"but the header has {want}. Give that line one value per column (an empty "
+                                   "value between two delimiters for a missing one) and upload again.")
+    except csv.Error:  # pandas read it, so this reader's stricter rules do not apply
+        return
+
+
+def _header_repeats(df: pd.DataFrame) -> pd.Index:
+    """The rows whose every cell is its column's name (a header repeated in the middle of the file)."""
+    if df.empty or not all(pd.api.types.is_string_dtype(df[c].dtype) for c in df.columns):
+        return df.index[:0]
+    same = pd.Series(True, index=df.index)
+    for c in df.columns:
+        same &= df[c].astype(str).str.strip() == c
+        if not same.any():
+            break
+    return df.index[same]
+
+
+def _header_repeat_lines(text: str, delim: str, columns: pd.Index) -> list[int]:
+    header = list(columns)
+    reader = _records(text, delim)
+    next(reader, None)
+    try:
+        return [reader.line_num for row in reader if [f.strip() for f in row] == header]
+    except csv.Error:
+        return []
 
 
 def _long_row_message(name: str, text: str, delim: str) -> str:
