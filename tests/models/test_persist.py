@@ -91,3 +91,84 @@ def test_malicious_or_foreign_files_are_refused_with_sentences(fitted):
         load_model(_zip({"config.json": b"{", "weights.safetensors": good["weights.safetensors"]}))
     with pytest.raises(TreevizError, match="no model file"):
         load_model("/nonexistent/model.zip")
+
+
+def _patched(data: bytes, offsets: dict[bytes, int], value: bytes) -> bytes:
+    """``data`` with ``value`` written at ``offsets[signature]`` into every local and central header."""
+    out = bytearray(data)
+    for signature, offset in offsets.items():
+        at = 0
+        while (at := out.find(signature, at)) >= 0:
+            out[at + offset:at + offset + len(value)] = value
+            at += 4
+    return bytes(out)
+
+
+@pytest.mark.parametrize(("what", "offsets", "value"), [
+    ("encrypted", {b"PK\x03\x04": 6, b"PK\x01\x02": 8}, b"\x01\x00"),        # RuntimeError before
+    ("unknown compression", {b"PK\x03\x04": 8, b"PK\x01\x02": 10}, b"\x63\x00"),  # NotImplementedError
+    ("version needed 7.0", {b"PK\x01\x02": 6}, b"\x46\x00"),                 # NotImplementedError
+])
+def test_odd_zip_headers_are_refused_with_sentences(tmp_path, fitted, what, offsets, value):
+    est, _ = fitted
+    data = _patched(zip_bytes(model_bytes(est)), offsets, value)
+    (tmp_path / "m.zip").write_bytes(data)
+    for source in (data, tmp_path / "m.zip"):
+        with pytest.raises(TreevizError, match="damaged") as info:
+            load_model(source)
+        assert str(info.value).endswith(".")
+        with pytest.raises(TreevizError):
+            read_config(source)
+
+
+def test_truncated_deflate_data_is_refused(fitted):
+    est, _ = fitted
+    good = model_bytes(est)
+    info = zipfile.ZipInfo("config.json")
+    info.compress_type = zipfile.ZIP_DEFLATED
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr(info, good["config.json"])
+        zf.writestr("weights.safetensors", good["weights.safetensors"])
+    data = bytearray(buf.getvalue())
+    at = 30 + len("config.json")
+    data[at + 40:at + 400] = bytes(360)  # zeroed deflate data: zlib.error or a bad CRC
+    with pytest.raises(TreevizError, match="damaged"):
+        load_model(bytes(data))
+
+
+@pytest.mark.parametrize("change", [
+    {"learned": []}, {"history": {"a": 1}}, {"context": [1, 2]}, {"version": "1"}, {"params": [3]},
+])
+def test_malformed_config_fields_are_refused(fitted, change):
+    est, _ = fitted
+    good = model_bytes(est)
+    cfg = {**json.loads(good["config.json"]), **change}
+    with pytest.raises(TreevizError):
+        load_model(_zip({"config.json": json.dumps(cfg), "weights.safetensors": good["weights.safetensors"]}))
+
+
+@pytest.mark.parametrize(("array", "value"), [("weight", np.nan), ("weight", np.inf), ("bias", np.nan)])
+def test_non_finite_split_weights_are_refused(fitted, array, value):
+    from safetensors.numpy import load as st_load
+    from safetensors.numpy import save as st_save
+
+    est, X = fitted
+    good = model_bytes(est)
+    arrays = st_load(good["weights.safetensors"])
+    arrays[array] = arrays[array].copy()
+    arrays[array][0] = value  # the root's split: every row would take one path
+    with pytest.raises(TreevizError, match="not all finite"):
+        load_model(_zip({"config.json": good["config.json"], "weights.safetensors": st_save(arrays)}))
+
+
+def test_a_model_zip_with_config_twice_is_refused(fitted):
+    est, _ = fitted
+    good = model_bytes(est)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf, pytest.warns(UserWarning, match="Duplicate"):
+        zf.writestr("config.json", good["config.json"])
+        zf.writestr("weights.safetensors", good["weights.safetensors"])
+        zf.writestr("config.json", b"{}")
+    with pytest.raises(TreevizError, match="twice"):
+        load_model(buf.getvalue())
