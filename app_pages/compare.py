@@ -13,7 +13,10 @@ from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
 
 st.title("Compare")
-runs = state.store().list()
+store = state.store()
+runs = store.list()
+for problem in store.problems:
+    st.warning(problem)
 found = groups(runs)
 if not found:
     st.info("No runs yet. Train models of several families on one data set on the Train page; they line up here.")

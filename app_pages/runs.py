@@ -14,7 +14,8 @@ from treeviz.ui.figures import show_figure
 
 st.title("Runs")
 store = state.store()
-st.caption(f"Runs are kept in {store.root} (set TREEVIZ_HOME to use another folder).")
+st.caption(f"Runs are kept in {store.root} (set TREEVIZ_HOME to use another folder). This app has no "
+           "accounts: everyone who can open it sees, exports and deletes every run and data set stored here.")
 
 with st.expander("Import a run (.zip exported from treeviz)"):
     upload = st.file_uploader("Run archive", type=["zip"], key="runs.import")

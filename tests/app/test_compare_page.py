@@ -1,5 +1,7 @@
 """The Compare page with runs of three families on one data set, and every figure's download menu."""
 
+import json
+
 from tests.app.conftest import assert_clean, chart_specs, new_app, open_page
 from treeviz.data import PrepConfig, load_dataset, prepare
 from treeviz.runs import RunStore
@@ -38,3 +40,20 @@ def test_compare_three_families_on_one_data_set(home):
     assert_clean(at)
     assert list(at.dataframe[0].value.columns[:3]) == ["run", "family", "test R²"]
     assert any("Train a second model" in i.value for i in at.info)
+
+
+def test_a_run_with_text_metrics_is_skipped_with_a_note(home):
+    store = RunStore(home)
+    iris = prepare(load_dataset("iris"), PrepConfig(seed=0))
+    bad = train_run("cart", "classification", {"max_depth": 2}, iris, store=store)
+    for depth in (1, 3):
+        train_run("cart", "classification", {"max_depth": depth}, iris, store=store)
+    path = store.runs_dir / bad.run_id / "run.json"
+    record = json.loads(path.read_text())
+    record["metrics"]["test_accuracy"] = "0.99 (trust me)"  # once a TypeError on the Compare page
+    path.write_text(json.dumps(record))
+    at = new_app().run()
+    open_page(at, "compare")
+    assert_clean(at)
+    assert any(bad.run_id in w and "test_accuracy" in w for w in (w.value for w in at.warning))
+    assert len(at.dataframe[0].value) == 2

@@ -171,3 +171,21 @@ def test_a_damaged_run_folder_is_reported_not_fatal(home):
     assert any(record.run_id in w for w in texts(at.warning))
     assert len(at.dataframe[0].value) == 1
     json.dumps(chart_specs(at))
+
+
+def damage_record(home, run_id, **fields):
+    """Edit a stored run.json by hand (as someone with access to the folder could)."""
+    path = RunStore(home).runs_dir / run_id / "run.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **fields}))
+
+
+def test_a_run_with_a_huge_depth_is_skipped_with_a_note(home):
+    bad = make_run(home, key="iris", depth=2)
+    damage_record(home, bad.run_id, depth=10**30)  # once broke the table on every load
+    make_run(home, key="wine", depth=2)
+    at = app_on("runs")
+    assert_clean(at)
+    assert any(bad.run_id in w and "depth" in w for w in texts(at.warning))
+    assert len(at.dataframe[0].value) == 1
+    assert any("left out" in c for c in texts(at.sidebar.caption))
+    assert any("everyone who can open it sees, exports and deletes every run" in c for c in texts(at.caption))

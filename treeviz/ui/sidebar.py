@@ -22,7 +22,11 @@ def render() -> None:
     with st.sidebar:
         ds = state.current_dataset()
         st.markdown(f"**Dataset:** {ds.name}  \n{ds.task}, {ds.n_samples} rows × {ds.n_features} features")
-        runs = state.store().list()
+        store = state.store()
+        runs = store.list()
+        if store.problems:
+            st.caption(f"{len(store.problems)} damaged or unfinished run folder(s) left out; the Runs page "
+                       "says which and why.")
         if runs:
             ids = [r.run_id for r in runs]
             labels = {r.run_id: run_label(r) for r in runs}
