@@ -410,13 +410,13 @@ def _run_on_cluster(args: list[tuple], address: str, n_jobs: int | None, timeout
         import distributed  # deferred: dask is heavy and only needed for a cluster
     except ImportError:
         raise TreevizError("Running a grid on a Dask cluster needs dask and distributed (pip install "
-                           "'dask[distributed]'); leave the scheduler address empty to run locally.") from None
+                           "'dask[distributed]'), or run the grid on this machine.") from None
     try:
         client = distributed.Client(address, timeout=timeout, set_as_default=False)
     except (OSError, TimeoutError, ValueError, TypeError) as err:
         reason = " ".join(str(err).split()) or type(err).__name__
         raise TreevizError(f"Could not reach the Dask scheduler at {address}: {reason.rstrip('.')}. Start one with "
-                           "`dask scheduler` or leave the address empty to run locally.") from None
+                           "`dask scheduler`, or run the grid on this machine.") from None
     with client:
         try:
             client.wait_for_workers(1, timeout=timeout)

@@ -149,7 +149,7 @@ def test_an_unreachable_scheduler_is_one_sentence(prepared):
                  connect_timeout=1)
     text = str(err.value)
     assert text.startswith(f"Could not reach the Dask scheduler at {address}: ")
-    assert text.endswith("Start one with `dask scheduler` or leave the address empty to run locally.")
+    assert text.endswith("Start one with `dask scheduler`, or run the grid on this machine.")
 
 
 def test_a_malformed_scheduler_is_refused_before_any_connection(prepared, monkeypatch, capsys, tmp_path):
