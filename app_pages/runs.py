@@ -3,9 +3,10 @@
 import pandas as pd
 import streamlit as st
 
+from treeviz.compare import run_rows
 from treeviz.plots import training_curves
 from treeviz.plots.export import export_name
-from treeviz.quantities import curve_layout, family_name, headline_text
+from treeviz.quantities import curve_layout
 from treeviz.report import run_report
 from treeviz.run_archive import export_zip, import_zip
 from treeviz.ui import pages, state
@@ -31,24 +32,7 @@ if not runs:
     st.info("No runs yet. Train a model on the Train page; it is saved here automatically.")
     st.stop()
 
-table = pd.DataFrame(
-    [
-        {
-            "name": r.name,
-            "family": family_name(r.family),
-            "dataset": r.dataset_name,
-            "task": r.task,
-            "metric": headline_text(r),
-            "nodes": r.n_nodes,
-            "depth": r.depth,
-            "status": r.status,
-            "created": r.created_at.strftime("%Y-%m-%d %H:%M"),
-            "seconds": round(r.duration_s, 2),
-            "id": r.run_id,
-        }
-        for r in runs
-    ]
-)
+table = pd.DataFrame(run_rows(runs))
 st.dataframe(table, hide_index=True)
 
 ids = [r.run_id for r in runs]

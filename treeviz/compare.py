@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from treeviz.quantities import METRIC_LABELS, family_name
+from treeviz.quantities import METRIC_LABELS, family_name, headline_text
 from treeviz.runs import RunRecord
 
 
@@ -85,6 +85,15 @@ def leaderboard(runs: Sequence[RunRecord], score: Score | None) -> list[dict[str
                      "run_id": r.run_id})
     sign = 1.0 if score is None or score.higher_is_better else -1.0
     return sorted(rows, key=lambda row: (row["score"] is None, -sign * (row["score"] or 0.0)))
+
+
+def run_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
+    """One row per run for the Runs page's table: name, family, data set, task, headline metric,
+    nodes, depth, status, created, fit seconds and id."""
+    return [{"name": r.name, "family": family_name(r.family), "dataset": r.dataset_name, "task": r.task,
+             "metric": headline_text(r), "nodes": r.n_nodes, "depth": r.depth, "status": r.status,
+             "created": r.created_at.strftime("%Y-%m-%d %H:%M"), "seconds": round(r.duration_s, 2),
+             "id": r.run_id} for r in records]
 
 
 def pareto_mask(size: Sequence[float], score: Sequence[float], *, higher_is_better: bool = True) -> np.ndarray:

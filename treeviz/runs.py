@@ -281,12 +281,19 @@ def _prep(value: Any, key: str) -> dict[str, Any]:
 
 
 def _sweep(value: Any, key: str) -> dict[str, Any] | None:
+    """None, or a sweep tag with what the pages read of its kind: an ``id``; a λ path's ``param``
+    and ``value``; a feature-budget search's ``budget`` and ``index``."""
     if value is None:
         return None
     out = _json_dict(value, key)
+    kind = out.get("kind", "lambda_path")
+    needed = {"lambda_path": ("id", "param", "value"), "budget_search": ("id", "budget", "index")}.get(kind, ("id",))
+    missing = [name for name in needed if name not in out]
+    if missing:
+        raise _fail(key, f"it lacks {', '.join(missing)}")
     for name in ("id", "kind", "label", "param"):
         if name in out:
-            _text(out[name], f"sweep {name}", limit=MAX_NAME)
+            _text(out[name], f"sweep {name}", limit=MAX_NAME, empty=name != "id")
     for name in ("index", "size", "budget"):
         if name in out:
             _count(out[name], f"sweep {name}")
