@@ -14,7 +14,9 @@ top of it each one has
   :meth:`~TreeEstimator._end_training`; these notify every callback's ``on_train_begin``,
   ``on_epoch_end`` and ``on_train_end`` hooks with keyword arguments. A callback stops training
   by raising :class:`treeviz.errors.TrainingCancelled` (the estimator keeps the epochs done so
-  far and sets ``stopped_early_``);
+  far and sets ``stopped_early_``). Between records, every long inner loop (optimiser steps,
+  node levels, iterations, trees) asks :meth:`~TreeEstimator._cancel_requested`, which calls
+  the cheap ``on_step`` hook, so a cancel acts within seconds in phases that record nothing;
 * ``_get_model_state()`` / ``_set_model_state()``: the family's learned arrays and values, which
   :meth:`~TreeEstimator._learned_state` completes with what every estimator stores (feature
   names, classes) for :mod:`models.persist`.
@@ -26,7 +28,11 @@ deep-copies parameters and a callback holds live objects (a job, a threading.Eve
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable, Sequence
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -49,6 +55,10 @@ class Callback:
     * ``on_train_begin(estimator, total=...)``: ``total`` is the planned number of epochs
       (or None);
     * ``on_epoch_end(estimator, record=...)``: the record just appended to ``history_``;
+    * ``on_step(estimator)``: often, inside long phases between records (optimiser steps, node
+      levels, iterations, trees), only to let a callback raise ``TrainingCancelled``. It must be
+      cheap and only read a flag: a forest may call it from a helper thread while it waits for
+      its worker processes;
     * ``on_train_end(estimator)``: once, also when training was cancelled.
     """
 
@@ -58,8 +68,65 @@ class Callback:
     def on_epoch_end(self, estimator: Any, **kwargs: Any) -> None:
         """Called after each epoch / iteration."""
 
+    def on_step(self, estimator: Any, **kwargs: Any) -> None:
+        """Called often between records; raise TrainingCancelled to stop training."""
+
     def on_train_end(self, estimator: Any, **kwargs: Any) -> None:
         """Called once after training."""
+
+
+class CancelWhen(Callback):
+    """Stops a fit once ``stop()`` is true: how an estimator hands its own cancel to a fit nested
+    in it (the tree embedding's TAO tree, a forest's trees). Picklable when ``stop`` is."""
+
+    def __init__(self, stop: Callable[[], bool]) -> None:
+        self.stop = stop
+
+    def on_step(self, estimator: Any, **kwargs: Any) -> None:
+        if self.stop():
+            raise TrainingCancelled()
+
+    on_epoch_end = on_step
+
+
+class CancelFlag:
+    """Carries a cancel to worker processes (a forest's trees): a flag file that a watcher thread
+    creates, within ``every`` seconds, once ``requested()`` is true. Use it as a context manager
+    around the parallel work; the object is a picklable ``stop()`` function for the workers (only
+    the file's path travels) and true once the flag is set.
+    """
+
+    def __init__(self, requested: Callable[[], bool], every: float = 0.1) -> None:
+        self._requested, self._every = requested, float(every)
+        self.path = ""
+
+    def __enter__(self) -> CancelFlag:
+        self._folder = tempfile.mkdtemp(prefix="treeviz-cancel-")
+        self.path = os.path.join(self._folder, "cancel")
+        self._done = threading.Event()
+        self._watcher = threading.Thread(target=self._watch, name="treeviz-cancel-watch", daemon=True)
+        self._watcher.start()
+        return self
+
+    def _watch(self) -> None:
+        while not self._done.wait(self._every):
+            if self._requested():
+                open(self.path, "w").close()
+                return
+
+    def __exit__(self, *exc: Any) -> None:
+        self._done.set()
+        self._watcher.join()
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+    def __call__(self) -> bool:
+        return os.path.exists(self.path)
+
+    def __getstate__(self) -> dict[str, str]:
+        return {"path": self.path}
+
+    def __setstate__(self, state: dict[str, str]) -> None:
+        self.path = state["path"]
 
 
 def resolve_device(device: str | None) -> str:
@@ -165,7 +232,9 @@ class TreeEstimator(BaseEstimator):
     # ------------------------------------------------------------------ callbacks & history
     def _notify(self, hook: str, **kwargs: Any) -> None:
         for cb in getattr(self, "_callbacks", []):
-            getattr(cb, hook)(self, **kwargs)
+            method = getattr(cb, hook, None)  # a duck-typed callback may leave hooks out
+            if method is not None:
+                method(self, **kwargs)
 
     def _begin_training(self, callbacks: Iterable[Callback] | None, total: int | None) -> None:
         self._callbacks = list(callbacks or [])
@@ -176,8 +245,9 @@ class TreeEstimator(BaseEstimator):
     def _record(self, **record: Any) -> bool:
         """Append a history record and notify callbacks.
 
-        Returns False when a callback asked to stop (raised :class:`TrainingCancelled`); the
-        caller should then leave its loop. Values are converted to plain Python numbers.
+        Returns False when a callback asked to stop (raised :class:`TrainingCancelled`, here or
+        in an earlier :meth:`_cancel_requested`); the caller should then leave its loop. Values
+        are converted to plain Python numbers.
         """
         clean = {k: plain(v) for k, v in record.items()}
         self.history_.append(clean)
@@ -185,8 +255,22 @@ class TreeEstimator(BaseEstimator):
             self._notify("on_epoch_end", record=clean)
         except TrainingCancelled:
             self.stopped_early_ = True
-            return False
-        return True
+        return not self.stopped_early_
+
+    def _cancel_requested(self) -> bool:
+        """Whether a callback asked training to stop (its ``on_step`` raised TrainingCancelled).
+
+        Cheap; long inner loops call it between records and leave when it is True, keeping a
+        usable model. Once True it stays True until the next fit (``stopped_early_`` is set).
+        Also a ``stop()`` function to hand to helpers and nested fits (:class:`CancelWhen`).
+        """
+        if getattr(self, "stopped_early_", False):
+            return True
+        try:
+            self._notify("on_step")
+        except TrainingCancelled:
+            self.stopped_early_ = True
+        return self.stopped_early_
 
     def _end_training(self) -> None:
         self._notify("on_train_end")

@@ -111,7 +111,8 @@ def evaluate_embedding(estimator: Any, prepared: PreparedData) -> dict[str, floa
 class ProgressCallback(Callback):
     """Reports an estimator's training to a job's :class:`~treeviz.jobs.Progress` handle: each fit
     starts a stage, each epoch record is a step (which raises TrainingCancelled once the job is
-    asked to stop, so the estimator ends its loop with the epochs done so far)."""
+    asked to stop, so the estimator ends its loop with the epochs done so far); ``on_step``, asked
+    inside long phases between records, raises it too."""
 
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
@@ -121,6 +122,10 @@ class ProgressCallback(Callback):
 
     def on_epoch_end(self, estimator: Any, **kwargs: Any) -> None:
         self.progress.record(kwargs.get("record", {}))
+
+    def on_step(self, estimator: Any, **kwargs: Any) -> None:
+        if self.progress.cancelled:
+            raise TrainingCancelled()
 
 
 def train_run(family_key: str, task: str, params: Mapping[str, Any] | None,

@@ -296,12 +296,13 @@ def row_forward(net: DGTNetwork, x: Tensor) -> Tensor:
 def learn(forward: Callable[[Tensor], Tensor], parameters: Iterable[Tensor], X: Tensor, order: Tensor,
           oracle: Any, estimator: Any, draws: Sequence[Tensor], *, learning_rate: float, accumulate: int,
           eval_every: int, record: Callable[..., bool], evaluate: Callable[[], dict[str, float]] | None = None,
-          comparator: np.ndarray | None = None) -> dict[str, Any]:
+          comparator: np.ndarray | None = None, stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
     """Run the stream: round t shows ``X[order[t]]`` (never a label); ``estimator`` plays through
     ``oracle`` and returns the surrogate whose gradient is g·∇f; one RMSprop step every
     ``accumulate`` rounds (and after the last round). ``record(**numbers)`` every ``eval_every``
-    rounds and after the last; it returns False to stop. ``comparator``: per-round losses of a
-    comparator, for the regret. Returns ``{"rounds", "steps", "stopped"}``."""
+    rounds and after the last; it returns False to stop. ``stop()``, asked before every batch of
+    rounds, ends the stream at once when True (a cancel between records). ``comparator``:
+    per-round losses of a comparator, for the regret. Returns ``{"rounds", "steps", "stopped"}``."""
     params = list(parameters)
     optimizer = torch.optim.RMSprop(params, lr=float(learning_rate), alpha=0.99, eps=RMSPROP_EPS, momentum=0.0)
     n_rounds, accumulate, eval_every = int(order.shape[0]), max(1, int(accumulate)), max(1, int(eval_every))
@@ -313,14 +314,17 @@ def learn(forward: Callable[[Tensor], Tensor], parameters: Iterable[Tensor], X: 
     stopped = False
     optimizer.zero_grad(set_to_none=True)
     while t < n_rounds:
-        stop = min((t // accumulate + 1) * accumulate, (t // eval_every + 1) * eval_every, n_rounds)
-        theta = forward(X[order[t:stop]])
-        surrogate, incurred = estimator(theta, t, [d[t:stop] for d in draws], oracle)
+        if stop():
+            stopped = True
+            break
+        upto = min((t // accumulate + 1) * accumulate, (t // eval_every + 1) * eval_every, n_rounds)
+        theta = forward(X[order[t:upto]])
+        surrogate, incurred = estimator(theta, t, [d[t:upto] for d in draws], oracle)
         (surrogate / accumulate).backward()
         lost = incurred.detach().sum(dtype=torch.float64)
         total += lost
         window += lost
-        t = stop
+        t = upto
         if t % accumulate == 0 or t == n_rounds:
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
@@ -438,7 +442,8 @@ class _BanditFit:
             with threads.limited(1 if device == "cpu" else torch.get_num_threads()):
                 info = learn(forward, module.parameters(), scaled(X), order, oracle, estimator, draws,
                              learning_rate=self.learning_rate, accumulate=self.accumulate, eval_every=every,
-                             record=self._record, evaluate=evaluate, comparator=comparator)
+                             record=self._record, evaluate=evaluate, comparator=comparator,
+                             stop=self._cancel_requested)
         finally:
             self._end_training()
         module.eval()
@@ -718,6 +723,7 @@ class _LinearBandit(_BanditFit, BaseEstimator):
     _notify = TreeEstimator._notify
     _begin_training = TreeEstimator._begin_training
     _record = TreeEstimator._record
+    _cancel_requested = TreeEstimator._cancel_requested
     _end_training = TreeEstimator._end_training
     _set_feature_names = TreeEstimator._set_feature_names
 

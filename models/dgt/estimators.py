@@ -187,7 +187,7 @@ class _DGTBase(TreeEstimator):
         try:
             with threads.limited(cpu_threads(net) if device == "cpu" else torch.get_num_threads()):
                 info = fit_network(net, data, loss, config, generator=generator, record=self._record,
-                                   validation=validation)
+                                   validation=validation, stop=self._cancel_requested)
         finally:
             self._end_training()
         self.n_epochs_ = len(self.history_)

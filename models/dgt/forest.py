@@ -11,15 +11,17 @@ trees; classification takes the majority vote (ties go to the smaller class inde
 tree trains, so the forest is the same for any ``n_jobs`` (up to the last bits for the
 over-parameterised stacks that train on several threads in one process, see
 :func:`models.dgt.estimators.cpu_threads`). Callbacks get one record per tree, in tree order; epochs
-inside a tree are not reported. A tree trained in a worker comes back as its model-file state, so
-it has no per-epoch ``history_`` of its own.
+inside a tree are not reported, but a cancel reaches the trees in training (in worker processes
+through a :class:`~models.base.CancelFlag`) within an optimiser step: the forest keeps the trees it
+received, the last one possibly trained only part way, and abandons the others. A tree trained in
+a worker comes back as its model-file state, so it has no per-epoch ``history_`` of its own.
 """
 
 from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -28,7 +30,15 @@ from joblib.parallel import get_active_backend
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from models.base import Callback, TreeEstimator, class_targets, resolve_device, seed_everything
+from models.base import (
+    Callback,
+    CancelFlag,
+    CancelWhen,
+    TreeEstimator,
+    class_targets,
+    resolve_device,
+    seed_everything,
+)
 from models.dgt.estimators import DGTClassifier, DGTRegressor
 from treeviz import threads
 from treeviz.errors import TreevizError
@@ -94,22 +104,23 @@ class _DGTForestBase(TreeEstimator):
         self._begin_training(callbacks, len(seeds))
         trees = []
         args = (self._tree_class, self._tree_params(), X, y, W, m, eval_set, self.feature_names_)
-        if workers == 1:
-            grown: Iterator[Any] = (_grow_tree(*args, seed) for seed in seeds)
-        else:
-            grown = Parallel(n_jobs=workers, return_as="generator")(
-                delayed(_grow_tree_in_worker)(os.getpid(), *args, seed) for seed in seeds)
-        try:
-            for t, (seed, out) in enumerate(zip(seeds, grown)):
-                tree, summary = (out, _summary(out)) if workers == 1 else self._rebuild(seed, *out)
-                trees.append(tree)
-                if not self._record(tree=t + 1, **summary):
-                    break
-        finally:
-            with warnings.catch_warnings():  # joblib says that it cancelled the trees not consumed: intended
-                warnings.filterwarnings("ignore", message=".*cancelled", category=UserWarning)
-                grown.close()
-            self._end_training()
+        with CancelFlag(self._cancel_requested) as flag:  # a cancel reaches the worker processes
+            if workers == 1:
+                grown: Iterator[Any] = (_grow_tree(*args, seed, self._cancel_requested) for seed in seeds)
+            else:
+                grown = Parallel(n_jobs=workers, return_as="generator")(
+                    delayed(_grow_tree_in_worker)(os.getpid(), *args, seed, flag) for seed in seeds)
+            try:
+                for t, (seed, out) in enumerate(zip(seeds, grown)):
+                    tree, summary = (out, _summary(out)) if workers == 1 else self._rebuild(seed, *out)
+                    trees.append(tree)
+                    if not self._record(tree=t + 1, **summary):
+                        break
+            finally:
+                with warnings.catch_warnings():  # joblib says that it cancelled the trees not consumed: intended
+                    warnings.filterwarnings("ignore", message=".*cancelled", category=UserWarning)
+                    grown.close()
+                self._end_training()
         if not trees:
             raise TreevizError("The forest was stopped before its first tree was trained.")
         self.estimators_ = trees
@@ -177,9 +188,10 @@ class _DGTForestBase(TreeEstimator):
 
 
 def _grow_tree(tree_class: type, params: dict[str, Any], X: np.ndarray, y: np.ndarray, W: np.ndarray | None,
-               m: int, eval_set: Any, feature_names: Sequence[str], seed: int) -> TreeEstimator:
+               m: int, eval_set: Any, feature_names: Sequence[str], seed: int, stop: Callable[[], bool]
+               ) -> TreeEstimator:
     """Train one tree from its seed alone: its bootstrap sample of ``m`` rows (plus one row of each
-    class the sample missed), then DGT with ``random_state=seed``."""
+    class the sample missed), then DGT with ``random_state=seed``, until ``stop()`` (a cancel)."""
     tree_rng = np.random.default_rng(seed)
     n = X.shape[0]
     idx = tree_rng.choice(n, size=m, replace=True)
@@ -188,7 +200,8 @@ def _grow_tree(tree_class: type, params: dict[str, Any], X: np.ndarray, y: np.nd
         missing = np.setdiff1d(np.unique(y), np.unique(y[idx]))
         idx = np.concatenate([idx, [tree_rng.choice(np.flatnonzero(y == c)) for c in missing]])
     tree = tree_class(**params, random_state=seed)
-    return tree.fit(X[idx], y[idx], None if W is None else W[idx], eval_set=eval_set, feature_names=feature_names)
+    return tree.fit(X[idx], y[idx], None if W is None else W[idx], eval_set=eval_set, feature_names=feature_names,
+                    callbacks=[CancelWhen(stop)])
 
 
 def _grow_tree_in_worker(parent: int, *args: Any) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any]]:

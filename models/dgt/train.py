@@ -74,10 +74,12 @@ def penalty(net: DGTNetwork, config: TrainConfig) -> torch.Tensor | None:
 
 def fit_network(net: DGTNetwork, data: Data, loss: Loss, config: TrainConfig, *, generator: torch.Generator,
                 record: Callable[..., bool],
-                validation: Callable[[torch.Tensor, torch.Tensor], dict[str, float]]) -> dict[str, Any]:
+                validation: Callable[[torch.Tensor, torch.Tensor], dict[str, float]],
+                stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
     """Train ``net`` in place and leave it at its best validation epoch (the last epoch without a
-    validation set). ``record(**numbers)`` gets one record per epoch and returns False to stop.
-    Returns ``{"best_epoch", "steps"}``."""
+    validation set). ``record(**numbers)`` gets one record per epoch and returns False to stop;
+    ``stop()``, asked before every optimiser step, ends training at once when True (a cancel
+    between records; the epoch is not recorded). Returns ``{"best_epoch", "steps"}``."""
     if config.l1_penalty > 0 and config.l2_penalty > 0:
         raise TreevizError("Use an ℓ1 or an ℓ2 penalty, not both (the paper never combines them).")
     n = data.X.shape[0]
@@ -100,6 +102,8 @@ def fit_network(net: DGTNetwork, data: Data, loss: Loss, config: TrainConfig, *,
         order = torch.randperm(n, generator=generator).to(device)
         lr = optimizer.param_groups[0]["lr"]
         for rows in order.split(batch):
+            if stop():
+                break
             x = data.X[rows]
             z = net.split_values(x)
             out, _ = net.head(z)
@@ -117,6 +121,8 @@ def fit_network(net: DGTNetwork, data: Data, loss: Loss, config: TrainConfig, *,
             if step % SCHEDULER_EVERY == 0:
                 scheduler.step()
             open_window = open_window + (z.detach().abs() <= 1).to(z.dtype).mean()
+        if stop():
+            break
         mean_loss = float(total) / steps_per_epoch
         if not math.isfinite(mean_loss):
             raise TreevizError(f"Training diverged at epoch {epoch} (the loss is not a finite number); lower the "

@@ -873,6 +873,7 @@ class SpectralDirection:
         max_step: float = 1.0,
         max_backtracks: int = 100,
         callback: Callable[[int, torch.Tensor, float], Any] | None = None,
+        stop: Callable[[], bool] = lambda: False,
     ) -> ZStepResult:
         """Minimise ``objective`` (E plus its penalty, if any) from Z0 along spectral directions.
 
@@ -898,6 +899,9 @@ class SpectralDirection:
         max_backtracks : int, default 100
         callback : callable, optional
             ``callback(iteration, Z, value)`` after each accepted step.
+        stop : callable, optional
+            Asked before every iteration; when it returns True (a cancel) the run ends there, with
+            reason ``"stopped"``.
         """
         if max_iter < 0 or not (0 < c < 1) or not (0 < rho < 1) or not max_step > 0:
             raise ValueError("Need max_iter ≥ 0, 0 < c < 1, 0 < rho < 1 and max_step > 0.")
@@ -907,6 +911,9 @@ class SpectralDirection:
         result = ZStepResult(Z=Z, values=[float(f)])
         step = max_step * rho  # so that the first trial is max_step
         for it in range(max_iter):
+            if stop():
+                result.reason = "stopped"
+                break
             d = -self.solve(g, mu, scale)
             slope = float((g * d).sum())
             if not slope < 0:
@@ -1068,6 +1075,7 @@ def free_embedding(
     device: str | torch.device = "cpu",
     dtype: torch.dtype = torch.float64,
     callback: Callable[[int, torch.Tensor, float], Any] | None = None,
+    stop: Callable[[], bool] = lambda: False,
 ) -> FreeEmbedding:
     """The free t-SNE or elastic embedding, minimised with the spectral direction.
 
@@ -1107,6 +1115,8 @@ def free_embedding(
     dtype : torch.dtype, default torch.float64
     callback : callable, optional
         ``callback(iteration, Z, value)`` after each iteration of the final (unexaggerated) run.
+    stop : callable, optional
+        Asked before every iteration; when it returns True (a cancel) the embedding ends there.
 
     Returns
     -------
@@ -1126,9 +1136,10 @@ def free_embedding(
     n_warm = min(max(n_warm, 0), int(max_iter))
     if n_warm:
         assert isinstance(objective, TSNE)
-        warmup = optimizer.minimize(objective.with_exaggeration(exaggeration), Z, max_iter=n_warm, tol=0.0)
+        warmup = optimizer.minimize(objective.with_exaggeration(exaggeration), Z, max_iter=n_warm, tol=0.0,
+                                    stop=stop)
         Z = warmup.Z
-    result = optimizer.minimize(objective, Z, max_iter=int(max_iter) - n_warm, tol=tol, callback=callback)
+    result = optimizer.minimize(objective, Z, max_iter=int(max_iter) - n_warm, tol=tol, callback=callback, stop=stop)
     return FreeEmbedding(
         Z=result.Z.detach().cpu().numpy(),
         objective=objective,

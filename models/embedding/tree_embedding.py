@@ -68,7 +68,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.tree import DecisionTreeRegressor
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from models.base import Callback, TreeEstimator, resolve_device
+from models.base import Callback, CancelWhen, TreeEstimator, resolve_device
 from models.embedding.objectives import EmbeddingObjective, FreeEmbedding, embedding_objective, free_embedding
 from models.graphs import usable_perplexity
 from models.tao.estimators import FittedTAOTree, TAORegressor, tao_tree_to_tree, tree_arrays, tree_from_arrays
@@ -315,12 +315,23 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         X = validate_data(self, X, dtype=np.float64)
         p = self._check_params(X.shape[0])
         self._set_feature_names(feature_names, X.shape[1])
+        self._begin_training(callbacks, p["n_mu"] + 1)  # before the free embedding, so a cancel reaches it
+        try:
+            self._fit_path(X, p)
+        finally:
+            self._end_training()
+        return self
+
+    def _fit_path(self, X: np.ndarray, p: dict[str, Any]) -> None:
+        """The fit's work (see :meth:`fit`); every phase ends early on a cancel, keeping a usable model."""
+        stop = self._cancel_requested
+        cancel = [CancelWhen(stop)]  # hands the cancel to the TAO tree's fits
         device = torch.device(p["device"])
         start = time.perf_counter()
         free: FreeEmbedding = free_embedding(
             X, self.method, perplexity=p["perplexity"], n_neighbors=p["n_neighbors"],
             n_components=N_COMPONENTS, lam=p["lam_ee"], max_iter=p["free_iter"], tol=p["z_tol"],
-            random_state=self.random_state, device=device,
+            random_state=self.random_state, device=device, stop=stop,
         )
         # the optimiser's objective (above 5000 points its repulsion is approximated on a grid) and
         # the exact one, which every reported E uses
@@ -334,7 +345,7 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
 
         tree = _tao_mapping(depth=p["depth"], l1_penalty=p["l1_penalty"], leaf=self.leaf, tao_iter=p["tao_iter"],
                             device=p["device"], random_state=self.random_state, warm_start=True)
-        tree.fit(X, Z0, feature_names=self.feature_names_)
+        tree.fit(X, Z0, callbacks=cancel, feature_names=self.feature_names_)
         self.direct_tao_tree_ = tree.tao_tree_.copy()
         FX = tree.predict(X)
         self.direct_embedding_ = FX.copy()
@@ -360,49 +371,47 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
             lam_E = mu * step_penalty(mu)  # the tree penalty in E's units: μ0·λ, or μλ when fixed
             return float(E_Z + lam_E * phi + mu * float((R * R).sum()) - 2.0 * float((beta * R).sum()))
 
-        self._begin_training(callbacks, p["n_mu"] + 1)
-        try:
-            ok = self._record(
-                step=0, mu=0.0, E_tree=self.direct_fit_objective_, E_Z=self.free_objective_, dist2=dist2,
-                objective_start=free.value, objective_after_z=free.value, objective=free.value,
-                z_iter=int(free.result.n_iter), **self._tree_counts(tree),
-                tree_penalty=float(lam), seconds=time.perf_counter() - start,
-            )
-            mu = float(mu0)
-            for k in range(p["n_mu"] if ok else 0):
-                t0 = time.perf_counter()
-                phi = tree.tao_tree_.l1_norm()
-                # Z-step: min_Z E(Z) + μ||Z − F(X)||² − 2⟨β, Z − F(X)⟩ from the previous Z.
-                pen = objective.with_penalty(mu, FX, beta if self.augmented_lagrangian else None)
-                res = free.optimizer.minimize(pen, Z, max_iter=p["z_iter"], tol=p["z_tol"])
-                tree_penalty = step_penalty(mu)
-                obj_start = res.values[0] + mu * tree_penalty * phi
-                Z = res.Z
-                obj_after_z = res.values[-1] + mu * tree_penalty * phi
-                # F-step: TAO on the shifted targets Z − β/μ, warm-started, with the step's penalty.
-                target = (Z - beta / mu).detach().cpu().numpy()
-                tree.set_params(l1_penalty=tree_penalty)
-                tree.fit(X, target, feature_names=self.feature_names_)
-                FX = tree.predict(X)
-                E_Z = float(objective.embedding_value(Z))
-                obj = penalty_objective(E_Z, Z, FX, mu, tree.tao_tree_.l1_norm())
-                if exact is not objective:
-                    E_Z = float(exact.embedding_value(Z))
-                R = Z - torch.as_tensor(FX, dtype=dtype, device=device)
-                dist2 = float((R * R).sum())
-                E_tree = float(exact.embedding_value(FX))
-                record = dict(step=k + 1, mu=mu, E_tree=E_tree, E_Z=E_Z, dist2=dist2, objective_start=obj_start,
-                              objective_after_z=obj_after_z, objective=obj, z_iter=int(res.n_iter),
-                              **self._tree_counts(tree), tree_penalty=tree_penalty,
-                              seconds=time.perf_counter() - t0)
-                # Multipliers (augmented Lagrangian), with the unshifted Z.
-                if self.augmented_lagrangian:
-                    beta = beta - mu * R
-                mu *= p["mu_factor"]
-                if not self._record(**record):
-                    break
-        finally:
-            self._end_training()
+        ok = self._record(
+            step=0, mu=0.0, E_tree=self.direct_fit_objective_, E_Z=self.free_objective_, dist2=dist2,
+            objective_start=free.value, objective_after_z=free.value, objective=free.value,
+            z_iter=int(free.result.n_iter), **self._tree_counts(tree),
+            tree_penalty=float(lam), seconds=time.perf_counter() - start,
+        )
+        mu = float(mu0)
+        for k in range(p["n_mu"] if ok else 0):
+            t0 = time.perf_counter()
+            phi = tree.tao_tree_.l1_norm()
+            # Z-step: min_Z E(Z) + μ||Z − F(X)||² − 2⟨β, Z − F(X)⟩ from the previous Z.
+            pen = objective.with_penalty(mu, FX, beta if self.augmented_lagrangian else None)
+            res = free.optimizer.minimize(pen, Z, max_iter=p["z_iter"], tol=p["z_tol"], stop=stop)
+            if stop():  # cancelled: keep the last recorded step, whose Z, tree and F(X) agree
+                break
+            tree_penalty = step_penalty(mu)
+            obj_start = res.values[0] + mu * tree_penalty * phi
+            Z = res.Z
+            obj_after_z = res.values[-1] + mu * tree_penalty * phi
+            # F-step: TAO on the shifted targets Z − β/μ, warm-started, with the step's penalty.
+            target = (Z - beta / mu).detach().cpu().numpy()
+            tree.set_params(l1_penalty=tree_penalty)
+            tree.fit(X, target, callbacks=cancel, feature_names=self.feature_names_)
+            FX = tree.predict(X)
+            E_Z = float(objective.embedding_value(Z))
+            obj = penalty_objective(E_Z, Z, FX, mu, tree.tao_tree_.l1_norm())
+            if exact is not objective:
+                E_Z = float(exact.embedding_value(Z))
+            R = Z - torch.as_tensor(FX, dtype=dtype, device=device)
+            dist2 = float((R * R).sum())
+            E_tree = float(exact.embedding_value(FX))
+            record = dict(step=k + 1, mu=mu, E_tree=E_tree, E_Z=E_Z, dist2=dist2, objective_start=obj_start,
+                          objective_after_z=obj_after_z, objective=obj, z_iter=int(res.n_iter),
+                          **self._tree_counts(tree), tree_penalty=tree_penalty,
+                          seconds=time.perf_counter() - t0)
+            # Multipliers (augmented Lagrangian), with the unshifted Z.
+            if self.augmented_lagrangian:
+                beta = beta - mu * R
+            mu *= p["mu_factor"]
+            if not self._record(**record):
+                break
         self.tao_tree_ = tree.tao_tree_.copy()
         self.node_origin_ = np.asarray(tree.node_origin_, dtype=np.int64)
         self.Z_ = Z.detach().cpu().numpy()
@@ -410,7 +419,6 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         self.embedding_ = FX
         self.objective_ = float(exact.embedding_value(FX))
         self.n_iter_ = len(self.history_) - 1
-        return self
 
     @staticmethod
     def _tree_counts(tree: TAORegressor) -> dict[str, float]:

@@ -31,7 +31,7 @@ Decisions where the thesis is silent or ambiguous:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -40,7 +40,7 @@ from sklearn.metrics import r2_score
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from models.base import Callback, TreeEstimator, seed_everything
+from models.base import Callback, CancelWhen, TreeEstimator, seed_everything
 from models.graphs import usable_perplexity
 from models.laptao.graph import laptao_graph, select_perplexity
 from models.laptao.label_step import keep_fraction, make_solver, partial_labels
@@ -61,15 +61,16 @@ from treeviz.tree import Tree
 class TAOTreeStep:
     """The tree step: a TAO regression tree on all N training points, warm-started from the last fit."""
 
-    def __init__(self, X: np.ndarray, regressor: TAORegressor):
+    def __init__(self, X: np.ndarray, regressor: TAORegressor, stop: Callable[[], bool] = lambda: False):
         self.X = X
         self.regressor = regressor
+        self.cancel = [CancelWhen(stop)]  # a cancel ends the TAO fit early
         self.origin: np.ndarray | None = None  # each node's id in the first tree
         self.n_fits = 0
 
     def fit(self, targets: np.ndarray, penalty: float) -> None:
         self.regressor.set_params(l1_penalty=float(penalty), warm_start=self.n_fits > 0)
-        self.regressor.fit(self.X, targets)
+        self.regressor.fit(self.X, targets, callbacks=self.cancel)
         origin = self.regressor.node_origin_
         self.origin = origin if self.origin is None else self.origin[origin]
         self.n_fits += 1
@@ -104,6 +105,16 @@ class _LapTAOBase(FittedTAOTree, TreeEstimator):
         """The whole fit. ``groups`` (each point's class, or None for regression) stratifies the
         draw of the labels kept when ``labelled_fraction`` < 1."""
         self._set_feature_names(feature_names, X.shape[1])
+        self._begin_training(callbacks, int(self.n_mu))  # before the graph, so a cancel reaches its search
+        try:
+            self._fit_path(X, Y, labelled, depth, eval_set, groups)
+        finally:
+            self._end_training()
+
+    def _fit_path(self, X: np.ndarray, Y: np.ndarray, labelled: np.ndarray, depth: int, eval_set: tuple | None,
+                  groups: np.ndarray | None) -> None:
+        """The fit's work (see :meth:`_fit_laptao`); every phase ends early on a cancel, keeping a usable model."""
+        stop = self._cancel_requested
         setup = time.perf_counter()
         rng = seed_everything(self.random_state)
         tao_seed = int(rng.integers(2**31 - 1))
@@ -113,18 +124,19 @@ class _LapTAOBase(FittedTAOTree, TreeEstimator):
         self.labelled_ = labelled
         if self.perplexity is None:  # tuned on the labels kept: leave-one-out label propagation
             perplexity, lap, scores = select_perplexity(X, Y, labelled, float(self.gamma), groups=groups,
-                                                        n_neighbors=self.n_neighbors, rng=rng)
+                                                        n_neighbors=self.n_neighbors, rng=rng, stop=stop)
         else:
             perplexity, scores = usable_perplexity(self.perplexity, X.shape[0], self.n_neighbors), {}
             _, lap = laptao_graph(X, perplexity, self.n_neighbors)
         self.perplexity_ = perplexity
         self.perplexity_scores_ = scores
         problem = Problem(Y=Y, labelled=labelled, laplacian=lap, gamma=float(self.gamma),
-                          solver=make_solver(lap, labelled, float(self.gamma), method=self.solver))
+                          # once cancelled, no factorisation: the few solves left are cheaper by CG
+                          solver=make_solver(lap, labelled, float(self.gamma), method="cg" if stop() else self.solver))
         self.depth_ = depth
         regressor = TAORegressor(depth=depth, l1_penalty=float(self.l1_penalty), leaf=self.leaf, init=self.init,
                                  max_iter=int(self.tao_iter), device=self.device, random_state=tao_seed)
-        step = TAOTreeStep(X, regressor)
+        step = TAOTreeStep(X, regressor, stop)
         settings = Settings(l1_penalty=float(self.l1_penalty), mu0=float(self.mu0), mu_factor=float(self.mu_factor),
                             n_mu=int(self.n_mu), n_inner=int(self.n_inner), tol=float(self.tol),
                             multiplier_step=int(self.multiplier_step), penalty_mode=self.penalty_mode)
@@ -147,11 +159,7 @@ class _LapTAOBase(FittedTAOTree, TreeEstimator):
                           n_nonzero=tree.n_nonzero())
             return self._record(**record)
 
-        self._begin_training(callbacks, int(self.n_mu))
-        try:
-            result = alternate(problem, step, settings, on_step=on_step)
-        finally:
-            self._end_training()
+        result = alternate(problem, step, settings, on_step=on_step, stop=stop)
         tree = step.tree.copy()
         self.label_propagation_ = result.z0
         self.objective_ = problem.objective(step.outputs()) + float(self.l1_penalty) * tree.l1_norm()

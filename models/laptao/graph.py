@@ -35,6 +35,8 @@ removes the class, whatever K).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from scipy import sparse
 
@@ -51,6 +53,8 @@ FALLBACK_PERPLEXITY = 15.0
 
 #: Most labelled points the leave-one-out score holds out (a random subset above this).
 LOO_MAX_POINTS = 300
+#: Held-out points solved for at once (between two checks for a cancel).
+LOO_BLOCK = 32
 
 #: Above this many points the leave-one-out solves use conjugate gradients instead of a sparse LU.
 LU_MAX_POINTS = 20_000
@@ -109,7 +113,8 @@ def laptao_graph(X: np.ndarray, perplexity: float = 15.0,
     return graph_from_affinities(P)
 
 
-def leave_one_out_error(laplacian, Y: np.ndarray, labelled: np.ndarray, gamma: float, rows: np.ndarray) -> float:
+def leave_one_out_error(laplacian, Y: np.ndarray, labelled: np.ndarray, gamma: float, rows: np.ndarray, *,
+                        stop: Callable[[], bool] = lambda: False) -> float:
     """Mean squared error of label propagation at each labelled point of ``rows`` when its own label is hidden.
 
     Label propagation solves ``A z = J y`` with ``A = J + γ Lap`` (the μ = 0 label step). Hiding the
@@ -127,6 +132,9 @@ def leave_one_out_error(laplacian, Y: np.ndarray, labelled: np.ndarray, gamma: f
     gamma : float
     rows : ndarray of int
         Labelled points to hold out, one at a time.
+    stop : callable, optional
+        Asked between blocks of :data:`LOO_BLOCK` held-out points; when it returns True (a
+        cancel) the error is NaN.
 
     Returns
     -------
@@ -141,9 +149,14 @@ def leave_one_out_error(laplacian, Y: np.ndarray, labelled: np.ndarray, gamma: f
     solver = make_solver(laplacian, labelled, gamma, method=method, rtol=1e-8)
     Yc = np.where(labelled[:, None], np.asarray(Y, dtype=np.float64).reshape(n, -1), 0.0)
     z = solver.solve(Yc, 0.0)
-    unit = np.zeros((n, rows.size))
-    unit[rows, np.arange(rows.size)] = 1.0
-    a = solver.solve(unit, 0.0)[rows, np.arange(rows.size)]
+    a = np.empty(rows.size)
+    for start in range(0, rows.size, LOO_BLOCK):
+        if stop():
+            return float("nan")
+        block = rows[start:start + LOO_BLOCK]
+        unit = np.zeros((n, block.size))
+        unit[block, np.arange(block.size)] = 1.0
+        a[start:start + block.size] = solver.solve(unit, 0.0)[block, np.arange(block.size)]
     free = 1.0 - a
     ok = free > 1e-10
     pred = np.zeros((rows.size, Yc.shape[1]))
@@ -154,6 +167,7 @@ def leave_one_out_error(laplacian, Y: np.ndarray, labelled: np.ndarray, gamma: f
 def select_perplexity(X: np.ndarray, Y: np.ndarray, labelled: np.ndarray, gamma: float, *,
                       groups: np.ndarray | None = None, n_neighbors: int | None = None,
                       grid: tuple[float, ...] = PERPLEXITY_GRID, rng: np.random.Generator | None = None,
+                      stop: Callable[[], bool] = lambda: False,
                       ) -> tuple[float, sparse.csr_matrix, dict[float, float]]:
     """The perplexity of ``grid`` whose graph propagates the labels best, by leave-one-out (see the module docstring).
 
@@ -176,6 +190,9 @@ def select_perplexity(X: np.ndarray, Y: np.ndarray, labelled: np.ndarray, gamma:
         everywhere (:func:`models.graphs.usable_perplexity`), and duplicates dropped.
     rng : numpy Generator, optional
         Draws the held-out points when more than :data:`LOO_MAX_POINTS` qualify.
+    stop : callable, optional
+        Asked during the search; when it returns True (a cancel) the best candidate scored so
+        far is returned (the first candidate when none was scored).
 
     Returns
     -------
@@ -206,7 +223,11 @@ def select_perplexity(X: np.ndarray, Y: np.ndarray, labelled: np.ndarray, gamma:
     best: tuple[float, float, sparse.csr_matrix] | None = None
     for p in candidates:
         _, lap = laptao_graph(X, p, n_neighbors)
-        scores[p] = leave_one_out_error(lap, Y, labelled, gamma, rows)
+        error = leave_one_out_error(lap, Y, labelled, gamma, rows, stop=stop)
+        if stop():
+            best = best or (error, p, lap)
+            break
+        scores[p] = error
         if best is None or scores[p] < best[0]:
             best = (scores[p], p, lap)
     return best[1], best[2], scores

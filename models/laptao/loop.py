@@ -143,7 +143,8 @@ class Result:
 
 
 def alternate(problem: Problem, tree: TreeStep, settings: Settings, *,
-              on_step: Callable[[dict], bool] | None = None, trace: bool = False) -> Result:
+              on_step: Callable[[dict], bool] | None = None, trace: bool = False,
+              stop: Callable[[], bool] = lambda: False) -> Result:
     """Run LapTAO from the label-propagation start; ``tree`` is updated in place.
 
     Parameters
@@ -159,6 +160,10 @@ def alternate(problem: Problem, tree: TreeStep, settings: Settings, *,
     trace : bool
         Keep every stage's L_A (with the tree's penalty term) in ``Result.trace`` as
         ``(μ step, alternation, "start" | "label" | "tree", value)``.
+    stop : callable, optional
+        Asked before every μ step and alternation; when it returns True (a cancel) the loop ends
+        (``Result.stopped``); an unfinished μ step is not recorded. (The tree's own fit is
+        stopped by the tree step itself.)
     """
     z0 = label_propagation(problem.solver, problem.Y, problem.labelled)
     z = np.array(z0, dtype=np.float64)
@@ -166,6 +171,9 @@ def alternate(problem: Problem, tree: TreeStep, settings: Settings, *,
     nu = np.zeros_like(z)
     result = Result(z=z, nu=nu, z0=z0)
     for k, mu in enumerate(mu_schedule(settings.mu0, settings.mu_factor, settings.n_mu)):
+        if stop():
+            result.stopped = True
+            break
         start = time.perf_counter()
         mu = float(mu)
         pen = settings.tree_penalty(mu)

@@ -144,7 +144,7 @@ class _LatentTreeBase(TreeEstimator):
                 self.net_, problem, batch_size=int(self.batch_size), max_epochs=int(self.max_epochs),
                 patience=int(self.patience), lr_patience=int(self.lr_patience), optimizer=self.optimizer,
                 learning_rate=float(self.learning_rate), generator=generator, record=self._record,
-                init_bias=not reuse,
+                init_bias=not reuse, stop=self._cancel_requested,
             )
         finally:
             self._end_training()

@@ -114,11 +114,13 @@ def predict_outputs(net: LatentTreeNet, X: torch.Tensor, a: torch.Tensor | None,
 
 def fit_net(net: LatentTreeNet, problem: Problem, *, batch_size: int, max_epochs: int, patience: int,
             lr_patience: int, optimizer: str, learning_rate: float, generator: torch.Generator,
-            record: Callable[..., bool], init_bias: bool) -> tuple[torch.Tensor, int]:
+            record: Callable[..., bool], init_bias: bool,
+            stop: Callable[[], bool] = lambda: False) -> tuple[torch.Tensor, int]:
     """Train ``net`` in place; returns (frozen pruning vector, best epoch).
 
     ``record(**values)`` is called after every epoch (it appends to ``history_`` and runs the
-    callbacks); it returns False to stop (a cancel).
+    callbacks); it returns False to stop (a cancel). ``stop()``, asked before every optimiser
+    step, ends training at once when True (a cancel between records; the epoch is not recorded).
     """
     n = problem.X.shape[0]
     batch_size = int(min(batch_size, n))
@@ -139,6 +141,8 @@ def fit_net(net: LatentTreeNet, problem: Problem, *, batch_size: int, max_epochs
         order = torch.randperm(n, generator=generator).to(problem.X.device)
         total, seen, active_batches = 0.0, 0, []
         for i in range(0, n, batch_size):
+            if stop():
+                break
             idx = order[i : i + batch_size]
             if idx.numel() < 2 and seen:  # BatchNorm cannot train on one row
                 continue
@@ -152,6 +156,8 @@ def fit_net(net: LatentTreeNet, problem: Problem, *, batch_size: int, max_epochs
             total += float(loss.detach()) * weight
             seen += weight
             active_batches.append(float((state["a"].detach() > 0).sum()) / n_nodes)
+        if stop():
+            break
         a = frozen_pruning(net, X_ref, batch_size)
         out_ref = predict_outputs(net, X_ref, a)
         values: dict[str, Any] = {

@@ -124,7 +124,7 @@ class _SkinnyTreesBase(TreeEstimator):
             self.n_steps_ = fit_ensemble(
                 model, data, loss, self._schedule(X.shape[1]), learning_rate=float(self.learning_rate),
                 batch_size=int(self.batch_size), max_epochs=epochs, generator=generator, record=self._record,
-                validation=validation)
+                validation=validation, stop=self._cancel_requested)
         finally:
             self._end_training()
         self.n_epochs_ = len(self.history_)

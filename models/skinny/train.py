@@ -85,10 +85,12 @@ class Data:
 def fit_ensemble(model: SoftTreeEnsemble, data: Data, loss: Loss, schedule: Schedule, *,
                  learning_rate: float, batch_size: int, max_epochs: int, generator: torch.Generator,
                  record: Callable[..., bool], validation: Callable[[torch.Tensor, torch.Tensor], dict[str, float]],
-                 step: int = 0) -> int:
+                 step: int = 0, stop: Callable[[], bool] = lambda: False) -> int:
     """Train ``model`` in place; returns the optimiser-step counter after the last step.
 
     ``record(**numbers)`` gets one record per epoch and returns False to stop (a cancel).
+    ``stop()``, asked before every optimiser step, ends training at once when True (a cancel
+    between records; the epoch is not recorded).
     ``validation(outputs, targets)`` turns validation outputs into named numbers (loss, score).
     """
     params = [model.kernel, model.bias, model.leaves]
@@ -100,6 +102,8 @@ def fit_ensemble(model: SoftTreeEnsemble, data: Data, loss: Loss, schedule: Sche
         order = torch.randperm(n, generator=generator).to(device)
         batches = order.split(int(batch_size))
         for rows in batches:
+            if stop():
+                return step
             out = model(data.X[rows])
             objective = loss(out, data.Y[rows], None if data.W is None else data.W[rows])
             if schedule.ridge > 0.0:

@@ -184,7 +184,7 @@ class _TAOBase(FittedTAOTree, TreeEstimator):
             return self._record(**record)
 
         try:
-            train(tree, X, Y, sw, cfg, on_iteration=on_iteration, initial_leaf=assigned)
+            train(tree, X, Y, sw, cfg, on_iteration=on_iteration, initial_leaf=assigned, stop=self._cancel_requested)
         finally:
             self._end_training()
         self.tao_tree_, self.node_origin_ = compact(tree)

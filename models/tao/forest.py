@@ -9,15 +9,17 @@ The trees are independent, so ``n_jobs`` of them train at once in joblib worker 
 joblib's default), each on one thread. Every tree's seed is drawn from ``random_state`` before any
 tree trains, and a tree's subsample, initial tree and training depend only on its seed, so the
 forest is the same for any ``n_jobs``. Results come back in tree order, so callbacks see one record
-per tree, in order, as in a sequential fit; a callback that stops training abandons the trees still
-running. Progress inside a tree (its TAO iterations) is not reported, in either mode.
+per tree, in order, as in a sequential fit. Progress inside a tree (its TAO iterations) is not
+reported, in either mode, but a cancel reaches the trees in training (in worker processes through
+a :class:`~models.base.CancelFlag`) within a depth level: the forest keeps the trees it received,
+the last one possibly trained only part way, and abandons the others.
 """
 
 from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -26,7 +28,7 @@ from joblib.parallel import get_active_backend
 from sklearn.base import ClassifierMixin, RegressorMixin, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from models.base import Callback, seed_everything
+from models.base import Callback, CancelFlag, seed_everything
 from models.tao.config import TAOConfig
 from models.tao.estimators import (
     _ClassLabels,
@@ -73,17 +75,19 @@ class _ForestBase(_TAOBase):
         workers = 1 if on_gpu or in_worker else threads.worker_count(self.n_jobs, len(seeds))
         self._begin_training(callbacks, len(seeds))
         trees, origins = [], []
-        grown = _grow_trees(clone(self), X, Y, sw, m, seeds, cfg, workers)
-        try:
-            for t, (arrays, origin, summary) in enumerate(grown):
-                tree = tree_from_arrays(arrays)
-                trees.append(tree)
-                origins.append(origin)
-                if not self._record(tree=t + 1, **summary):
-                    break
-        finally:
-            _close(grown)
-            self._end_training()
+        with CancelFlag(self._cancel_requested) as flag:
+            stop = flag if workers > 1 else self._cancel_requested  # a cancel reaches the worker processes
+            grown = _grow_trees(clone(self), X, Y, sw, m, seeds, cfg, workers, stop)
+            try:
+                for t, (arrays, origin, summary) in enumerate(grown):
+                    tree = tree_from_arrays(arrays)
+                    trees.append(tree)
+                    origins.append(origin)
+                    if not self._record(tree=t + 1, **summary):
+                        break
+            finally:
+                _close(grown)
+                self._end_training()
         if not trees:
             raise TreevizError("The forest was stopped before its first tree was trained.")
         self.trees_ = trees
@@ -142,23 +146,25 @@ _Grown = tuple[dict[str, np.ndarray], np.ndarray, dict[str, Any]]
 
 
 def _grow_trees(maker: _ForestBase, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, m: int, seeds: list[int],
-                cfg: TAOConfig, workers: int) -> Iterator[_Grown]:
+                cfg: TAOConfig, workers: int, stop: Callable[[], bool]) -> Iterator[_Grown]:
     """Every tree's :func:`_grow_tree` result in tree order: computed here one by one when
     ``workers`` is 1, else by ``workers`` joblib processes (lazily dispatched, so closing the
-    iterator abandons the trees not yet consumed)."""
+    iterator abandons the trees not yet consumed). ``stop`` (a :class:`~models.base.CancelFlag`
+    for worker processes) ends the trees in training early."""
     if workers <= 1:
-        return (_grow_tree(maker, X, Y, sw, m, seed, cfg, None) for seed in seeds)
+        return (_grow_tree(maker, X, Y, sw, m, seed, cfg, None, stop) for seed in seeds)
     parent = os.getpid()
     return Parallel(n_jobs=workers, return_as="generator")(
-        delayed(_grow_tree)(maker, X, Y, sw, m, seed, cfg, parent) for seed in seeds)
+        delayed(_grow_tree)(maker, X, Y, sw, m, seed, cfg, parent, stop) for seed in seeds)
 
 
 def _grow_tree(maker: _ForestBase, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, m: int, seed: int,
-               cfg: TAOConfig, parent: int | None) -> _Grown:
+               cfg: TAOConfig, parent: int | None, stop: Callable[[], bool]) -> _Grown:
     """Train one tree from its seed alone: its subsample of ``m`` rows, its initial tree (``maker``,
-    an unfitted copy of the forest, knows the depth and init), then TAO. Run in a worker process
-    (``parent`` is the forest's process id), it first limits the process to one thread. Returns
-    plain data: the compact tree's arrays, each node's origin and the tree's history record."""
+    an unfitted copy of the forest, knows the depth and init), then TAO, until ``stop()`` (a
+    cancel). Run in a worker process (``parent`` is the forest's process id), it first limits the
+    process to one thread. Returns plain data: the compact tree's arrays, each node's origin and
+    the tree's history record."""
     if parent is not None and os.getpid() != parent:
         threads.apply_budget(1)
     tree_rng = np.random.default_rng(seed)
@@ -167,7 +173,7 @@ def _grow_tree(maker: _ForestBase, X: np.ndarray, Y: np.ndarray, sw: np.ndarray,
     Xs, Ys, ss = X[idx], Y[idx], sw[idx]
     tree, assigned = maker._initial_tree(Xs, Ys, ss, cfg, tree_rng)
     records: list[dict] = []
-    train(tree, Xs, Ys, ss, cfg, initial_leaf=assigned, on_iteration=records.append)
+    train(tree, Xs, Ys, ss, cfg, initial_leaf=assigned, on_iteration=records.append, stop=stop)
     tree, origin = compact(tree)
     last = records[-1] if records else {}
     summary = {"iterations": len(records), "objective": last.get("objective"),

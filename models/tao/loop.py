@@ -60,8 +60,11 @@ def _groups_at(levels: list[np.ndarray], d: int) -> list[tuple[int, np.ndarray]]
 
 
 def one_pass(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig, *,
-             levels: list[np.ndarray] | None = None, leaves_only: bool = False) -> tuple[int, int]:
-    """One TAO iteration over all depth levels; returns (changed decision nodes, guard rejections)."""
+             levels: list[np.ndarray] | None = None, leaves_only: bool = False,
+             stop: Callable[[], bool] = lambda: False) -> tuple[int, int]:
+    """One TAO iteration over all depth levels; returns (changed decision nodes, guard rejections).
+    ``stop()`` is asked before each level; when True the pass ends there (every node update
+    leaves a valid tree)."""
     changed = rejected = 0
     depth = tree.depths()
     max_depth = int(depth.max())
@@ -69,6 +72,8 @@ def one_pass(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: T
     if levels is None or cfg.order == "bfs":
         levels = tree.route(X) if levels is None else levels
     for d in order:
+        if stop():
+            break
         if cfg.order == "bfs" and d > 0:
             # top-down: the levels above changed the routing, so the reduced sets computed at the
             # start would be stale (a node would be trained on points that no longer reach it)
@@ -86,7 +91,7 @@ def one_pass(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: T
 
 def train(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig, *,
           on_iteration: Callable[[dict], bool] | None = None, initial_leaf: np.ndarray | None = None,
-          finalize: bool = True) -> TAOTree:
+          finalize: bool = True, stop: Callable[[], bool] = lambda: False) -> TAOTree:
     """Run TAO on ``tree`` in place and return it.
 
     Parameters
@@ -102,6 +107,9 @@ def train(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOC
         :func:`models.tao.init.clustering_init`).
     finalize : bool
         Prune, refit the leaves once and prune again at the end (the default).
+    stop : callable, optional
+        Asked before every depth level; when it returns True (a cancel) the iterations end at
+        once, without a record of the unfinished one (the finishing step still runs).
     """
     e_prev = objective(tree, X, Y, sw, cfg)
     for it in range(cfg.max_iter):
@@ -111,15 +119,20 @@ def train(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOC
             # First try the plain (unguarded) pass; keep it if E did not increase. Otherwise redo the
             # pass from the saved tree with every node update guarded, which cannot increase E.
             saved = tree.copy()
-            changed, rejected = one_pass(tree, X, Y, sw, replace(cfg, guard="off"), levels=levels)
+            changed, rejected = one_pass(tree, X, Y, sw, replace(cfg, guard="off"), levels=levels, stop=stop)
+            if stop():  # an unfinished pass is not kept
+                _restore(tree, saved)
+                break
             e, error = objective_and_error(tree, X, Y, sw, cfg)
             if e > e_prev + 1e-12 * max(1.0, abs(e_prev)):
                 _restore(tree, saved)
-                changed, rejected = one_pass(tree, X, Y, sw, cfg, levels=levels)
+                changed, rejected = one_pass(tree, X, Y, sw, cfg, levels=levels, stop=stop)
                 e, error = objective_and_error(tree, X, Y, sw, cfg)
         else:
-            changed, rejected = one_pass(tree, X, Y, sw, cfg, levels=levels)
+            changed, rejected = one_pass(tree, X, Y, sw, cfg, levels=levels, stop=stop)
             e, error = objective_and_error(tree, X, Y, sw, cfg)
+        if stop():
+            break
         record = {"iteration": it + 1, "objective": e, "train_error": error,
                   "n_nonzero": tree.n_nonzero(), "n_decision_nodes": int(tree.decision_nodes().size),
                   "n_leaves": int(tree.leaves().size), "n_changed": changed, "n_rejected": rejected,

@@ -1,0 +1,123 @@
+"""Cancel acts within 5 s for every family: the contract of ``docs/ARCHITECTURE.md`` §4 and §8.
+
+Each registered estimator (a new family gets the check for free) is fitted in a background job
+with settings under which an uncancelled fit takes well over 5 s (the ``LONG`` table below); the
+job is cancelled :data:`REQUEST_AFTER` seconds after it started, as a user does, so phases that
+record nothing (a free embedding, trees in worker processes, optimiser steps between records)
+are caught too. The fit must return within :data:`LIMIT` seconds of the request with a usable
+model and ``stopped_early_``. A family not in ``LONG`` (CART and the stump train in one call)
+uses its ``test_params`` and only has to return in time. A small fit first pays the process's
+one-time costs (imports, compiled kernels, a forest's pool of worker processes), which no training
+loop can cut short. The last test
+goes through worker processes, the app's real path, with the tree embedding's defaults.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification, make_regression
+
+from models.registry import all_estimator_classes
+from treeviz.data import PrepConfig, load_dataset, prepare
+from treeviz.jobs import JobManager
+from treeviz.runs import RunStore
+from treeviz.training import ProgressCallback, job_fn
+
+CASES = list(all_estimator_classes())
+IDS = [f"{family.key}-{task}" for family, task, _ in CASES]
+#: Seconds after the job starts when the cancel is requested, and the most it may take to act.
+REQUEST_AFTER = 0.5
+LIMIT = 5.0
+
+#: Per family, settings under which an uncancelled fit of :func:`data` takes well over 5 s.
+LONG: dict[str, dict] = {
+    "latent": {"depth": 6, "max_epochs": 10_000, "patience": 10_000, "batch_size": 8},
+    "tao": {"depth": 8, "max_iter": 1000, "tol": 0.0, "init": "random"},
+    "tao_forest": {"n_trees": 100, "depth": 8, "max_iter": 1000, "tol": 0.0, "n_jobs": 2},
+    "laptao": {"depth": 6, "n_mu": 100, "tao_iter": 100, "tol": 0.0},
+    "skinny": {"n_trees": 50, "depth": 6, "max_epochs": 10_000, "batch_size": 8},
+    "dgt": {"depth": 8, "max_epochs": 10_000, "min_steps": 0, "batch_size": 8},
+    "dgt_forest": {"n_trees": 100, "depth": 8, "max_epochs": 10_000, "min_steps": 0, "batch_size": 8, "n_jobs": 2},
+    "dgt_bandit": {"depth": 8, "n_rounds": 10_000_000},
+    "tree_embedding": {"n_mu": 100, "free_iter": 100_000, "z_tol": 0.0},
+}
+
+
+@functools.cache
+def data(task: str) -> tuple[np.ndarray, np.ndarray | None]:
+    if task == "regression":
+        X, y = make_regression(n_samples=2000, n_features=20, noise=1.0, random_state=0)
+        return X, y
+    X, y = make_classification(n_samples=2000, n_features=20, n_informative=10, n_classes=4, random_state=0)
+    if task == "classification":
+        return X, y
+    return X[:500], None  # clustering and embedding get no labels (and an embedding's setup is O(N³))
+
+
+def usable(estimator, X) -> np.ndarray:
+    out = estimator.predict(X) if hasattr(estimator, "predict") else estimator.transform(X)
+    return np.asarray(out)
+
+
+@pytest.fixture
+def manager():
+    manager = JobManager(max_workers=1)
+    yield manager
+    manager.shutdown()
+
+
+def cancel_after_start(manager, job) -> float | None:
+    """Cancel ``job`` :data:`REQUEST_AFTER` s after its fit began (its first stage); the time of the
+    request (``time.time()``, as the job's ``finished``), or None when the job had already ended."""
+    deadline = time.monotonic() + 20
+    while job.total is None and not job.done and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(REQUEST_AFTER)
+    requested = time.time()
+    return requested if manager.cancel(job.id) else None
+
+
+@pytest.mark.parametrize(("family", "task", "cls"), CASES, ids=IDS)
+def test_cancel_returns_within_the_limit_with_a_usable_model(manager, family, task, cls):
+    X, y = data(task)
+    params = LONG.get(family.key, family.test_params)
+    # a first fit pays the process's one-time costs (imports, compiled kernels, a forest's pool of
+    # worker processes), which no training loop can cut short
+    pool = {"n_jobs": params["n_jobs"]} if "n_jobs" in params else {}
+    family.make(task, {**family.test_params, **pool}).fit(X[:100], None if y is None else y[:100])
+    estimator = family.make(task, params)
+
+    def fit(progress):
+        return estimator.fit(X, y, callbacks=[ProgressCallback(progress)])
+
+    job = manager.submit(fit, label=family.key)
+    requested = cancel_after_start(manager, job)
+    assert job.wait(LIMIT + 60), "the fit did not end a minute after the cancel"
+    if requested is None:
+        assert family.key not in LONG, f"{family.key}: the fit ended before the cancel; make LONG longer"
+        return
+    took = job.finished - requested
+    assert job.status == "cancelled", job.message
+    assert took <= LIMIT, f"{family.key}: the fit returned {took:.1f} s after the cancel"
+    assert estimator.stopped_early_
+    assert usable(estimator, X[:20]).shape[0] == 20
+
+
+@pytest.mark.slow
+def test_cancel_reaches_a_tree_embedding_in_a_worker_process(home):
+    prepared = prepare(load_dataset("digits"), PrepConfig(seed=0))
+    manager = JobManager(max_workers=1, processes=True)
+    try:
+        job = manager.submit(job_fn("tree_embedding", "embedding", {}, prepared, store=RunStore(home)),
+                             label="tree embedding")
+        requested = cancel_after_start(manager, job)
+        assert requested is not None and job.wait(LIMIT + 60)
+        took = job.finished - requested
+        assert took <= LIMIT, f"the job ended {took:.1f} s after the cancel"
+        assert job.status == "cancelled"
+    finally:
+        manager.shutdown()
