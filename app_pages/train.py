@@ -6,7 +6,7 @@ from models.registry import families_for_task
 from models.schema import ANY_DATA_TASKS
 from treeviz.plots import training_curves
 from treeviz.quantities import curve_layout
-from treeviz.training import job_fn
+from treeviz.training import job_fn, run_warnings
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
@@ -80,6 +80,8 @@ def show_job() -> None:
         st.warning(f"Training was cancelled; the model as it stood was saved as '{record.name}'.")
     else:
         st.success(f"Finished: saved as '{record.name}'.")
+    for warning in run_warnings(record):  # a fit that diverged or learned nothing says so
+        st.warning(warning)
     shown = {k: round(v, 4) for k, v in record.metrics.items() if isinstance(v, (int, float))}
     st.json(shown | {"nodes": record.n_nodes, "leaves": record.n_leaves, "depth": record.depth},
             expanded=False)

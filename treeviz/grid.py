@@ -58,7 +58,7 @@ from treeviz.errors import TreevizError
 from treeviz.jobs import Progress
 from treeviz.runs import RunRecord, RunStore, tree_size
 from treeviz.sweep import tagged_groups
-from treeviz.training import build_estimator, evaluate, fit_estimator, model_cost
+from treeviz.training import build_estimator, evaluate, fit_estimator, fit_warnings, model_cost
 
 KIND = "grid"
 #: Environment variable holding the default Dask scheduler address (empty or unset: run locally).
@@ -363,10 +363,10 @@ def _store_trial(fitted: _Fitted, point: dict[str, Any], values: dict[str, Any],
     if path is not None:
         lam = values.get(path.param, estimator.get_params().get(path.param))
         run_tag.update(param=path.param, value=float(lam) if isinstance(lam, (int, float)) else float(fitted.index))
-    notes = ()
+    notes = fit_warnings(estimator, scores, prepared, task)
     if fitted.stopped:
         n = len(getattr(estimator, "history_", []))
-        notes = (f"Training was stopped at the user's request after {n} epoch(s).",)
+        notes += (f"Training was stopped at the user's request after {n} epoch(s).",)
     record = store.save(estimator, prepared, name=f"{label} · {point_text(point)}", family=family.key, task=task,
                         params=estimator.get_params(deep=False), metrics=scores, duration_s=fitted.duration_s,
                         status=status, notes=notes, sweep=run_tag)

@@ -13,6 +13,7 @@ still stored, with status ``"cancelled"``, so no work is lost.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -31,6 +32,9 @@ from treeviz.metrics import class_auc, dendrogram_purity, features_used, knn_acc
 from treeviz.runs import RunRecord, RunStore, tree_size
 
 PARTS = ("train", "val", "test")
+#: Every note that says a fit went wrong starts with this (:func:`fit_warnings`); the app shows
+#: such notes as warnings (:func:`run_warnings`).
+WARNING = "Warning:"
 
 
 def evaluate(estimator: Any, prepared: PreparedData, task: str | None = None) -> dict[str, float]:
@@ -215,7 +219,7 @@ def finish_run(estimator: Any, prepared: PreparedData, family_key: str, task: st
     metrics = {**scores, **tree_size(estimator)}
     if store is None:
         return estimator, metrics
-    notes = tuple(notes)
+    notes = tuple(notes) + fit_warnings(estimator, scores, prepared, task)
     if stopped:
         n = len(getattr(estimator, "history_", []))
         notes += (f"Training was stopped at the user's request after {n} epoch(s).",)
@@ -223,6 +227,78 @@ def finish_run(estimator: Any, prepared: PreparedData, family_key: str, task: st
                       params=estimator.get_params(deep=False), metrics=scores,
                       duration_s=duration, status="cancelled" if stopped else "finished",
                       notes=notes, sweep=sweep)
+
+
+def fit_warnings(estimator: Any, scores: Mapping[str, float], prepared: PreparedData,
+                 task: str) -> tuple[str, ...]:
+    """Notes (each starting with :data:`WARNING`) saying that a fit diverged or ended no better
+    than a constant predictor on its own training split; none for a fit that learned something.
+
+    ``scores`` are :func:`evaluate`'s. A fit has diverged when a loss or objective in its
+    ``history_`` is not a finite number. It is no better than a constant when its training
+    accuracy is below the most common class's share, or equal to it with an AUC of at most 0.5
+    (classification), or its training R² is at most 0, the R² of predicting the mean (regression).
+    """
+    out = []
+    bad = _non_finite_losses(getattr(estimator, "history_", []))
+    if bad:
+        out.append(f"{WARNING} training diverged: {', '.join(bad)} became infinite or not a number; the model "
+                   f"is not to be trusted{_advice(estimator)}")
+    constant = _constant_comparison(scores, prepared, task)
+    if constant:
+        out.append(f"{WARNING} the model is no better than {constant} on its own training data, so training "
+                   f"failed or diverged{_advice(estimator)}")
+    return tuple(out)
+
+
+def run_warnings(record: RunRecord) -> list[str]:
+    """The notes of a stored run that say its fit went wrong (:func:`fit_warnings`)."""
+    return [note for note in record.notes if note.startswith(WARNING)]
+
+
+def _non_finite_losses(history: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The loss and objective keys of ``history`` with a value that is not a finite number."""
+    bad: dict[str, None] = {}
+    for record in history:
+        for key, value in record.items():
+            if ("loss" in key or "objective" in key) and not _finite(value):
+                bad[key] = None
+    return list(bad)
+
+
+def _finite(value: Any) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def _constant_comparison(scores: Mapping[str, float], prepared: PreparedData, task: str) -> str:
+    """What a constant predictor does as well as the model on the training split ("" if it
+    does not): ``always predicting <class> (accuracy …)`` or ``predicting the mean (R² …)``."""
+    if task == "classification" and "train_accuracy" in scores:
+        labels, counts = np.unique(np.asarray(prepared.labels("train")).astype(str), return_counts=True)
+        share = float(counts.max() / counts.sum())
+        accuracy, auc = float(scores["train_accuracy"]), scores.get("train_auc")
+        chance = auc is None or float(auc) <= 0.5
+        if share < 1.0 and (accuracy < share - 1e-12 or (accuracy <= share + 1e-12 and chance)):
+            shown = "" if auc is None else f", AUC {float(auc):.3g}"
+            return (f"always predicting the most common class '{labels[np.argmax(counts)]}' (training accuracy "
+                    f"{accuracy:.3g} against its {share:.3g}{shown})")
+    if task == "regression" and "train_r2" in scores:
+        y = np.asarray(prepared.labels("train"), dtype=np.float64)
+        r2 = float(scores["train_r2"])
+        if np.ptp(y, axis=0).max() > 0 and not r2 > 1e-9:
+            return f"always predicting the mean (training R² {r2:.4g} against its 0)"
+    return ""
+
+
+def _advice(estimator: Any) -> str:
+    """The end of a warning's sentence: what to try (a lower learning rate, when there is one)."""
+    rate = estimator.get_params(deep=False).get("learning_rate") if hasattr(estimator, "get_params") else None
+    if isinstance(rate, (int, float)):
+        return f"; lower the learning rate (now {rate:g}) and train again."
+    return "; try other settings and train again."
 
 
 def model_cost(estimator: Any, X: np.ndarray) -> dict[str, float]:

@@ -7,6 +7,7 @@ import streamlit as st
 from models.base import available_devices
 from treeviz.quantities import headline_text
 from treeviz.runs import RunRecord
+from treeviz.training import run_warnings
 from treeviz.ui import state
 
 
@@ -14,6 +15,7 @@ def run_label(rec: RunRecord) -> str:
     """One line naming a run: its name, status and headline metric."""
     metric = headline_text(rec)
     status = "" if rec.status == "finished" else f" [{rec.status}]"
+    status += " [warning]" if run_warnings(rec) else ""
     return f"{rec.name}{status}" + (f" · {metric}" if metric else "")
 
 
@@ -37,6 +39,9 @@ def render() -> None:
                 st.session_state[state.RUN_ID] = ids[0]
             st.selectbox("Run", ids, key=state.RUN_ID, format_func=labels.get,
                          help="The trained model the Tree explorer and Routing pages show.")
+            chosen = next(r for r in runs if r.run_id == st.session_state[state.RUN_ID])
+            for warning in run_warnings(chosen):
+                st.warning(warning)  # every page showing this run shows that its fit went wrong
         else:
             st.caption("No runs yet: train one on the Train page.")
         devices = available_devices()
