@@ -17,6 +17,9 @@ top of it each one has
   far and sets ``stopped_early_``). Between records, every long inner loop (optimiser steps,
   node levels, iterations, trees) asks :meth:`~TreeEstimator._cancel_requested`, which calls
   the cheap ``on_step`` hook, so a cancel acts within seconds in phases that record nothing;
+* scipy.sparse input: the class declares ``_sparse_input`` (``"densify"`` by default, or
+  ``"native"``) and :mod:`models.sparse_input` makes the methods that take ``X`` follow it, so a
+  family's own input checks see dense arrays only (a densified fit sets ``densified_input_``);
 * ``_get_model_state()`` / ``_set_model_state()``: the family's learned arrays and values, which
   :meth:`~TreeEstimator._learned_state` completes with what every estimator stores (feature
   names, classes) for :mod:`models.persist`.
@@ -27,13 +30,14 @@ deep-copies parameters and a callback holds live objects (a job, a threading.Eve
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import os
 import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -42,6 +46,7 @@ from sklearn.utils.validation import validate_data
 
 from models.persist import save_model
 from models.registry import family_of_class
+from models.sparse_input import X_METHODS, takes_sparse
 from treeviz.errors import TrainingCancelled, TreevizError
 from treeviz.jsonio import decode_labels, encode_labels, plain
 
@@ -215,6 +220,26 @@ class TreeEstimator(BaseEstimator):
     Subclasses implement ``fit`` (calling :meth:`_validate_params` first), ``to_tree`` (or
     ``to_trees``), ``_get_model_state`` and ``_set_model_state``.
     """
+
+    #: What the class does with a scipy.sparse ``X`` (see :mod:`models.sparse_input`): "densify"
+    #: (a dense copy, with a warning) or "native" (CSR/CSC taken as they are when a dense copy
+    #: would not fit), and why a fit makes a dense copy (the warning's and ``densified_input_``'s).
+    _sparse_input: ClassVar[str] = "densify"
+    _densify_reason: ClassVar[str] = "its training computes with dense arrays"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls._sparse_input not in ("densify", "native"):
+            raise TypeError(f"{cls.__name__}._sparse_input must be 'densify' or 'native'.")
+        for name in X_METHODS:
+            method = vars(cls).get(name)
+            if inspect.isfunction(method):
+                setattr(cls, name, takes_sparse(method))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # every estimator takes scipy.sparse input (see above)
+        return tags
 
     # ------------------------------------------------------------------ family and parameters
     @property

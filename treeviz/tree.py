@@ -318,7 +318,11 @@ class Tree:
         return (nnz == 1) & ~self.is_leaf
 
     # ------------------------------------------------------------------ routing
-    def _check_X(self, X: Any) -> np.ndarray:
+    def _check_X(self, X: Any) -> np.ndarray | sp.csr_array:
+        """``X`` as a 2-D float64 array, or as CSR when it is scipy.sparse (routed in row blocks
+        of :data:`_CHUNK_ROWS`, each made dense, so no whole dense copy is made)."""
+        if sp.issparse(X):
+            return self._check_sparse_X(X)
         X = np.asarray(X, dtype=np.float64)
         if X.ndim == 1:
             X = X[None, :]
@@ -333,6 +337,30 @@ class Tree:
                 "before routing it (missing values may stay NaN)."
             )
         return X
+
+    def _check_sparse_X(self, X: Any) -> sp.csr_array:
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise TreevizError(
+                f"The tree expects {self.n_features} features but the data has {X.shape[-1]}; use data "
+                "prepared the same way as for training."
+            )
+        if X.dtype.kind not in "biuf":
+            raise TreevizError(f"The sparse data holds {X.dtype} values; the tree needs numbers.")
+        X = sp.csr_array(X, dtype=np.float64)
+        if np.isinf(X.data).any():
+            raise TreevizError(
+                "The data contains infinite values; prepare it the same way as the training data "
+                "before routing it (missing values may stay NaN)."
+            )
+        return X
+
+    def _by_row_blocks(self, fn: Any, X: np.ndarray | sp.csr_array) -> np.ndarray:
+        """``fn`` (dense rows -> one result row per row) applied to checked ``X``: at once when
+        dense, else block by block of :data:`_CHUNK_ROWS` rows made dense."""
+        if not sp.issparse(X):
+            return fn(X)
+        starts = range(0, X.shape[0], _CHUNK_ROWS) if X.shape[0] else [0]
+        return np.concatenate([fn(X[s : s + _CHUNK_ROWS].toarray()) for s in starts])
 
     @cached_property
     def _sparse_weight(self) -> sp.csr_matrix | None:
@@ -360,6 +388,7 @@ class Tree:
         ws = self._sparse_weight
         for start in range(0, X.shape[0], _CHUNK_ROWS):
             block = X[start : start + _CHUNK_ROWS]
+            block = block.toarray() if sp.issparse(block) else block
             rows = slice(start, start + block.shape[0])
             nan = np.isnan(block)
             has_nan = nan.any()
@@ -433,7 +462,7 @@ class Tree:
         For soft trees this is the most probable branch at every node (S(s) > 1/2 iff s > 0). A
         missing value follows ``missing_right``.
         """
-        return self._route(self._check_X(X))[0]
+        return self._by_row_blocks(lambda rows: self._route(rows)[0], self._check_X(X))
 
     def apply(self, X: Any) -> np.ndarray:
         """Leaf id reached by each sample under hard routing, shape (n_samples,)."""
@@ -497,7 +526,9 @@ class Tree:
         probability of reaching each leaf. Linear leaves add ``leaf_weight[leaf] @ x``, which is
         NaN when a feature with a nonzero leaf weight is NaN.
         """
-        X = self._check_X(X)
+        return self._by_row_blocks(self._predict_rows, self._check_X(X))
+
+    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
         if self.routing == "hard":
             leaf = self.apply(X)
             out = self.leaf_value[leaf].copy()
@@ -578,6 +609,7 @@ class Tree:
         X = self._check_X(x)
         if X.shape[0] != 1:
             raise TreevizError("sample_path takes exactly one sample.")
+        X = X.toarray() if sp.issparse(X) else X
         paths, values = self._route(X)
         steps = []
         for level, node in enumerate(paths[0]):

@@ -105,6 +105,11 @@ def tree_from_sklearn(
 class _CARTBase(TreeEstimator):
     _sk_class: type
     _task: str
+    # scikit-learn's tree fits CSR/CSC as they are, and the Tree routes them in row blocks; a
+    # dense copy is still fitted when it fits in memory, because only it is equal to the dense fit
+    _sparse_input = "native"
+    _densify_reason = ("scikit-learn's sparse splitter adds in another order, so only a dense copy "
+                       "fits exactly as the dense array")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -160,7 +165,8 @@ class _CARTBase(TreeEstimator):
 
     def _validated_X(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "tree_structure_")
-        return validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite="allow-nan")
+        return validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite="allow-nan",
+                             accept_sparse=("csr", "csc"))
 
     def apply(self, X: Any) -> np.ndarray:
         """Leaf id reached by each sample."""
@@ -246,7 +252,8 @@ class CARTClassifier(ClassifierMixin, _CARTBase):
             Names shown in rules and figures (default: DataFrame columns, else x0, x1, ...).
         """
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite="allow-nan")
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite="allow-nan",
+                             accept_sparse=("csr", "csc"))
         check_classification_targets(y)
         self.classes_ = np.unique(y)
         return self._fit_common(X, y, sample_weight, callbacks, eval_set, feature_names)
@@ -298,7 +305,7 @@ class CARTRegressor(RegressorMixin, _CARTBase):
         """Fit the tree; arguments as for :meth:`CARTClassifier.fit` (y may have several columns)."""
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True,
-                             ensure_all_finite="allow-nan")
+                             ensure_all_finite="allow-nan", accept_sparse=("csr", "csc"))
         self.n_outputs_ = 1 if y.ndim == 1 else y.shape[1]
         return self._fit_common(X, y, sample_weight, callbacks, eval_set, feature_names)
 
