@@ -75,6 +75,15 @@ def _huge_regression_target() -> bytes:
     return _csv([["a", "b", "y"]] + [[i, i % 3, f"{(i + 1) * 1e300:.6g}"] for i in range(20)])
 
 
+def _mangled() -> bytes:
+    """What a careless export writes: pandas' to_csv index, a column 'x=a' next to the one-hot column
+    'x', percentages, euros with decimal commas, and the header repeated where two files were joined."""
+    rows = [["", "x", "x=a", "share", "price", "y"]]
+    for i in range(20):
+        rows.append([i, "ab"[i % 2], (i * 7) % 5, f"{i} %", f'"{i + 1}.{i:03d},{i % 10}"', "yes" if i % 3 else "no"])
+    return _csv(rows[:11] + rows[:1] + rows[11:])
+
+
 OVERSIZED_LIMIT_MB = "0.01"
 
 BAD_INPUTS: dict[str, tuple[str, bytes, dict, str]] = {
@@ -106,6 +115,8 @@ BAD_INPUTS: dict[str, tuple[str, bytes, dict, str]] = {
     "regression_text_target": ("text.csv", _table(), {"target": "y", "task": "regression"}, "not numeric"),
     "no_usable_feature": ("nofeat.csv", _csv([["c", "y"]] + [[1, i % 2] for i in range(20)]),
                           {"target": "y"}, "No usable feature"),
+    "short_row": ("short.csv", b"a,b,y\n" + b"1,2,x\n3,4,z\n" * 6 + b"5,6\n", {"target": "y"},
+                  "line 14 has 2 fields but the header has 3"),
     "huge_regression_target": ("hugey.csv", _huge_regression_target(), {"target": "y", "task": "regression"},
                                "The regression target 'y' has values up to 2e+301"),
     # -- loads, with a note
@@ -125,10 +136,12 @@ BAD_INPUTS: dict[str, tuple[str, bytes, dict, str]] = {
                              {"target": "y"}, "Read column(s) 'price' as numbers written with thousands separators"),
     "date_column": ("dates.csv", _table(order_date=[f"2024-{1 + i // 2:02d}-{1 + 9 * (i % 2):02d}" for i in range(20)]),
                     {"target": "y"}, "Read column(s) 'order_date' as dates"),
+    "mangled_columns": ("export.csv", _mangled(), {"target": "y"}, "'x=a (2)' (was 'x=a')"),
 }
 
 NOTE_ONLY = frozenset({"all_nan_column", "constant_column", "many_levels", "missing_category",
-                       "drop_missing_target", "huge_values", "thousands_separators", "date_column"})
+                       "drop_missing_target", "huge_values", "thousands_separators", "date_column",
+                       "mangled_columns"})
 FATAL = frozenset(BAD_INPUTS) - NOTE_ONLY
 BAD_INPUT_ENV: dict[str, dict[str, str]] = {"oversized": {"TREEVIZ_MAX_UPLOAD_MB": OVERSIZED_LIMIT_MB}}
 

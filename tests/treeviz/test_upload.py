@@ -849,3 +849,10 @@ def test_a_nul_byte_after_the_first_8_kib_is_binary():
     data = b"a,b,y\n" + b"1,2,x\n" * 2000 + b"1,\x00,x\n"
     assert len(data) > 8192
     assert "binary" in error_of(read_table, "t.csv", data)
+
+
+def test_a_careless_export_is_read_as_meant():
+    ds = load("mangled_columns")
+    assert ds.feature_names == ("x=a (2)", "x=b", "x=a", "share", "price")
+    assert ds.class_names == ("no", "yes") and ds.n_samples == 20
+    assert ds.X[1].tolist() == [0.0, 1.0, 2.0, 1.0, 2001.1]

@@ -762,7 +762,7 @@ def table_to_dataset(df: pd.DataFrame, name: str, options: TableOptions, *, sour
     if row_numbers := _row_number_columns(df, target):
         df = df.drop(columns=row_numbers)
         notes.append(f"Left out column(s) {_columns_text(row_numbers, 10)}: no name, and the row numbers as "
-                     "values (the index pandas' to_csv writes), which would let a model learn the row order "
+                     "values (the index that a DataFrame's to_csv writes), which would let a model learn the row order "
                      "instead of the data.")
     n_uploaded = len(df)
     df, task = _resolve_target(df, options, notes)
@@ -969,7 +969,9 @@ def table_to_features(df: pd.DataFrame, feature_names: tuple[str, ...] | list[st
             continue
         values = read_column(df[column]).values
         if not _is_numeric(values) and values.notna().any():
-            example = str(values.dropna().iloc[0])[:40]
+            text = values.dropna().astype(str)
+            not_numbers = text[~_looks_numeric(text.str.strip())]  # quote a value that is no number
+            example = (not_numbers if len(not_numbers) else text).iloc[0][:40]
             raise TreevizError(f"Column '{column}' of '{name}' holds text such as '{example}', but the model "
                                f"reads '{feature}' as a number. Give numbers (or dates) in that column.")
         X[:, j] = _as_float(values) if _is_numeric(values) else np.nan

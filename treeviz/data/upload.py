@@ -311,20 +311,30 @@ def _check_short_rows(name: str, text: str, delim: str) -> None:
         return
 
 
+_UNNAMED = re.compile(r"Unnamed: \d+")  # how pandas names a column without a header
+
+
 def _header_repeats(df: pd.DataFrame) -> pd.Index:
-    """The rows whose every cell is its column's name (a header repeated in the middle of the file)."""
-    if df.empty or not all(pd.api.types.is_string_dtype(df[c].dtype) for c in df.columns):
-        return df.index[:0]
+    """The rows whose every cell is its column's name (a header repeated in the middle of the file;
+    a column without a name, which pandas calls 'Unnamed: 0', has an empty cell there)."""
     same = pd.Series(True, index=df.index)
+    named = [c for c in df.columns if not _UNNAMED.fullmatch(c)]
+    if df.empty or not named:
+        return df.index[:0]
     for c in df.columns:
-        same &= df[c].astype(str).str.strip() == c
+        if c in named:
+            if not pd.api.types.is_string_dtype(df[c].dtype):
+                return df.index[:0]
+            same &= df[c].astype(str).str.strip() == c
+        else:
+            same &= df[c].isna()
         if not same.any():
             break
     return df.index[same]
 
 
 def _header_repeat_lines(text: str, delim: str, columns: pd.Index) -> list[int]:
-    header = list(columns)
+    header = ["" if _UNNAMED.fullmatch(c) else c for c in columns]
     reader = _records(text, delim)
     next(reader, None)
     try:
