@@ -9,6 +9,12 @@ everything here). Rules, stated once:
   and plain numbers such as ``"7"`` may be mixed in. The groups after the first must have exactly
   three digits and the first group no leading zero, so ``"1,2,3"``, ``"1,00"`` and ``"0,125"``
   stay text. A note names the columns read this way;
+* so do numbers written with a decimal comma and optional thousands points (``"1.000,25"`` is
+  1000.25, ``"12,5"`` is 12.5), when every value is one, one has a comma, and none could also be
+  read with comma thousands separators (``"2,500"``: then the column stays text);
+* and numbers that all carry the same currency sign or unit (``"$1,000"``, ``"5 %"``, ``"12 kg"``),
+  read without it (5 % is 5). A note names the unit. A text column of mostly numbers (a stray
+  ``"n/a"``, mixed units) gets a note naming a value that kept it text;
 * dates become one numeric feature, the date as a decimal year (the year plus the fraction of it
   gone by: 2024-07-02 is 2024.5), named ``"<column> (year)"``, so rules read like
   ``order_date (year) <= 2024.37``. A column is read as dates when it has a datetime dtype
@@ -21,13 +27,23 @@ everything here). Rules, stated once:
 * other non-numeric columns (text, categorical, boolean) with at most ``max_levels`` distinct
   values are one-hot encoded into features named ``column=level``; a missing value becomes its own
   level ``(missing)``; columns with more levels are left out;
+* a derived name (``column=level``, ``<column> (year)``) that a column of the table or an earlier
+  feature already has gets the first free number, ``"x=a (2)"``, with a note, so feature names never
+  collide; :func:`feature_sources` maps the names back for :func:`table_to_features`;
+* columns holding lists, sets or dicts (a Parquet list column) are left out with a note, and
+  refused as the target; an unnamed column (``Unnamed: 0``) whose values are the row numbers, the
+  index ``DataFrame.to_csv`` writes, is left out with a note (it would let a model learn the row
+  order);
+* the feature matrix's size is estimated from the plan before it is built; more than
+  :data:`MAX_MATRIX_MB` is refused;
 * columns with no values, and constant columns, are dropped, except in image data where every
   pixel is kept so the image keeps its shape;
 * numeric missing values stay NaN here (imputed on the training split by ``prepare``);
 * infinite values are refused; any finite value is accepted, but features above 1e15 in magnitude
   get a note (the models need standard or quantile scaling for them, see
   :mod:`treeviz.data.preprocess`), and regression targets above 1e150 in magnitude are refused;
-* classification targets become indices into the sorted unique labels (as text).
+* classification targets become indices into the sorted unique labels (as text); integer labels
+  are kept exact, also beyond 2**53; classes with a single row get a warning in the notes.
 
 Problems that stop the conversion raise :class:`~treeviz.errors.TreevizError`; the rest become
 the Dataset's ``notes``. :func:`inspect_table` runs the same column reading and plan, so what the
