@@ -259,7 +259,11 @@ def _write_output(out: str | None, data: bytes | str, args: argparse.Namespace, 
     if not path.parent.is_dir():
         raise TreevizError(f"The folder {path.parent} does not exist; create it or write the {what} elsewhere.")
     try:
-        replace_file(path, raw)
+        if path.exists() and not path.is_file():  # a device or a pipe (/dev/null, /dev/stdout): write into it
+            with path.open("wb") as handle:
+                handle.write(raw)
+        else:  # a file: replaced whole or not at all (never the device's own node)
+            replace_file(path, raw)
     except OSError as err:
         raise TreevizError(f"Could not write {path} ({err.strerror or err}).") from None
     _note(args, f"wrote the {what} to {path} ({len(raw):,} bytes)")

@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import sqlite3
+import stat
 import subprocess
 import sys
 import time
@@ -509,6 +510,7 @@ def test_ctrl_c_in_a_real_process_stores_a_cancelled_run(tmp_path):
     (("export", "20200101-000000-000000-abcdef", "--sql", "--table", "  "), "argument --table"),
     (("list", "-n", "-3"), "argument -n/--limit: expected a whole number of at least 0"),
     (("sweep", "-d", "iris", "-f", "tao", "--count", "1000000000"), "argument --count"),
+    (("sweep", "-d", "iris", "-f", "tao", "--count", "0"), "argument --count"),
     (("delete",), "give the run id(s) to delete, or --leftovers"),
 ])
 def test_out_of_range_options_are_refused_with_a_sentence(home, capsys, argv, words):
@@ -639,3 +641,25 @@ def test_delete_removes_runs_even_damaged_ones_and_the_leftovers_of_crashes(home
     code, out, err = run(capsys, "delete", "--leftovers")
     assert code == 0 and out.startswith("removed 1 folder(s) left in")
     assert not leftover.exists() and recent.exists()  # a save still under way is left alone
+
+
+def test_output_into_a_device_is_written_into_it_not_replaced(home, capsys, tmp_path, penguin_run):
+    device = tmp_path / "null"
+    try:  # a private copy of /dev/null (character device 1, 3), so the real one is never at risk
+        os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except OSError:
+        pytest.skip("this machine does not allow creating a device node")
+    for argv in (("export", penguin_run, "--rules"), ("report", penguin_run), ("predict", penguin_run, PENGUINS)):
+        code, _, err = run(capsys, *argv, "--out", device)
+        assert code == 0, err
+        assert stat.S_ISCHR(device.stat().st_mode)  # still the device, not a file renamed over it
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "treeviz-home") == ["null"]
+
+
+def test_predict_quotes_the_value_that_is_not_a_number(home, capsys, tmp_path, penguin_run):
+    rows = pd.read_csv(PENGUINS).head(3)
+    rows["bill_length_mm"] = rows["bill_length_mm"].astype(object)
+    rows.loc[2, "bill_length_mm"] = "long"
+    rows.to_csv(tmp_path / "rows.csv", index=False)
+    code, _, err = run(capsys, "predict", penguin_run, tmp_path / "rows.csv")
+    assert_clean_error(code, err, cli.USER_ERROR, "Column 'bill_length_mm' of 'rows.csv' holds text such as 'long'")
