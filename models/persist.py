@@ -189,6 +189,7 @@ def load_model(path_or_bytes: str | os.PathLike | bytes) -> Any:
     try:
         estimator = _load(files)
         check_finite_routing(estimator)
+        _check_predicts(estimator)
     except TreevizError:
         raise
     except Exception as err:
@@ -229,6 +230,20 @@ def _load(files: dict[str, bytes]) -> Any:
     estimator.history_ = list(config.get("history", []))
     estimator.model_context_ = dict(config.get("context", {}))
     return estimator
+
+
+def _check_predicts(estimator: Any) -> None:
+    """The loaded model answers for one row (and a classifier's probabilities have one column
+    per class): a file whose parts do not fit together is refused here, not at the first use."""
+    X = np.zeros((1, int(estimator.n_features_in_)))
+    out = estimator.predict(X) if hasattr(estimator, "predict") else estimator.transform(X)
+    if np.asarray(out).shape[0] != 1:
+        raise TreevizError("The model file's parts do not fit together (it does not give one answer per row); "
+                           "it was not loaded.")
+    if hasattr(estimator, "predict_proba") and hasattr(estimator, "classes_"):
+        proba = np.asarray(estimator.predict_proba(X))
+        if proba.shape != (1, len(estimator.classes_)):
+            raise TreevizError("The model file's classes do not match its class scores; it was not loaded.")
 
 
 def check_finite_routing(estimator: Any) -> None:

@@ -172,3 +172,18 @@ def test_a_model_zip_with_config_twice_is_refused(fitted):
         zf.writestr("config.json", b"{}")
     with pytest.raises(TreevizError, match="twice"):
         load_model(buf.getvalue())
+
+
+def test_a_model_file_whose_parts_do_not_fit_is_refused(fitted):
+    """Found by the fuzz test: a damaged key left a classifier without classes_, which loaded and
+    then failed at the first prediction."""
+    est, _ = fitted
+    good = model_bytes(est)
+    cfg = json.loads(good["config.json"])
+    del cfg["learned"]["classes_"]
+    with pytest.raises(TreevizError, match="not a treeviz model|do not"):
+        load_model(_zip({"config.json": json.dumps(cfg), "weights.safetensors": good["weights.safetensors"]}))
+    cfg = json.loads(good["config.json"])
+    cfg["learned"]["classes_"] = cfg["learned"]["classes_"] + ["extra"]
+    with pytest.raises(TreevizError, match="classes do not match"):
+        load_model(_zip({"config.json": json.dumps(cfg), "weights.safetensors": good["weights.safetensors"]}))
