@@ -49,8 +49,7 @@ def _size_text(n_bytes: int) -> str:
 
 def dense_copy_bytes(X: Any) -> int:
     """Bytes of a dense float64 copy of ``X``."""
-    n, d = X.shape
-    return int(n) * int(d) * 8
+    return int(np.prod(X.shape, dtype=np.int64)) * 8
 
 
 def _native_families() -> str:
@@ -104,6 +103,8 @@ def usable_input(estimator: Any, X: Any, *, fitting: bool) -> tuple[Any, str | N
     own checks handle it)."""
     if not sp.issparse(X):
         return X, None
+    if X.ndim != 2:  # a 1-D sparse array: the estimator's own checks refuse it as for dense input
+        return X.toarray(), None
     native = type(estimator)._sparse_input == "native"
     if native and not fitting:
         return (X if X.format in ("csr", "csc") else X.tocsr()), None

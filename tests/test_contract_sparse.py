@@ -147,3 +147,9 @@ def test_tree_routes_sparse_rows_in_blocks_as_dense(monkeypatch):
     assert tree.apply(sp.csr_array((0, X_test.shape[1]))).shape == (0,)
     with pytest.raises(TreevizError, match="features"):
         tree.apply(sp.csr_array(X_test[:, :2]))
+
+
+def test_sparse_input_that_is_not_a_table_is_refused_as_dense_input_is():
+    family, task, _ = next(c for c in CASES if c[1] == "classification")
+    with pytest.raises(ValueError, match="2D array"):
+        family.make(task, family.test_params).fit(sp.coo_array(np.ones(5)), np.arange(5) % 2)
