@@ -153,7 +153,7 @@ def test_non_finite_split_weights_are_refused(fitted, array, value):
     from safetensors.numpy import load as st_load
     from safetensors.numpy import save as st_save
 
-    est, X = fitted
+    est, _ = fitted
     good = model_bytes(est)
     arrays = st_load(good["weights.safetensors"])
     arrays[array] = arrays[array].copy()
@@ -181,7 +181,7 @@ def test_a_model_file_whose_parts_do_not_fit_is_refused(fitted):
     good = model_bytes(est)
     cfg = json.loads(good["config.json"])
     del cfg["learned"]["classes_"]
-    with pytest.raises(TreevizError, match="not a treeviz model|do not"):
+    with pytest.raises(TreevizError, match=r"not a treeviz model|do not"):
         load_model(_zip({"config.json": json.dumps(cfg), "weights.safetensors": good["weights.safetensors"]}))
     cfg = json.loads(good["config.json"])
     cfg["learned"]["classes_"] = cfg["learned"]["classes_"] + ["extra"]
