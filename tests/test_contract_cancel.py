@@ -9,7 +9,7 @@ model and ``stopped_early_``. A family not in ``LONG`` (CART and the stump train
 uses its ``test_params`` and only has to return in time. A small fit first pays the process's
 one-time costs (imports, compiled kernels, a forest's pool of worker processes), which no training
 loop can cut short. The forests train their trees in turn here; two slow tests check that the
-cancel reaches trees in worker processes, and a tree embedding (defaults, on digits) trained in a
+cancel reaches trees in worker processes, and a tree embedding (defaults, breast cancer) trained in a
 job's worker process, the app's real path.
 """
 
@@ -126,7 +126,7 @@ def test_cancel_reaches_trees_in_worker_processes(manager, family, task, cls):
 
 @pytest.mark.slow
 def test_cancel_reaches_a_tree_embedding_in_a_worker_process(home):
-    prepared = prepare(load_dataset("digits"), PrepConfig(seed=0))
+    prepared = prepare(load_dataset("breast_cancer"), PrepConfig(seed=0))
     store = RunStore(home)
     manager = JobManager(max_workers=1, processes=True)
     try:

@@ -188,8 +188,8 @@ class _DGTForestBase(TreeEstimator):
 
 
 def _grow_tree(tree_class: type, params: dict[str, Any], X: np.ndarray, y: np.ndarray, W: np.ndarray | None,
-               m: int, eval_set: Any, feature_names: Sequence[str], seed: int, stop: Callable[[], bool]
-               ) -> TreeEstimator:
+               m: int, eval_set: Any, feature_names: Sequence[str], seed: int,
+               stop: Callable[[], bool] = lambda: False) -> TreeEstimator:
     """Train one tree from its seed alone: its bootstrap sample of ``m`` rows (plus one row of each
     class the sample missed), then DGT with ``random_state=seed``, until ``stop()`` (a cancel)."""
     tree_rng = np.random.default_rng(seed)

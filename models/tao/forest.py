@@ -159,7 +159,7 @@ def _grow_trees(maker: _ForestBase, X: np.ndarray, Y: np.ndarray, sw: np.ndarray
 
 
 def _grow_tree(maker: _ForestBase, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, m: int, seed: int,
-               cfg: TAOConfig, parent: int | None, stop: Callable[[], bool]) -> _Grown:
+               cfg: TAOConfig, parent: int | None, stop: Callable[[], bool] = lambda: False) -> _Grown:
     """Train one tree from its seed alone: its subsample of ``m`` rows, its initial tree (``maker``,
     an unfitted copy of the forest, knows the depth and init), then TAO, until ``stop()`` (a
     cancel). Run in a worker process (``parent`` is the forest's process id), it first limits the
