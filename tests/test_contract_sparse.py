@@ -153,3 +153,19 @@ def test_sparse_input_that_is_not_a_table_is_refused_as_dense_input_is():
     family, task, _ = next(c for c in CASES if c[1] == "classification")
     with pytest.raises(ValueError, match="2D array"):
         family.make(task, family.test_params).fit(sp.coo_array(np.ones(5)), np.arange(5) % 2)
+
+
+def test_a_sparse_validation_set_scores_as_dense():
+    family, task, _ = next(c for c in CASES if c[2]._sparse_input == "densify" and c[1] == "classification")
+    X, y, X_test = sparse_data(task)
+    prepared = prepare(load_dataset(DATA[task]), PrepConfig(seed=0))
+    y_test = prepared.labels("test")
+    estimator = family.make(task, family.test_params)
+    dense = clone(estimator).fit(X, y, eval_set=(X_test, y_test))
+    with pytest.warns(UserWarning, match="dense copy"):
+        model = clone(estimator).fit(sp.csr_matrix(X), y, eval_set=(sp.csr_matrix(X_test), y_test))
+    def numbers(history):  # without the timings
+        return [{k: v for k, v in record.items() if k != "seconds"} for record in history]
+
+    assert numbers(model.history_) == numbers(dense.history_)
+    assert any("val_score" in record for record in model.history_)
