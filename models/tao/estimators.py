@@ -29,6 +29,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from models.base import Callback, TreeEstimator, resolve_device, seed_everything
+from models.memory import check_tree_memory
 from models.tao.config import TAOConfig
 from models.tao.init import cart_init, clustering_init, random_init
 from models.tao.loop import train
@@ -144,6 +145,7 @@ class _TAOBase(FittedTAOTree, TreeEstimator):
     def _initial_tree(self, X, Y, sw, cfg, rng) -> tuple[TAOTree, np.ndarray | None]:
         depth = auto_depth(cfg.n_outputs) if self.depth is None else int(self.depth)
         self.depth_ = depth
+        check_tree_memory("A TAO tree", depth, X.shape[0], X.shape[1], cfg.n_outputs, leaf_weights=cfg.linear_leaves)
         init = self.init
         if init == "auto":
             init = "cart" if depth <= 2 else "random"
