@@ -1484,6 +1484,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         130 interrupted, 141 stdout closed early.
     """
     args = None
+    argv = list(sys.argv[1:] if argv is None else argv)
+    nul = next((a for a in argv if "\x00" in str(a)), None)
+    if nul is not None:  # only possible in-process (a real command line cannot hold one)
+        print(f"{PROG}: error: the argument {str(nul)!r} holds a NUL character, which no value or path may hold",
+              file=sys.stderr)
+        return USAGE
     try:
         try:
             args = build_parser().parse_args(argv)

@@ -512,6 +512,8 @@ def test_ctrl_c_in_a_real_process_stores_a_cancelled_run(tmp_path):
     (("sweep", "-d", "iris", "-f", "tao", "--count", "1000000000"), "argument --count"),
     (("sweep", "-d", "iris", "-f", "tao", "--count", "0"), "argument --count"),
     (("delete",), "give the run id(s) to delete, or --leftovers"),
+    (("list", "--home", "a\x00b"), "holds a NUL character"),
+    (("train", "-d", "iris\x00.csv", "-f", "cart"), "holds a NUL character"),
 ])
 def test_out_of_range_options_are_refused_with_a_sentence(home, capsys, argv, words):
     code, out, err = run(capsys, *argv)
