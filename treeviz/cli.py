@@ -84,7 +84,7 @@ from treeviz.run_archive import DATASET_PREFIX, MAX_IMPORT_BYTES, export_zip, im
 from treeviz.run_view import RunView
 from treeviz.runs import FINGERPRINT_RE, RUN_ID_RE, RUN_JSON, RunRecord, RunStore
 from treeviz.sweep import SweepResult, run_sweep, value_grid
-from treeviz.training import train_run
+from treeviz.training import run_warnings, train_run
 from treeviz.tree import Tree
 
 PROG = "python -m treeviz"
@@ -800,6 +800,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(record.run_id)
     else:
         print("\n".join(_run_lines(record, prepared)))
+    for warning in run_warnings(record):  # a fit that diverged or learned nothing says so, even with --quiet
+        print(f"treeviz: {warning}", file=sys.stderr)
     if record.status == "cancelled":
         _note(args, f"training was stopped at your request; the model as it stood is stored as run {record.run_id}.")
         return INTERRUPTED

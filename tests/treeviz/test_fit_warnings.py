@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from treeviz import cli
 from treeviz.data import PrepConfig, load_dataset, prepare
 from treeviz.runs import RunStore
 from treeviz.training import WARNING, build_estimator, fit_warnings, run_warnings, train_run
@@ -73,3 +74,10 @@ def test_a_constant_classifier_is_no_better_than_the_majority_class(data):
     assert fit_warnings(estimator, {"train_accuracy": share, "train_auc": 0.9}, prepared, "classification") == ()
     # below the majority's share: flagged whatever the AUC
     assert fit_warnings(estimator, {"train_accuracy": share - 0.1, "train_auc": 0.9}, prepared, "classification")
+
+
+def test_the_command_line_prints_the_warning(home, capsys):
+    code = cli.main(["train", "-q", "--data", "diabetes", "--family", "dgt", "--param", "depth=3",
+                     "--param", "learning_rate=10", "--param", "max_epochs=5", "--param", "min_steps=0"])
+    err = capsys.readouterr().err
+    assert code == 0 and f"treeviz: {WARNING} the model is no better than always predicting the mean" in err
