@@ -36,7 +36,7 @@ import numpy as np
 from scipy.stats import t as student_t
 
 from models.base import Callback, resolve_device
-from models.dgt.bandit import LinearBanditClassifier, LinearBanditRegressor
+from models.dgt.bandit import LinearBanditClassifier, LinearBanditRegressor, auto_depth
 from models.registry import get_family
 from treeviz import threads
 from treeviz.data import PreparedData
@@ -191,6 +191,8 @@ def bandit_curves(family_key: str, task: str, params: Mapping[str, Any], prepare
     # the bandit's effective parameters (defaults included), checked before anything runs
     full = build_estimator(family_key, task, bandit_params, prepared, device=device).get_params()
     shared = {k: full[k] for k in SHARED_TREE_PARAMS if k in full}
+    if "depth" in shared and shared["depth"] is None:  # "auto": the height the bandit tree will have
+        shared["depth"] = auto_depth(np.unique(np.asarray(prepared.labels("train")).astype(str)).size)
     supervised_eval = (prepared.X_val, prepared.labels("val")) if prepared.X_test.shape[0] and \
         prepared.X_val.shape[0] else None
     if progress is not None:

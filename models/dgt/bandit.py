@@ -74,6 +74,7 @@ from torch import Tensor, nn
 from models.base import Callback, TreeEstimator, class_targets, resolve_device, seed_everything
 from models.dgt.estimators import DGTClassifier, DGTRegressor, _DGTBase, standardiser
 from models.dgt.network import DGTNetwork
+from models.memory import check_tree_memory
 from treeviz import threads
 from treeviz.errors import TreevizError
 
@@ -81,11 +82,20 @@ from treeviz.errors import TreevizError
 DEFAULT_ROUNDS = 20_000
 #: Records in a run when ``eval_every`` is None (about).
 DEFAULT_RECORDS = 50
+#: Height of a classification tree for ``depth=None``: ⌈log2 K⌉ + this, for K classes (see :func:`auto_depth`).
+AUTO_DEPTH_EXTRA = 2
 #: Huber's ξ on the [0, 1]-scaled target (the authors' code's default).
 HUBER_XI = 0.2
 RMSPROP_EPS = 1e-5
 LOSSES = ("squared", "huber")
 ESTIMATORS = ("two_point", "one_point")
+
+
+def auto_depth(n_classes: int) -> int:
+    """The height ``depth=None`` gives a classification tree: ⌈log2 K⌉ + 2 for K classes, between 3
+    and 8, so that every class has leaves of its own with room to split it (a fixed height 3 has 8
+    leaves, fewer than digits' 10 classes)."""
+    return int(min(8, max(3, math.ceil(math.log2(max(2, int(n_classes)))) + AUTO_DEPTH_EXTRA)))
 
 
 class BanditProtocolError(RuntimeError):
@@ -541,7 +551,9 @@ class _DGTBanditBase(_BanditFit, _DGTBase):
                     callbacks: Iterable[Callback] | None, feature_names: Sequence[str] | None,
                     comparator_rows: np.ndarray | None) -> None:
         self._set_feature_names(feature_names, self.n_features_in_)
-        build = _tree_builder(int(self.depth), int(self.n_layers), self.quantizer)
+        self.depth_ = auto_depth(n_outputs) if self.depth is None else int(self.depth)
+        check_tree_memory("A DGT-Bandit tree", self.depth_, X.shape[0], X.shape[1], n_outputs)
+        build = _tree_builder(self.depth_, int(self.n_layers), self.quantizer)
         net, _ = self._simulate(X, targets, n_outputs, build, eval_set, callbacks, comparator_rows)
         self.device_ = bandit_device(self.device)
         self._set_tree(net, X)
@@ -557,13 +569,15 @@ class _DGTBanditBase(_BanditFit, _DGTBase):
 
     def _get_model_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         check_is_fitted(self, "tree_")
-        learned = {"n_rounds_": self.n_rounds_, "n_queries_": self.n_queries_, "n_steps_": self.n_steps_}
+        learned = {"n_rounds_": self.n_rounds_, "n_queries_": self.n_queries_, "n_steps_": self.n_steps_,
+                   "depth_": self._height()}
         return learned, self._tree_arrays()
 
     def _set_model_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         self.n_rounds_ = int(learned.get("n_rounds_", 0))
         self.n_queries_ = int(learned.get("n_queries_", 0))
         self.n_steps_ = int(learned.get("n_steps_", 0))
+        self.depth_ = int(learned.get("depth_", self.depth if self.depth is not None else 0))
         self._restore_tree(arrays)
 
 
@@ -584,6 +598,7 @@ class DGTBanditClassifier(ClassifierMixin, _DGTBanditBase):
     Parameters
     ----------
     depth, n_layers, quantizer : the DGT network (height h, L linear layers, sign quantiser).
+        ``depth=None``: :func:`auto_depth` of the number of classes; the height used is ``depth_``.
     exploration : float
         δ: probability of playing a uniformly drawn label instead of the greedy one (0.3).
     learning_rate : float
@@ -610,7 +625,7 @@ class DGTBanditClassifier(ClassifierMixin, _DGTBanditBase):
 
     _task = "classification"
 
-    def __init__(self, *, depth=3, n_layers=1, quantizer="scaled", exploration=0.3, learning_rate=1e-3, accumulate=4,
+    def __init__(self, *, depth=None, n_layers=1, quantizer="scaled", exploration=0.3, learning_rate=1e-3, accumulate=4,
                  n_rounds=None, eval_every=None, device="auto", random_state=0):
         self.depth = depth
         self.n_layers = n_layers

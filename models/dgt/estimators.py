@@ -39,6 +39,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from models.base import Callback, TreeEstimator, class_targets, resolve_device, seed_everything
 from models.dgt.network import DGTNetwork, n_internal
 from models.dgt.train import Data, TrainConfig, fit_network
+from models.memory import check_tree_memory
 from treeviz import threads
 from treeviz.tree import Tree
 
@@ -179,6 +180,7 @@ class _DGTBase(TreeEstimator):
         data = Data(X=scaled(X), Y=as_tensor(Y, target_dtype), W=None if W is None else as_tensor(W))
         if eval_set is not None and len(eval_set[0]):
             data.X_val, data.Y_val = scaled(eval_set[0]), as_tensor(eval_set[1], target_dtype)
+        check_tree_memory("A DGT tree", int(self.depth), X.shape[0], X.shape[1], n_outputs)
         net = DGTNetwork(X.shape[1], int(self.depth), n_outputs, n_layers=int(self.n_layers),
                          width_multiplier=self.width_multiplier, quantizer=self.quantizer,
                          generator=generator).to(device)
@@ -214,9 +216,13 @@ class _DGTBase(TreeEstimator):
             arrays["leaf_reached"] = self.leaf_reached_.astype(np.int8)
         return arrays
 
+    def _height(self) -> int:
+        """The tree's height h: ``depth``, or the height a fit chose for ``depth=None`` (``depth_``)."""
+        return int(self.depth if getattr(self, "depth_", None) is None else self.depth_)
+
     def _restore_tree(self, arrays: dict[str, np.ndarray]) -> None:
         """Inverse of :meth:`_tree_arrays` (after the subclass has restored its own numbers)."""
-        n_nodes = n_internal(int(self.depth))
+        n_nodes = n_internal(self._height())
         weight = np.asarray(arrays["split_weight"], dtype=np.float64)
         if weight.shape != (n_nodes, self.n_features_in_) or np.asarray(arrays["leaves"]).shape[0] != n_nodes + 1:
             raise ValueError("the tree's arrays do not match depth and the number of features")
@@ -237,7 +243,7 @@ class _DGTBase(TreeEstimator):
 
     def _build_tree(self, reached: np.ndarray | None) -> None:
         self.leaf_reached_ = reached
-        h = int(self.depth)
+        h = self._height()
         meta: dict[str, Any] = {"prediction": "leaf_value", "height": h, "n_layers": int(self.n_layers)}
         if reached is not None:
             meta["notes"] = [
@@ -257,7 +263,7 @@ class _DGTBase(TreeEstimator):
         """The leaf (0..2^h − 1, left to right) each row reaches."""
         check_is_fitted(self, "tree_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        return self.tree_.apply(X) - n_internal(int(self.depth))
+        return self.tree_.apply(X) - n_internal(self._height())
 
     def to_tree(self) -> Tree:
         check_is_fitted(self, "tree_")
