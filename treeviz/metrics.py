@@ -160,7 +160,8 @@ def class_auc(labels: np.ndarray, proba: np.ndarray, classes: np.ndarray) -> flo
         return None
     if present.size < classes.size:
         proba = proba[:, present]
-        proba = proba / np.clip(proba.sum(axis=1, keepdims=True), 1e-300, None)
+        total = proba.sum(axis=1, keepdims=True)  # 0 where a row puts all its mass on absent classes
+        proba = np.where(total > 0, proba / np.where(total > 0, total, 1.0), 1.0 / present.size)
         y = np.searchsorted(present, y)
     if proba.shape[1] == 2:
         return float(roc_auc_score(y, proba[:, 1]))

@@ -93,6 +93,14 @@ def test_class_auc_as_the_papers_report_it():
     assert class_auc(y3[two], p3[two], np.arange(3)) == pytest.approx(expected)
 
 
+def test_class_auc_when_a_row_puts_all_its_mass_on_an_absent_class():
+    # four classes, class 3 absent from the split; the last row is sure of class 3 (a CART leaf)
+    labels = np.array([0, 1, 2, 0, 1, 2])
+    proba = np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0.5, 0.5, 0, 0], [0, 1, 0, 0], [0, 0, 0, 1.0]])
+    auc = class_auc(labels, proba, np.arange(4))
+    assert auc is not None and 0 <= auc <= 1
+
+
 def test_features_used_and_weight_norms_read_every_tree():
     def stump(weights):
         w = np.zeros((3, 4))
