@@ -62,8 +62,14 @@ def tables(draw) -> pd.DataFrame:
     n_cols = draw(st.integers(1, 5))
     df = pd.concat([draw(columns(n_rows)) for _ in range(n_cols)], axis=1) if n_rows else pd.DataFrame(
         index=range(0), columns=range(n_cols))
-    df.columns = draw(st.lists(NAMES, min_size=n_cols, max_size=n_cols))
+    df.columns = draw(header_names(n_cols, NAMES))
     return df
+
+
+def header_names(n_cols: int, names: st.SearchStrategy[str]) -> st.SearchStrategy[list[str]]:
+    """Column names, repeated in one table of eight (refused), else unique once stripped."""
+    unique = st.lists(names, min_size=n_cols, max_size=n_cols, unique_by=str.strip)
+    return st.one_of(*[unique] * 7, st.lists(names, min_size=n_cols, max_size=n_cols))
 
 
 OPTIONS = st.fixed_dictionaries({
@@ -86,14 +92,15 @@ def csv_files(draw) -> tuple[str, bytes]:
         return draw(st.sampled_from(["t.csv", "t.tsv", "t.csv.gz", "t.parquet"])), draw(st.binary(max_size=200))
     delim = draw(st.sampled_from([",", ";", "\t"]))
     n_cols = draw(st.integers(1, 4))
-    header = draw(st.lists(NAMES.filter(lambda n: "\n" not in n and "\r" not in n), min_size=n_cols,
-                           max_size=n_cols))
-    field = st.one_of(NUMBERS.map(str), TEXTS.filter(lambda t: "\n" not in t and "\r" not in t), st.just(""))
+    header = draw(header_names(n_cols, NAMES.filter(lambda n: "\n" not in n and "\r" not in n)))
+    any_field = st.one_of(NUMBERS.map(str), TEXTS.filter(lambda t: "\n" not in t and "\r" not in t), st.just(""))
+    kinds = [st.integers(0, 3).map(str), st.sampled_from(["a", "b", "5 %", "1.000,5", ""]), any_field]
+    fields = [draw(st.sampled_from(kinds)) for _ in range(n_cols + 1)]
     ragged = draw(st.integers(0, 5)) == 0
     rows = [header]
     for _ in range(draw(st.integers(0, 4) | st.integers(10, 25) | st.integers(10, 25))):
         width = n_cols + (draw(st.sampled_from([0, 0, 0, -1, 1])) if ragged else 0)
-        rows.append(header if draw(st.integers(0, 30)) == 0 else draw(st.lists(field, min_size=width, max_size=width)))
+        rows.append(header if draw(st.integers(0, 30)) == 0 else [draw(fields[j]) for j in range(width)])
     newline = draw(st.sampled_from(["\n", "\r\n"]))
     text = "".join(delim.join(_csv_field(v) for v in row) + newline for row in rows)
     encoding = draw(st.sampled_from(["utf-8", "utf-8", "utf-8-sig", "utf-16", "utf-16-le", "latin-1"]))
