@@ -116,8 +116,12 @@ class CancelFlag:
     def _watch(self) -> None:
         while not self._done.wait(self._every):
             if self._requested():
-                open(self.path, "w").close()
+                self.set()
                 return
+
+    def set(self) -> None:
+        """Set the flag now (the workers' ``stop()`` becomes true)."""
+        open(self.path, "w").close()
 
     def __exit__(self, *exc: Any) -> None:
         self._done.set()

@@ -6,33 +6,30 @@ replacement**, as the paper's bagging) with its own seed. Regression predicts th
 trees; classification takes the majority vote (ties go to the smaller class index). Without an
 ``eval_set`` each tree holds out ``validation_fraction`` of its own sample to keep its best epoch.
 
-``n_jobs`` trees train at once in joblib worker processes, each on one torch thread (as
-:mod:`models.tao.forest`). A tree depends only on its seed, drawn from ``random_state`` before any
-tree trains, so the forest is the same for any ``n_jobs`` (up to the last bits for the
-over-parameterised stacks that train on several threads in one process, see
-:func:`models.dgt.estimators.cpu_threads`). Callbacks get one record per tree, in tree order; epochs
-inside a tree are not reported, but a cancel reaches the trees in training (in worker processes
-through a :class:`~models.base.CancelFlag`) within an optimiser step: the forest keeps the trees it
-received, the last one possibly trained only part way, and abandons the others. A tree trained in
+``n_jobs`` trees train at once in worker processes, each on one torch thread, through
+:func:`models.parallel.run_in_order` (as :mod:`models.tao.forest`). A tree depends only on its seed,
+drawn from ``random_state`` before any tree trains, so the forest is the same for any ``n_jobs``
+(up to the last bits for the over-parameterised stacks that train on several threads in one
+process, see :func:`models.dgt.estimators.cpu_threads`). Callbacks get one record per tree, in tree
+order; epochs inside a tree are not reported, but a cancel reaches the tree in training within an
+optimiser step (in worker processes through a :class:`~models.base.CancelFlag`), and the forest
+waits for workers still starting no longer than :data:`models.parallel.GRACE_S`: it keeps the
+trees it received, the last one possibly trained only part way, and abandons the others. A tree trained in
 a worker comes back as its model-file state, so it has no per-epoch ``history_`` of its own.
 """
 
 from __future__ import annotations
 
-import os
-import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from joblib import Parallel, delayed
 from joblib.parallel import get_active_backend
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from models.base import (
     Callback,
-    CancelFlag,
     CancelWhen,
     TreeEstimator,
     class_targets,
@@ -40,6 +37,7 @@ from models.base import (
     seed_everything,
 )
 from models.dgt.estimators import DGTClassifier, DGTRegressor
+from models.parallel import run_in_order
 from treeviz import threads
 from treeviz.errors import TreevizError
 from treeviz.tree import Tree
@@ -103,24 +101,19 @@ class _DGTForestBase(TreeEstimator):
         workers = 1 if on_gpu or in_worker else threads.worker_count(self.n_jobs, len(seeds))
         self._begin_training(callbacks, len(seeds))
         trees = []
-        args = (self._tree_class, self._tree_params(), X, y, W, m, eval_set, self.feature_names_)
-        with CancelFlag(self._cancel_requested) as flag:  # a cancel reaches the worker processes
-            if workers == 1:
-                grown: Iterator[Any] = (_grow_tree(*args, seed, self._cancel_requested) for seed in seeds)
-            else:
-                grown = Parallel(n_jobs=workers, return_as="generator")(
-                    delayed(_grow_tree_in_worker)(os.getpid(), *args, seed, flag) for seed in seeds)
-            try:
-                for t, (seed, out) in enumerate(zip(seeds, grown)):
-                    tree, summary = (out, _summary(out)) if workers == 1 else self._rebuild(seed, *out)
-                    trees.append(tree)
-                    if not self._record(tree=t + 1, **summary):
-                        break
-            finally:
-                with warnings.catch_warnings():  # joblib says that it cancelled the trees not consumed: intended
-                    warnings.filterwarnings("ignore", message=".*cancelled", category=UserWarning)
-                    grown.close()
-                self._end_training()
+        shared = (self._tree_class, self._tree_params(), X, y, W, m, eval_set, self.feature_names_)
+        # a tree trained in a worker comes back as its model-file state
+        grown = run_in_order(_grow_tree if workers == 1 else _grow_tree_state, shared, seeds, workers,
+                             self._cancel_requested)
+        try:
+            for t, (seed, out) in enumerate(zip(seeds, grown)):
+                tree, summary = (out, _summary(out)) if workers == 1 else self._rebuild(seed, *out)
+                trees.append(tree)
+                if not self._record(tree=t + 1, **summary):
+                    break
+        finally:
+            grown.close()
+            self._end_training()
         if not trees:
             raise TreevizError("The forest was stopped before its first tree was trained.")
         self.estimators_ = trees
@@ -204,11 +197,9 @@ def _grow_tree(tree_class: type, params: dict[str, Any], X: np.ndarray, y: np.nd
                     callbacks=[CancelWhen(stop)])
 
 
-def _grow_tree_in_worker(parent: int, *args: Any) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any]]:
-    """:func:`_grow_tree` in a worker process (``parent`` is the forest's process id), on one
-    thread; the tree comes back as plain data (its model-file state) with its history record."""
-    if os.getpid() != parent:
-        threads.apply_budget(1)
+def _grow_tree_state(*args: Any) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any]]:
+    """:func:`_grow_tree` in a worker process: the tree comes back as plain data (its model-file
+    state) with its history record."""
     tree = _grow_tree(*args)
     learned, arrays = tree._get_model_state()
     return learned, arrays, _summary(tree)

@@ -5,30 +5,30 @@ Aggregation follows the thesis: regression averages the trees; classification ta
 **majority vote** with constant leaves (TAO-c) and **averages class probabilities** with linear
 or softmax leaves (TAO-l). Ties in a vote go to the smaller class index.
 
-The trees are independent, so ``n_jobs`` of them train at once in joblib worker processes (loky,
-joblib's default), each on one thread. Every tree's seed is drawn from ``random_state`` before any
-tree trains, and a tree's subsample, initial tree and training depend only on its seed, so the
-forest is the same for any ``n_jobs``. Results come back in tree order, so callbacks see one record
-per tree, in order, as in a sequential fit. Progress inside a tree (its TAO iterations) is not
-reported, in either mode, but a cancel reaches the trees in training (in worker processes through
-a :class:`~models.base.CancelFlag`) within a depth level: the forest keeps the trees it received,
-the last one possibly trained only part way, and abandons the others.
+The trees are independent, so ``n_jobs`` of them train at once in worker processes (loky's
+reusable pool, joblib's default, through :func:`models.parallel.run_in_order`), each on one
+thread. Every tree's seed is drawn from ``random_state`` before any tree trains, and a tree's
+subsample, initial tree and training depend only on its seed, so the forest is the same for any
+``n_jobs``. Results come back in tree order, so callbacks see one record per tree, in order, as in
+a sequential fit. Progress inside a tree (its TAO iterations) is not reported, in either mode, but
+a cancel reaches the tree in training within a depth level (in worker processes through a
+:class:`~models.base.CancelFlag`), and the forest waits for workers still starting no longer than
+:data:`models.parallel.GRACE_S`: it keeps the trees it received, the last one possibly trained
+only part way, and abandons the others.
 """
 
 from __future__ import annotations
 
-import os
-import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from joblib import Parallel, delayed
 from joblib.parallel import get_active_backend
 from sklearn.base import ClassifierMixin, RegressorMixin, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from models.base import Callback, CancelFlag, seed_everything
+from models.base import Callback, seed_everything
+from models.parallel import run_in_order
 from models.tao.config import TAOConfig
 from models.tao.estimators import (
     _ClassLabels,
@@ -75,19 +75,17 @@ class _ForestBase(_TAOBase):
         workers = 1 if on_gpu or in_worker else threads.worker_count(self.n_jobs, len(seeds))
         self._begin_training(callbacks, len(seeds))
         trees, origins = [], []
-        with CancelFlag(self._cancel_requested) as flag:
-            stop = flag if workers > 1 else self._cancel_requested  # a cancel reaches the worker processes
-            grown = _grow_trees(clone(self), X, Y, sw, m, seeds, cfg, workers, stop)
-            try:
-                for t, (arrays, origin, summary) in enumerate(grown):
-                    tree = tree_from_arrays(arrays)
-                    trees.append(tree)
-                    origins.append(origin)
-                    if not self._record(tree=t + 1, **summary):
-                        break
-            finally:
-                _close(grown)
-                self._end_training()
+        grown = run_in_order(_grow_tree, (clone(self), X, Y, sw, m, cfg), seeds, workers, self._cancel_requested)
+        try:
+            for t, (arrays, origin, summary) in enumerate(grown):
+                tree = tree_from_arrays(arrays)
+                trees.append(tree)
+                origins.append(origin)
+                if not self._record(tree=t + 1, **summary):
+                    break
+        finally:
+            grown.close()
+            self._end_training()
         if not trees:
             raise TreevizError("The forest was stopped before its first tree was trained.")
         self.trees_ = trees
@@ -145,28 +143,12 @@ class _ForestBase(_TAOBase):
 _Grown = tuple[dict[str, np.ndarray], np.ndarray, dict[str, Any]]
 
 
-def _grow_trees(maker: _ForestBase, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, m: int, seeds: list[int],
-                cfg: TAOConfig, workers: int, stop: Callable[[], bool]) -> Iterator[_Grown]:
-    """Every tree's :func:`_grow_tree` result in tree order: computed here one by one when
-    ``workers`` is 1, else by ``workers`` joblib processes (lazily dispatched, so closing the
-    iterator abandons the trees not yet consumed). ``stop`` (a :class:`~models.base.CancelFlag`
-    for worker processes) ends the trees in training early."""
-    if workers <= 1:
-        return (_grow_tree(maker, X, Y, sw, m, seed, cfg, None, stop) for seed in seeds)
-    parent = os.getpid()
-    return Parallel(n_jobs=workers, return_as="generator")(
-        delayed(_grow_tree)(maker, X, Y, sw, m, seed, cfg, parent, stop) for seed in seeds)
-
-
-def _grow_tree(maker: _ForestBase, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, m: int, seed: int,
-               cfg: TAOConfig, parent: int | None, stop: Callable[[], bool] = lambda: False) -> _Grown:
+def _grow_tree(maker: _ForestBase, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, m: int, cfg: TAOConfig,
+               seed: int, stop: Callable[[], bool] = lambda: False) -> _Grown:
     """Train one tree from its seed alone: its subsample of ``m`` rows, its initial tree (``maker``,
     an unfitted copy of the forest, knows the depth and init), then TAO, until ``stop()`` (a
-    cancel). Run in a worker process (``parent`` is the forest's process id), it first limits the
-    process to one thread. Returns plain data: the compact tree's arrays, each node's origin and
-    the tree's history record."""
-    if parent is not None and os.getpid() != parent:
-        threads.apply_budget(1)
+    cancel). Returns plain data: the compact tree's arrays, each node's origin and the tree's
+    history record."""
     tree_rng = np.random.default_rng(seed)
     n = X.shape[0]
     idx = np.sort(tree_rng.choice(n, size=min(m, n), replace=False))
@@ -180,14 +162,6 @@ def _grow_tree(maker: _ForestBase, X: np.ndarray, Y: np.ndarray, sw: np.ndarray,
                "tree_train_error": last.get("train_error"), "n_nonzero": tree.n_nonzero(),
                "n_decision_nodes": int(tree.decision_nodes().size), "n_leaves": int(tree.leaves().size)}
     return tree_arrays(tree), origin, summary
-
-
-def _close(results: Iterator[Any]) -> None:
-    """Stop a :func:`_grow_trees` iterator early: joblib then stops the trees still running (its
-    warning that they were cancelled says what the caller asked for)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*cancelled", category=UserWarning)
-        results.close()
 
 
 class TAOForestClassifier(ClassifierMixin, _ClassLabels, _ForestBase):

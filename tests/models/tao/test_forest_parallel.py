@@ -2,7 +2,6 @@
 ``n_jobs``, one progress record per tree in tree order, cancelling stops early, one thread per
 worker, no workers of its own inside a joblib worker, and bad values refused with a sentence."""
 
-import os
 import warnings
 
 import numpy as np
@@ -12,7 +11,7 @@ from sklearn.datasets import load_iris
 from sklearn.preprocessing import StandardScaler
 
 from models.base import Callback
-from models.tao import forest as forest_module
+from models import parallel
 from models.tao.forest import TAOForestClassifier, TAOForestRegressor, _grow_tree
 from treeviz import threads
 from treeviz.errors import TrainingCancelled, TreevizError
@@ -112,18 +111,17 @@ def test_worker_count_follows_scikit_learn_within_the_thread_budget(monkeypatch)
 
 
 def test_a_tree_in_a_worker_runs_on_one_thread(iris, monkeypatch):
-    """``_grow_tree`` limits a worker process to one thread, and leaves the forest's own process alone."""
+    """A call in a worker process limits it to one thread; the forest's own process is left alone."""
     X, y = iris
     calls = []
     monkeypatch.setattr(threads, "apply_budget", calls.append)
     maker = TAOForestClassifier(**SMALL)
-    cfg = maker._config(3)
-    args = (maker, X, y.astype(np.int64), np.ones(len(y)), 100, 7, cfg)
-    _grow_tree(*args, None)
-    _grow_tree(*args, os.getpid())
+    shared = (maker, X, y.astype(np.int64), np.ones(len(y)), 100, maker._config(3))
+    in_turn = list(parallel.run_in_order(_grow_tree, shared, [7], 1, lambda: False))
     assert calls == []
-    _grow_tree(*args, os.getpid() + 1)  # as if the forest were another process
+    in_worker = parallel._call_in_worker(_grow_tree, shared, 7, lambda: False)  # what a worker runs
     assert calls == [1]
+    np.testing.assert_array_equal(in_turn[0][0]["weight"], in_worker[0]["weight"])
 
 
 def test_a_forest_trained_in_a_joblib_worker_keeps_its_trees_in_that_worker(iris, monkeypatch):
@@ -134,7 +132,7 @@ def test_a_forest_trained_in_a_joblib_worker_keeps_its_trees_in_that_worker(iris
     def refuse(*args, **kwargs):
         raise AssertionError("nested workers")
 
-    monkeypatch.setattr(forest_module, "Parallel", refuse)
+    monkeypatch.setattr(parallel, "get_reusable_executor", refuse)
     fit = lambda: TAOForestClassifier(**SMALL, n_jobs=2).fit(X, y).trees_  # noqa: E731
     # one task: liblinear's random state is global to the process, so two forests trained at once in
     # threads of one process would not be reproducible (in worker processes they are)
