@@ -14,6 +14,9 @@ when the caller stops iterating, the flag is set (the calls not started return a
 in training get :data:`GRACE_S` seconds to come back (the next one in order is still yielded: a tree
 trained part way), and worker processes still busy after that (or still starting) are killed, so
 the caller is back within about ``GRACE_S`` seconds. A pool whose calls all ended stays warm.
+
+:func:`interruptible` is the same promise for one long library call that has no loop to ask in
+(a dense eigendecomposition): it runs in a background thread while the caller asks ``stop()``.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -138,3 +142,29 @@ def _call_in_worker(fn: Callable[..., Any], refs: tuple, item: Any, stop: Callab
     threads.apply_budget(1)
     shared = tuple(ref.load() if isinstance(ref, _Shared) else ref for ref in refs)
     return fn(*shared, item, stop)
+
+
+def interruptible(fn: Callable[..., Any], *args: Any, stop: Callable[[], bool]) -> Any:
+    """``fn(*args)`` in a background thread, asking ``stop()`` every :data:`POLL_S` s: its result,
+    or None at once when ``stop()`` is true (also before it starts). An abandoned call cannot be
+    interrupted: its thread runs on, using a core, until the call ends, and its result is dropped.
+    For calls that release the interpreter lock (LAPACK), else the caller could not ask."""
+    if stop():
+        return None
+    out: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            out["result"] = fn(*args)
+        except BaseException as err:  # handed to the caller
+            out["error"] = err
+
+    thread = threading.Thread(target=call, name="treeviz-interruptible", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(POLL_S)
+        if thread.is_alive() and stop():
+            return None
+    if "error" in out:
+        raise out["error"]
+    return out["result"]

@@ -16,12 +16,16 @@ job's worker process, the app's real path.
 from __future__ import annotations
 
 import functools
+import os
+import threading
 import time
 
 import numpy as np
 import pytest
+import scipy.linalg
 from sklearn.datasets import make_classification, make_regression
 
+from models import parallel
 from models.registry import all_estimator_classes, get_family
 from treeviz.data import PrepConfig, load_dataset, prepare
 from treeviz.jobs import JobManager
@@ -74,13 +78,13 @@ def manager():
     manager.shutdown()
 
 
-def cancel_after_start(manager, job) -> float | None:
-    """Cancel ``job`` :data:`REQUEST_AFTER` s after its fit began (its first stage); the time of the
-    request (``time.time()``, as the job's ``finished``), or None when the job had already ended."""
+def cancel_after_start(manager, job, after: float = REQUEST_AFTER) -> float | None:
+    """Cancel ``job`` ``after`` s after its fit began (its first stage); the time of the request
+    (``time.time()``, as the job's ``finished``), or None when the job had already ended."""
     deadline = time.monotonic() + 20
     while job.total is None and not job.done and time.monotonic() < deadline:
         time.sleep(0.01)
-    time.sleep(REQUEST_AFTER)
+    time.sleep(after)
     requested = time.time()
     return requested if manager.cancel(job.id) else None
 
@@ -99,6 +103,11 @@ def check_cancel(manager, family, task, params: dict) -> None:
 
     job = manager.submit(fit, label=family.key)
     requested = cancel_after_start(manager, job)
+    check_returned(job, requested, family, estimator, X)
+
+
+def check_returned(job, requested: float | None, family, estimator, X) -> None:
+    """The job ended within :data:`LIMIT` s of the cancel ``requested``, cancelled, with a usable model."""
     assert job.wait(LIMIT + 60), "the fit did not end a minute after the cancel"
     if requested is None:
         assert family.key not in LONG, f"{family.key}: the fit ended before the cancel; make LONG longer"
@@ -142,3 +151,66 @@ def test_cancel_reaches_a_tree_embedding_in_a_worker_process(home):
         assert job.status == "cancelled" and store.get(job.result.run_id).status == "cancelled"
     finally:
         manager.shutdown()
+
+
+@pytest.fixture
+def slow_worker_start(tmp_path, monkeypatch):
+    """New worker processes take 10 s to start (a ``sitecustomize`` that sleeps, as importing torch
+    did on a loaded machine), and the forests' pool is stopped, so the next forest starts new ones."""
+    (tmp_path / "sitecustomize.py").write_text("import time\ntime.sleep(10)\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    parallel.get_reusable_executor(max_workers=2, timeout=parallel.IDLE_S,
+                                   env=parallel._ONE_THREAD).shutdown(wait=True, kill_workers=True)
+    yield
+    parallel.get_reusable_executor(max_workers=2, timeout=parallel.IDLE_S,
+                                   env=parallel._ONE_THREAD).shutdown(wait=False, kill_workers=True)
+
+
+@pytest.mark.parametrize(("family", "task", "cls"), FORESTS, ids=[f"{f.key}-{t}" for f, t, _ in FORESTS])
+def test_cancel_while_the_worker_processes_start(manager, slow_worker_start, family, task, cls):
+    """Cancelled 0.2 s after the fit began, before its workers are up: back within the limit. No tree
+    was trained, so the fit ends with the forest's sentence and the job counts as cancelled."""
+    X, y = data(task)
+    estimator = family.make(task, LONG[family.key])
+    job = manager.submit(lambda progress: estimator.fit(X, y, callbacks=[ProgressCallback(progress)]),
+                         label=family.key)
+    requested = cancel_after_start(manager, job, after=0.2)
+    assert requested is not None and job.wait(LIMIT + 60)
+    took = job.finished - requested
+    assert took <= LIMIT, f"{family.key}: the fit returned {took:.1f} s after the cancel"
+    assert job.status == "cancelled"
+    assert job.message == "The forest was stopped before its first tree was trained."
+
+
+def slow_call(monkeypatch, owner, name: str, started: threading.Event) -> None:
+    """``owner.name`` takes 10 s longer (as a dense eigendecomposition of thousands of points on a
+    loaded machine), then gives its result; ``started`` is set when it is called."""
+    real = getattr(owner, name)
+
+    def slow(*args, **kwargs):
+        started.set()
+        time.sleep(10)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, slow)
+
+
+@pytest.mark.parametrize(("key", "task", "owner", "name"), [
+    ("tree_embedding", "embedding", scipy.linalg, "eigh"),
+    ("laptao", "classification", np.linalg, "eigh"),
+])
+def test_cancel_during_a_dense_eigendecomposition(manager, monkeypatch, key, task, owner, name):
+    """The tree embedding's spectral direction and LapTAO's label step eigendecompose a dense N × N
+    matrix in one call: a cancel during it returns within the limit with a usable model."""
+    family = get_family(key)
+    X, y = data(task)
+    family.make(task, family.test_params).fit(X[:100], None if y is None else y[:100])  # one-time costs
+    started = threading.Event()
+    slow_call(monkeypatch, owner, name, started)
+    estimator = family.make(task, family.test_params)
+    job = manager.submit(lambda progress: estimator.fit(X, y, callbacks=[ProgressCallback(progress)]), label=key)
+    assert started.wait(60), "the eigendecomposition was not called"
+    time.sleep(0.2)
+    requested = time.time()
+    assert manager.cancel(job.id)
+    check_returned(job, requested, family, estimator, X)

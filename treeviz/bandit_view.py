@@ -92,7 +92,7 @@ def _score(task: str, model: Any, X: np.ndarray, y: np.ndarray) -> float:
 class _Publish(Callback):
     """Publishes a bandit learner's records to the job, tagged with its method and seed (each
     fit is one stage of the job); ``Progress.record`` raises once the job is cancelled, which
-    ends the fit with the rounds played so far."""
+    ends the fit with the rounds played so far, and so does ``on_step`` between records."""
 
     def __init__(self, progress: Progress | None, rows: list[dict[str, Any]], tag: dict[str, Any],
                  task: str) -> None:
@@ -111,10 +111,14 @@ class _Publish(Callback):
         if self.progress is not None:
             self.progress.record(row)
 
+    def on_step(self, estimator: Any, **kwargs: Any) -> None:
+        if self.progress is not None and self.progress.cancelled:
+            raise TrainingCancelled()
+
 
 class _SupervisedProgress(Callback):
     """Progress of the supervised fit: about :data:`SUPERVISED_RECORDS` steps published (not
-    rows of the result), a cancel checked after every epoch."""
+    rows of the result), a cancel checked after every epoch and in ``on_step``."""
 
     def __init__(self, progress: Progress | None, tag: dict[str, Any]) -> None:
         self.progress, self.tag, self.every, self.seen = progress, tag, 1, 0
@@ -131,7 +135,11 @@ class _SupervisedProgress(Callback):
         self.seen += 1
         if self.seen % self.every == 0:
             self.progress.record({**self.tag, "epoch": self.seen})
-        elif self.progress.cancelled:
+        else:
+            self.on_step(estimator)
+
+    def on_step(self, estimator: Any, **kwargs: Any) -> None:
+        if self.progress is not None and self.progress.cancelled:
             raise TrainingCancelled()
 
 

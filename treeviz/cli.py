@@ -404,8 +404,9 @@ class ProgressBar(Callback):
     enabled : bool or None
         None shows the bar only when stderr is a terminal.
     stop : StopRequest, optional
-        When it has been requested, the next ``on_epoch_end`` raises ``TrainingCancelled``, so the
-        estimator ends its loop with the epochs done and the run is stored as cancelled.
+        When it has been requested, the next ``on_epoch_end`` or ``on_step`` raises
+        ``TrainingCancelled``, so the estimator ends its loop with the epochs done and the run is
+        stored as cancelled.
     leave, position, file
         As for :class:`tqdm.tqdm` (a sweep shows the epoch bar below its points bar).
     """
@@ -444,6 +445,10 @@ class ProgressBar(Callback):
             if shown:
                 self.bar.set_postfix(dict(list(shown.items())[:3]), refresh=False)
             self.bar.update(1)
+        self.on_step(estimator)
+
+    def on_step(self, estimator: Any, **kwargs: Any) -> None:
+        """Honour a stop request inside long phases between records too (the estimator asks often)."""
         if self.stop is not None and self.stop.requested:
             raise TrainingCancelled()
 

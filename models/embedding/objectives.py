@@ -75,6 +75,7 @@ from scipy.spatial.distance import cdist
 from models.base import resolve_device
 from models.embedding.interpolation import GAUSSIAN, STUDENT_T, PairSum, RadialKernel
 from models.graphs import entropic_affinities, laplacian, symmetrize
+from models.parallel import interruptible
 from treeviz.errors import TreevizError
 
 #: Largest N for which ``path="auto"`` (and ``"exact"``) evaluates all pairs as dense N × N matrices.
@@ -780,6 +781,8 @@ class SpectralDirection:
         and 0.8 s with ``sparsify=5``. Default: all weights.
     max_factorizations : int, default 2
         Sparse LU factors kept (an alternation switches between few (μ, s) values).
+    stop : callable, optional
+        A cancel: the eigendecomposition is left at once when it returns True, and "splu" is used.
     """
 
     def __init__(
@@ -790,6 +793,7 @@ class SpectralDirection:
         ridge: float = 1e-3,
         sparsify: int | None = None,
         max_factorizations: int = 2,
+        stop: Callable[[], bool] = lambda: False,
     ) -> None:
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}; got {method!r}.")
@@ -809,8 +813,12 @@ class SpectralDirection:
         self._max_factors = max(1, int(max_factorizations))
         self._eig_cache: dict[tuple[torch.device, torch.dtype], tuple[torch.Tensor, torch.Tensor]] = {}
         if self.method == "eigh":
-            evals, evecs = scipy.linalg.eigh(self._lap4.toarray())
-            self._evals, self._evecs = np.clip(evals, 0.0, None), evecs
+            # seconds on 2000 points: a cancel leaves it to its thread and factorises per (μ, s) instead
+            eig = interruptible(scipy.linalg.eigh, self._lap4.toarray(), stop=stop)
+            if eig is None:
+                self.method = "splu"
+            else:
+                self._evals, self._evecs = np.clip(eig[0], 0.0, None), eig[1]
 
     @classmethod
     def for_objective(cls, objective: EmbeddingObjective, **kwargs: Any) -> SpectralDirection:
@@ -1127,7 +1135,8 @@ def free_embedding(
                                     lam=lam, repulsion=repulsion, weight_norm=weight_norm, path=path, dtype=dtype)
     P = objective.affinities
     n = P.shape[0]
-    optimizer = SpectralDirection.for_objective(objective, method=solver, ridge=ridge, sparsify=sparsify)
+    optimizer = SpectralDirection.for_objective(objective, method=solver, ridge=ridge, sparsify=sparsify,
+                                                stop=stop)
     dev = device if isinstance(device, torch.device) else torch.device(resolve_device(device))
     Z0 = initial_embedding(n, n_components, init=init, X=X, scale=init_scale, random_state=random_state)
     Z = torch.as_tensor(Z0, dtype=dtype, device=dev)

@@ -132,7 +132,8 @@ class _LapTAOBase(FittedTAOTree, TreeEstimator):
         self.perplexity_scores_ = scores
         problem = Problem(Y=Y, labelled=labelled, laplacian=lap, gamma=float(self.gamma),
                           # once cancelled, no factorisation: the few solves left are cheaper by CG
-                          solver=make_solver(lap, labelled, float(self.gamma), method="cg" if stop() else self.solver))
+                          solver=make_solver(lap, labelled, float(self.gamma), method="cg" if stop() else self.solver,
+                                             stop=stop))
         self.depth_ = depth
         regressor = TAORegressor(depth=depth, l1_penalty=float(self.l1_penalty), leaf=self.leaf, init=self.init,
                                  max_iter=int(self.tao_iter), device=self.device, random_state=tao_seed)

@@ -34,6 +34,7 @@ values minimising E for a fixed routing.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +43,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import splu
 from sklearn.exceptions import ConvergenceWarning
 
+from models.parallel import interruptible
 from treeviz.errors import TreevizError
 
 METHODS = ("auto", "eigen", "lu", "cg")
@@ -243,9 +245,12 @@ class CachedSolver:
         Weight of ``zᵀ Lap z`` (the matrix form); > 0.
     method : {"eigen", "lu"}
     ridge : float, default 1e-8
+    stop : callable, optional
+        A cancel: the eigendecomposition is left at once when it returns True, and "lu" is used.
     """
 
-    def __init__(self, laplacian, labelled, gamma: float, *, method: str = "eigen", ridge: float = 1e-8):
+    def __init__(self, laplacian, labelled, gamma: float, *, method: str = "eigen", ridge: float = 1e-8,
+                 stop: Callable[[], bool] = lambda: False):
         if method not in ("eigen", "lu"):
             raise TreevizError(f"The cached label-step solver is 'eigen' or 'lu'; got {method!r}.")
         self.method = method
@@ -256,8 +261,13 @@ class CachedSolver:
         self._lu = None
         self._lu_mu: float | None = None
         if method == "eigen":
-            self._evals, self._Q = np.linalg.eigh(self.matrix.toarray())
-            self.n_factorizations = 1
+            # seconds on 5000 points: a cancel leaves it to its thread and factorises per μ instead
+            eig = interruptible(np.linalg.eigh, self.matrix.toarray(), stop=stop)
+            if eig is None:
+                self.method = "lu"
+            else:
+                self._evals, self._Q = eig
+                self.n_factorizations = 1
 
     def solve(self, rhs, mu: float, *, x0=None) -> np.ndarray:
         """z with ``(J + γ Lap + μ I) z = rhs`` (``x0`` is accepted for a common interface, unused)."""
@@ -328,15 +338,17 @@ class CGSolver:
 
 
 def make_solver(laplacian, labelled, gamma: float, *, method: str = "auto", rtol: float = 1e-6,
-                max_iter: int | None = None, ridge: float = 1e-8) -> CachedSolver | CGSolver:
-    """A label-step solver: ``"eigen"``, ``"lu"``, ``"cg"``, or ``"auto"`` (eigen up to 5000 points, CG above)."""
+                max_iter: int | None = None, ridge: float = 1e-8,
+                stop: Callable[[], bool] = lambda: False) -> CachedSolver | CGSolver:
+    """A label-step solver: ``"eigen"``, ``"lu"``, ``"cg"``, or ``"auto"`` (eigen up to 5000 points, CG above);
+    ``stop`` (a cancel) cuts the eigendecomposition short (see :class:`CachedSolver`)."""
     if method not in METHODS:
         raise TreevizError(f"The label-step solver must be one of {', '.join(METHODS)}; got {method!r}.")
     if method == "auto":
         method = "eigen" if _check_laplacian(laplacian).shape[0] <= EIGEN_MAX_POINTS else "cg"
     if method == "cg":
         return CGSolver(laplacian, labelled, gamma, rtol=rtol, max_iter=max_iter, ridge=ridge)
-    return CachedSolver(laplacian, labelled, gamma, method=method, ridge=ridge)
+    return CachedSolver(laplacian, labelled, gamma, method=method, ridge=ridge, stop=stop)
 
 
 # ------------------------------------------------------------------------------ the LapTAO steps
