@@ -19,6 +19,7 @@ import functools
 import os
 import threading
 import time
+import types
 
 import numpy as np
 import pytest
@@ -27,7 +28,10 @@ from sklearn.datasets import make_classification, make_regression
 
 from models import parallel
 from models.registry import all_estimator_classes, get_family
+from treeviz.bandit_view import _Publish, _SupervisedProgress
+from treeviz.cli import ProgressBar, StopRequest
 from treeviz.data import PrepConfig, load_dataset, prepare
+from treeviz.errors import TrainingCancelled
 from treeviz.jobs import JobManager
 from treeviz.runs import RunStore
 from treeviz.training import ProgressCallback, job_fn
@@ -214,3 +218,16 @@ def test_cancel_during_a_dense_eigendecomposition(manager, monkeypatch, key, tas
     requested = time.time()
     assert manager.cancel(job.id)
     check_returned(job, requested, family, estimator, X)
+
+
+def test_ctrl_c_and_the_bandit_page_stop_inside_long_phases():
+    """The command line's progress bar (Ctrl-C) and the Bandit page's callbacks answer ``on_step``,
+    which estimators ask between records, not only at the next record."""
+    request = StopRequest()
+    callbacks = [ProgressBar(get_family("tao"), enabled=False, stop=request)]
+    job = types.SimpleNamespace(cancelled=True)
+    callbacks += [_Publish(job, [], {}, "classification"), _SupervisedProgress(job, {})]
+    request.requested = True
+    for callback in callbacks:
+        with pytest.raises(TrainingCancelled):
+            callback.on_step(None)
