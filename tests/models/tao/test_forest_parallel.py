@@ -10,8 +10,8 @@ from joblib import Parallel, delayed
 from sklearn.datasets import load_iris
 from sklearn.preprocessing import StandardScaler
 
-from models.base import Callback
 from models import parallel
+from models.base import Callback
 from models.tao.forest import TAOForestClassifier, TAOForestRegressor, _grow_tree
 from treeviz import threads
 from treeviz.errors import TrainingCancelled, TreevizError
