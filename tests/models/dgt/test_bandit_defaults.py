@@ -68,7 +68,11 @@ def held_out_accuracy(model, prepared) -> float:
 
 
 #: Not reached on breast_cancer (test accuracy, mean of seeds 0-2): the tree 0.980 (h = 4), the linear
-#: bandit 0.982, one test point in one seed of three (h = 2 gave 0.980, h = 3 0.974, h = 5 0.977).
+#: bandit 0.982, one test point in one seed of three (h = 2 gave 0.980, h = 3 0.974, h = 5 0.977). On two
+#: classes the tree collapses to one oblique split (2 to 5 of its 16 leaves reached), a linear classifier
+#: whose split moves with every step; averaging the splits over the second half of the stream steadies it
+#: (validation 0.994 -> 1.0, 5-fold on train + validation 0.971 -> 0.976) but costs digits 0.933 -> 0.900
+#: on validation, so no default closes the gap (see docs/dgt.md).
 _NOT_YET = pytest.mark.xfail(strict=True, reason="DGT-Bandit's defaults are one test point short on breast_cancer")
 
 
