@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
-from joblib.externals.loky import get_reusable_executor
+from joblib.executor import get_memmapping_executor
 
 from models.base import CancelFlag
 from treeviz import threads
@@ -63,7 +63,7 @@ def _in_workers(fn: Callable[..., Any], shared: tuple, items: Sequence[Any], wor
                 cancelled: Callable[[], bool]) -> Iterator[Any]:
     with tempfile.TemporaryDirectory(prefix="treeviz-shared-") as folder, CancelFlag(cancelled) as flag:
         refs = tuple(_share(value, folder, i) for i, value in enumerate(shared))
-        pool = get_reusable_executor(max_workers=workers, timeout=IDLE_S, env=_ONE_THREAD)
+        pool = worker_pool(workers)
         futures: list[concurrent.futures.Future] = []
 
         def top_up() -> None:
@@ -86,6 +86,13 @@ def _in_workers(fn: Callable[..., Any], shared: tuple, items: Sequence[Any], wor
         finally:
             if not stopped:
                 _stop(pool, futures, flag)
+
+
+def worker_pool(workers: int) -> Any:
+    """loky's reusable pool with ``workers`` processes, one thread each. It is one per process and
+    shared with joblib's ``Parallel``, which needs joblib's kind of it (memory-mapping executor):
+    a plain loky pool left behind breaks the next ``Parallel``."""
+    return get_memmapping_executor(workers, timeout=IDLE_S, env=_ONE_THREAD)
 
 
 def _wait(future: concurrent.futures.Future, cancelled: Callable[[], bool], between: Callable[[], None]) -> bool:

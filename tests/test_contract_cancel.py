@@ -163,11 +163,9 @@ def slow_worker_start(tmp_path, monkeypatch):
     did on a loaded machine), and the forests' pool is stopped, so the next forest starts new ones."""
     (tmp_path / "sitecustomize.py").write_text("import time\ntime.sleep(10)\n")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
-    parallel.get_reusable_executor(max_workers=2, timeout=parallel.IDLE_S,
-                                   env=parallel._ONE_THREAD).shutdown(wait=True, kill_workers=True)
+    parallel.worker_pool(2).shutdown(wait=True, kill_workers=True)
     yield
-    parallel.get_reusable_executor(max_workers=2, timeout=parallel.IDLE_S,
-                                   env=parallel._ONE_THREAD).shutdown(wait=False, kill_workers=True)
+    parallel.worker_pool(2).shutdown(wait=False, kill_workers=True)
 
 
 @pytest.mark.parametrize(("family", "task", "cls"), FORESTS, ids=[f"{f.key}-{t}" for f, t, _ in FORESTS])

@@ -132,7 +132,7 @@ def test_a_forest_trained_in_a_joblib_worker_keeps_its_trees_in_that_worker(iris
     def refuse(*args, **kwargs):
         raise AssertionError("nested workers")
 
-    monkeypatch.setattr(parallel, "get_reusable_executor", refuse)
+    monkeypatch.setattr(parallel, "worker_pool", refuse)
     fit = lambda: TAOForestClassifier(**SMALL, n_jobs=2).fit(X, y).trees_  # noqa: E731
     # one task: liblinear's random state is global to the process, so two forests trained at once in
     # threads of one process would not be reproducible (in worker processes they are)
@@ -142,3 +142,11 @@ def test_a_forest_trained_in_a_joblib_worker_keeps_its_trees_in_that_worker(iris
         np.testing.assert_array_equal(s.weight, t.weight)
     with pytest.raises(AssertionError, match="nested workers"):  # outside a worker it would start some
         TAOForestClassifier(**SMALL, n_jobs=2).fit(X, y)
+
+
+def test_joblib_parallel_still_works_after_a_forest_used_the_pool(iris):
+    """The forest's pool is the process's one reusable loky pool, which joblib's Parallel shares:
+    it must stay joblib's kind, or the next Parallel fails."""
+    X, y = iris
+    TAOForestClassifier(**SMALL, n_jobs=2).fit(X, y)
+    assert Parallel(n_jobs=2)(delayed(abs)(-i) for i in range(3)) == [0, 1, 2]
