@@ -21,7 +21,13 @@ from treeviz.errors import TreevizError
 from treeviz.training import train_run
 
 SAMPLES = ("penguins", "cars", "seattle_weather")
-CASES = [*(("upload", name) for name in sorted(NOTE_ONLY)), *(("sample", key) for key in SAMPLES)]
+#: The two largest tables: every family's defaults take minutes on them (the tree embedding alone
+#: over a minute on seattle_weather's 1 461 rows), so they run in the slow tier only.
+SLOW_CASES = ("many_levels", "seattle_weather")
+CASES = [
+    pytest.param(kind, name, id=name, marks=[pytest.mark.slow] if name in SLOW_CASES else [])
+    for kind, name in [*(("upload", n) for n in sorted(NOTE_ONLY)), *(("sample", key) for key in SAMPLES)]
+]
 
 
 def dataset_for(kind: str, name: str, monkeypatch):
@@ -32,7 +38,7 @@ def dataset_for(kind: str, name: str, monkeypatch):
     return load(name)
 
 
-@pytest.mark.parametrize(("kind", "name"), CASES, ids=[n for _, n in CASES])
+@pytest.mark.parametrize(("kind", "name"), CASES)
 def test_an_accepted_table_trains_with_every_familys_defaults(kind, name, monkeypatch):
     dataset = dataset_for(kind, name, monkeypatch)
     scalings = SCALINGS if name == "huge_values" else ("standard",)
