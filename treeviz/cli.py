@@ -62,7 +62,7 @@ from treeviz.codegen import python_source, sql_query
 from treeviz.data import CATALOGUE, Dataset, PreparedData, PrepConfig, TableOptions, load_dataset, prepare
 from treeviz.data.dataset import ARRAYS, DATASET_JSON
 from treeviz.data.preprocess import SCALINGS
-from treeviz.data.table import table_to_features
+from treeviz.data.table import FEATURE_SOURCES, table_to_features
 from treeviz.data.upload import ENCODINGS, max_upload_mb, read_table, suggest_target, table_to_dataset
 from treeviz.errors import TrainingCancelled, TreevizError
 from treeviz.grid import (
@@ -1033,7 +1033,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise TreevizError(f"--keep names column(s) {', '.join(repr(c) for c in missing)} that "
                            f"{table_path.name} lacks.")
     names = prepared.dataset.feature_names if prepared is not None else tuple(model.feature_names_)
-    X_raw, notes = table_to_features(df, names, name=table_path.name)
+    sources = prepared.dataset.meta.get(FEATURE_SOURCES) if prepared is not None else None
+    X_raw, notes = table_to_features(df, names, name=table_path.name, sources=sources)
     for note in notes:
         _note(args, f"note: {note}")
     if prepared is None:

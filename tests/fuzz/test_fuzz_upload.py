@@ -19,7 +19,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from treeviz.data import PrepConfig, TableOptions, prepare, read_table, suggest_target, table_to_dataset
-from treeviz.data.table import table_to_features
+from treeviz.data.table import FEATURE_SOURCES, table_to_features
 from treeviz.errors import TreevizError
 from treeviz.training import train_run
 
@@ -123,7 +123,8 @@ def check_accepted_or_refused(df: pd.DataFrame, options: dict) -> None:
         _, metrics = train_run("cart", dataset.task, {"max_depth": 3}, prepared)
         assert all(math.isfinite(v) for k, v in metrics.items() if k.startswith("train_")), metrics
     if dataset.n_samples == len(df):  # no rows dropped: the predict path encodes the same rows alike
-        X, _ = table_to_features(df, dataset.feature_names, name="fuzz.csv")
+        X, _ = table_to_features(df, dataset.feature_names, name="fuzz.csv",
+                                 sources=dataset.meta.get(FEATURE_SOURCES))
         np.testing.assert_array_equal(X, dataset.X)
 
 

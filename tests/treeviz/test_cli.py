@@ -25,7 +25,7 @@ from models.persist import save_model
 from models.registry import families, get_family
 from treeviz import cli
 from treeviz.data import load_dataset, read_table
-from treeviz.data.table import table_to_features
+from treeviz.data.table import FEATURE_SOURCES, table_to_features
 from treeviz.errors import TreevizError
 from treeviz.rules import rules
 from treeviz.run_archive import export_zip
@@ -665,3 +665,24 @@ def test_predict_quotes_the_value_that_is_not_a_number(home, capsys, tmp_path, p
     rows.to_csv(tmp_path / "rows.csv", index=False)
     code, _, err = run(capsys, "predict", penguin_run, tmp_path / "rows.csv")
     assert_clean_error(code, err, cli.USER_ERROR, "Column 'bill_length_mm' of 'rows.csv' holds text such as 'long'")
+
+
+def test_predict_reads_features_whose_names_are_ambiguous_as_at_upload(home, capsys, tmp_path):
+    # Column 'x=a' one-hot encoded ('x=a=0', 'x=a=a', ...) next to a numeric column 'x': read by name,
+    # 'x=a=0' could also be column 'x' at level 'a=0' (the fuzz test found predict reading it so, every
+    # indicator 0). The upload records each feature's column, and predict uses it.
+    rows = [[i % 3, i % 2, ["0", "a", ""][i % 3], i % 2] for i in range(30)]
+    path = tmp_path / "ambiguous.csv"
+    pd.DataFrame(rows, columns=["a", "x", "x=a", "y"]).to_csv(path, index=False)
+    run_id = train(capsys, "--data", path, "--target", "y", "--family", "cart")
+    store = RunStore(home)
+    prepared, model = store.load_prepared(run_id), store.load_model(run_id)
+    assert "x=a=a" in prepared.dataset.feature_names
+    expected = model.predict(prepared.transform(prepared.dataset.X))
+    code, out, err = run(capsys, "predict", run_id, path)
+    assert code == 0, err
+    predicted = pd.read_csv(io.StringIO(out), dtype=str)["prediction"].to_numpy()
+    assert (predicted == expected.astype(str)).all()
+    X, _ = table_to_features(pd.read_csv(path), prepared.dataset.feature_names,
+                             sources=prepared.dataset.meta[FEATURE_SOURCES])
+    np.testing.assert_array_equal(X, prepared.dataset.X)

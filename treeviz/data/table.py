@@ -795,17 +795,19 @@ def table_to_dataset(df: pd.DataFrame, name: str, options: TableOptions, *, sour
     plan, shape = _plan(features, options, read_as)
     notes.extend(_plan_notes(plan, features))
     _check_matrix_size(len(features), plan)
-    blocks, names, derived = [], [], []
+    blocks, names, derived, sources = [], [], [], []
     for col, role, *_ in plan:
         if role == "feature":
             blocks.append(_as_float(features[col])[:, None])
             names.append(feature_name(col, read_as.get(col, "")))
             derived.append(read_as.get(col) == "dates")
+            sources.append(["dates" if read_as.get(col) == "dates" else "column", col, ""])
         elif role == "one-hot":
             block, block_names = _one_hot(col, features[col])
             blocks.append(block)
             names.extend(block_names)
             derived.extend([True] * len(block_names))
+            sources.extend(["one-hot", col, n[len(col) + 1:]] for n in block_names)
     if not blocks:
         raise TreevizError("No usable feature column is left (empty, constant and high-cardinality "
                            "columns are left out). Upload a table with at least one numeric column or "
@@ -823,7 +825,8 @@ def table_to_dataset(df: pd.DataFrame, name: str, options: TableOptions, *, sour
         name=name, X=X, y=y, feature_names=tuple(names), task=task, target_name=target,
         class_names=class_names, image_shape=shape, source=source, notes=tuple(notes),
         description=f"Table '{name}': {n_uploaded} rows, {len(columns)} columns.",
-        meta={"columns_left_out": left_out, "rows_in_table": n_uploaded, "options": options.to_dict()},
+        meta={"columns_left_out": left_out, "rows_in_table": n_uploaded, "options": options.to_dict(),
+              FEATURE_SOURCES: sources},
     )
 
 
@@ -876,6 +879,11 @@ def inspect_table(df: pd.DataFrame, target: str | None = None, *, max_levels: in
     return pd.DataFrame(rows, columns=["column", "dtype", "missing", "distinct", "example", "role", "detail"])
 
 
+#: ``Dataset.meta`` key of the upload's feature sources: ``[kind, column, level]`` per feature.
+FEATURE_SOURCES = "feature_sources"
+_SOURCE_KINDS = ("column", "dates", "one-hot")
+
+
 def _derived_sources(name: str, present: set[str], order: dict[str, int]) -> list[tuple[str, str, str]]:
     """The ways a derived feature ``name`` can come from the table's columns: ``("dates", column, "")``
     for ``"<column> (year)"``, ``("one-hot", column, level)`` for ``"column=level"``; in column order."""
@@ -926,8 +934,24 @@ def _level_texts(s: pd.Series, known: set[str]) -> pd.Series:
     return text
 
 
+def _stored_sources(stored: Any, feature_names: tuple[str, ...] | list[str],
+                    columns: list[str]) -> list[tuple[str, str, str]] | None:
+    """The sources an upload recorded (``Dataset.meta[FEATURE_SOURCES]``), when they are well formed,
+    one per feature, and every column they name is in the table; else None (names are read instead)."""
+    if not isinstance(stored, list | tuple) or len(stored) != len(feature_names):
+        return None
+    present = set(columns)
+    out = []
+    for item in stored:
+        if (not isinstance(item, list | tuple) or len(item) != 3 or not all(isinstance(v, str) for v in item)
+                or item[0] not in _SOURCE_KINDS or item[1] not in present):
+            return None
+        out.append((item[0], item[1], item[2]))
+    return out if len(set(out)) == len(out) else None
+
+
 def table_to_features(df: pd.DataFrame, feature_names: tuple[str, ...] | list[str], *,
-                      name: str = "table") -> tuple[np.ndarray, list[str]]:
+                      name: str = "table", sources: Any = None) -> tuple[np.ndarray, list[str]]:
     """New rows of a table as the features a model was trained on, encoded as :func:`table_to_dataset`
     encodes an upload.
 
@@ -946,6 +970,11 @@ def table_to_features(df: pd.DataFrame, feature_names: tuple[str, ...] | list[st
         The model's features, in order (``Dataset.feature_names`` of its training data).
     name : str
         How messages name the table (usually its file name).
+    sources : list, optional
+        Where each feature came from at upload (``Dataset.meta[FEATURE_SOURCES]``: ``[kind, column,
+        level]`` each). Names alone can be ambiguous (a column ``x`` next to a column ``x=a``); when
+        these are given, well formed and every column they name is in the table, they are used
+        instead of reading the names.
 
     Returns
     -------
@@ -974,7 +1003,8 @@ def table_to_features(df: pd.DataFrame, feature_names: tuple[str, ...] | list[st
     unseen: dict[str, set[str]] = {}
     levels: dict[str, set[str]] = {}
     one_hot: dict[int, tuple[str, str]] = {}
-    for j, (feature, source) in enumerate(zip(map(str, feature_names), feature_sources(feature_names, columns))):
+    found = _stored_sources(sources, feature_names, columns) or feature_sources(feature_names, columns)
+    for j, (feature, source) in enumerate(zip(map(str, feature_names), found)):
         if source is None:
             missing.append(feature)
             continue
