@@ -20,6 +20,7 @@ from sklearn.tree import DecisionTreeRegressor
 from models import sparse_input
 from models.registry import all_estimator_classes
 from models.schema import ANY_DATA_TASKS
+from tests.test_contract import outputs
 from treeviz import threads
 from treeviz import tree as tree_module
 from treeviz.data import PrepConfig, load_dataset, prepare
@@ -46,15 +47,6 @@ def sparse_data(task: str) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     X_test[np.abs(X_test) < 0.6] = 0.0
     y = None if task in ANY_DATA_TASKS else prepared.labels("train")
     return X, y, X_test
-
-
-def outputs(estimator, X) -> list[np.ndarray]:
-    if not hasattr(estimator, "predict"):  # an embedding
-        return [np.asarray(estimator.transform(X))]
-    out = [np.asarray(estimator.predict(X))]
-    if hasattr(estimator, "predict_proba"):
-        out.append(np.asarray(estimator.predict_proba(X)))
-    return out
 
 
 def fitted(estimator, X, y):
