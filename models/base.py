@@ -138,22 +138,35 @@ class CancelFlag:
         self.path = state["path"]
 
 
-def resolve_device(device: str | None) -> str:
+def resolve_device(device: str | None, *, work: tuple[str | None, float | None] | None = None) -> str:
     """Turn ``"auto"`` / ``"cpu"`` / ``"cuda"`` / ``"cuda:N"`` into a usable torch device name.
 
-    ``"auto"`` picks CUDA when a GPU is visible, else the CPU. Asking for CUDA without a GPU is
-    an error the user can fix, not a silent fallback.
+    ``work``: ``(family key, step size)`` of a fit (see :mod:`models.devices`). With it, ``"auto"``
+    is CPU-first: CUDA only when a GPU is visible and the step is at least the family's measured
+    crossover, else the CPU. Without it (scheduling, loading a model), ``"auto"`` means "a GPU may
+    be used": CUDA when one is visible. Asking for CUDA without a GPU is an error the user can fix,
+    not a silent fallback.
     """
+    return device_choice(device, work=work).device
+
+
+def device_choice(device: str | None, *, work: tuple[str | None, float | None] | None = None):
+    """:func:`resolve_device` with the reason: a :class:`models.devices.DeviceChoice`."""
+    from models.devices import DeviceChoice, choose_device, gpu_visible
+
     device = "auto" if device is None else str(device).strip().lower()
     if device == "cpu":
-        return "cpu"
+        return DeviceChoice("cpu", "asked for")
     if device != "auto" and not device.startswith("cuda"):
         raise TreevizError(f"Unknown device {device!r}; use 'auto', 'cpu', 'cuda' or 'cuda:N'.")
+    if device == "auto":
+        if work is not None:
+            return choose_device(*work)
+        return DeviceChoice("cuda", "auto: a GPU is visible") if gpu_visible() else \
+            DeviceChoice("cpu", "auto: no GPU visible")
     import torch  # deferred: torch is heavy and only torch families need a device
 
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if not torch.cuda.is_available():
+    if not gpu_visible():
         raise TreevizError(
             f"Device {device!r} was requested but no CUDA GPU is available; choose 'cpu' or 'auto'."
         )
@@ -163,7 +176,7 @@ def resolve_device(device: str | None) -> str:
             raise TreevizError(
                 f"There is no GPU {device!r}; this machine has {torch.cuda.device_count()} GPU(s)."
             )
-    return device
+    return DeviceChoice(device, "asked for")
 
 
 def available_devices() -> list[str]:
@@ -257,6 +270,19 @@ class TreeEstimator(BaseEstimator):
         family = family_of_class(type(self))
         return family.validate_params(self.get_params(deep=False), family.task_of_class(type(self)),
                                       strict=True)
+
+    # ------------------------------------------------------------------ device
+    def _fit_device(self, *, rows: int | None = None, batch: int | None = None, depth: int | None = None,
+                    trees: int = 1) -> str:
+        """The device this fit trains on: the ``device`` parameter resolved for a step of ``rows``
+        / ``batch`` rows on a tree of ``depth`` (see :mod:`models.devices`); sets
+        ``device_reason_``, why (the fit sets ``device_``)."""
+        from models.devices import step_size
+
+        size = step_size(rows=rows, batch=batch, depth=depth, trees=trees)
+        choice = device_choice(getattr(self, "device", "cpu"), work=(self.family_key, size))
+        self.device_reason_ = choice.reason
+        return choice.device
 
     # ------------------------------------------------------------------ callbacks & history
     def _notify(self, hook: str, **kwargs: Any) -> None:

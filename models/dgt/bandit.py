@@ -573,7 +573,7 @@ class _DGTBanditBase(_BanditFit, _DGTBase):
         offset = reward_prior(n_outputs) if self._task == "classification" else 0.0
         build = _tree_builder(self.depth_, int(self.n_layers), self.quantizer, offset)
         net, _ = self._simulate(X, targets, n_outputs, build, eval_set, callbacks, comparator_rows)
-        self.device_ = bandit_device(self.device)
+        self.device_ = self._fit_device()  # "auto": the CPU, as bandit_device
         self._set_tree(net, X)
 
     def _build_tree(self, reached: np.ndarray | None) -> None:

@@ -162,7 +162,7 @@ class _DGTBase(TreeEstimator):
             if np.all(W == W[0]):
                 W = None
         self._set_feature_names(feature_names, self.n_features_in_)
-        device = resolve_device(self.device)
+        device = self._fit_device(rows=X.shape[0], batch=self.batch_size, depth=self.depth)
         rng = seed_everything(self.random_state)
         generator = torch.Generator().manual_seed(int(rng.integers(2**31 - 1)))
         X_all = X

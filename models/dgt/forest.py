@@ -33,7 +33,6 @@ from models.base import (
     CancelWhen,
     TreeEstimator,
     class_targets,
-    resolve_device,
     seed_everything,
 )
 from models.dgt.estimators import DGTClassifier, DGTRegressor
@@ -96,7 +95,7 @@ class _DGTForestBase(TreeEstimator):
         m = max(2, round(float(self.subsample) * n))
         seeds = [int(s) for s in rng.integers(2**31 - 1, size=int(self.n_trees))]
         # trees on a GPU, or of a forest trained in a joblib worker, stay in this process (as the TAO forest)
-        on_gpu = resolve_device(self.device).startswith("cuda")
+        on_gpu = self._fit_device(rows=m, batch=self.batch_size, depth=self.depth).startswith("cuda")
         in_worker = getattr(get_active_backend()[0], "nesting_level", 0) > 0
         workers = 1 if on_gpu or in_worker else threads.worker_count(self.n_jobs, len(seeds))
         self._begin_training(callbacks, len(seeds))

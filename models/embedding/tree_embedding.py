@@ -68,7 +68,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.tree import DecisionTreeRegressor
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from models.base import Callback, CancelWhen, TreeEstimator, resolve_device
+from models.base import Callback, CancelWhen, TreeEstimator
 from models.embedding.objectives import EmbeddingObjective, FreeEmbedding, embedding_objective, free_embedding
 from models.graphs import usable_perplexity
 from models.tao.estimators import FittedTAOTree, TAORegressor, tao_tree_to_tree, tree_arrays, tree_from_arrays
@@ -280,7 +280,7 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         """The parameters checked against the family's schema and against ``n`` training points."""
         p = self._validate_params()
         p["perplexity"] = usable_perplexity(p["perplexity"], n, p["n_neighbors"])
-        p["device"] = resolve_device(p["device"])
+        p["device"] = self._fit_device(rows=n)
         return p
 
     def embedding_objective(self, X: Any) -> EmbeddingObjective:

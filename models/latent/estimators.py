@@ -118,7 +118,7 @@ class _LatentTreeBase(TreeEstimator):
         if X.shape[0] < 2:
             raise ValueError(f"Latent trees need at least 2 samples to train (got {X.shape[0]} sample).")
         self._set_feature_names(feature_names, self.n_features_in_)
-        device = resolve_device(self.device)
+        device = self._fit_device(rows=X.shape[0], batch=self.batch_size, depth=self._depth())
         rng = seed_everything(self.random_state)
         generator = torch.Generator().manual_seed(int(rng.integers(2**31 - 1)))
         W_val = None

@@ -28,7 +28,7 @@ from sklearn.metrics import r2_score
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from models.base import Callback, TreeEstimator, resolve_device, seed_everything
+from models.base import Callback, TreeEstimator, seed_everything
 from models.memory import check_tree_memory
 from models.tao.config import TAOConfig
 from models.tao.init import cart_init, clustering_init, random_init
@@ -128,7 +128,7 @@ class _TAOBase(FittedTAOTree, TreeEstimator):
 
     # ------------------------------------------------------------------ configuration
     def _config(self, n_outputs: int) -> TAOConfig:
-        device = resolve_device(self.device)
+        device = self._fit_device()  # "auto": the CPU (models.devices: no GPU win measured for TAO)
         solver = self.solver
         if solver == "auto":
             # the compiled solver is faster than the torch one even on a GPU: on an H200, a letter level

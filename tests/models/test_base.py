@@ -4,17 +4,90 @@ import numpy as np
 import pytest
 import torch
 
-from models.base import TreeEstimator, available_devices, resolve_device, seed_everything
+from models.base import TreeEstimator, available_devices, device_choice, resolve_device, seed_everything
+from models.devices import CROSSOVERS, DeviceChoice, step_size
 from treeviz.errors import TreevizError
 from treeviz.jsonio import plain
 
 
-def test_auto_device_is_cuda_only_when_a_gpu_is_visible():
+def test_auto_device_without_a_problem_is_cuda_only_when_a_gpu_is_visible():
     expected = "cuda" if torch.cuda.is_available() else "cpu"
     assert resolve_device("auto") == expected
     assert resolve_device(None) == expected
     assert resolve_device(" CPU ") == "cpu"
     assert available_devices()[:2] == ["auto", "cpu"]
+
+
+@pytest.fixture
+def gpu_visible(monkeypatch):
+    """Pretend torch sees one GPU (nothing is put on it: the tests only resolve names)."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+
+
+def test_auto_is_cpu_first_small_steps_stay_on_the_cpu(gpu_visible):
+    for family, rows, batch, depth in (("dgt", 100, 128, 6),       # fewer rows than a batch
+                                       ("dgt", 10_000, 64, 6),     # 64 x 64 below 128 x 64
+                                       ("latent", 100_000, 512, 6),  # measured 0.30x on an H200
+                                       ("latent", 100_000, 64, 3)):  # the app defaults
+        size = step_size(rows=rows, batch=batch, depth=depth)
+        assert resolve_device("auto", work=(family, size)) == "cpu", (family, rows, batch, depth)
+    choice = device_choice("auto", work=("dgt", step_size(rows=100, batch=128, depth=6)))
+    assert choice.device == "cpu" and "below dgt's measured crossover" in choice.reason
+
+
+def test_auto_picks_cuda_at_and_above_the_crossover_for_families_that_win(gpu_visible):
+    assert CROSSOVERS["dgt"].min_size == step_size(rows=2088, batch=128, depth=6)  # measured 2.0x
+    for family, batch, depth in (("dgt", 128, 6), ("dgt", 128, 10), ("dgt_forest", 512, 8),
+                                 ("latent", 4096, 8), ("latent", 16384, 10)):
+        size = step_size(rows=200_000, batch=batch, depth=depth)
+        assert resolve_device("auto", work=(family, size)) == "cuda", (family, batch, depth)
+    assert "at least latent's measured crossover" in device_choice(
+        "auto", work=("latent", step_size(rows=200_000, batch=4096, depth=8))).reason
+
+
+def test_auto_never_picks_cuda_where_the_gpu_was_not_measured_to_win(gpu_visible):
+    huge = step_size(rows=10**7, batch=10**6, depth=12, trees=100)
+    for family in ("tao", "tao_forest", "skinny", "dgt_bandit", "tree_embedding", "cart", None):
+        choice = device_choice("auto", work=(family, huge))
+        assert choice.device == "cpu" and "not measured to win" in choice.reason, family
+    assert "torch node solver" in device_choice("auto", work=("tao", huge)).reason
+    # a family that wins, with no size known, stays on the CPU too
+    assert resolve_device("auto", work=("dgt", None)) == "cpu"
+    # asked for, CUDA is honoured whatever the size
+    assert resolve_device("cuda", work=("tao", 1.0)) == "cuda"
+    assert resolve_device("cuda:0", work=("skinny", 1.0)) == "cuda:0"
+
+
+def test_without_a_gpu_auto_is_always_the_cpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    huge = step_size(rows=10**7, batch=10**6, depth=12)
+    for family in ("dgt", "latent", "tao", "skinny"):
+        choice = device_choice("auto", work=(family, huge))
+        assert choice == DeviceChoice("cpu", "auto: no GPU visible")
+    assert resolve_device("auto") == "cpu"
+    with pytest.raises(TreevizError, match="no CUDA GPU is available; choose 'cpu' or 'auto'"):
+        resolve_device("cuda", work=("dgt", huge))
+
+
+def test_step_size_counts_rows_per_step_times_leaves_times_trees():
+    assert step_size(rows=1000, batch=128, depth=6) == 128 * 64
+    assert step_size(rows=100, batch=128, depth=6) == 100 * 64
+    assert step_size(rows=500) == 500
+    assert step_size(rows=1000, batch=16, depth=4, trees=20) == 16 * 16 * 20
+    assert step_size() is None
+
+
+def test_a_fit_records_its_device_and_why(gpu_visible):
+    from models.dgt.estimators import DGTClassifier
+
+    est = DGTClassifier(depth=6, batch_size=128)
+    assert est._fit_device(rows=50, batch=128, depth=6) == "cpu"
+    assert "below dgt's measured crossover" in est.device_reason_
+    assert est._fit_device(rows=50_000, batch=128, depth=6) == "cuda"
+    assert "at least dgt's" in est.device_reason_
+    est.set_params(device="cpu")
+    assert est._fit_device(rows=50_000, batch=128, depth=6) == "cpu" and est.device_reason_ == "asked for"
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message shown on a machine without a GPU")
@@ -51,3 +124,37 @@ def test_history_records_hold_plain_numbers():
     assert rec == {"epoch": 1, "loss": 0.5, "sizes": [1.5]}
     assert type(rec["epoch"]) is int and type(rec["loss"]) is float
     assert plain("x") == "x"
+
+
+@pytest.mark.parametrize("family_key", ["latent", "skinny", "dgt", "dgt_forest", "tao", "tao_forest", "dgt_bandit",
+                                        "tree_embedding"])
+def test_every_torch_fit_asks_for_its_device_with_its_problem(family_key, monkeypatch):
+    """Each torch family's fit resolves its device through the one rule, passing its family and,
+    where the GPU can win, the size of its step; the fitted estimator says which device and why."""
+    from sklearn.datasets import load_iris
+
+    from models import devices
+    from models.registry import get_family
+
+    asked = []
+
+    def record(family, size):
+        asked.append((family, size))
+        return DeviceChoice("cpu", "recorded by the test")
+
+    monkeypatch.setattr(devices, "choose_device", record)
+    X, y = load_iris(return_X_y=True)
+    family = get_family(family_key)
+    task = "embedding" if family_key == "tree_embedding" else "classification"
+    est = family.make(task, {**family.test_params, "device": "auto"})
+    if "max_epochs" in est.get_params():
+        est.set_params(max_epochs=2)
+    if family_key == "tree_embedding":
+        est.fit(X[:60])
+    else:
+        est.fit(X, y)
+    # a DGT forest decides for the forest, then each of its DGT trees for itself
+    assert {f for f, _ in asked} == ({"dgt_forest", "dgt"} if family_key == "dgt_forest" else {family_key})
+    if family_key in ("latent", "skinny", "dgt", "dgt_forest"):
+        assert all(size is not None and size > 0 for _, size in asked)
+    assert est.device_reason_ == "recorded by the test"
