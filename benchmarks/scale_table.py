@@ -22,8 +22,6 @@ import sys
 import time
 from typing import Any
 
-import numpy as np
-
 N_FEATURES = 20
 N_CLASSES = 3
 
@@ -45,8 +43,23 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def time_fit(family: str, n: int, params: dict[str, Any] | None = None, seed: int = 0) -> dict[str, Any]:
-    """Train ``family`` with its defaults (plus ``params``) on the ``n``-row table, one thread."""
+def limit_cpu(seconds: float | None) -> None:
+    """Stop this process once the CPU time from now passes ``seconds`` (SIGXCPU, then SIGKILL 5 s
+    later): a runaway fit is stopped by its compute, whatever the machine's load."""
+    if seconds is None:
+        return
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    soft = int(used.ru_utime + used.ru_stime + float(seconds)) + 1
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    new_hard = soft + 5 if hard == resource.RLIM_INFINITY else min(hard, soft + 5)
+    resource.setrlimit(resource.RLIMIT_CPU, (min(soft, new_hard), new_hard))
+
+
+def time_fit(family: str, n: int, params: dict[str, Any] | None = None, seed: int = 0,
+             cpu_limit_s: float | None = None) -> dict[str, Any]:
+    """Train ``family`` with its defaults (plus ``params``) on the ``n``-row table, one thread.
+    ``cpu_limit_s``: the process is stopped once the fit has used that much CPU time (see
+    :func:`limit_cpu`; run the fit in a process of its own)."""
     from treeviz import threads
     from treeviz.data import PrepConfig, prepare
     from treeviz.training import train_run
@@ -54,6 +67,7 @@ def time_fit(family: str, n: int, params: dict[str, Any] | None = None, seed: in
     threads.apply_budget(1)
     prepared = prepare(make_table(n, seed), PrepConfig(seed=seed))
     before = _peak_rss_mb()
+    limit_cpu(cpu_limit_s)
     c0, t0 = time.process_time(), time.perf_counter()
     _, metrics = train_run(family, "classification", params or None, prepared, device="cpu")
     fit_s, wall_s = time.process_time() - c0, time.perf_counter() - t0
@@ -67,8 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--family", required=True)
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--params", default="{}", help="JSON of parameters over the defaults")
+    ap.add_argument("--cpu-limit", type=float, default=None, help="stop the fit after this much CPU time (s)")
     a = ap.parse_args(argv)
-    print(json.dumps(time_fit(a.family, a.n, json.loads(a.params))))
+    print(json.dumps(time_fit(a.family, a.n, json.loads(a.params), cpu_limit_s=a.cpu_limit)))
     return 0
 
 
