@@ -133,7 +133,7 @@ class _LatentTreeBase(TreeEstimator):
             self.net_.prune_strength = float(self.prune_strength)
         problem = Problem(X=as_tensor(X, device), Y=problem_fns["targets"](Y, device),
                           loss=problem_fns["loss"], score=problem_fns["score"],
-                          W=None if W is None else as_tensor(W, device))
+                          W=None if W is None else as_tensor(W, device), loss_kind=problem_fns.get("kind"))
         if eval_set is not None:
             problem.X_val = as_tensor(eval_set[0], device)
             problem.Y_val = problem_fns["targets"](eval_set[1], device)
@@ -440,7 +440,8 @@ class LatentTreeClassifier(ClassifierMixin, _LatentTreeBase):
         ev = None
         if eval_set is not None:
             ev = (self._X(eval_set[0], reset=False), np.asarray(eval_set[1]))
-        fns = {"targets": targets, "loss": _ce_loss(binary), "score": _accuracy(binary)}
+        fns = {"targets": targets, "loss": _ce_loss(binary), "score": _accuracy(binary),
+               "kind": "bce" if binary else "ce"}
         self._train(X, y, fns, 1 if binary else self.classes_.size, ev, callbacks, feature_names, stratify=y,
                     sample_weight=sample_weight)
         self.leaf_value_ = self._leaf_values(X, np.searchsorted(self.classes_, y), self.classes_.size)
@@ -507,7 +508,7 @@ class LatentTreeRegressor(RegressorMixin, _LatentTreeBase):
         ev = None
         if eval_set is not None:
             ev = (self._X(eval_set[0], reset=False), np.asarray(eval_set[1], dtype=np.float64))
-        fns = {"targets": targets, "loss": _mse_loss, "score": _r2}
+        fns = {"targets": targets, "loss": _mse_loss, "score": _r2, "kind": "mse"}
         self._train(X, Y, fns, Y.shape[1], ev, callbacks, feature_names, sample_weight=sample_weight)
         self.leaf_value_ = self._leaf_values(X, Y, Y.shape[1])
         return self
@@ -620,7 +621,7 @@ class LatentTreeClustering(ClusterMixin, _LatentTreeBase):
         if eval_set is not None:
             Xv = self._X(eval_set[0], reset=False)
             ev = (Xv[:, self._input_columns()], Xv)
-        fns = {"targets": targets, "loss": _mse_loss, "score": _r2}
+        fns = {"targets": targets, "loss": _mse_loss, "score": _r2, "kind": "mse"}
         self._train(X[:, self._input_columns()], X, fns, self.target_columns_.size, ev, callbacks,
                     feature_names, n_inputs=X.shape[1] - self.target_columns_.size, sample_weight=sample_weight)
         self.leaf_value_ = self._leaf_values(X, None, 1)

@@ -9,11 +9,16 @@ nodes that every batch would prune, so usually fewer (see :func:`frozen_pruning`
 stopping keeps the best-validation weights;
 ReduceLROnPlateau divides the learning rate by 10 after ``lr_patience`` epochs without a
 better validation loss (as in the reference code).
+
+On the CPU the common configuration (ICML formulation, linear or ELU splits, linear predictor,
+QHAdam or Adam) trains with the compiled step of :mod:`models.latent.engine`: the same
+mathematics as the autograd path (tested equal), without its per-operation overhead. The
+per-epoch evaluation then runs in the same kernel: one evaluation pass over the reference set
+gives both the frozen pruning vector and the reference rows' outputs.
 """
 
 from __future__ import annotations
 
-import copy
 import math
 import time
 from collections.abc import Callable
@@ -23,6 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from models.latent import engine as compiled
 from models.latent import heap
 from models.latent.layers import LatentTreeNet
 from models.latent.qhadam import QHAdam
@@ -32,6 +38,8 @@ REFERENCE_ROWS = 8192
 #: Rows per forward pass at evaluation time (memory bound only; results do not depend on it
 #: with frozen pruning).
 EVAL_CHUNK = 8192
+#: Training steps per call of the compiled step; ``stop()`` is asked between calls.
+STEPS_PER_CALL = 16
 
 
 @dataclass
@@ -48,6 +56,9 @@ class Problem:
     #: sample weights of the training and validation rows (None: every row weighs 1)
     W: torch.Tensor | None = None
     W_val: torch.Tensor | None = None
+    #: the loss in words for the compiled step: "bce" (logistic on one logit), "ce"
+    #: (cross-entropy) or "mse" (mean squared error over the outputs); None: autograd only
+    loss_kind: str | None = None
 
 
 def weighted_mean(losses: torch.Tensor, w: torch.Tensor | None) -> torch.Tensor:
@@ -115,12 +126,14 @@ def predict_outputs(net: LatentTreeNet, X: torch.Tensor, a: torch.Tensor | None,
 def fit_net(net: LatentTreeNet, problem: Problem, *, batch_size: int, max_epochs: int, patience: int,
             lr_patience: int, optimizer: str, learning_rate: float, generator: torch.Generator,
             record: Callable[..., bool], init_bias: bool,
-            stop: Callable[[], bool] = lambda: False) -> tuple[torch.Tensor, int]:
+            stop: Callable[[], bool] = lambda: False, engine: bool | None = None) -> tuple[torch.Tensor, int]:
     """Train ``net`` in place; returns (frozen pruning vector, best epoch).
 
     ``record(**values)`` is called after every epoch (it appends to ``history_`` and runs the
     callbacks); it returns False to stop (a cancel). ``stop()``, asked before every optimiser
-    step, ends training at once when True (a cancel between records; the epoch is not recorded).
+    step (every :data:`STEPS_PER_CALL` steps with the compiled step), ends training at once when
+    True (a cancel between records; the epoch is not recorded). ``engine``: None uses the
+    compiled step of :mod:`models.latent.engine` where it applies, False never, True requires it.
     """
     n = problem.X.shape[0]
     batch_size = int(min(batch_size, n))
@@ -132,6 +145,15 @@ def fit_net(net: LatentTreeNet, problem: Problem, *, batch_size: int, max_epochs
     opt = make_optimizer(optimizer, net.parameters(), learning_rate)
     scheduler = (torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=0.1, patience=lr_patience)
                  if lr_patience > 0 else None)
+    usable = (problem.loss_kind is not None and problem.X.dtype in (torch.float32, torch.float64)
+              and compiled.supported(net, optimizer, batch_size, problem.X.device))
+    if engine and not usable:
+        raise ValueError("the compiled latent-tree step does not apply to this configuration")
+    kernel = compiled.Engine(net, optimizer, learning_rate) if (usable and engine is not False) else None
+    if kernel is not None:
+        data = compiled.batches(problem.X, problem.Y, problem.W, problem.loss_kind)
+        X_ref_np = X_ref.detach().numpy()
+        starts = np.arange(0, n, batch_size, dtype=np.int64)
     has_val = problem.X_val is not None and problem.X_val.shape[0] > 0
     best_loss, best_state, best_epoch, waited = math.inf, None, 0, 0
     n_nodes = heap.n_nodes(net.depth)
@@ -139,27 +161,28 @@ def fit_net(net: LatentTreeNet, problem: Problem, *, batch_size: int, max_epochs
         start = time.perf_counter()
         net.train()
         order = torch.randperm(n, generator=generator).to(problem.X.device)
-        total, seen, active_batches = 0.0, 0, []
-        for i in range(0, n, batch_size):
-            if stop():
-                break
-            idx = order[i : i + batch_size]
-            if idx.numel() < 2 and seen:  # BatchNorm cannot train on one row
-                continue
-            out, state = net(problem.X[idx])
-            w = None if problem.W is None else problem.W[idx]
-            loss = problem.loss(out, problem.Y[idx], w) + net.penalty()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            weight = idx.numel() if w is None else float(w.sum())
-            total += float(loss.detach()) * weight
-            seen += weight
-            active_batches.append(float((state["a"].detach() > 0).sum()) / n_nodes)
+        lr = float(opt.param_groups[0]["lr"])
+        if kernel is not None:
+            stats = np.zeros(4)
+            order_np = order.numpy()
+            for i in range(0, starts.shape[0], STEPS_PER_CALL):
+                if stop():
+                    break
+                kernel.train(data, order_np, starts[i : i + STEPS_PER_CALL], batch_size, lr, stats)
+            kernel.write_back()
+            total, seen = float(stats[0]), float(stats[1])
+            batch_active = float(stats[2] / stats[3]) if stats[3] else 0.0
+        else:
+            total, seen, batch_active = _torch_epoch(net, problem, order, batch_size, opt, stop, n_nodes)
         if stop():
             break
-        a = frozen_pruning(net, X_ref, batch_size)
-        out_ref = predict_outputs(net, X_ref, a)
+        if kernel is not None:
+            out_np, a_np = kernel.outputs(X_ref_np, strength_scale=X_ref.shape[0] / max(1, batch_size))
+            a = torch.from_numpy(a_np)
+            out_ref = torch.from_numpy(out_np).to(problem.X.dtype)
+        else:
+            a = frozen_pruning(net, X_ref, batch_size)
+            out_ref = predict_outputs(net, X_ref, a)
         values: dict[str, Any] = {
             "epoch": epoch,
             "loss": total / max(1, seen),
@@ -167,11 +190,16 @@ def fit_net(net: LatentTreeNet, problem: Problem, *, batch_size: int, max_epochs
             "n_active_nodes": int((a > 0).sum()),
             "active_fraction": float((a > 0).float().mean()),
             "a_norm": float(torch.linalg.vector_norm(a)),
-            "batch_active_fraction": float(np.mean(active_batches)) if active_batches else 0.0,
-            "lr": float(opt.param_groups[0]["lr"]),
+            "batch_active_fraction": batch_active,
+            "lr": lr,
         }
         if has_val:
-            out_val = predict_outputs(net, problem.X_val, a)
+            if kernel is not None:
+                out_val = torch.from_numpy(np.concatenate(
+                    [kernel.outputs(problem.X_val[i : i + EVAL_CHUNK].detach().numpy(), a=a_np)[0]
+                     for i in range(0, problem.X_val.shape[0], EVAL_CHUNK)])).to(problem.X.dtype)
+            else:
+                out_val = predict_outputs(net, problem.X_val, a)
             val_loss = float(problem.loss(out_val, problem.Y_val, problem.W_val))
             values["val_loss"] = val_loss
             values["val_score"] = problem.score(out_val, problem.Y_val)
@@ -182,7 +210,7 @@ def fit_net(net: LatentTreeNet, problem: Problem, *, batch_size: int, max_epochs
         if monitor < best_loss - 1e-12:
             best_loss, best_epoch, waited = monitor, epoch, 0
             if has_val:
-                best_state = copy.deepcopy(net.state_dict())
+                best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
         else:
             waited += 1
         if not record(**values):
@@ -194,6 +222,30 @@ def fit_net(net: LatentTreeNet, problem: Problem, *, batch_size: int, max_epochs
     if best_state is not None:
         net.load_state_dict(best_state)
     return frozen_pruning(net, X_ref, batch_size), best_epoch
+
+
+def _torch_epoch(net: LatentTreeNet, problem: Problem, order: torch.Tensor, batch_size: int,
+                 opt: torch.optim.Optimizer, stop: Callable[[], bool], n_nodes: int) -> tuple[float, float, float]:
+    """One epoch of the autograd path; returns (Σ loss·weight, Σ weight, mean active fraction)."""
+    n = order.shape[0]
+    total, seen, active_batches = 0.0, 0, []
+    for i in range(0, n, batch_size):
+        if stop():
+            break
+        idx = order[i : i + batch_size]
+        if idx.numel() < 2 and seen:  # BatchNorm cannot train on one row
+            continue
+        out, state = net(problem.X[idx])
+        w = None if problem.W is None else problem.W[idx]
+        loss = problem.loss(out, problem.Y[idx], w) + net.penalty()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        weight = idx.numel() if w is None else float(w.sum())
+        total += float(loss.detach()) * weight
+        seen += weight
+        active_batches.append(float((state["a"].detach() > 0).sum()) / n_nodes)
+    return total, seen, float(np.mean(active_batches)) if active_batches else 0.0
 
 
 def as_tensor(X: np.ndarray, device: str) -> torch.Tensor:
