@@ -37,8 +37,9 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from models.base import Callback, TreeEstimator, class_targets, resolve_device, seed_everything
+from models.dgt.fast import TreeData, TreeJob, train_jobs
 from models.dgt.network import DGTNetwork, n_internal
-from models.dgt.train import Data, TrainConfig, fit_network
+from models.dgt.train import TrainConfig
 from models.memory import check_tree_memory
 from treeviz import threads
 from treeviz.tree import Tree
@@ -98,6 +99,21 @@ def hard_tree(weight: np.ndarray, bias: np.ndarray, leaf_values: np.ndarray, *, 
                 family=family, meta=meta)
 
 
+def _class_validation(out: torch.Tensor, target: torch.Tensor) -> dict[str, float]:
+    """Validation cross-entropy and accuracy of the hard tree's leaf scores."""
+    return {"val_loss": float(torch.nn.functional.cross_entropy(out, target)),
+            "val_score": float((out.argmax(dim=1) == target).double().mean())}
+
+
+def _regression_validation(out: torch.Tensor, target: torch.Tensor) -> dict[str, float]:
+    """Validation mean squared error (on the scaled targets) and R² of the hard tree."""
+    pred, truth = out.cpu().double().numpy(), target.cpu().double().numpy()
+    numbers = {"val_loss": float(np.mean((pred - truth) ** 2))}
+    if truth.shape[0] >= 2:
+        numbers["val_score"] = float(r2_score(truth, pred))
+    return numbers
+
+
 class _DGTBase(TreeEstimator):
     _expected_failed_checks: ClassVar[dict[str, str]] = {
         "check_sample_weight_equivalence_on_dense_data":
@@ -148,11 +164,23 @@ class _DGTBase(TreeEstimator):
         train, val = np.sort(train), np.sort(val)
         return X[train], Y[train], None if W is None else W[train], (X[val], Y[val])
 
-    def _fit_tree(self, X: np.ndarray, Y: np.ndarray, W: np.ndarray | None, n_outputs: int, loss: Any,
-                  validation: Any, eval_set: tuple[np.ndarray, np.ndarray] | None,
-                  callbacks: Iterable[Callback] | None, feature_names: Sequence[str] | None,
-                  stratify: np.ndarray | None = None) -> None:
-        """Train on (X, Y) already validated (Y: class indices, or targets scaled to [0, 1])."""
+    def _run(self, job: TreeJob, callbacks: Iterable[Callback] | None) -> None:
+        """Train a prepared job (see :meth:`_prepare_tree`) with callbacks, and keep its tree."""
+        self._begin_training(callbacks, total=job.config.epochs)
+        try:
+            with threads.limited(cpu_threads(job.net) if job.device == "cpu" else torch.get_num_threads()):
+                info = train_jobs([job], record=lambda numbers: self._record(**numbers[0]),
+                                  stop=self._cancel_requested)[0]
+        finally:
+            self._end_training()
+        self._finish_tree(job, info)
+
+    def _prepare_tree(self, X: np.ndarray, Y: np.ndarray, W: np.ndarray | None, n_outputs: int, loss: str,
+                      validation: Any, eval_set: tuple[np.ndarray, np.ndarray] | None,
+                      feature_names: Sequence[str] | None, stratify: np.ndarray | None = None) -> TreeJob:
+        """Everything a fit does before training: the rows kept, the hold-out, the scaling, the
+        initial network and its batch-order generator (the forest trains several such jobs as
+        one batched program)."""
         if W is not None:
             keep = W > 0
             if not keep.any():
@@ -177,26 +205,22 @@ class _DGTBase(TreeEstimator):
             return as_tensor((a - self.x_mean_) / self.x_scale_)
 
         target_dtype = torch.long if Y.dtype.kind in "iu" else torch.float32
-        data = Data(X=scaled(X), Y=as_tensor(Y, target_dtype), W=None if W is None else as_tensor(W))
+        data = TreeData(X=scaled(X), Y=as_tensor(Y, target_dtype), W=None if W is None else as_tensor(W))
         if eval_set is not None and len(eval_set[0]):
             data.X_val, data.Y_val = scaled(eval_set[0]), as_tensor(eval_set[1], target_dtype)
         check_tree_memory("A DGT tree", int(self.depth), X.shape[0], X.shape[1], n_outputs)
         net = DGTNetwork(X.shape[1], int(self.depth), n_outputs, n_layers=int(self.n_layers),
                          width_multiplier=self.width_multiplier, quantizer=self.quantizer,
                          generator=generator).to(device)
-        config = self._config(X.shape[0])
-        self._begin_training(callbacks, total=config.epochs)
-        try:
-            with threads.limited(cpu_threads(net) if device == "cpu" else torch.get_num_threads()):
-                info = fit_network(net, data, loss, config, generator=generator, record=self._record,
-                                   validation=validation, stop=self._cancel_requested)
-        finally:
-            self._end_training()
+        return TreeJob(net=net, data=data, config=self._config(X.shape[0]), generator=generator, loss=loss,
+                       validation=validation, device=device, X_all=X_all)
+
+    def _finish_tree(self, job: TreeJob, info: dict[str, Any]) -> None:
         self.n_epochs_ = len(self.history_)
         self.best_epoch_ = int(info["best_epoch"])
         self.n_steps_ = int(info["steps"])
-        self.device_ = device
-        self._set_tree(net, X_all)
+        self.device_ = job.device
+        self._set_tree(job.net, job.X_all)
 
     def _set_tree(self, net: DGTNetwork, X: np.ndarray) -> None:
         """The model: the trained network collapsed into one hyperplane per node, in the data's
@@ -324,21 +348,16 @@ class DGTClassifier(ClassifierMixin, _DGTBase):
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple[Any, Any] | None = None, feature_names: Sequence[str] | None = None) -> DGTClassifier:
         self._validate_params()
+        self._run(self._prepare(X, y, sample_weight, eval_set, feature_names), callbacks)
+        return self
+
+    def _prepare(self, X: Any, y: Any, sample_weight: Any, eval_set: tuple[Any, Any] | None,
+                 feature_names: Sequence[str] | None) -> TreeJob:
         X, Y, ev = class_targets(self, X, y, eval_set)
         W = None if sample_weight is None else _check_sample_weight(sample_weight, X, dtype=np.float64,
                                                                     ensure_non_negative=True)
-        ce = torch.nn.CrossEntropyLoss(reduction="none")
-
-        def loss(out, target, w):
-            losses = ce(out, target)
-            return losses.mean() if w is None else (losses * w).sum() / w.sum()
-
-        def validation(out, target):
-            return {"val_loss": float(ce(out, target).mean()),
-                    "val_score": float((out.argmax(dim=1) == target).double().mean())}
-
-        self._fit_tree(X, Y, W, self.classes_.size, loss, validation, ev, callbacks, feature_names, stratify=Y)
-        return self
+        return self._prepare_tree(X, Y, W, self.classes_.size, "ce", _class_validation, ev, feature_names,
+                                  stratify=Y)
 
     def _leaf_values(self) -> np.ndarray:
         scores = self.leaves_ - self.leaves_.max(axis=1, keepdims=True)
@@ -371,6 +390,11 @@ class DGTRegressor(RegressorMixin, _DGTBase):
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple[Any, Any] | None = None, feature_names: Sequence[str] | None = None) -> DGTRegressor:
         self._validate_params()
+        self._run(self._prepare(X, y, sample_weight, eval_set, feature_names), callbacks)
+        return self
+
+    def _prepare(self, X: Any, y: Any, sample_weight: Any, eval_set: tuple[Any, Any] | None,
+                 feature_names: Sequence[str] | None) -> TreeJob:
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
         W = None if sample_weight is None else _check_sample_weight(sample_weight, X, dtype=np.float64,
                                                                     ensure_non_negative=True)
@@ -385,19 +409,7 @@ class DGTRegressor(RegressorMixin, _DGTBase):
             Y_val = np.asarray(eval_set[1], dtype=np.float64).reshape(X_val.shape[0], -1)
             ev = (X_val, self._scale(Y_val))
 
-        def loss(out, target, w):
-            losses = (out - target).pow(2).mean(dim=1)
-            return losses.mean() if w is None else (losses * w).sum() / w.sum()
-
-        def validation(out, target):
-            pred, truth = out.cpu().double().numpy(), target.cpu().double().numpy()
-            numbers = {"val_loss": float(np.mean((pred - truth) ** 2))}
-            if truth.shape[0] >= 2:
-                numbers["val_score"] = float(r2_score(truth, pred))
-            return numbers
-
-        self._fit_tree(X, self._scale(Y), W, Y.shape[1], loss, validation, ev, callbacks, feature_names)
-        return self
+        return self._prepare_tree(X, self._scale(Y), W, Y.shape[1], "mse", _regression_validation, ev, feature_names)
 
     def _scale(self, Y: np.ndarray) -> np.ndarray:
         return (Y - self.target_min_) / self.target_range_

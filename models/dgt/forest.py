@@ -6,37 +6,31 @@ replacement**, as the paper's bagging) with its own seed. Regression predicts th
 trees; classification takes the majority vote (ties go to the smaller class index). Without an
 ``eval_set`` each tree holds out ``validation_fraction`` of its own sample to keep its best epoch.
 
-``n_jobs`` trees train at once in worker processes, each on one torch thread, through
-:func:`models.parallel.run_in_order` (as :mod:`models.tao.forest`). A tree depends only on its seed,
-drawn from ``random_state`` before any tree trains, so the forest is the same for any ``n_jobs``
-(up to the last bits for the over-parameterised stacks that train on several threads in one
-process, see :func:`models.dgt.estimators.cpu_threads`). Callbacks get one record per tree, in tree
-order; epochs inside a tree are not reported, but a cancel reaches the tree in training within an
-optimiser step (in worker processes through a :class:`~models.base.CancelFlag`), and the forest
-waits for workers still starting no longer than :data:`models.parallel.GRACE_S`: it keeps the
-trees it received, the last one possibly trained only part way, and abandons the others. A tree trained in
-a worker comes back as its model-file state, so it has no per-epoch ``history_`` of its own.
+The trees train together as **one batched program** (:func:`models.dgt.fast.train_jobs`): their
+parameters are stacked on a leading dimension and every step is a batched matrix product over the
+trees, each tree with its own bootstrap rows, hold-out, scaling, initial weights, batch order,
+optimiser state and best epoch. A tree depends only on its seed, drawn from ``random_state``
+before any tree trains, so each tree is the one that fitting ``DGTClassifier`` / ``DGTRegressor``
+with ``random_state=seed`` on its bootstrap rows gives (to float rounding; tested). Trees whose
+shapes differ (a classification bootstrap sample that needed extra rows for a missing class) form
+their own batch. ``n_jobs`` caps the torch threads of the batched program (one thread for small
+stacks, whose steps are too small to share). Callbacks get one record per tree, in tree order,
+after training; a cancel reaches the batched program within an optimiser step, and the forest keeps
+the trees trained so far (part way), recording them until a callback stops it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from joblib.parallel import get_active_backend
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from models.base import (
-    Callback,
-    CancelWhen,
-    TreeEstimator,
-    class_targets,
-    seed_everything,
-)
-from models.dgt.estimators import DGTClassifier, DGTRegressor
-from models.parallel import run_in_order
+from models.base import Callback, TreeEstimator, class_targets, seed_everything
+from models.dgt.estimators import SMALL_NETWORK, DGTClassifier, DGTRegressor
+from models.dgt.fast import train_jobs
 from treeviz import threads
 from treeviz.errors import TreevizError
 from treeviz.tree import Tree
@@ -94,39 +88,48 @@ class _DGTForestBase(TreeEstimator):
         n = X.shape[0]
         m = max(2, round(float(self.subsample) * n))
         seeds = [int(s) for s in rng.integers(2**31 - 1, size=int(self.n_trees))]
-        # trees on a GPU, or of a forest trained in a joblib worker, stay in this process (as the TAO forest)
-        on_gpu = self._fit_device(rows=m, batch=self.batch_size, depth=self.depth).startswith("cuda")
-        in_worker = getattr(get_active_backend()[0], "nesting_level", 0) > 0
-        workers = 1 if on_gpu or in_worker else threads.worker_count(self.n_jobs, len(seeds))
         self._begin_training(callbacks, len(seeds))
-        trees = []
-        shared = (self._tree_class, self._tree_params(), X, y, W, m, eval_set, self.feature_names_)
-        # a tree trained in a worker comes back as its model-file state
-        grown = run_in_order(_grow_tree if workers == 1 else _grow_tree_state, shared, seeds, workers,
-                             self._cancel_requested)
+        trees: list[TreeEstimator] = []
         try:
-            for t, (seed, out) in enumerate(zip(seeds, grown)):
-                tree, summary = (out, _summary(out)) if workers == 1 else self._rebuild(seed, *out)
+            jobs = []
+            for seed in seeds:
+                tree, idx = _bootstrap_tree(self._tree_class, self._tree_params(), X, y, m, seed)
+                job = tree._prepare(X[idx], y[idx], None if W is None else W[idx], eval_set, self.feature_names_)
+                jobs.append((tree, job))
+            histories: list[list[dict[str, Any]]] = [[] for _ in jobs]
+            infos: list[dict[str, Any] | None] = [None] * len(jobs)
+            # trees of equal shapes (all of them, unless a bootstrap sample needed extra rows for a
+            # missing class) train together as one batched program
+            groups: dict[tuple, list[int]] = {}
+            for t, (_, job) in enumerate(jobs):
+                groups.setdefault(job.shape_key(), []).append(t)
+            for members in groups.values():
+                if self._cancel_requested():
+                    break
+                group = [jobs[t][1] for t in members]
+
+                def keep(numbers: list[dict[str, Any]], members: list[int] = members) -> bool:
+                    for t, record in zip(members, numbers):
+                        histories[t].append(record)
+                    return True
+
+                n_params = len(group) * sum(p.numel() for p in group[0].net.parameters())
+                with threads.limited(1 if n_params < SMALL_NETWORK else threads.worker_count(self.n_jobs, 1)):
+                    for t, info in zip(members, train_jobs(group, record=keep, stop=self._cancel_requested)):
+                        infos[t] = info
+            for t, ((tree, job), info) in enumerate(zip(jobs, infos)):
+                if info is None or not histories[t]:
+                    break
+                tree.history_, tree.stopped_early_ = histories[t], False
+                tree._finish_tree(job, info)
                 trees.append(tree)
-                if not self._record(tree=t + 1, **summary):
+                if not self._record(tree=t + 1, **_summary(tree)):
                     break
         finally:
-            grown.close()
             self._end_training()
         if not trees:
             raise TreevizError("The forest was stopped before its first tree was trained.")
         self.estimators_ = trees
-
-    def _rebuild(self, seed: int, learned: dict[str, Any], arrays: dict[str, np.ndarray], summary: dict[str, Any]
-                 ) -> tuple[TreeEstimator, dict[str, Any]]:
-        """A tree trained in a worker, from the model-file state it sent back."""
-        est = self._tree_class(**self._tree_params(), random_state=seed)
-        est.n_features_in_ = self.n_features_in_
-        est.feature_names_ = self.feature_names_
-        if hasattr(self, "classes_"):
-            est.classes_ = self.classes_
-        est._set_model_state(learned, arrays)
-        return est, summary
 
     def to_trees(self) -> list[Tree]:
         check_is_fitted(self, "estimators_")
@@ -179,11 +182,11 @@ class _DGTForestBase(TreeEstimator):
         self.estimators_ = trees
 
 
-def _grow_tree(tree_class: type, params: dict[str, Any], X: np.ndarray, y: np.ndarray, W: np.ndarray | None,
-               m: int, eval_set: Any, feature_names: Sequence[str], seed: int,
-               stop: Callable[[], bool] = lambda: False) -> TreeEstimator:
-    """Train one tree from its seed alone: its bootstrap sample of ``m`` rows (plus one row of each
-    class the sample missed), then DGT with ``random_state=seed``, until ``stop()`` (a cancel)."""
+def _bootstrap_tree(tree_class: type, params: dict[str, Any], X: np.ndarray, y: np.ndarray, m: int, seed: int
+                    ) -> tuple[TreeEstimator, np.ndarray]:
+    """One tree from its seed alone: an unfitted estimator with ``random_state=seed`` and the rows
+    of its bootstrap sample (``m`` rows drawn with replacement, plus one row of each class the
+    sample missed). Fitting the estimator on those rows trains the forest's tree alone."""
     tree_rng = np.random.default_rng(seed)
     n = X.shape[0]
     idx = tree_rng.choice(n, size=m, replace=True)
@@ -191,17 +194,7 @@ def _grow_tree(tree_class: type, params: dict[str, Any], X: np.ndarray, y: np.nd
         # a bootstrap sample missing a class: add one row of each missing class
         missing = np.setdiff1d(np.unique(y), np.unique(y[idx]))
         idx = np.concatenate([idx, [tree_rng.choice(np.flatnonzero(y == c)) for c in missing]])
-    tree = tree_class(**params, random_state=seed)
-    return tree.fit(X[idx], y[idx], None if W is None else W[idx], eval_set=eval_set, feature_names=feature_names,
-                    callbacks=[CancelWhen(stop)])
-
-
-def _grow_tree_state(*args: Any) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any]]:
-    """:func:`_grow_tree` in a worker process: the tree comes back as plain data (its model-file
-    state) with its history record."""
-    tree = _grow_tree(*args)
-    learned, arrays = tree._get_model_state()
-    return learned, arrays, _summary(tree)
+    return tree_class(**params, random_state=seed), idx
 
 
 def _summary(tree: TreeEstimator) -> dict[str, Any]:

@@ -1,0 +1,547 @@
+"""DGT training at its algebraic limit: the collapsed linear stack, hand-written gradients, a fused
+optimiser step, and T trees trained as one batched program.
+
+The L split layers are linear with no nonlinearity between them, so with x̃ = [x, 1] the split
+values are z = P̃ x̃ for one (2^h − 1) × (d + 1) matrix P̃ = [W̃ | c̃]. Writing the first layer as
+W̃₁ = [W₁ | b₁] and Q̃_k = W_k Q̃_{k−1} + b_k e_rᵀ (e_r the last unit vector, r = d + 1), P̃ = Q̃_L.
+The loss depends on the parameters only through z, so with G = ∂loss/∂z (B × n) everything the
+backward pass needs from the batch is M̃ = Gᵀ X̃ (n × r), the only batch-sized product:
+
+* ``"r"`` order (r ≤ n): ∂Q̃_L = M̃ and, for k = L … 2, ∂W_k = ∂Q̃_k Q̃_{k−1}ᵀ, ∂b_k = ∂Q̃_k e_r,
+  ∂Q̃_{k−1} = W_kᵀ ∂Q̃_k; then ∂W̃₁ = ∂Q̃₁. Every product has inner size r.
+* ``"n"`` order (n < r): with A_k = W_L ⋯ W_{k+1} (A_L = I) and S_k = M̃ Q̃_{k−1}ᵀ
+  (S₂ = M̃ W̃₁ᵀ, S_{k+1} = S_k W_kᵀ + g b_kᵀ, g = M̃ e_r): ∂W_k = A_kᵀ S_k, ∂b_k = A_kᵀ g,
+  ∂W̃₁ = A₁ᵀ M̃. Every product has inner size n.
+
+These are the exact gradients of the layer-by-layer network (tested against autograd through the
+separate layers in float64); the cost per step is O(Σ H_k H_{k−1} · min(r, n)) instead of
+O(B · Σ H_k H_{k−1}) forward and backward.
+
+The head (scaled sign with the straight-through window, the AND matrix, the argmax with the
+softmax gradient) and the losses (mean squared error on the leaf values, cross-entropy on the leaf
+scores, optionally row-weighted) are differentiated by hand as in :mod:`models.dgt.network`; the
+optimiser step is the authors' recipe exactly as :func:`models.dgt.train.fit_network` applies it:
+ℓ1 (or ℓ2) on every split layer's weights and biases, the gradient's global norm clipped, then
+RMSprop, with the cosine-warm-restart learning rate stepped every 10 steps. On the CPU the penalty,
+the clip and the RMSprop update run as one compiled pass over each tree's parameters (two sweeps:
+norm, then update); elsewhere as torch operations.
+
+T trees of equal shapes (a DGT forest's trees) are stacked on a leading dimension and trained
+together with batched matrix products: every tree keeps its own data, batches, permutation
+generator, learning state, validation and best epoch, so each is the tree that training it alone
+would give (to float rounding).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from models.dgt.network import DGTNetwork
+from models.dgt.train import SCHEDULER_EVERY, TrainConfig, restart_period
+from treeviz.errors import TreevizError
+
+try:
+    from numba import njit
+
+    HAVE_NUMBA = True
+except ImportError:  # pragma: no cover
+    HAVE_NUMBA = False
+
+LOSSES = ("mse", "ce")
+#: torch's clip_grad_norm_ adds this to the norm before dividing.
+_CLIP_EPS = 1e-6
+_ALPHA = 0.99
+
+
+@dataclass
+class TreeData:
+    """One tree's tensors: training rows X (m, d), targets Y (m, K) float or (m,) class indices,
+    optional row weights W (m,), optional validation rows."""
+
+    X: Tensor
+    Y: Tensor
+    W: Tensor | None = None
+    X_val: Tensor | None = None
+    Y_val: Tensor | None = None
+
+
+@dataclass
+class TreeJob:
+    """One tree ready to train: its initial network, data, settings, batch-order generator, loss
+    (``"mse"`` or ``"ce"``), validation function and device (``X_all``: the rows whose leaves the
+    fitted tree marks as reached)."""
+
+    net: DGTNetwork
+    data: TreeData
+    config: TrainConfig
+    generator: torch.Generator
+    loss: str
+    validation: Callable[[Tensor, Tensor], dict[str, float]]
+    device: str
+    X_all: Any = None
+
+    def shape_key(self) -> tuple:
+        """Jobs with equal keys can train as one batched program."""
+        d = self.data
+        return (tuple(d.X.shape), tuple(d.Y.shape), d.W is None,
+                None if d.X_val is None else tuple(d.X_val.shape), self.config, self.loss, self.device,
+                tuple(tuple(p.shape) for p in self.net.parameters()), self.net.quantizer)
+
+
+def train_jobs(jobs: Sequence[TreeJob], *, record: Callable[[list[dict[str, Any]]], bool],
+               stop: Callable[[], bool] = lambda: False) -> list[dict[str, Any]]:
+    """Train jobs of equal :meth:`TreeJob.shape_key` together (see :func:`fit_stack`)."""
+    if len({job.shape_key() for job in jobs}) != 1:
+        raise ValueError("train_jobs needs jobs of equal shapes and settings")
+    return fit_stack([j.net for j in jobs], [j.data for j in jobs], jobs[0].loss, jobs[0].config,
+                     generators=[j.generator for j in jobs], record=record, validation=jobs[0].validation,
+                     stop=stop)
+
+
+# ---------------------------------------------------------------------------- the fused optimiser step
+if HAVE_NUMBA:
+    # error_model="numpy" (no division-by-zero checks) and fastmath let LLVM vectorise the sweeps;
+    # fastmath only reorders the norm's sum and may use a reciprocal for the division, which
+    # changes the last bits, never the method. Each sweep is its own function over one contiguous
+    # slice, which LLVM vectorises (written inline in one loop nest, it did not).
+    @njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
+    def _sweep_norm(w, g, lam1, lam2):  # pragma: no cover - compiled
+        acc = 0.0
+        for i in range(w.shape[0]):
+            wi = w[i]
+            s = lam2 * wi
+            if wi > 0:
+                s += lam1
+            elif wi < 0:
+                s -= lam1
+            gi = g[i] + s
+            acc += gi * gi
+        return acc
+
+    @njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
+    def _sweep_rmsprop(w, g, sq, lam1, lam2, c, a, b, e, step):  # pragma: no cover - compiled
+        for i in range(w.shape[0]):
+            wi = w[i]
+            s = lam2 * wi
+            if wi > 0:
+                s += lam1
+            elif wi < 0:
+                s -= lam1
+            gi = (g[i] + s) * c
+            v = a * sq[i] + b * gi * gi
+            sq[i] = v
+            w[i] = wi - step * gi / (np.sqrt(v) + e)
+
+    @njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
+    def _sweep_momentum(w, g, sq, buf, lam1, lam2, c, a, b, e, step, mu):  # pragma: no cover - compiled
+        for i in range(w.shape[0]):
+            wi = w[i]
+            s = lam2 * wi
+            if wi > 0:
+                s += lam1
+            elif wi < 0:
+                s -= lam1
+            gi = (g[i] + s) * c
+            v = a * sq[i] + b * gi * gi
+            sq[i] = v
+            m = mu * buf[i] + gi / (np.sqrt(v) + e)
+            buf[i] = m
+            w[i] = wi - step * m
+
+    @njit(cache=True, nogil=True)
+    def _fused_update(w, g, sq, buf, offsets, sizes, penalised, n_trees, l1, l2, clip, lr, alpha, eps,
+                      momentum, norms):  # pragma: no cover - compiled
+        """In place, per tree t: g += l1·sign(w) or l2·w on the penalised blocks; g *= min(1,
+        clip / (‖g‖ + 1e-6)) when clip > 0; sq = α·sq + (1 − α)·g²; w −= lr·g / (√sq + eps)
+        (through the momentum buffer when momentum > 0). Block j of the flat arrays holds every
+        tree's copy of one parameter: tree t's elements are offsets[j] + t·sizes[j] + [0, sizes[j]).
+        Two sweeps: the norms (reading w and g), then the update (the penalty added again; g itself
+        is left as the loss's gradient)."""
+        f = w.dtype.type
+        for t in range(n_trees):
+            norms[t] = 0.0
+        for j in range(offsets.shape[0]):
+            size = sizes[j]
+            lam1, lam2 = f(l1 if penalised[j] else 0.0), f(l2 if penalised[j] else 0.0)
+            for t in range(n_trees):
+                lo = offsets[j] + t * size
+                norms[t] += _sweep_norm(w[lo:lo + size], g[lo:lo + size], lam1, lam2)
+        for t in range(n_trees):
+            norms[t] = math.sqrt(norms[t])
+        for j in range(offsets.shape[0]):
+            size = sizes[j]
+            lam1, lam2 = f(l1 if penalised[j] else 0.0), f(l2 if penalised[j] else 0.0)
+            for t in range(n_trees):
+                lo = offsets[j] + t * size
+                c = f(min(1.0, clip / (norms[t] + 1e-6)) if clip > 0.0 else 1.0)
+                if momentum > 0.0:
+                    _sweep_momentum(w[lo:lo + size], g[lo:lo + size], sq[lo:lo + size], buf[lo:lo + size], lam1,
+                                    lam2, c, f(alpha), f(1.0 - alpha), f(eps), f(lr), f(momentum))
+                else:
+                    _sweep_rmsprop(w[lo:lo + size], g[lo:lo + size], sq[lo:lo + size], lam1, lam2, c, f(alpha),
+                                   f(1.0 - alpha), f(eps), f(lr))
+
+
+class _Flat:
+    """Every tree's parameters in one flat buffer, block-major: block j holds all T copies of
+    parameter j contiguously, so ``views[j]`` is a contiguous (T, *shape_j) tensor."""
+
+    def __init__(self, shapes: Sequence[tuple[int, ...]], n_trees: int, dtype: torch.dtype, device: str) -> None:
+        self.shapes = [tuple(s) for s in shapes]
+        self.sizes = [int(np.prod(s)) for s in self.shapes]
+        self.offsets = np.cumsum([0] + [n_trees * s for s in self.sizes])[:-1].astype(np.int64)
+        self.n_trees = n_trees
+        self.total = int(n_trees * sum(self.sizes))
+        self.dtype, self.device = dtype, device
+
+    def new(self) -> tuple[Tensor, list[Tensor]]:
+        flat = torch.zeros(self.total, dtype=self.dtype, device=self.device)
+        return flat, self.views(flat)
+
+    def views(self, flat: Tensor) -> list[Tensor]:
+        return [flat[o:o + self.n_trees * s].view(self.n_trees, *shape)
+                for o, s, shape in zip(self.offsets, self.sizes, self.shapes)]
+
+
+def _layout(net: DGTNetwork) -> list[tuple[int, ...]]:
+    """Parameter shapes: W̃₁ = [W₁ | b₁], then W_k, b_k for k ≥ 2, then the leaf table Θ."""
+    layers = net.layers
+    shapes: list[tuple[int, ...]] = [(layers[0].out_features, layers[0].in_features + 1)]
+    for layer in layers[1:]:
+        shapes += [(layer.out_features, layer.in_features), (layer.out_features,)]
+    shapes.append(tuple(net.leaves.shape))
+    return shapes
+
+
+def stack_parameters(nets: Sequence[DGTNetwork], flat: _Flat) -> tuple[Tensor, list[Tensor]]:
+    buffer, views = flat.new()
+    with torch.no_grad():
+        for t, net in enumerate(nets):
+            for dst, src in zip(views, _tree_tensors(net)):
+                dst[t].copy_(src)
+    return buffer, views
+
+
+def _tree_tensors(net: DGTNetwork) -> list[Tensor]:
+    layers = net.layers
+    out = [torch.cat([layers[0].weight, layers[0].bias[:, None]], dim=1)]
+    for layer in layers[1:]:
+        out += [layer.weight, layer.bias]
+    return [*out, net.leaves]
+
+
+def unstack_parameters(views: Sequence[Tensor], nets: Sequence[DGTNetwork]) -> None:
+    """Write tree t's parameters from the stacked ``views`` back into ``nets[t]``."""
+    with torch.no_grad():
+        for t, net in enumerate(nets):
+            layers = net.layers
+            d = layers[0].in_features
+            layers[0].weight.copy_(views[0][t][:, :d])
+            layers[0].bias.copy_(views[0][t][:, d])
+            for k, layer in enumerate(layers[1:]):
+                layer.weight.copy_(views[1 + 2 * k][t])
+                layer.bias.copy_(views[2 + 2 * k][t])
+            net.leaves.copy_(views[-1][t])
+
+
+def cheapest_order(r: int, n: int) -> str:
+    """The multiplication order of the collapsed gradients: inner size r = d + 1 or n = 2^h − 1."""
+    return "r" if r <= n else "n"
+
+
+class CollapsedStack:
+    """The collapsed forward P̃ and the exact layer gradients from M̃ = Gᵀ X̃, for T stacked trees.
+
+    ``views``: the parameter views of :class:`_Flat` (W̃₁ (T, H₁, r), W_k (T, H_k, H_{k−1}),
+    b_k (T, H_k), ..., Θ); ``grads``: views of the same shapes receiving the gradients."""
+
+    def __init__(self, views: Sequence[Tensor], order: str | None = None) -> None:
+        self.views = list(views)
+        self.n_layers = (len(self.views) - 2) // 2 + 1
+        r = self.views[0].shape[2]
+        n = self.views[-3].shape[1] if self.n_layers > 1 else self.views[0].shape[1]
+        self.order = cheapest_order(r, n) if order is None else order
+
+    def _W(self, k: int) -> Tensor:  # k ≥ 2
+        return self.views[1 + 2 * (k - 2)]
+
+    def _b(self, k: int) -> Tensor:
+        return self.views[2 + 2 * (k - 2)]
+
+    def forward(self) -> Tensor:
+        """P̃ (T, n, r), keeping what the backward pass needs."""
+        L, W1 = self.n_layers, self.views[0]
+        if L == 1:
+            return W1
+        if self.order == "r":
+            Q = [W1]
+            for k in range(2, L + 1):
+                q = torch.bmm(self._W(k), Q[-1])
+                q[:, :, -1] += self._b(k)
+                Q.append(q)
+            self._Q = Q
+            return Q[-1]
+        # "n": A_k = W_L ⋯ W_{k+1}, from A_{L−1} = W_L down to A_1
+        A: dict[int, Tensor] = {L - 1: self._W(L)}
+        for k in range(L - 1, 1, -1):
+            A[k - 1] = torch.bmm(A[k], self._W(k))
+        self._A = A
+        P = torch.bmm(A[1], W1)
+        shift = self._b(L).clone()
+        for k in range(2, L):
+            shift += torch.bmm(A[k], self._b(k)[:, :, None])[:, :, 0]
+        P[:, :, -1] += shift
+        return P
+
+    def backward(self, M: Tensor, grads: Sequence[Tensor]) -> None:
+        """The layer gradients from M̃ = Gᵀ X̃ (T, n, r), written into ``grads`` (Θ's excepted)."""
+        L = self.n_layers
+        if L == 1:
+            grads[0].copy_(M)
+            return
+        if self.order == "r":
+            dQ = M
+            for k in range(L, 1, -1):
+                torch.bmm(dQ, self._Q[k - 2].transpose(1, 2), out=grads[1 + 2 * (k - 2)])
+                grads[2 + 2 * (k - 2)].copy_(dQ[:, :, -1])
+                dQ = torch.bmm(self._W(k).transpose(1, 2), dQ, out=grads[0] if k == 2 else None)
+            return
+        W1, A = self.views[0], self._A
+        g = M[:, :, -1:]  # (T, n, 1)
+        S = torch.bmm(M, W1.transpose(1, 2))  # S₂ = M̃ W̃₁ᵀ (T, n, H₁)
+        for k in range(2, L + 1):
+            gW, gb = grads[1 + 2 * (k - 2)], grads[2 + 2 * (k - 2)]
+            if k == L:
+                gW.copy_(S)
+                gb.copy_(g[:, :, 0])
+            else:
+                At = A[k].transpose(1, 2)
+                torch.bmm(At, S, out=gW)
+                torch.bmm(At, g, out=gb[:, :, None])
+                S = torch.baddbmm(torch.bmm(g, self._b(k)[:, None, :]), S, self._W(k).transpose(1, 2))
+        torch.bmm(A[1].transpose(1, 2), M, out=grads[0])
+
+
+def head_backward(z: Tensor, leaves: Tensor, A: Tensor, dout: Tensor, leaf: Tensor, p: Tensor,
+                  gscale: float, grad_leaves: Tensor) -> tuple[Tensor, Tensor]:
+    """∂loss/∂z (T, B, n) through the straight-through head, and ∂loss/∂Θ into ``grad_leaves``.
+
+    The head's value is Θ[l*] and its gradient that of Θ[l*] + (p − p̄)Θ with p = softmax(s Aᵀ),
+    s = fac·sign(z), p̄ = p detached: ∂Θ = onehot(l*)ᵀ ∂out (the p and p̄ terms cancel),
+    ∂p = ∂out Θᵀ, ∂q = p ⊙ (∂p − ⟨∂p, p⟩), ∂s = ∂q A, ∂z = gscale·1[|z| ≤ 1] ⊙ ∂s. Also returns
+    the straight-through window 1[|z| ≤ 1]."""
+    onehot = torch.zeros_like(p).scatter_(2, leaf[:, :, None], 1.0)
+    torch.bmm(onehot.transpose(1, 2), dout, out=grad_leaves)
+    dp = torch.bmm(dout, leaves.transpose(1, 2))
+    dq = p * (dp - (dp * p).sum(dim=2, keepdim=True))
+    window = (z.abs() <= 1).to(z.dtype)
+    return torch.matmul(dq, A).mul_(window).mul_(gscale), window
+
+
+def head_forward(z: Tensor, leaves: Tensor, At: Tensor, quantizer: str, *, soft: bool = True
+                 ) -> tuple[Tensor, Tensor, Tensor | None]:
+    """(Θ[l*] (T, B, K), l* (T, B), p (T, B, 2^h) or None) for split values z (T, B, n): the leaf
+    from the unscaled signs (right iff z > 0; the reached leaf is the only one with q = h), the
+    softmax at the scaled signs (fac = mean |z| per tree for ``"scaled"``, 1 for ``"plain"``)."""
+    sgn = torch.where(z > 0, 1.0, -1.0).to(z.dtype)
+    q = torch.matmul(sgn, At)
+    leaf = q.argmax(dim=2)
+    out = torch.gather(leaves, 1, leaf[:, :, None].expand(-1, -1, leaves.shape[2]))
+    if not soft:
+        return out, leaf, None
+    if quantizer == "scaled":
+        q = q * z.abs().mean(dim=(1, 2), keepdim=True)
+    return out, leaf, torch.softmax(q, dim=2)
+
+
+def loss_and_grad(kind: str, out: Tensor, y: Tensor, w: Tensor | None) -> tuple[Tensor, Tensor]:
+    """Per-tree loss (T,) and ∂loss/∂out (T, B, K): ``"mse"`` the mean over outputs of the squared
+    error, ``"ce"`` the cross-entropy of the scores; the mean over rows, or the w-weighted mean."""
+    B, K = out.shape[1], out.shape[2]
+    if kind == "mse":
+        diff = out - y
+        per_row = diff.pow(2).mean(dim=2)
+        grad = diff * (2.0 / K)
+    else:
+        logp = torch.log_softmax(out, dim=2)
+        per_row = -torch.gather(logp, 2, y[:, :, None])[:, :, 0]
+        grad = logp.exp().scatter_add_(2, y[:, :, None], torch.full_like(per_row[:, :, None], -1.0))
+    if w is None:
+        return per_row.mean(dim=1), grad.mul_(1.0 / B)
+    wn = w / w.sum(dim=1, keepdim=True)
+    return (per_row * wn).sum(dim=1), grad.mul_(wn[:, :, None])
+
+
+def _torch_update(views, grads, sq, buf, penalised, config: TrainConfig, lr: float) -> None:
+    """The optimiser step of :func:`_fused_update` as torch operations (GPUs, and without numba)."""
+    T = views[0].shape[0]
+    sumsq = torch.zeros(T, dtype=views[0].dtype, device=views[0].device)
+    for p, g, pen in zip(views, grads, penalised):
+        if pen and config.l1_penalty > 0:
+            g.add_(torch.sign(p), alpha=config.l1_penalty)
+        elif pen and config.l2_penalty > 0:
+            g.add_(p, alpha=config.l2_penalty)
+        sumsq += g.reshape(T, -1).pow(2).sum(dim=1)
+    if config.grad_clip > 0:
+        coef = (config.grad_clip / (sumsq.sqrt() + _CLIP_EPS)).clamp(max=1.0)
+    for p, g, s, m in zip(views, grads, sq, buf):
+        if config.grad_clip > 0:
+            g.mul_(coef.view(T, *([1] * (g.dim() - 1))))
+        s.mul_(_ALPHA).addcmul_(g, g, value=1 - _ALPHA)
+        avg = s.sqrt().add_(config.eps)
+        if config.momentum > 0:
+            m.mul_(config.momentum).addcdiv_(g, avg)
+            p.add_(m, alpha=-lr)
+        else:
+            p.addcdiv_(g, avg, value=-lr)
+
+
+def _stack(tensors: Sequence[Tensor | None]) -> Tensor | None:
+    return None if tensors[0] is None else torch.stack(list(tensors))
+
+
+def _augment(X: Tensor) -> Tensor:
+    return torch.cat([X, torch.ones(*X.shape[:-1], 1, dtype=X.dtype, device=X.device)], dim=-1)
+
+
+def fit_stack(nets: Sequence[DGTNetwork], data: Sequence[TreeData], loss: str, config: TrainConfig, *,
+              generators: Sequence[torch.Generator],
+              record: Callable[[list[dict[str, Any]]], bool],
+              validation: Callable[[Tensor, Tensor], dict[str, float]],
+              stop: Callable[[], bool] = lambda: False, order: str | None = None,
+              fused: bool | None = None) -> list[dict[str, Any]]:
+    """Train T networks of equal shapes on data of equal shapes, as one batched program, and leave
+    each at its best validation epoch (its last epoch without validation rows).
+
+    ``record(numbers)`` gets the epoch's list of per-tree records (as :func:`fit_network`'s) and
+    returns False to stop; ``stop()``, asked before every step, ends training at once (the epoch
+    is not recorded). ``generators[t]`` draws tree t's batch order. Returns each tree's
+    ``{"best_epoch", "steps"}``. ``order`` forces the multiplication order, ``fused`` the compiled
+    optimiser step (default: on the CPU when numba is present)."""
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}")
+    if config.l1_penalty > 0 and config.l2_penalty > 0:
+        raise TreevizError("Use an ℓ1 or an ℓ2 penalty, not both (the paper never combines them).")
+    T = len(nets)
+    net0 = nets[0]
+    dtype, device = net0.leaves.dtype, net0.leaves.device
+    X = _augment(torch.stack([d.X for d in data]))  # (T, m, r)
+    Y = torch.stack([d.Y for d in data])
+    if loss == "mse" and Y.dim() == 2:
+        Y = Y[:, :, None]
+    Wt = _stack([d.W for d in data])
+    has_val = data[0].X_val is not None and data[0].X_val.shape[0] > 0
+    X_val = _augment(torch.stack([d.X_val for d in data])) if has_val else None
+    _, m, r = X.shape
+    batch = max(1, min(int(config.batch_size), m))
+    steps_per_epoch = math.ceil(m / batch)
+    period = restart_period(config.epochs, steps_per_epoch)
+
+    layout = _Flat(_layout(net0), T, dtype, str(device))
+    flat, views = stack_parameters(nets, layout)
+    gflat, grads = layout.new()
+    sqflat, sq = layout.new()
+    bufflat, buf = layout.new()
+    penalised = np.array([True] * (len(views) - 1) + [False])
+    best_flat = flat.clone()
+    use_fused = HAVE_NUMBA and device.type == "cpu" if fused is None else bool(fused)
+    if use_fused:
+        np_w, np_g, np_sq, np_buf = (t.numpy() for t in (flat, gflat, sqflat, bufflat))
+        offsets, sizes = layout.offsets, np.asarray(layout.sizes, dtype=np.int64)
+        norms = np.zeros(T, dtype=np.float64)
+    stack = CollapsedStack(views, order)
+    At = net0.A.T.contiguous().to(dtype)
+    A = net0.A.to(dtype)
+    gscale = 2.0 if net0.quantizer == "scaled" else 1.0
+    flat_rows = (torch.arange(T, device=device) * m)[:, None]
+    X2, Y2 = X.reshape(T * m, r), Y.reshape(T * m, *Y.shape[2:])
+    W2 = None if Wt is None else Wt.reshape(T * m)
+
+    best = [math.inf] * T
+    best_epoch = [0] * T
+    step = 0
+    scheduler_steps = 0
+
+    def lr_now() -> float:
+        t_cur = scheduler_steps % period
+        return config.eta_min + (config.learning_rate - config.eta_min) * (1 + math.cos(math.pi * t_cur / period)) / 2
+
+    stopped = False
+    for epoch in range(1, int(config.epochs) + 1):
+        start = time.perf_counter()
+        total = torch.zeros(T, dtype=dtype, device=device)
+        open_window = torch.zeros(T, dtype=dtype, device=device)
+        order_rows = torch.stack([torch.randperm(m, generator=g) for g in generators]).to(device) + flat_rows
+        lr_epoch = lr_now()
+        for rows in order_rows.split(batch, dim=1):
+            if stop():
+                stopped = True
+                break
+            lr = lr_now()
+            idx = rows.reshape(-1)
+            B = rows.shape[1]
+            xb = X2.index_select(0, idx).view(T, B, r)
+            yb = Y2.index_select(0, idx).view(T, B, *Y.shape[2:])
+            wb = None if W2 is None else W2.index_select(0, idx).view(T, B)
+            P = stack.forward()
+            z = torch.bmm(xb, P.transpose(1, 2))
+            out, leaf, p = head_forward(z, views[-1], At, net0.quantizer)
+            value, dout = loss_and_grad(loss, out, yb, wb)
+            total += value
+            G, window = head_backward(z, views[-1], A, dout, leaf, p, gscale, grads[-1])
+            open_window += window.mean(dim=(1, 2))
+            M = torch.bmm(G.transpose(1, 2), xb)
+            stack.backward(M, grads)
+            if use_fused:
+                _fused_update(np_w, np_g, np_sq, np_buf, offsets, sizes, penalised, T, config.l1_penalty,
+                              config.l2_penalty, config.grad_clip, lr, _ALPHA, config.eps, config.momentum, norms)
+            else:
+                _torch_update(views, grads, sq, buf, penalised, config, lr)
+            step += 1
+            if step % SCHEDULER_EVERY == 0:
+                scheduler_steps += 1
+        if stopped or stop():
+            break
+        losses = (total / steps_per_epoch).tolist()
+        opened = (open_window / steps_per_epoch).tolist()
+        for value in losses:
+            if not math.isfinite(value):
+                raise TreevizError(f"Training diverged at epoch {epoch} (the loss is not a finite number); lower the "
+                                   f"learning rate (now {config.learning_rate:g}).")
+        numbers = [{"epoch": epoch, "loss": losses[t], "lr": lr_epoch, "step": step, "ste_open": opened[t]}
+                   for t in range(T)]
+        if has_val:
+            with torch.no_grad():
+                P = stack.forward()
+                out, _, _ = head_forward(torch.bmm(X_val, P.transpose(1, 2)), views[-1], At, net0.quantizer,
+                                         soft=False)
+            for t in range(T):
+                numbers[t].update(validation(out[t], data[t].Y_val))
+                if numbers[t]["val_loss"] < best[t]:
+                    best[t], best_epoch[t] = numbers[t]["val_loss"], epoch
+                    for v, bv in zip(views, layout.views(best_flat)):
+                        bv[t].copy_(v[t])
+        else:
+            best_epoch = [epoch] * T
+        elapsed = time.perf_counter() - start
+        for t in range(T):
+            numbers[t]["best_epoch"] = best_epoch[t]
+            numbers[t]["epoch_s"] = elapsed
+        if not record(numbers):
+            break
+    final = views
+    if has_val:  # a tree without a finite validation loss keeps its last parameters
+        final = [torch.stack([(bv if best[t] < math.inf else v)[t] for t in range(T)]) for v, bv in
+                 zip(views, layout.views(best_flat))]
+    unstack_parameters(final, nets)
+    for net in nets:
+        net.eval()
+    return [{"best_epoch": best_epoch[t], "steps": step} for t in range(T)]
