@@ -36,6 +36,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from models.base import Callback, TreeEstimator, class_targets, resolve_device, seed_everything
 from models.skinny.ensemble import SoftTreeEnsemble
+from models.skinny.fused import Trials, TrialData, augment, train, unpack
 from models.skinny.train import Data, Schedule, fit_ensemble
 from treeviz.tree import Tree
 
@@ -51,8 +52,23 @@ def auto_epochs(n_rows: int, batch_size: int) -> int:
     return int(min(AUTO_EPOCHS[1], max(AUTO_EPOCHS[0], math.ceil(AUTO_STEPS / steps_per_epoch))))
 
 
-def _weighted_mean(losses: torch.Tensor, w: torch.Tensor | None) -> torch.Tensor:
-    return losses.mean() if w is None else (losses * w).sum() / w.sum()
+def _trial_data(X: np.ndarray, Y: np.ndarray, W: np.ndarray | None, eval_set: tuple[np.ndarray, np.ndarray] | None,
+                n_outputs: int, device: str) -> TrialData:
+    """The training tensors on ``device`` in float32: X with its ones column, targets as rows
+    (one-hot for class indices), validation targets as given (class indices or values)."""
+    def as_tensor(a: np.ndarray, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        return torch.tensor(np.asarray(a), dtype=dtype, device=device)  # a copy: inputs may be read-only
+
+    classes = Y.dtype.kind in "iu"
+    if classes:
+        targets = torch.nn.functional.one_hot(as_tensor(Y, torch.long), n_outputs).to(torch.float32)
+    else:
+        targets = as_tensor(Y)
+    data = TrialData(X=augment(as_tensor(X)), Y=targets, W=None if W is None else as_tensor(W))
+    if eval_set is not None and len(eval_set[0]):
+        data.X_val = augment(as_tensor(eval_set[0]))
+        data.Y_val = as_tensor(eval_set[1], torch.long if classes else torch.float32)
+    return data
 
 
 class _SkinnyTreesBase(TreeEstimator):
@@ -94,7 +110,7 @@ class _SkinnyTreesBase(TreeEstimator):
                         lasso=float(self.lambda1) / math.sqrt(nodes), min_keep=int(self.min_features))
 
     def _fit_ensemble(self, X: np.ndarray, Y: np.ndarray, W: np.ndarray | None, n_outputs: int,
-                      loss: Any, validation: Any, eval_set: tuple[np.ndarray, np.ndarray] | None,
+                      validation: Any, eval_set: tuple[np.ndarray, np.ndarray] | None,
                       callbacks: Iterable[Callback] | None, feature_names: Sequence[str] | None) -> None:
         if W is not None:  # rows of weight 0 are left out, as if absent
             keep = W > 0
@@ -111,14 +127,40 @@ class _SkinnyTreesBase(TreeEstimator):
                                  activation=self.activation, width=float(self.smoothstep_width),
                                  generator=generator).to(device)
 
-        def as_tensor(a: np.ndarray, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-            return torch.tensor(np.asarray(a), dtype=dtype, device=device)  # a copy: inputs may be read-only
+        epochs = auto_epochs(X.shape[0], int(self.batch_size)) if self.max_epochs is None else int(self.max_epochs)
+        if getattr(self, "_plain_path", False):  # autograd, step by step: the reference for tests and benchmarks
+            self._fit_plain(model, X, Y, W, eval_set, validation, callbacks, epochs, generator, device)
+            return
+        data = _trial_data(X, Y, W, eval_set, n_outputs, device)
+        trials = Trials.from_models([model], [self._schedule(X.shape[1])], [float(self.learning_rate)], [generator])
+        self._begin_training(callbacks, total=epochs)
+        try:
+            self.n_steps_ = train(trials, data, task=self._task or "classification", batch_size=int(self.batch_size),
+                                  max_epochs=epochs, record=lambda t, numbers: self._record(**numbers),
+                                  validation=validation, stop=self._cancel_requested)
+        finally:
+            self._end_training()
+        self._finish(trials, 0, device)
 
-        target_dtype = torch.long if Y.dtype.kind in "iu" else torch.float32
+    def _fit_plain(self, model: SoftTreeEnsemble, X: np.ndarray, Y: np.ndarray, W: np.ndarray | None,
+                   eval_set: Any, validation: Any, callbacks: Any, epochs: int, generator: torch.Generator,
+                   device: str) -> None:
+        """Train through :func:`models.skinny.train.fit_ensemble` (autograd through the ensemble,
+        one step at a time): the same model as the fused path, to float rounding, only slower."""
+        def as_tensor(a: np.ndarray, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+            return torch.tensor(np.asarray(a), dtype=dtype, device=device)
+
+        classes = Y.dtype.kind in "iu"
+        target_dtype = torch.long if classes else torch.float32
         data = Data(X=as_tensor(X), Y=as_tensor(Y, target_dtype), W=None if W is None else as_tensor(W))
         if eval_set is not None and len(eval_set[0]):
             data.X_val, data.Y_val = as_tensor(eval_set[0]), as_tensor(eval_set[1], target_dtype)
-        epochs = auto_epochs(X.shape[0], int(self.batch_size)) if self.max_epochs is None else int(self.max_epochs)
+
+        def loss(out: torch.Tensor, target: torch.Tensor, w: torch.Tensor | None) -> torch.Tensor:
+            each = torch.nn.functional.cross_entropy(out, target, reduction="none") if classes else \
+                (out - target).pow(2).mean(dim=1)
+            return each.mean() if w is None else (each * w).sum() / w.sum()
+
         self._begin_training(callbacks, total=epochs)
         try:
             self.n_steps_ = fit_ensemble(
@@ -131,6 +173,14 @@ class _SkinnyTreesBase(TreeEstimator):
         self.device_ = device
         self._set_ensemble(model.kernel.detach().cpu().double().numpy(), model.bias.detach().cpu().double().numpy(),
                            model.leaves.detach().cpu().double().numpy())
+
+    def _finish(self, trials: Trials, index: int, device: str) -> None:
+        """Take trial ``index``'s trained parameters (the ensemble's layout, float64 on the CPU)."""
+        kernel, bias, leaves = unpack(trials.K[index:index + 1], trials.O[index:index + 1], trials.n_trees,
+                                      trials.depth)[0]
+        self.n_epochs_ = len(self.history_)
+        self.device_ = device
+        self._set_ensemble(*(a.detach().cpu().double().numpy() for a in (kernel, bias, leaves)))
 
     def _set_ensemble(self, kernel: np.ndarray, bias: np.ndarray, leaves: np.ndarray) -> None:
         self.kernel_, self.bias_, self.leaves_ = kernel, bias, leaves
@@ -298,16 +348,13 @@ class SkinnyTreesClassifier(ClassifierMixin, _SkinnyTreesBase):
         classes = self.classes_
         ce = torch.nn.CrossEntropyLoss(reduction="none")
 
-        def loss(out, target, w):
-            return _weighted_mean(ce(out, target), w)
-
         def validation(out, target):
             proba = torch.softmax(out, dim=1).cpu().double().numpy()
             labels = target.cpu().numpy()
             return {"val_loss": float(ce(out, target).mean()),
                     "val_score": float(np.mean(proba.argmax(axis=1) == labels))}
 
-        self._fit_ensemble(X, Y, W, classes.size, loss, validation, ev, callbacks, feature_names)
+        self._fit_ensemble(X, Y, W, classes.size, validation, ev, callbacks, feature_names)
         return self
 
     def predict_proba(self, X: Any) -> np.ndarray:
@@ -373,9 +420,6 @@ class SkinnyTreesRegressor(RegressorMixin, _SkinnyTreesBase):
             Y_val = np.asarray(eval_set[1], dtype=np.float64).reshape(X_val.shape[0], -1)
             ev = (X_val, (Y_val - self.target_mean_) / self.target_scale_)
 
-        def loss(out, target, w):
-            return _weighted_mean((out - target).pow(2).mean(dim=1), w)
-
         def validation(out, target):
             pred = out.cpu().double().numpy()
             truth = target.cpu().double().numpy()
@@ -384,7 +428,7 @@ class SkinnyTreesRegressor(RegressorMixin, _SkinnyTreesBase):
                 numbers["val_score"] = float(r2_score(truth, pred))
             return numbers
 
-        self._fit_ensemble(X, (Y - self.target_mean_) / self.target_scale_, W, Y.shape[1], loss, validation, ev,
+        self._fit_ensemble(X, (Y - self.target_mean_) / self.target_scale_, W, Y.shape[1], validation, ev,
                            callbacks, feature_names)
         return self
 
