@@ -120,22 +120,27 @@ def _timed_on(device: str, build: Callable[[str], Callable[[], Any]], threads: i
 
 def compare(workload: str, build: Callable[[str], Callable[[], Any]], device: str, *, data: str,
             unit: str = "call", units: int = 1, repeat: int = 3, warmup: int = 1, min_time: float = 0.0,
-            max_seconds: float | None = None, cpu_threads: int | None = None, **info: Any) -> dict[str, Any]:
+            max_seconds: float | None = None, cpu_threads: int | None = None, cpu_warmup: int | None = None,
+            **info: Any) -> dict[str, Any]:
     """Time ``build(d)()`` on the CPU and on ``device``, in this process; one row.
 
     ``units``: how many ``unit`` one call does (epochs of a fit, say): times are per unit.
     ``cpu_threads``: torch threads for both timings (default: torch's current number).
-    ``ratio_cpu_over_device`` above 1 means the device is faster. ``info`` is stored in the row.
+    ``cpu_warmup``: warm-up calls on the CPU (default ``warmup``; 0 saves a long workload's time where
+    the CPU has nothing to warm up). ``ratio_cpu_over_device`` above 1 means the device is faster.
+    ``info`` is stored in the row.
     """
     threads = int(cpu_threads or torch.get_num_threads())
     kw = {"repeat": repeat, "warmup": warmup, "min_time": min_time, "max_seconds": max_seconds}
-    cpu = [t / units for t in _timed_on("cpu", build, threads, **kw)]
+    cpu_kw = kw if cpu_warmup is None else {**kw, "warmup": int(cpu_warmup)}
+    cpu = [t / units for t in _timed_on("cpu", build, threads, **cpu_kw)]
     dev = [t / units for t in _timed_on(device, build, threads, **kw)]
     cpu_s, dev_s = statistics.median(cpu), statistics.median(dev)
     return {"workload": workload, "data": data, "unit": unit, "units_per_call": units, "cpu_threads": threads,
             "cpu_s": cpu_s, "device": device, "device_name": device_name(device), "device_s": dev_s,
             "ratio_cpu_over_device": cpu_s / dev_s if dev_s > 0 else float("inf"),
             "cpu_rounds_s": cpu, "device_rounds_s": dev, "repeat": repeat, "warmup": warmup,
+            "cpu_warmup": warmup if cpu_warmup is None else int(cpu_warmup),
             "min_time_s": min_time, "max_seconds": max_seconds, "statistic": "median of rounds", **info}
 
 
