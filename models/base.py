@@ -275,13 +275,13 @@ class TreeEstimator(BaseEstimator):
     def _fit_device(self, *, rows: int | None = None, batch: int | None = None, depth: int | None = None,
                     trees: int = 1) -> str:
         """The device this fit trains on: the ``device`` parameter resolved for a step of ``rows``
-        / ``batch`` rows on a tree of ``depth`` (see :mod:`models.devices`); sets
-        ``device_reason_``, why (the fit sets ``device_``)."""
+        / ``batch`` rows on a tree of ``depth`` (see :mod:`models.devices`); sets ``device_`` and
+        ``device_reason_`` (why)."""
         from models.devices import step_size
 
         size = step_size(rows=rows, batch=batch, depth=depth, trees=trees)
         choice = device_choice(getattr(self, "device", "cpu"), work=(self.family_key, size))
-        self.device_reason_ = choice.reason
+        self.device_, self.device_reason_ = choice.device, choice.reason
         return choice.device
 
     # ------------------------------------------------------------------ callbacks & history

@@ -434,7 +434,8 @@ class RunStore:
             metrics=_clean_metrics(metrics or {}), **tree_size(estimator),
             created=now.isoformat(timespec="milliseconds"), duration_s=float(duration_s),
             status=status, notes=tuple(str(n) for n in notes), treeviz_version=treeviz.__version__,
-            sweep=None if sweep is None else jsonable(dict(sweep)), device=_device_used(params),
+            sweep=None if sweep is None else jsonable(dict(sweep)),
+            device=str(getattr(estimator, "device_", "") or _device_used(params)),  # "auto" chose by size
         )
         context = {"run_id": run_id, "dataset_fingerprint": record.dataset_fingerprint,
                    "prepared_fingerprint": record.prepared_fingerprint,

@@ -160,4 +160,4 @@ def test_every_torch_fit_asks_for_its_device_with_its_problem(family_key, monkey
         assert {f for f, _ in asked} == {family_key}
     if family_key in ("latent", "skinny", "dgt", "dgt_forest"):
         assert all(size is not None and size > 0 for _, size in asked)
-    assert est.device_reason_ == "recorded by the test"
+    assert est.device_reason_ == "recorded by the test" and est.device_ == "cpu"
