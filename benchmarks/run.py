@@ -12,8 +12,9 @@ device mode, timing only: the same workloads timed on the CPU and on the GPU in 
 CPU results already there. Without NAME, ``--device cuda`` runs only the benchmarks that take a
 device (the others are listed as skipped); a NAME without a device mode runs on the CPU as usual,
 with a note. ``auto`` means ``cuda`` when torch sees a GPU, else ``cpu``. ``cuda`` without a
-visible GPU is refused (exit status 2). ``bash benchmarks/gpu_check.sh`` runs the device mode of
-every such benchmark within a time budget, for a GPU machine.
+visible GPU is refused (exit status 2). ``bash benchmarks/gpu_check.sh`` runs, for a GPU machine
+within a time budget, ``device_scale`` (every torch family at 100 000 rows and the crossovers of
+``device="auto"``) and, with ``GPU_CHECK_ALL=1``, every other benchmark with a device mode.
 """
 
 from __future__ import annotations
