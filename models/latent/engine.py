@@ -84,20 +84,29 @@ def _splits(Xb, Wl, bl, gamma, bnb, beta, mean, inv, elu, St, Hn, train, momentu
 
 
 @njit(cache=True, nogil=True)
-def _sparse_layer(St, lam, shift, delta, upper, solve, a, scale, thresh):
+def _sparse_layer(St, lam, shift, delta, upper, solve, a, scale, thresh, cut, Xb, Wf, bf, elu):
     """The pruning layer on the entries that matter: (start, rows, q, z, parent entry).
 
-    An entry (i, t) matters when ``q_it > -shift``: only those can be in the QP's support
-    (``c = q + shift > 0``) or have ``z > 0`` (both read-outs), and only they receive gradient.
+    An entry (i, t) matters when ``q_it > -cut``. With ``cut = shift`` those are the only
+    entries that can be in the QP's support (``c = q + shift > 0``) or have ``z > 0`` (both
+    read-outs), and the only ones that receive gradient; with a given ``a`` only ``z`` is needed
+    and ``cut = delta`` suffices (z > 0 iff q > −delta: the hard path for the "code" read-out).
     Since ``q_child <= q_parent``, node t's entries come from its parent's, so they are built
     top-down (node t's entries are ``start[t]:start[t+1]``, in row order as in the dense
-    kernel, so sums run in the same order). A sample's entries form a subtree around its hard
-    path, a few percent of the 2^(D+1) − 1 nodes in deep trees.
+    kernel, so sums run in the same order and give the same bits). A sample's entries form a
+    subtree around its hard path, a few percent of the 2^(D+1) − 1 nodes in deep trees.
+
+    Split scores: ``St`` (m, n), or when ``St`` has no columns computed for the entries that need
+    them as ``act(Wf[t] · x_i + bf[t])`` (evaluation mode, BatchNorm folded into ``Wf, bf``).
 
     ``solve``: a, scale, thresh as :func:`models.latent.fused._forward` computes them (the fixed
-    point over a node's positive shifted rewards), else ``a`` is given.
+    point over a node's positive shifted rewards, here on a buffer that keeps only the entries
+    above the current value), else ``a`` is given.
     """
-    m, nb = St.shape
+    nb = Xb.shape[0]
+    m = (a.shape[0] - 1) // 2
+    lazy = St.shape[1] != nb
+    d = Xb.shape[1]
     T = 2 * m + 1
     cap_entries = nb * T
     rows = np.empty(cap_entries, dtype=np.int64)
@@ -111,20 +120,42 @@ def _sparse_layer(St, lam, shift, delta, upper, solve, a, scale, thresh):
     start[0] = 0
     start[1] = nb
     end = nb
+    r_rows = np.empty(nb, dtype=np.int64)  # the right children's entries, appended after the left's
+    r_q = np.empty(nb)
+    r_par = np.empty(nb, dtype=np.int64)
     for t in range(m):  # children of t, left then right (heap order)
-        lo, hi = start[t], start[t + 1]
-        for side in range(2):
-            sign = -1.0 if side == 0 else 1.0
-            for e in range(lo, hi):
-                i = rows[e]
-                v = min(q[e], sign * St[t, i])
-                if v > -shift:
-                    rows[end] = i
-                    q[end] = v
-                    par[end] = e
-                    end += 1
-            start[2 * t + 1 + side + 1] = end
+        n_right = 0
+        for e in range(start[t], start[t + 1]):
+            i = rows[e]
+            if lazy:
+                s = bf[t]
+                for f in range(d):
+                    s += Xb[i, f] * Wf[t, f]
+                if elu and s <= 0.0:
+                    s = math.expm1(s)
+            else:
+                s = St[t, i]
+            v = min(q[e], -s)
+            if v > -cut:
+                rows[end] = i
+                q[end] = v
+                par[end] = e
+                end += 1
+            v = min(q[e], s)
+            if v > -cut:
+                r_rows[n_right] = i
+                r_q[n_right] = v
+                r_par[n_right] = e
+                n_right += 1
+        start[2 * t + 2] = end
+        for j in range(n_right):
+            rows[end] = r_rows[j]
+            q[end] = r_q[j]
+            par[end] = r_par[j]
+            end += 1
+        start[2 * t + 3] = end
     z = np.empty(end)
+    buf = np.empty(nb)
     for t in range(T):
         lo, hi = start[t], start[t + 1]
         if solve:
@@ -132,13 +163,25 @@ def _sparse_layer(St, lam, shift, delta, upper, solve, a, scale, thresh):
             thresh[t] = math.inf
             value = 0.0
             if hi > lo:
-                k = -1
+                # a(k*) is the fixed point of value <- sum_{c > value} c / (lam + #{c > value});
+                # from 0 the iterates increase and {c > value} shrinks to the k* largest entries
+                acc = 0.0
+                kept = 0
+                for e in range(lo, hi):
+                    c = q[e] + shift
+                    if c > 0.0:
+                        buf[kept] = c
+                        acc += c
+                        kept += 1
+                value = acc / (lam + kept)
+                k = kept
                 while True:
                     acc = 0.0
                     kept = 0
-                    for e in range(lo, hi):
-                        c = q[e] + shift
+                    for j in range(k):
+                        c = buf[j]
                         if c > value:
+                            buf[kept] = c
                             acc += c
                             kept += 1
                     value = acc / (lam + kept)
@@ -293,7 +336,8 @@ def _step_grad(X, yf, yi, w, has_w, kind, rows, theta, shape, lam, shift, delta,
     a = np.empty(T)
     scale = np.empty(T)
     thresh = np.empty(T)
-    start, erows, q, z, par = _sparse_layer(S, lam, shift, delta, upper, True, a, scale, thresh)
+    start, erows, q, z, par = _sparse_layer(S, lam, shift, delta, upper, True, a, scale, thresh, shift, Xb,
+                                            Wl, bl, elu)
     active = 0
     for t in range(T):
         if a[t] > 0.0:
@@ -413,15 +457,20 @@ def _eval_rows(X, theta, shape, elu, xz, rm, rv, eps_bn, lam, a_in, solve, shift
     for i in range(n):
         for f in range(d):
             Xb[i, f] = X[i, f]
-    S = np.empty((m, n))
-    Hn = np.empty((m, n))
-    mean = np.empty(m)
-    inv = np.empty(m)
-    _splits(Xb, theta[:o_bl].reshape((m, d)), theta[o_bl:o_g], theta[o_g:o_bb], theta[o_bb:o_be],
-            theta[o_be:o_wh], mean, inv, elu, S, Hn, False, 0.0, rm, rv, eps_bn)
+    # BatchNorm (running statistics) folded into the split weights; scores computed only where
+    # an entry needs them
+    Wl = theta[:o_bl].reshape((m, d))
+    Wf = np.empty((m, d))
+    bf = np.empty(m)
+    for j in range(m):
+        c = theta[o_g + j] / math.sqrt(rv[j] + eps_bn)
+        for f in range(d):
+            Wf[j, f] = c * Wl[j, f]
+        bf[j] = c * (theta[o_bl + j] - rm[j]) + theta[o_bb + j] + theta[o_be + j]
     scale = np.empty(T)
     thresh = np.empty(T)
-    start, erows, _, z, _ = _sparse_layer(S, lam, shift, delta, upper, solve, a_in, scale, thresh)
+    start, erows, _, z, _ = _sparse_layer(np.empty((m, 0)), lam, shift, delta, upper, solve, a_in, scale, thresh,
+                                          shift if solve else delta, Xb, Wf, bf, elu)
     _sparse_head(Xb, start, erows, z, theta[o_wh:o_bh].reshape((K, F)), theta[o_bh:o_bh + K], xz, out)
 
 

@@ -40,6 +40,9 @@ REFERENCE_ROWS = 8192
 EVAL_CHUNK = 8192
 #: Training steps per call of the compiled step; ``stop()`` is asked between calls.
 STEPS_PER_CALL = 16
+#: Whether ``fit_net(engine=None)`` uses the compiled step where it applies (benchmarks set it
+#: False to time the autograd path in the same process).
+USE_ENGINE = True
 
 
 @dataclass
@@ -149,7 +152,9 @@ def fit_net(net: LatentTreeNet, problem: Problem, *, batch_size: int, max_epochs
               and compiled.supported(net, optimizer, batch_size, problem.X.device))
     if engine and not usable:
         raise ValueError("the compiled latent-tree step does not apply to this configuration")
-    kernel = compiled.Engine(net, optimizer, learning_rate) if (usable and engine is not False) else None
+    if engine is None:
+        engine = USE_ENGINE and usable
+    kernel = compiled.Engine(net, optimizer, learning_rate) if (usable and engine) else None
     if kernel is not None:
         data = compiled.batches(problem.X, problem.Y, problem.W, problem.loss_kind)
         X_ref_np = X_ref.detach().numpy()

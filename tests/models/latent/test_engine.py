@@ -30,7 +30,8 @@ def test_sparse_layer_equals_the_dense_kernel(mode, depth):
         _forward(S, lam, 0.5, delta, upper, Qt, Zt, a, scale, thresh)
         a2, scale2, thresh2 = np.empty(T), np.empty(T), np.empty(T)
         start, rows, q, z, _ = E._sparse_layer(np.ascontiguousarray(S.T), lam, 0.5, delta, upper, True, a2,
-                                               scale2, thresh2)
+                                               scale2, thresh2, 0.5, np.zeros((n, 1)), np.zeros((m, 1)),
+                                               np.zeros(m), False)
         np.testing.assert_array_equal(a2, a)
         np.testing.assert_array_equal(scale2, scale)
         Zs = np.zeros((T, n))
