@@ -82,15 +82,17 @@ def solve_problems(problems: list[NodeProblem], tree: TAOTree, cfg: TAOConfig) -
 
 
 def fit_decisions(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig,
-                  groups: list[tuple[int, np.ndarray]]) -> tuple[int, int]:
+                  groups: list[tuple[int, np.ndarray]],
+                  child_leaves: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None) -> tuple[int, int]:
     """Update every decision node of one level; returns (changed, rejected by the guard).
 
     With ``guard="objective"`` four candidates compete on the node's reduced objective: the
     solver's (w, b), the same w with the exact 0/1-optimal bias, the old parameters, and the old w
     with its exact bias. The best wins (ties prefer the new ones, listed first); the old
-    parameters are a candidate, so the reduced objective never increases.
+    parameters are a candidate, so the reduced objective never increases. ``child_leaves``: see
+    :func:`models.tao.problems.reduced_problems`.
     """
-    problems = reduced_problems(tree, X, Y, sw, cfg, groups)
+    problems = reduced_problems(tree, X, Y, sw, cfg, groups, child_leaves)
     new = solve_problems(problems, tree, cfg)
     changed = rejected = 0
     for p in problems:

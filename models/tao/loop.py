@@ -59,18 +59,60 @@ def _groups_at(levels: list[np.ndarray], d: int) -> list[tuple[int, np.ndarray]]
     return [(node, idx) for node, idx in group_rows(levels[d]) if node >= 0]
 
 
+def _deepest(levels: list[np.ndarray]) -> np.ndarray:
+    """The last node of every sample's path in ``levels`` (its leaf)."""
+    last = levels[0].copy()
+    for level in levels[1:]:
+        hit = level >= 0
+        last[hit] = level[hit]
+    return last
+
+
+def _child_leaves(tree: TAOTree, X: np.ndarray, levels: list[np.ndarray], d: int, rows: np.ndarray,
+                  owner: np.ndarray, exit_leaf: np.ndarray, routed: bool
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
+    """(leaf through the left child, leaf through the right child, goes right now) of the rows of
+    the depth-``d`` decision nodes ``owner``. The child on a row's path is ``levels[d + 1]``, and
+    the leaf it leads to now is ``exit_leaf`` (kept up to date level by level), so only the other
+    child's subtree is routed. None when the levels do not continue below ``d`` (then the caller
+    routes both children)."""
+    if d + 1 >= len(levels):
+        return None
+    on = levels[d + 1][rows]
+    left, right = tree.left[owner], tree.right[owner]
+    on_left = on == left
+    if not np.all(on_left | (on == right)):
+        return None
+    via_on = exit_leaf[rows]
+    via_off = tree.apply_rows(X, rows, np.where(on_left, right, left))
+    return (np.where(on_left, via_on, via_off), np.where(on_left, via_off, via_on),
+            ~on_left if routed else None)
+
+
 def one_pass(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig, *,
              levels: list[np.ndarray] | None = None, leaves_only: bool = False,
              stop: Callable[[], bool] = lambda: False) -> tuple[int, int]:
     """One TAO iteration over all depth levels; returns (changed decision nodes, guard rejections).
     ``stop()`` is asked before each level; when True the pass ends there (every node update
-    leaves a valid tree)."""
+    leaves a valid tree).
+
+    Leaves first (reverse BFS), a decision node's reduced problem needs the leaf each of its
+    samples reaches through either child, with the levels below already updated in this pass.
+    Rather than routing every sample down both children at every level (depth² node evaluations
+    per sample and pass), the pass keeps ``exit_leaf``: the leaf each sample reaches now from its
+    node at the level just done. The child on a sample's path then costs nothing and only the
+    other child's subtree is routed; after the level's update one decision value per sample moves
+    ``exit_leaf`` up a level. The leaves are exactly those the direct routing gives.
+    """
     changed = rejected = 0
     depth = tree.depths()
     max_depth = int(depth.max())
     order = range(max_depth, -1, -1) if cfg.order == "reverse_bfs" else range(max_depth + 1)
+    routed = levels is None
     if levels is None or cfg.order == "bfs":
         levels = tree.route(X) if levels is None else levels
+    track = cfg.order == "reverse_bfs" and not leaves_only
+    exit_leaf = _deepest(levels) if track else None
     for d in order:
         if stop():
             break
@@ -83,10 +125,43 @@ def one_pass(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: T
         dec_groups = [(n, i) for n, i in groups if tree.left[n] >= 0]
         rejected += fit_leaves(tree, X, Y, sw, cfg, leaf_groups)
         if not leaves_only and dec_groups:
-            c, r = fit_decisions(tree, X, Y, sw, cfg, dec_groups)
+            known = None
+            if track:
+                nodes = np.array([node for node, _ in dec_groups], dtype=np.int64)
+                rows = np.concatenate([idx for _, idx in dec_groups])
+                owner = np.repeat(nodes, [idx.size for _, idx in dec_groups])
+                known = _child_leaves(tree, X, levels, d, rows, owner, exit_leaf, routed)
+                w_before, b_before = tree.weight[nodes].copy(), tree.bias[nodes].copy()
+            c, r = fit_decisions(tree, X, Y, sw, cfg, dec_groups, known)
             changed += c
             rejected += r
+            if track:
+                _move_up(tree, X, rows, owner, nodes, w_before, b_before, known, exit_leaf)
     return changed, rejected
+
+
+def _move_up(tree: TAOTree, X: np.ndarray, rows: np.ndarray, owner: np.ndarray, nodes: np.ndarray,
+             w_before: np.ndarray, b_before: np.ndarray,
+             known: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None, exit_leaf: np.ndarray) -> None:
+    """After a level's decision nodes were updated: ``exit_leaf`` of their rows becomes the leaf
+    each row reaches from its node at this level. A node whose parameters did not change sends
+    its rows where it sent them at the start of the pass, so only the changed nodes' rows need a
+    new decision value."""
+    if known is None:
+        exit_leaf[rows] = tree.apply_rows(X, rows, owner)
+        return
+    via_left, via_right, goes_right = known
+    if goes_right is None:  # the levels were assigned (clustering init), not routed
+        redo = np.ones(rows.size, dtype=bool)
+    else:
+        moved = np.any(tree.weight[nodes] != w_before, axis=1) | (tree.bias[nodes] != b_before)
+        slot = np.zeros(tree.n_slots, dtype=bool)
+        slot[nodes[moved]] = True
+        redo = slot[owner]
+        exit_leaf[rows] = np.where(goes_right, via_right, via_left)
+    if np.any(redo):
+        right = tree.decision_values(X, rows[redo], owner[redo]) > 0
+        exit_leaf[rows[redo]] = np.where(right, via_right[redo], via_left[redo])
 
 
 def train(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig, *,

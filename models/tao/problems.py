@@ -31,30 +31,43 @@ class NodeProblem:
 
 
 def reduced_problems(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig,
-                     groups: list[tuple[int, np.ndarray]]) -> list[NodeProblem]:
+                     groups: list[tuple[int, np.ndarray]],
+                     child_leaves: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None
+                     ) -> list[NodeProblem]:
     """Care points, pseudolabels and weights of decision nodes (all at one level).
 
     The losses come from the children's *current* subtrees, which the same pass may just have
     updated (leaves first), never from values cached at the start of the iteration.
+    ``child_leaves`` = (leaf reached through the left child, leaf reached through the right child,
+    whether the node sends the row right now, or None), one entry per row of the concatenated
+    groups, when the caller already knows them (the training loop tracks them level by level,
+    see :func:`models.tao.loop.one_pass`); otherwise every row is routed down both children here.
     """
     if not groups:
         return []
     rows = np.concatenate([idx for _, idx in groups])
     owner = np.concatenate([np.full(idx.size, node) for node, idx in groups])
-    Xs, Ys, ss = X[rows], Y[rows], sw[rows]
-    losses = []
-    for child in (tree.left[owner], tree.right[owner]):
-        losses.append(ss * leaf_loss(tree, Xs, tree.apply(Xs, child), Ys, cfg))
-    l_left, l_right = losses
+    Ys, ss = Y[rows], sw[rows]
+    if child_leaves is None:
+        Xs = X[rows]
+        through = [tree.apply(Xs, child) for child in (tree.left[owner], tree.right[owner])]
+        goes_right = tree.decision_values(Xs, np.arange(rows.size), owner) > 0
+    else:
+        through = [child_leaves[0], child_leaves[1]]
+        goes_right = child_leaves[2]
+        if goes_right is None:
+            goes_right = tree.decision_values(X, rows, owner) > 0
+        # constant leaves never read the inputs, so their rows are not copied
+        Xs = X[rows] if tree.leaf_weight is not None else X
+    l_left, l_right = (ss * leaf_loss(tree, Xs, leaves, Ys, cfg) for leaves in through)
     v = np.abs(l_left - l_right)
     ybar = np.where(l_right < l_left, 1.0, -1.0)
-    goes_right = tree.decision_values(Xs, np.arange(rows.size), owner) > 0
     out, start = [], 0
     for node, idx in groups:
         sl = slice(start, start + idx.size)
         start += idx.size
         care = v[sl] > 0
-        out.append(NodeProblem(node, Xs[sl][care], ybar[sl][care], v[sl][care],
+        out.append(NodeProblem(node, X[rows[sl][care]], ybar[sl][care], v[sl][care],
                                int(goes_right[sl].sum()), int((~goes_right[sl]).sum())))
     return out
 

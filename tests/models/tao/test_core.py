@@ -305,9 +305,9 @@ def _instrument(monkeypatch, tree_ref, X, log):
         check(groups)
         return real_leaves(tree, X_, Y, sw, cfg, groups)
 
-    def decisions(tree, X_, Y, sw, cfg, groups):
+    def decisions(tree, X_, Y, sw, cfg, groups, *rest):
         check(groups)
-        return real_decisions(tree, X_, Y, sw, cfg, groups)
+        return real_decisions(tree, X_, Y, sw, cfg, groups, *rest)
 
     monkeypatch.setattr(loop, "fit_leaves", leaves)
     monkeypatch.setattr(loop, "fit_decisions", decisions)
@@ -347,6 +347,64 @@ def test_top_down_without_recompute_uses_stale_reduced_sets(cancer):
         if stale_seen:
             break
     assert stale_seen
+
+
+@pytest.mark.parametrize("init,guard,leaf", [("random", "off", "constant"), ("random", "objective", "constant"),
+                                              ("random", "objective", "linear"), ("clustering", "off", "constant")])
+def test_tracked_child_leaves_equal_direct_routing(monkeypatch, digits, init, guard, leaf):
+    """The pass's fast path: the leaves a decision node's rows reach through each child (from the
+    tracked leaf of the path and one routing of the other child) and the side they go now are
+    exactly what routing every row down both children gives, at every level of every pass."""
+    X, y = digits
+    X, y = X[:600], y[:600]
+    sw = ones(len(y))
+    cfg = TAOConfig(task="classification", n_outputs=10, l1_penalty=0.1, guard=guard, leaf=leaf, max_iter=3, tol=0.0)
+    rng = np.random.default_rng(3)
+    if init == "random":
+        tree, assigned = random_init(X, y, sw, cfg, 4, rng), None
+    else:
+        tree, assigned = clustering_init(X, y, sw, cfg, 4, rng)
+    real = loop.fit_decisions
+    seen = []
+
+    def checked(tree_, X_, Y_, sw_, cfg_, groups, child_leaves=None):
+        assert child_leaves is not None
+        rows = np.concatenate([idx for _, idx in groups])
+        owner = np.concatenate([np.full(idx.size, n) for n, idx in groups])
+        via_left, via_right, goes_right = child_leaves
+        np.testing.assert_array_equal(via_left, tree_.apply(X_[rows], tree_.left[owner]))
+        np.testing.assert_array_equal(via_right, tree_.apply(X_[rows], tree_.right[owner]))
+        if goes_right is not None:
+            np.testing.assert_array_equal(goes_right, tree_.decision_values(X_[rows], np.arange(rows.size), owner) > 0)
+        else:
+            seen.append("assigned")
+        fast = reduced_problems(tree_, X_, Y_, sw_, cfg_, groups, child_leaves)
+        direct = reduced_problems(tree_, X_, Y_, sw_, cfg_, groups)
+        for a, b in zip(fast, direct):
+            assert a.node == b.node and (a.n_left_now, a.n_right_now) == (b.n_left_now, b.n_right_now)
+            for f in ("X", "y", "v"):
+                np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
+        seen.append(len(groups))
+        return real(tree_, X_, Y_, sw_, cfg_, groups, child_leaves)
+
+    monkeypatch.setattr(loop, "fit_decisions", checked)
+    train(tree, X, y, sw, cfg, initial_leaf=assigned, finalize=False)
+    assert len(seen) >= 3 * 4
+    assert ("assigned" in seen) == (init == "clustering")
+
+
+def test_group_rows_equals_stable_argsort():
+    """The counting sort groups exactly as a stable argsort (labels, indices and their order)."""
+    rng = np.random.default_rng(0)
+    cases = [rng.integers(-1, 40, 2000), rng.integers(0, 3, 7).astype(np.int32), np.array([5]),
+             rng.integers(-10**12, 10**12, 300), np.array([2, 2, -1, 0, -1, 2])]
+    for labels in cases:
+        order = np.argsort(labels, kind="stable")
+        expected = [(v, order[labels[order] == v]) for v in np.unique(labels)]
+        got = group_rows(labels)
+        assert [g for g, _ in got] == [v for v, _ in expected]
+        for (_, a), (_, b) in zip(got, expected):
+            np.testing.assert_array_equal(a, b)
 
 
 # ---------------------------------------------------------------------------- λ and structure
