@@ -25,6 +25,8 @@ where the GPU won, so a size below it never goes to the GPU on a guess.
 sentence, by :func:`models.base.resolve_device`). The choice and its reason are recorded on the
 fitted estimator as ``device_`` and ``device_reason_``.
 
+These measurements predate the collapsed DGT step, the fused Skinny step and the faster latent
+engine, which make the CPU faster for the same problem, so the next GPU loan should re-measure them.
 When ``gpu_check.sh`` measures new crossovers (its ``crossover`` benchmark prints the smallest
 winning size per family), update :data:`CROSSOVERS` here; nothing else needs to change.
 """
