@@ -10,6 +10,18 @@ batch 64, as the issue's target states).
 The papers' own datasets (Year, Microsoft, Yahoo, Click, Higgs and others) are not available
 offline, so this is a proxy comparison, not a reproduction of the paper's tables.
 
+``results["epoch_cpu"]`` (:func:`epoch_cpu_times`): process CPU seconds per training epoch on one
+thread (median of epochs 2 and after; an epoch is the training steps plus the per-epoch
+evaluation: frozen pruning vector, training and validation scores, keeping the best state), at
+two settings: breast_cancer, depth 4, batch 64, λ 1, 30 epochs on the latent_train split (the
+side-by-side setting against the authors' code, vzantedeschi/LatentTrees), and Letter (20 000 x
+16, 26 classes) at depth 8, batch 512, 5 epochs. Each is timed with the compiled training step
+(:mod:`models.latent.engine`, the default on the CPU) and with the autograd path
+(``train_loop.USE_ENGINE = False``, what treeviz ran before) in the same process, interleaved,
+with their test / validation accuracy. Where the side-by-side harness left its figures
+(``$REF_HOME/results/latent_*_ref.json``, ``benchmarks/reference_speed.py``), the reference's
+median CPU seconds per epoch is read from there and the ratio given.
+
 ``run(device="cuda")`` (``python -m benchmarks.run latent_train --device cuda``) is timing only
 (:func:`device_workloads`): seconds per training epoch of the latent tree on the CPU and on the
 GPU in this process, for breast_cancer at depth 4, batch 64 on one CPU thread (the setting above)
@@ -22,6 +34,9 @@ GPU machine (estimated; the CPU's Letter rounds stop after 20 s).
 
 from __future__ import annotations
 
+import glob
+import json
+import os
 import time
 from typing import Any
 
@@ -29,6 +44,7 @@ import numpy as np
 import torch
 
 from benchmarks import device_timing
+from models.base import Callback
 from models.cart.estimators import CARTClassifier, CARTRegressor
 from models.latent.estimators import LatentTreeClassifier, LatentTreeRegressor
 from treeviz.data import PrepConfig, load_dataset, prepare
@@ -62,20 +78,90 @@ def _one(key: str, seed: int, max_epochs: int) -> dict[str, float]:
     }
 
 
-def epoch_time_one_thread(repeats: int = 3) -> float:
-    """Seconds for one training epoch of breast_cancer, depth 4, batch 64, on one CPU thread."""
-    prepared = prepare(load_dataset("breast_cancer"), PrepConfig(seed=0))
+class _EpochClock(Callback):
+    """Process CPU time at the start of training and at the end of every epoch."""
+
+    def on_train_begin(self, estimator, **kw):
+        self.marks = [time.process_time()]
+
+    def on_epoch_end(self, estimator, **kw):
+        self.marks.append(time.process_time())
+
+    def per_epoch(self) -> list[float]:
+        return [b - a for a, b in zip(self.marks, self.marks[1:])]
+
+
+def _timed_fit(params: dict[str, Any], X, y, eval_set, test) -> tuple[float, float]:
+    """(median CPU s per epoch over epochs 2+, accuracy on ``test``) of one fit."""
+    clock = _EpochClock()
+    model = LatentTreeClassifier(**params, random_state=0, device="cpu")
+    model.fit(X, y, eval_set=eval_set, callbacks=[clock])
+    return float(np.median(clock.per_epoch()[1:])), float(model.score(*test))
+
+
+def _reference_s_per_epoch() -> float | None:
+    """The authors' code's median CPU s/epoch at the breast_cancer setting, where the side-by-side
+    harness left its figures (``$REF_HOME/results/latent_*_ref.json``), else None."""
+    home = os.environ.get("REF_HOME", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "reference"))
+    values = []
+    for path in glob.glob(os.path.join(home, "results", "latent_*_ref.json")):
+        try:
+            with open(path) as fh:
+                values.append(float(json.load(fh)["median_epoch_cpu_s"]))
+        except (OSError, ValueError, KeyError):
+            continue
+    return float(np.median(values)) if values else None
+
+
+def epoch_cpu_times(quick: bool = False) -> dict[str, Any]:
+    """CPU s per epoch, one thread, compiled step vs autograd path, at the two settings."""
+    from models.latent import train_loop
+
+    prepared = prepare(load_dataset("breast_cancer"),
+                       PrepConfig(scaling="standard", test_size=0.2, val_size=0.1, seed=0))
+    bc_epochs = 10 if quick else 30
+    Xtr, ytr, Xva, yva, source = device_timing.standardised_holdout("letter", 2000 if quick else 20000, 16, 26)
+    letter_epochs = 3 if quick else 5
+    settings = {
+        "breast_cancer_d4_b64": (
+            {"depth": 4, "batch_size": 64, "prune_strength": 1.0, "max_epochs": bc_epochs,
+             "patience": bc_epochs + 1},
+            prepared.X_train, prepared.labels("train"), (prepared.X_val, prepared.labels("val")),
+            (prepared.X_test, prepared.labels("test")),
+            f"breast_cancer, latent_train split seed 0 ({prepared.X_train.shape[0]} training rows), "
+            f"{bc_epochs} epochs, test accuracy"),
+        "letter_d8_b512": (
+            {"depth": 8, "batch_size": 512, "prune_strength": 1.0, "max_epochs": letter_epochs,
+             "patience": letter_epochs + 1},
+            Xtr, ytr, (Xva, yva), (Xva, yva), f"{source}, {letter_epochs} epochs, validation accuracy"),
+    }
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    out: dict[str, Any] = {}
     try:
-        best = float("inf")
-        for _ in range(repeats):
-            model = LatentTreeClassifier(depth=4, batch_size=64, max_epochs=5, random_state=0, device="cpu")
-            model.fit(prepared.X_train, prepared.labels("train"))
-            best = min(best, min(r["seconds"] for r in model.history_))
-        return best
+        for key, (params, X, y, ev, test, data) in settings.items():
+            runs: dict[str, list[tuple[float, float]]] = {"compiled": [], "autograd": []}
+            for _ in range(1 if quick else 2):
+                for name, flag in (("compiled", True), ("autograd", False)):
+                    train_loop.USE_ENGINE = flag
+                    runs[name].append(_timed_fit(params, X, y, ev, test))
+            row = {"params": params, "data": data}
+            for name, values in runs.items():
+                row[f"{name}_s_per_epoch"] = float(np.median([v[0] for v in values]))
+                row[f"{name}_accuracy"] = float(np.mean([v[1] for v in values]))
+            row["speedup"] = row["autograd_s_per_epoch"] / row["compiled_s_per_epoch"]
+            out[key] = row
     finally:
+        train_loop.USE_ENGINE = True
         torch.set_num_threads(threads)
+    ref = _reference_s_per_epoch()
+    if ref is not None:
+        row = out["breast_cancer_d4_b64"]
+        row["reference_s_per_epoch"] = ref
+        row["ratio_vs_reference"] = ref / row["compiled_s_per_epoch"]
+    out["measure"] = ("process CPU s per epoch, one thread, median of epochs 2+ (median over interleaved "
+                      "repeats); an epoch includes the per-epoch evaluation and keeping the best state")
+    return out
 
 
 def _fit_call(model_kwargs: dict[str, Any], X: np.ndarray, y: np.ndarray, eval_set: tuple | None):
@@ -132,9 +218,14 @@ def run(quick: bool = False, device: str = "cpu") -> dict[str, Any]:
                         "cart_test_metric": float(cart.mean()), "cart_test_metric_std": float(cart.std()),
                         "s_per_epoch": spe, "metric": "accuracy" if key != "diabetes" else "r2",
                         "n_seeds": len(seeds), "depth": DEPTH, "per_seed": per_seed}
-    one_thread = epoch_time_one_thread(2 if quick else 3)
+    epoch_cpu = epoch_cpu_times(quick)
+    results["epoch_cpu"] = epoch_cpu
+    one_thread = epoch_cpu["breast_cancer_d4_b64"]["compiled_s_per_epoch"]
     results["breast_cancer"]["s_per_epoch_one_thread_d4_b64"] = one_thread
-    rows.append({"dataset": "breast_cancer, 1 thread", "metric": "s/epoch (d=4, batch 64)",
-                 "latent": f"{one_thread:.4f}", f"CART d={DEPTH}": "", "s/epoch": one_thread, "epochs": "",
-                 "active nodes": ""})
+    for key in ("breast_cancer_d4_b64", "letter_d8_b512"):
+        row = epoch_cpu[key]
+        rows.append({"dataset": f"{key}, 1 thread", "metric": "CPU s/epoch (compiled / autograd)",
+                     "latent": f"{row['compiled_s_per_epoch']:.4f} / {row['autograd_s_per_epoch']:.4f}",
+                     f"CART d={DEPTH}": "", "s/epoch": row["compiled_s_per_epoch"],
+                     "epochs": row["params"]["max_epochs"], "active nodes": ""})
     return {"rows": rows, "results": device_timing.carry_device_section(NAME, results, quick=quick)}
