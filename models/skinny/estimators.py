@@ -36,7 +36,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from models.base import Callback, TreeEstimator, class_targets, resolve_device, seed_everything
 from models.skinny.ensemble import SoftTreeEnsemble
-from models.skinny.fused import Trials, TrialData, augment, train, unpack
+from models.skinny.fused import TrialData, Trials, augment, train, unpack
 from models.skinny.train import Data, Schedule, fit_ensemble
 from treeviz.tree import Tree
 
@@ -176,7 +176,7 @@ class _SkinnyTreesBase(TreeEstimator):
 
     def _finish(self, trials: Trials, index: int, device: str) -> None:
         """Take trial ``index``'s trained parameters (the ensemble's layout, float64 on the CPU)."""
-        kernel, bias, leaves = unpack(trials.K[index:index + 1], trials.O[index:index + 1], trials.n_trees,
+        kernel, bias, leaves = unpack(trials.K[index:index + 1], trials.LV[index:index + 1], trials.n_trees,
                                       trials.depth)[0]
         self.n_epochs_ = len(self.history_)
         self.device_ = device

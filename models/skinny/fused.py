@@ -77,15 +77,15 @@ def leaf_order(n_trees: int, depth: int) -> tuple[np.ndarray, np.ndarray]:
 def pack(kernels: Sequence[torch.Tensor], biases: Sequence[torch.Tensor], leaves: Sequence[torch.Tensor],
          n_trees: int, depth: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Stack T ensembles into the trainer's layout: K (T, p+1, N) with the biases as the last row,
-    and O (T, 2^d·m, c)."""
+    and LV (T, 2^d·m, c)."""
     cols = torch.from_numpy(column_order(n_trees, depth)).to(kernels[0].device)
     trees, leaf = (torch.from_numpy(a).to(kernels[0].device) for a in leaf_order(n_trees, depth))
     K = torch.stack([torch.cat((k, b[None]), 0)[:, cols] for k, b in zip(kernels, biases)])
-    O = torch.stack([o[trees, leaf] for o in leaves])
-    return K.contiguous(), O.contiguous()
+    LV = torch.stack([o[trees, leaf] for o in leaves])
+    return K.contiguous(), LV.contiguous()
 
 
-def unpack(K: torch.Tensor, O: torch.Tensor, n_trees: int, depth: int) -> list[tuple[torch.Tensor, ...]]:
+def unpack(K: torch.Tensor, LV: torch.Tensor, n_trees: int, depth: int) -> list[tuple[torch.Tensor, ...]]:
     """The inverse of :func:`pack`: per trial (kernel (p, N), bias (N,), leaves (m, 2^d, c))."""
     cols = torch.from_numpy(column_order(n_trees, depth)).to(K.device)
     trees, leaf = (torch.from_numpy(a).to(K.device) for a in leaf_order(n_trees, depth))
@@ -93,8 +93,8 @@ def unpack(K: torch.Tensor, O: torch.Tensor, n_trees: int, depth: int) -> list[t
     for t in range(K.shape[0]):
         full = torch.empty_like(K[t])
         full[:, cols] = K[t]
-        leaves = torch.empty((n_trees, 2**depth, O.shape[2]), dtype=O.dtype, device=O.device)
-        leaves[trees, leaf] = O[t]
+        leaves = torch.empty((n_trees, 2**depth, LV.shape[2]), dtype=LV.dtype, device=LV.device)
+        leaves[trees, leaf] = LV[t]
         out.append((full[:-1].clone(), full[-1].clone(), leaves))
     return out
 
@@ -154,7 +154,7 @@ class Trials:
     """T models of one shape being trained together (the trainer's layout) and their settings."""
 
     K: torch.Tensor
-    O: torch.Tensor
+    LV: torch.Tensor
     n_trees: int
     depth: int
     activation: str
@@ -170,15 +170,15 @@ class Trials:
                     learning_rates: Sequence[float], generators: Sequence[torch.Generator]) -> Trials:
         first = models[0]
         with torch.no_grad():
-            K, O = pack([mo.kernel for mo in models], [mo.bias for mo in models], [mo.leaves for mo in models],
+            K, LV = pack([mo.kernel for mo in models], [mo.bias for mo in models], [mo.leaves for mo in models],
                         first.n_trees, first.depth)
-        return cls(K, O, first.n_trees, first.depth, first.activation, first.width, list(schedules),
+        return cls(K, LV, first.n_trees, first.depth, first.activation, first.width, list(schedules),
                    [float(lr) for lr in learning_rates], list(generators), errors=[None] * len(models))
 
     def write_back(self, models: Sequence[SoftTreeEnsemble]) -> None:
         """Copy the trained parameters into ``models`` (the ensemble's own layout)."""
         with torch.no_grad():
-            for model, (k, b, o) in zip(models, unpack(self.K, self.O, self.n_trees, self.depth)):
+            for model, (k, b, o) in zip(models, unpack(self.K, self.LV, self.n_trees, self.depth)):
                 model.kernel.copy_(k)
                 model.bias.copy_(b)
                 model.leaves.copy_(o)
@@ -203,7 +203,7 @@ def outputs(trials: Trials, X: torch.Tensor, chunk: int = 512) -> torch.Tensor:
     """(T, n, c) the trials' outputs on X (with its ones column), without gradients, in blocks of
     ``chunk`` rows (small enough that a block's level buffers stay in cache)."""
     T, m, depth = trials.K.shape[0], trials.n_trees, trials.depth
-    out = torch.empty((T, X.shape[0], trials.O.shape[2]), dtype=trials.K.dtype, device=trials.K.device)
+    out = torch.empty((T, X.shape[0], trials.LV.shape[2]), dtype=trials.K.dtype, device=trials.K.device)
     with torch.no_grad():
         for start in range(0, X.shape[0], chunk):
             x = X[start:start + chunk]
@@ -219,7 +219,7 @@ def outputs(trials: Trials, X: torch.Tensor, chunk: int = 512) -> torch.Tensor:
                 torch.sub(P, nxt[:, :, :h], out=nxt[:, :, h:])
                 P = nxt
                 off += m * h
-            torch.bmm(P.view(T, B, -1), trials.O, out=out[:, start:start + B])
+            torch.bmm(P.view(T, B, -1), trials.LV, out=out[:, start:start + B])
     return out
 
 
@@ -242,9 +242,9 @@ def train(trials: Trials, data: TrialData, *, task: str, batch_size: int, max_ep
     A trial whose loss stops being finite keeps training (its numbers mean nothing) with its
     error in ``trials.errors``; with one trial the error is raised.
     """
-    K, O = trials.K, trials.O
-    T, p1, N = K.shape
-    p, c, m, depth = p1 - 1, O.shape[2], trials.n_trees, trials.depth
+    K, LV = trials.K, trials.LV
+    T, p1, _ = K.shape
+    p, c, m, depth = p1 - 1, LV.shape[2], trials.n_trees, trials.depth
     n, dtype, device = data.X.shape[0], K.dtype, K.device
     B = min(int(batch_size), n)
     smooth = trials.activation == "smoothstep"
@@ -258,7 +258,7 @@ def train(trials: Trials, data: TrialData, *, task: str, batch_size: int, max_ep
     use_ridge = bool((ridge > 0).any())
     decay = torch.ones((T, p1, 1), dtype=dtype, device=device)  # the ridge's shrinkage, not on the bias row
     decay[:, :p, 0] -= 2.0 * lr.view(T, 1) * ridge.view(T, 1)
-    Kp, O_t = K[:, :p, :], O.transpose(1, 2)
+    Kp, LV_t = K[:, :p, :], LV.transpose(1, 2)
     weighted = data.W is not None
 
     # One table of what a step reads (X with ones, targets, weights), gathered in the epoch's
@@ -308,7 +308,7 @@ def train(trials: Trials, data: TrialData, *, task: str, batch_size: int, max_ep
             for P, left, right, s_, *_ in ws.levels:
                 torch.mul(P, s_, out=left)
                 torch.sub(P, left, out=right)
-            torch.bmm(ws.P_leaf, O, out=f)
+            torch.bmm(ws.P_leaf, LV, out=f)
             # η·∂loss/∂outputs (softmax − one-hot, or 2(f − y)/c), over the batch's mean
             if classify:
                 torch.sub(torch.softmax(f, -1), y, out=ws.g)
@@ -316,9 +316,9 @@ def train(trials: Trials, data: TrialData, *, task: str, batch_size: int, max_ep
                 torch.sub(f, y, out=ws.g)
             ws.g.mul_(coef)  # η·gscale/B or η·ω: every update below is then one fused step
             # backward: the leaves (V at the leaves uses the leaves before their step), then the levels
-            torch.bmm(ws.g, O_t, out=ws.V_leaf)
-            O.baddbmm_(ws.P_leaf_t, ws.g, alpha=-1.0)
-            for P, left, right, s_, dz, sp, VL, VR, V, D in ws.backward_levels:
+            torch.bmm(ws.g, LV_t, out=ws.V_leaf)
+            LV.baddbmm_(ws.P_leaf_t, ws.g, alpha=-1.0)
+            for P, _, right, s_, dz, sp, VL, VR, V, D in ws.backward_levels:
                 torch.sub(VL, VR, out=D)
                 if smooth:
                     torch.mul(P, sp, out=dz)

@@ -54,7 +54,7 @@ def test_one_fused_step_is_the_autograd_gradient_step(activation, task, weighted
     records = []
     fused.train(trials, fused.TrialData(fused.augment(X), targets, w), task=task, batch_size=len(X), max_epochs=1,
                 record=lambda t, r: records.append(r) or True)
-    kernel, bias, leaves = fused.unpack(trials.K, trials.O, 3, 3)[0]
+    kernel, bias, leaves = fused.unpack(trials.K, trials.LV, 3, 3)[0]
     for before, after, grad in zip((model.kernel, model.bias, model.leaves), (kernel, bias, leaves), grads):
         torch.testing.assert_close((before.detach() - after) / lr, grad, rtol=1e-10, atol=1e-10)
     assert records[0]["loss"] == pytest.approx(float(objective.detach()), rel=1e-12)
@@ -64,11 +64,11 @@ def test_pack_and_unpack_are_inverse_and_the_layout_gives_the_ensembles_outputs(
     model, _ = ensemble(5, 2, 4, 3, "sigmoid", seed=2)
     with torch.no_grad():
         model.bias.normal_()
-        K, O = fused.pack([model.kernel], [model.bias], [model.leaves], 4, 3)
-        kernel, bias, leaves = fused.unpack(K, O, 4, 3)[0]
+        K, LV = fused.pack([model.kernel], [model.bias], [model.leaves], 4, 3)
+        kernel, bias, leaves = fused.unpack(K, LV, 4, 3)[0]
         assert torch.equal(kernel, model.kernel) and torch.equal(bias, model.bias) and torch.equal(leaves, model.leaves)
         X = torch.randn(20, 5, dtype=torch.float64)
-        trials = fused.Trials(K, O, 4, 3, "sigmoid", 1.0, [], [], [])
+        trials = fused.Trials(K, LV, 4, 3, "sigmoid", 1.0, [], [], [])
         torch.testing.assert_close(fused.outputs(trials, fused.augment(X), chunk=7)[0], model(X), rtol=1e-13,
                                    atol=1e-13)
 
@@ -105,7 +105,7 @@ def test_fused_training_follows_the_plain_path(activation, task, weighted, penal
 def test_trials_trained_together_equal_trials_trained_one_at_a_time(task):
     """Three trials (their own seeds, λ0, λ2, ramp rates and learning rates) in one batched
     program give the models and records each gives alone."""
-    X, y, targets, w = problem(task, False, n=45, p=7, c=2)
+    X, y, targets, _ = problem(task, False, n=45, p=7, c=2)
     settings = [(Schedule("l0", 4.0, True, 0.05, 0.01, 0.0, 1), 0.2, 11),
                 (Schedule("l0", 20.0, True, 0.2, 0.05, 0.0, 1), 0.5, 12),
                 (Schedule("l0", 0.5, False, 0.0, 0.0, 0.0, 1), 0.1, 13)]
@@ -115,9 +115,10 @@ def test_trials_trained_together_equal_trials_trained_one_at_a_time(task):
         model, g = ensemble(7, 2, 3, 3, "sigmoid", seed)
         records = []
         trials = fused.Trials.from_models([model], [schedule], [lr], [g])
-        fused.train(trials, data, task=task, batch_size=8, max_epochs=5, record=lambda t, r: records.append(r) or True,
+        fused.train(trials, data, task=task, batch_size=8, max_epochs=5,
+                    record=lambda t, r, records=records: records.append(r) or True,
                     validation=lambda out, target: {"val_first": float(out[0, 0])})
-        alone.append(fused.unpack(trials.K, trials.O, 3, 3)[0])
+        alone.append(fused.unpack(trials.K, trials.LV, 3, 3)[0])
         alone_records.append(records)
     pairs = [ensemble(7, 2, 3, 3, "sigmoid", seed) for _, _, seed in settings]
     together = fused.Trials.from_models([mo for mo, _ in pairs], [s for s, _, _ in settings],
@@ -126,7 +127,7 @@ def test_trials_trained_together_equal_trials_trained_one_at_a_time(task):
     fused.train(together, data, task=task, batch_size=8, max_epochs=5,
                 record=lambda t, r: records[t].append(r) or True,
                 validation=lambda out, target: {"val_first": float(out[0, 0])})
-    for t, params in enumerate(fused.unpack(together.K, together.O, 3, 3)):
+    for t, params in enumerate(fused.unpack(together.K, together.LV, 3, 3)):
         for a, b in zip(alone[t], params):
             torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-13)
         for r_alone, r_together in zip(alone_records[t], records[t]):
