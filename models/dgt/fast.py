@@ -190,6 +190,118 @@ if HAVE_NUMBA:
                                    f(1.0 - alpha), f(eps), f(lr))
 
 
+    @njit(cache=True, nogil=True)
+    def _descend(z, leaf):  # pragma: no cover - compiled
+        """leaf[t, b]: the leaf row b of tree t reaches, right iff z > 0, down the heap."""
+        T, B, n = z.shape
+        for t in range(T):
+            for b in range(B):
+                node = 0
+                while node < n:
+                    node = 2 * node + 1 + (1 if z[t, b, node] > 0 else 0)
+                leaf[t, b] = node - n
+
+    @njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
+    def _fused_head(z, leaves, y, labels, w, use_w, ce, scaled, gscale, G, grad_leaves, losses,
+                    windows):  # pragma: no cover - compiled
+        """:func:`head_forward`, :func:`loss_and_grad` and :func:`head_backward` for every tree and
+        row in one pass: G = ∂loss/∂z (T, B, n), ∂loss/∂Θ, the loss and the open-window fraction
+        per tree. The leaf is found by descending the heap; q for every leaf and ∂s from ∂q by
+        one sweep over the heap each (a child counts whether it disagrees with its parent's sign;
+        a node's ∂s is its right subtree's ∂q minus its left's)."""
+        T, B, n = z.shape
+        n_leaves, K = leaves.shape[1], leaves.shape[2]
+        qv = np.empty(2 * n + 1, dtype=np.float64)
+        sub = np.empty(2 * n + 1, dtype=np.float64)
+        miss = np.empty(2 * n + 1, dtype=np.int64)
+        height = 0
+        while (1 << height) < n_leaves:
+            height += 1
+        table = np.empty(height + 1, dtype=np.float64)
+        dout = np.empty(K, dtype=np.float64)
+        for t in range(T):
+            fac = 1.0
+            if scaled:
+                acc = 0.0
+                for b in range(B):
+                    for j in range(n):
+                        acc += abs(z[t, b, j])
+                fac = acc / (B * n)
+            for k in range(height + 1):
+                table[k] = math.exp(-2.0 * fac * k)
+            wsum = 0.0
+            if use_w:
+                for b in range(B):
+                    wsum += w[t, b]
+            for i in range(n_leaves):
+                for k in range(K):
+                    grad_leaves[t, i, k] = 0.0
+            total = 0.0
+            opened = 0.0
+            for b in range(B):
+                rw = w[t, b] / wsum if use_w else 1.0 / B
+                node = 0
+                while node < n:
+                    node = 2 * node + 1 + (1 if z[t, b, node] > 0 else 0)
+                leaf = node - n
+                # q_l = h − 2·(the nodes on l's path where l's side disagrees with the sign), so
+                # softmax(fac·q) needs only the h + 1 values exp(−2·fac·k), k = 0 … h
+                miss[0] = 0
+                for j in range(n):
+                    right = 1 if z[t, b, j] > 0 else 0
+                    miss[2 * j + 1] = miss[j] + right
+                    miss[2 * j + 2] = miss[j] + 1 - right
+                norm = 0.0
+                for i in range(n_leaves):
+                    e = table[miss[n + i]]
+                    sub[n + i] = e
+                    norm += e
+                if ce:
+                    best = -np.inf
+                    for k in range(K):
+                        best = max(best, leaves[t, leaf, k])
+                    lse = 0.0
+                    for k in range(K):
+                        lse += math.exp(leaves[t, leaf, k] - best)
+                    lse = best + math.log(lse)
+                    c = labels[t, b]
+                    total += rw * (lse - leaves[t, leaf, c])
+                    for k in range(K):
+                        dout[k] = rw * (math.exp(leaves[t, leaf, k] - lse) - (1.0 if k == c else 0.0))
+                else:
+                    sq = 0.0
+                    for k in range(K):
+                        diff = leaves[t, leaf, k] - y[t, b, k]
+                        sq += diff * diff
+                        dout[k] = rw * 2.0 * diff / K
+                    total += rw * sq / K
+                for k in range(K):
+                    grad_leaves[t, leaf, k] += dout[k]
+                # p (in sub[n:]), ∂p = ∂out Θᵀ, ∂q = p ⊙ (∂p − ⟨∂p, p⟩)
+                inner = 0.0
+                for i in range(n_leaves):
+                    p = sub[n + i] / norm
+                    dp = 0.0
+                    for k in range(K):
+                        dp += dout[k] * leaves[t, i, k]
+                    sub[n + i] = p
+                    qv[n + i] = dp
+                    inner += dp * p
+                for i in range(n_leaves):
+                    sub[n + i] = sub[n + i] * (qv[n + i] - inner)
+                for j in range(n - 1, -1, -1):
+                    right, left = sub[2 * j + 2], sub[2 * j + 1]
+                    sub[j] = left + right
+                    zj = z[t, b, j]
+                    if abs(zj) <= 1.0:
+                        G[t, b, j] = gscale * (right - left)
+                        opened += 1.0
+                    else:
+                        G[t, b, j] = 0.0
+            losses[t] = total
+            windows[t] = opened / (B * n)
+
+
 class _Flat:
     """Every tree's parameters in one flat buffer, block-major: block j holds all T copies of
     parameter j contiguously, so ``views[j]`` is a contiguous (T, *shape_j) tensor."""
@@ -305,7 +417,8 @@ class CollapsedStack:
         """The layer gradients from M̃ = Gᵀ X̃ (T, n, r), written into ``grads`` (Θ's excepted)."""
         L = self.n_layers
         if L == 1:
-            grads[0].copy_(M)
+            if M.data_ptr() != grads[0].data_ptr():
+                grads[0].copy_(M)
             return
         if self.order == "r":
             dQ = M
@@ -457,6 +570,12 @@ def fit_stack(nets: Sequence[DGTNetwork], data: Sequence[TreeData], loss: str, c
         np_w, np_g, np_sq, np_buf = (t.numpy() for t in (flat, gflat, sqflat, bufflat))
         offsets, sizes = layout.offsets, np.asarray(layout.sizes, dtype=np.int64)
         norms = np.zeros(T, dtype=np.float64)
+        np_leaves, np_grad_leaves = views[-1].numpy(), grads[-1].numpy()
+        np_losses, np_windows, np_total, np_open = (np.zeros(T) for _ in range(4))
+        dummy_y = np.zeros((1, 1, 1), dtype=np_leaves.dtype)
+        dummy_w = np.zeros((1, 1), dtype=np_leaves.dtype)
+        dummy_labels = np.zeros((1, 1), dtype=np.int64)
+    ce, scaled = loss == "ce", net0.quantizer == "scaled"
     stack = CollapsedStack(views, order)
     At = net0.A.T.contiguous().to(dtype)
     A = net0.A.to(dtype)
@@ -493,12 +612,21 @@ def fit_stack(nets: Sequence[DGTNetwork], data: Sequence[TreeData], loss: str, c
             wb = None if W2 is None else W2.index_select(0, idx).view(T, B)
             P = stack.forward()
             z = torch.bmm(xb, P.transpose(1, 2))
-            out, leaf, p = head_forward(z, views[-1], At, net0.quantizer)
-            value, dout = loss_and_grad(loss, out, yb, wb)
-            total += value
-            G, window = head_backward(z, views[-1], A, dout, leaf, p, gscale, grads[-1])
-            open_window += window.mean(dim=(1, 2))
-            M = torch.bmm(G.transpose(1, 2), xb)
+            if use_fused:
+                G = torch.empty_like(z)
+                _fused_head(z.numpy(), np_leaves, dummy_y if ce else yb.numpy(), yb.numpy() if ce else dummy_labels,
+                            dummy_w if wb is None else wb.numpy(), wb is not None, ce, scaled, gscale, G.numpy(),
+                            np_grad_leaves, np_losses, np_windows)
+                np_total += np_losses
+                np_open += np_windows
+            else:
+                out, leaf, p = head_forward(z, views[-1], At, net0.quantizer)
+                value, dout = loss_and_grad(loss, out, yb, wb)
+                total += value
+                G, window = head_backward(z, views[-1], A, dout, leaf, p, gscale, grads[-1])
+                open_window += window.mean(dim=(1, 2))
+            # for L = 1, ∂W̃₁ is M̃ itself: written straight into its gradient
+            M = torch.bmm(G.transpose(1, 2), xb, out=grads[0] if stack.n_layers == 1 else None)
             stack.backward(M, grads)
             if use_fused:
                 _fused_update(np_w, np_g, np_sq, np_buf, offsets, sizes, penalised, T, config.l1_penalty,
@@ -510,6 +638,10 @@ def fit_stack(nets: Sequence[DGTNetwork], data: Sequence[TreeData], loss: str, c
                 scheduler_steps += 1
         if stopped or stop():
             break
+        if use_fused:
+            total += torch.as_tensor(np_total, dtype=dtype)
+            open_window += torch.as_tensor(np_open, dtype=dtype)
+            np_total[:], np_open[:] = 0.0, 0.0
         losses = (total / steps_per_epoch).tolist()
         opened = (open_window / steps_per_epoch).tolist()
         for value in losses:
@@ -521,8 +653,13 @@ def fit_stack(nets: Sequence[DGTNetwork], data: Sequence[TreeData], loss: str, c
         if has_val:
             with torch.no_grad():
                 P = stack.forward()
-                out, _, _ = head_forward(torch.bmm(X_val, P.transpose(1, 2)), views[-1], At, net0.quantizer,
-                                         soft=False)
+                z_val = torch.bmm(X_val, P.transpose(1, 2))
+                if use_fused:
+                    leaf = torch.empty(z_val.shape[:2], dtype=torch.long)
+                    _descend(z_val.numpy(), leaf.numpy())
+                    out = torch.gather(views[-1], 1, leaf[:, :, None].expand(-1, -1, views[-1].shape[2]))
+                else:
+                    out, _, _ = head_forward(z_val, views[-1], At, net0.quantizer, soft=False)
             for t in range(T):
                 numbers[t].update(validation(out[t], data[t].Y_val))
                 if numbers[t]["val_loss"] < best[t]:
