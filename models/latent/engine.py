@@ -108,10 +108,10 @@ def _sparse_layer(St, lam, shift, delta, upper, solve, a, scale, thresh, cut, Xb
     lazy = St.shape[1] != nb
     d = Xb.shape[1]
     T = 2 * m + 1
-    cap_entries = nb * T
-    rows = np.empty(cap_entries, dtype=np.int64)
-    q = np.empty(cap_entries)
-    par = np.empty(cap_entries, dtype=np.int64)
+    capacity = nb * min(T, 32)  # grown when needed: entries are usually a few per row and level
+    rows = np.empty(capacity, dtype=np.int64)
+    q = np.empty(capacity)
+    par = np.empty(capacity, dtype=np.int64)
     start = np.empty(T + 1, dtype=np.int64)
     for i in range(nb):
         rows[i] = i
@@ -124,6 +124,16 @@ def _sparse_layer(St, lam, shift, delta, upper, solve, a, scale, thresh, cut, Xb
     r_q = np.empty(nb)
     r_par = np.empty(nb, dtype=np.int64)
     for t in range(m):  # children of t, left then right (heap order)
+        need = end + 2 * (start[t + 1] - start[t])
+        if need > capacity:
+            capacity = max(2 * capacity, need)
+            rows2 = np.empty(capacity, dtype=np.int64)
+            q2 = np.empty(capacity)
+            par2 = np.empty(capacity, dtype=np.int64)
+            rows2[:end] = rows[:end]
+            q2[:end] = q[:end]
+            par2[:end] = par[:end]
+            rows, q, par = rows2, q2, par2
         n_right = 0
         for e in range(start[t], start[t + 1]):
             i = rows[e]

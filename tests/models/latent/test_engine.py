@@ -25,7 +25,8 @@ def test_sparse_layer_equals_the_dense_kernel(mode, depth):
     m = 2**depth - 1
     T = 2 * m + 1
     for n, lam in ((2, 0.3), (37, 1.0), (300, 20.0)):
-        S = rng.standard_normal((n, m)) * 0.8
+        # scores near 0 keep every entry (more than the first buffer holds at depth 6)
+        S = rng.standard_normal((n, m)) * (0.8 if n != 37 else 0.01)
         Qt, Zt, a, scale, thresh = (np.empty((T, n)), np.empty((T, n)), np.empty(T), np.empty(T), np.empty(T))
         _forward(S, lam, 0.5, delta, upper, Qt, Zt, a, scale, thresh)
         a2, scale2, thresh2 = np.empty(T), np.empty(T), np.empty(T)
@@ -197,3 +198,46 @@ def test_unsupported_configurations_use_autograd():
         fit_net(net, problem, batch_size=8, max_epochs=1, patience=0, lr_patience=0, optimizer="qhadam",
                 learning_rate=0.01, generator=torch.Generator().manual_seed(0), record=lambda **v: True,
                 init_bias=True, engine=True)
+
+
+def test_estimators_train_with_the_compiled_step_by_default(monkeypatch):
+    from sklearn.datasets import load_iris
+
+    from models.latent.estimators import LatentTreeClassifier, LatentTreeRegressor
+
+    calls = []
+    original = E.Engine.train
+    monkeypatch.setattr(E.Engine, "train", lambda self, *a, **k: calls.append(1) or original(self, *a, **k))
+    X, y = load_iris(return_X_y=True)
+    model = LatentTreeClassifier(depth=2, max_epochs=30, learning_rate=0.05, device="cpu").fit(X, y)
+    assert calls and model.score(X, y) > 0.8
+    calls.clear()
+    LatentTreeRegressor(depth=2, max_epochs=2, device="cpu").fit(X[:, :3], X[:, 3])
+    assert calls
+    calls.clear()
+    LatentTreeClassifier(depth=2, max_epochs=2, head="mlp", device="cpu").fit(X, y)
+    assert not calls  # an MLP predictor trains with autograd
+
+
+def test_a_stop_between_calls_keeps_the_steps_taken():
+    from models.latent import train_loop
+
+    gen = torch.Generator().manual_seed(7)
+    X, Y = _data("bce", 200, 3, 1, gen)
+    net = _net(2, 3, 1)
+    asked = []
+
+    def stop():
+        asked.append(1)
+        return len(asked) >= 2  # after one call of the compiled step
+
+    history: list[dict] = []
+    problem = Problem(X=X, Y=Y, loss=lambda o, y, w: _loss("bce", o, y, w), score=lambda o, y: 0.0,
+                      loss_kind="bce")
+    before = net.head.weight.detach().clone()
+    fit_net(net, problem, batch_size=4, max_epochs=3, patience=0, lr_patience=0, optimizer="qhadam",
+            learning_rate=0.01, generator=torch.Generator().manual_seed(0),
+            record=lambda **v: history.append(v) or True, init_bias=True, stop=stop, engine=True)
+    assert history == []
+    assert int(net.splits.bn.num_batches_tracked) == train_loop.STEPS_PER_CALL
+    assert not torch.equal(net.head.weight, before)
