@@ -240,6 +240,7 @@ def build_row(setting: Setting, tag: str, rounds: dict[str, dict[str, Path]],
         "ours_s_rounds": our_cpu,
         "reference_wall_s": statistics.median(ref_wall),
         "ours_wall_s": statistics.median(our_wall),
+        "ratio_wall": statistics.median(ref_wall) / statistics.median(our_wall),
         "quality": {
             "metric": setting.quality_name,
             "reference": _mean_std(ref_q)[0], "reference_std": _mean_std(ref_q)[1],
@@ -255,6 +256,11 @@ def build_row(setting: Setting, tag: str, rounds: dict[str, dict[str, Path]],
         "protocol": protocol,
         "measured": dt.datetime.fromtimestamp(max(mtimes), dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }
+    q = row["quality"]
+    spread = max(q["reference_std"], q["ours_std"])
+    q["difference"] = q["ours"] - q["reference"]
+    # "same quality": the means differ by no more than the larger spread over rounds (needs 2+ rounds)
+    q["within_spread"] = bool(abs(q["difference"]) <= spread) if len(labels) > 1 else None
     if setting.key.startswith("skinny"):
         for field in ("features_kept", "test_accuracy"):
             row["quality"][f"reference_{field}"] = [a.get(field) for a, _ in pairs]
@@ -322,12 +328,18 @@ def write(results: dict[str, Any], out: Path | None = None) -> Path:
     return out
 
 
+def _same(quality: dict[str, Any]) -> str:
+    flag = quality.get("within_spread")
+    return "" if flag is None else " (within the spread)" if flag else " (**outside the spread**)"
+
+
 def table(results: dict[str, Any]) -> str:
     lines = ["| setting | authors' code (CPU s/epoch) | treeviz | ratio | quality (reference vs treeviz) | protocol |",
              "|---|---|---|---|---|---|"]
     for r in results["rows"]:
         lines.append(f"| {r['name']} ({r['reference']}) | {r['reference_s']:.4g} | {r['ours_s']:.4g} | "
-                     f"**{r['ratio']:.2f}×** | {r['quality']['text']} | {r['rounds']} rounds × {r['epochs']} epochs |")
+                     f"**{r['ratio']:.2f}×** | {r['quality']['text']}{_same(r['quality'])} | "
+                     f"{r['rounds']} rounds × {r['epochs']} epochs |")
     if results.get("missing"):
         lines.append(f"\nno results for: {', '.join(results['missing'])}")
     return "\n".join(lines)

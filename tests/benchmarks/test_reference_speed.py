@@ -53,6 +53,8 @@ def test_rows_hold_medians_ratios_and_quality_with_spreads(tmp_path):
     q = dgt["quality"]
     assert q["metric"] == "test RMSE" and abs(q["reference"] - 2.2) < 1e-12 and q["reference_std"] > 0
     assert q["ours_rounds"] == [2.2, 2.1, 2.3] and "±" in q["text"]
+    assert q["within_spread"] is True and abs(q["difference"]) < 1e-12
+    assert rows["latent"]["quality"]["within_spread"] is None  # one round: no spread to judge by
 
     lat = rows["latent"]
     assert lat["tag"] == "latent_e30" and lat["rounds"] == 1
