@@ -259,8 +259,12 @@ def build_row(setting: Setting, tag: str, rounds: dict[str, dict[str, Path]],
     q = row["quality"]
     spread = max(q["reference_std"], q["ours_std"])
     q["difference"] = q["ours"] - q["reference"]
-    # "same quality": the means differ by no more than the larger spread over rounds (needs 2+ rounds)
+    q["higher_is_better"] = setting.quality != "test_rmse"
+    worse_by = -q["difference"] if q["higher_is_better"] else q["difference"]
+    # "same quality": the means differ by no more than the larger spread over rounds (needs 2+ rounds);
+    # "no_worse": treeviz is not worse than the reference by more than that spread
     q["within_spread"] = bool(abs(q["difference"]) <= spread) if len(labels) > 1 else None
+    q["no_worse"] = bool(worse_by <= spread) if len(labels) > 1 else None
     if setting.key.startswith("skinny"):
         for field in ("features_kept", "test_accuracy"):
             row["quality"][f"reference_{field}"] = [a.get(field) for a, _ in pairs]
@@ -329,8 +333,11 @@ def write(results: dict[str, Any], out: Path | None = None) -> Path:
 
 
 def _same(quality: dict[str, Any]) -> str:
-    flag = quality.get("within_spread")
-    return "" if flag is None else " (within the spread)" if flag else " (**outside the spread**)"
+    if quality.get("within_spread") is None:
+        return ""
+    if quality["within_spread"]:
+        return " (within the spread)"
+    return " (treeviz better beyond the spread)" if quality["no_worse"] else " (**treeviz worse beyond the spread**)"
 
 
 def table(results: dict[str, Any]) -> str:
@@ -526,6 +533,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", action="append", metavar="[KEY=]N", help="with --run: rounds")
     ap.add_argument("--suffix", default="", help="with --run: appended to the tags (e.g. _final)")
     a = ap.parse_args(argv)
+    pinned: dict[str, str] = {}
     if a.run:
         keys = a.only or list(BY_KEY)
         epochs = _per_key(a.epochs, {s.key: s.epochs for s in SETTINGS})
@@ -533,7 +541,8 @@ def main(argv: list[str] | None = None) -> int:
         status = run_all(keys, epochs, rounds, a.suffix, dry_run=a.dry_run, snapshot=a.snapshot, home=ref_home())
         if a.dry_run or status:
             return status
-    pinned = dict(t.split("=", 1) for t in a.tag or ())
+        pinned = {k: default_tag(k, epochs[k], a.suffix) for k in keys}  # the table shows this run's rows
+    pinned.update(dict(t.split("=", 1) for t in a.tag or ()))
     try:
         results = collect(results_folder(a.results), pinned)
     except MissingResults as e:

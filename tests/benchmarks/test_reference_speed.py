@@ -53,7 +53,7 @@ def test_rows_hold_medians_ratios_and_quality_with_spreads(tmp_path):
     q = dgt["quality"]
     assert q["metric"] == "test RMSE" and abs(q["reference"] - 2.2) < 1e-12 and q["reference_std"] > 0
     assert q["ours_rounds"] == [2.2, 2.1, 2.3] and "±" in q["text"]
-    assert q["within_spread"] is True and abs(q["difference"]) < 1e-12
+    assert q["within_spread"] is True and q["no_worse"] is True and abs(q["difference"]) < 1e-12
     assert rows["latent"]["quality"]["within_spread"] is None  # one round: no spread to judge by
 
     lat = rows["latent"]
@@ -64,6 +64,21 @@ def test_rows_hold_medians_ratios_and_quality_with_spreads(tmp_path):
         for key in ("name", "reference_s", "ours_s", "ratio", "quality", "reference", "protocol"):
             assert key in row
     assert results["machine"]["cpu_model"] and results["machine"]["threads"] == 1 and results["date"]
+
+
+def test_quality_judgement_knows_which_direction_is_better(tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    for i, (r_rmse, o_rmse, r_auc, o_auc) in enumerate([(2.0, 1.0, 0.90, 0.80), (2.1, 1.1, 0.91, 0.81)]):
+        _run(folder / f"dgt_big_e3_r{i + 1}_ref.json", cpu=1.0, wall=1.0, test_rmse=r_rmse)
+        _run(folder / f"dgt_big_e3_r{i + 1}_ours.json", cpu=0.1, wall=0.1, test_rmse=o_rmse)
+        _run(folder / f"skinny_big_e3_r{i + 1}_ref.json", cpu=1.0, wall=1.0, test_auc=r_auc)
+        _run(folder / f"skinny_big_e3_r{i + 1}_ours.json", cpu=0.1, wall=0.1, test_auc=o_auc)
+    rows = {r["key"]: r for r in rs.collect(folder)["rows"]}
+    dgt, skinny = rows["dgt_big"]["quality"], rows["skinny_big"]["quality"]
+    assert dgt["within_spread"] is False and dgt["no_worse"] is True  # a lower RMSE is better
+    assert skinny["within_spread"] is False and skinny["no_worse"] is False  # a lower AUC is worse
+    assert "worse beyond the spread" in rs.table({"rows": [rows["skinny_big"]]})
 
 
 def test_main_writes_results_rows_and_a_pinned_tag_wins(tmp_path, capsys):
