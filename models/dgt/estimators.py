@@ -58,8 +58,8 @@ SMALL_NETWORK = 200_000
 def cpu_threads(net: DGTNetwork) -> int:
     """Torch threads for training ``net`` on the CPU: one for a small network, whose steps are a
     few tiny kernels (two threads on a busy 2-core machine made an iris fit 80 times slower: 17 s
-    against 0.22 s), torch's default for the over-parameterised stacks (h = 6, L = 3 on abalone:
-    0.14 s an epoch on 2 threads against 0.24 s on 1)."""
+    against 0.22 s), torch's default for the over-parameterised stacks, whose steps are dominated
+    by products with the hidden layers."""
     n_params = sum(p.numel() for p in net.parameters())
     return 1 if n_params < SMALL_NETWORK else torch.get_num_threads()
 

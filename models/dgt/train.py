@@ -8,6 +8,10 @@
   steps and η_min = 1e-4, **stepped every 10 optimiser steps** (about four cosine cycles);
 * after each epoch the validation loss of the hard tree; the best epoch's parameters are kept.
 
+The estimators train through :mod:`models.dgt.fast`, which runs this recipe on the collapsed linear
+stack with hand-written exact gradients (and several trees at once); :func:`fit_network` is the
+layer-by-layer autograd loop it is tested against, step for step.
+
 Everything stays on the training device: the epoch's loss and the straight-through health (the
 fraction of split values with |z| ≤ 1, where a gradient flows) are summed as tensors and read once
 per epoch.
