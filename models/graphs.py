@@ -35,8 +35,9 @@ ENTROPY_TOL = 1e-11
 #: Bisection / Newton iterations before giving up (Newton converges in well under 20).
 MAX_CALIBRATION_ITER = 200
 
-#: Rows per chunk when the exact squared distances to the neighbours are recomputed.
-_DISTANCE_CHUNK = 2048
+#: Coordinates (rows × k × D) per chunk when the exact squared distances to the neighbours are
+#: recomputed: about 8 MB of differences at a time, whatever N, k and D.
+_DISTANCE_CHUNK = 1 << 20
 
 
 def default_neighbors(n_points: int, perplexity: float) -> int:
@@ -65,7 +66,43 @@ def usable_perplexity(perplexity: float, n_points: int, k: int | None = None) ->
     return perplexity
 
 
-def entropic_affinities(X: Any, perplexity: float = 15.0, k: int | None = None) -> tuple[sp.csr_matrix, np.ndarray]:
+def nearest_neighbors(X: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k nearest neighbours of every point (itself excluded) and their exact squared distances.
+
+    The search is scikit-learn's ``NearestNeighbors`` with its automatic algorithm: a k-d or ball
+    tree in few dimensions, otherwise a brute-force search done in row chunks (its pairwise-distance
+    reductions keep a bounded block of distances at a time). Neither forms the N × N distance
+    matrix, so memory stays O(N k). The squared distances are then recomputed exactly from the
+    coordinates, in row chunks.
+
+    Parameters
+    ----------
+    X : array-like of shape (N, D)
+        The points (finite).
+    k : int
+        Neighbours per point, 1 ≤ k ≤ N − 1.
+
+    Returns
+    -------
+    idx : ndarray of shape (N, k), int64
+        Each row's neighbours, nearest first (ties broken by scikit-learn, deterministically for a
+        given X). The first k' columns are the k'-nearest neighbours for any k' ≤ k, so one search
+        serves several graphs (:func:`entropic_affinities`'s ``neighbors``).
+    d2 : ndarray of shape (N, k), float64
+        ``‖x_n − x_idx[n, j]‖²``.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or not np.all(np.isfinite(X)):
+        raise TreevizError("The points must be a finite 2-D array (points × features) to find neighbours.")
+    n = X.shape[0]
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n - 1:
+        raise TreevizError(f"The number of neighbours must be an integer from 1 to N − 1 = {n - 1}; got {k}.")
+    idx = NearestNeighbors(n_neighbors=int(k)).fit(X).kneighbors(return_distance=False).astype(np.int64)
+    return idx, _neighbour_sq_distances(X, idx)
+
+
+def entropic_affinities(X: Any, perplexity: float = 15.0, k: int | None = None, *,
+                        neighbors: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[sp.csr_matrix, np.ndarray]:
     """Perplexity-calibrated Gaussian affinities on the k nearest neighbours.
 
     Parameters
@@ -76,6 +113,10 @@ def entropic_affinities(X: Any, perplexity: float = 15.0, k: int | None = None) 
         The target perplexity K ≥ 1: each row's entropy is log K.
     k : int, optional
         Neighbours per point, K < k ≤ N − 1. Default ``min(N − 1, round(3 K))``.
+    neighbors : (idx, d2), optional
+        A neighbour search already made, as :func:`nearest_neighbors` returns it (nearest first,
+        at least k columns); its first k columns are used instead of searching again. The result
+        is the same as without it (up to how ties at the k-th neighbour are broken).
 
     Returns
     -------
@@ -125,9 +166,17 @@ def entropic_affinities(X: Any, perplexity: float = 15.0, k: int | None = None) 
             "or a smaller perplexity."
         )
     k = int(k)
-    idx = NearestNeighbors(n_neighbors=k).fit(X).kneighbors(return_distance=False)
-    idx = np.sort(idx, axis=1)
-    d2 = _neighbour_sq_distances(X, idx)
+    if neighbors is None:
+        idx = np.sort(NearestNeighbors(n_neighbors=k).fit(X).kneighbors(return_distance=False), axis=1)
+        d2 = _neighbour_sq_distances(X, idx)
+    else:
+        idx, d2 = (np.asarray(a) for a in neighbors)
+        if idx.ndim != 2 or idx.shape[0] != n or idx.shape[1] < k or d2.shape != idx.shape:
+            raise TreevizError(f"The neighbours given must be two {n} × (at least {k}) arrays (indices, squared "
+                               f"distances), nearest first; got shapes {idx.shape} and {d2.shape}.")
+        order = np.argsort(idx[:, :k], axis=1, kind="stable")  # stored by column index, as without them
+        idx = np.take_along_axis(idx[:, :k], order, axis=1)
+        d2 = np.take_along_axis(np.asarray(d2[:, :k], dtype=np.float64), order, axis=1)
     p, beta = _calibrate(d2, math.log(perplexity))
     indptr = np.arange(0, n * k + 1, k)
     P = sp.csr_matrix((p.ravel(), idx.ravel(), indptr), shape=(n, n))
@@ -138,8 +187,9 @@ def entropic_affinities(X: Any, perplexity: float = 15.0, k: int | None = None) 
 def _neighbour_sq_distances(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """Exact ||x_n − x_m||² for every stored neighbour m of n, computed in row chunks."""
     out = np.empty(idx.shape, dtype=np.float64)
-    for start in range(0, X.shape[0], _DISTANCE_CHUNK):
-        stop = min(start + _DISTANCE_CHUNK, X.shape[0])
+    rows = max(1, _DISTANCE_CHUNK // max(1, idx.shape[1] * X.shape[1]))
+    for start in range(0, X.shape[0], rows):
+        stop = min(start + rows, X.shape[0])
         diff = X[idx[start:stop]] - X[start:stop, None, :]
         out[start:stop] = np.einsum("nkd,nkd->nk", diff, diff)
     return out

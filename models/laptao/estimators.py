@@ -273,7 +273,7 @@ class LapTAOClassifier(ClassifierMixin, _LapTAOBase):
     init : {"auto", "cart", "random"}, default "auto"
         Initial tree (auto: CART for depth ≤ 2, random otherwise).
     solver : {"auto", "eigen", "lu", "cg"}, default "auto"
-        Label-step solver (auto: the cached eigendecomposition up to 5000 points, CG above).
+        Label-step solver (auto: the cached eigendecomposition up to 1000 points, sparse CG above).
     device : str, default "auto"
         Device of TAO's node solver (the label step runs on the CPU).
     random_state : int or None, default 0

@@ -40,7 +40,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import sparse
 
-from models.graphs import entropic_affinities, laplacian, symmetrize, usable_perplexity
+from models.graphs import default_neighbors, entropic_affinities, laplacian, nearest_neighbors, symmetrize, usable_perplexity
 from models.laptao.label_step import make_solver
 from treeviz.errors import TreevizError
 
@@ -57,7 +57,10 @@ LOO_MAX_POINTS = 300
 LOO_BLOCK = 32
 
 #: Above this many points the leave-one-out solves use conjugate gradients instead of a sparse LU.
-LU_MAX_POINTS = 20_000
+#: The k-NN graphs of real data have little sparse structure a direct solver can use: the LU's fill-in
+#: is close to dense (6 s a factorisation at 3 500 points, one per candidate). CG on ``J + γ Lap``
+#: takes 6–76 iterations at 14 000 points (all labels to 1 %), so it is used from a small N on.
+LU_MAX_POINTS = 1000
 
 
 def graph_from_affinities(P) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
@@ -90,8 +93,8 @@ def graph_from_affinities(P) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
     return W, lap
 
 
-def laptao_graph(X: np.ndarray, perplexity: float = 15.0,
-                 n_neighbors: int | None = None) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
+def laptao_graph(X: np.ndarray, perplexity: float = 15.0, n_neighbors: int | None = None, *,
+                 neighbors: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
     """The LapTAO graph over all points: symmetrised entropic affinities and their Laplacian.
 
     Parameters
@@ -103,18 +106,22 @@ def laptao_graph(X: np.ndarray, perplexity: float = 15.0,
     n_neighbors : int, optional
         k, the neighbours each point's affinities are spread over; K < k ≤ N − 1.
         Default ``round(3K)`` (at most N − 1).
+    neighbors : (idx, d2), optional
+        A neighbour search of X already made (:func:`models.graphs.nearest_neighbors`, at least k
+        columns), reused instead of searching again.
 
     Returns
     -------
     W, laplacian : scipy.sparse.csr_matrix of shape (N, N)
-        As :func:`graph_from_affinities`; the degrees average exactly 1.
+        As :func:`graph_from_affinities`; the degrees average exactly 1. Both are sparse with
+        O(N k) entries: no N × N array is formed.
     """
-    P, _ = entropic_affinities(X, perplexity, n_neighbors)
+    P, _ = entropic_affinities(X, perplexity, n_neighbors, neighbors=neighbors)
     return graph_from_affinities(P)
 
 
 def leave_one_out_error(laplacian, Y: np.ndarray, labelled: np.ndarray, gamma: float, rows: np.ndarray, *,
-                        stop: Callable[[], bool] = lambda: False) -> float:
+                        method: str = "auto", stop: Callable[[], bool] = lambda: False) -> float:
     """Mean squared error of label propagation at each labelled point of ``rows`` when its own label is hidden.
 
     Label propagation solves ``A z = J y`` with ``A = J + γ Lap`` (the μ = 0 label step). Hiding the
@@ -132,6 +139,9 @@ def leave_one_out_error(laplacian, Y: np.ndarray, labelled: np.ndarray, gamma: f
     gamma : float
     rows : ndarray of int
         Labelled points to hold out, one at a time.
+    method : {"auto", "lu", "cg"}
+        How ``A`` is solved: a sparse LU (exact), conjugate gradients to a relative residual of
+        1e-8 (sparse, O(N k) memory), or "auto": LU up to :data:`LU_MAX_POINTS` points, CG above.
     stop : callable, optional
         Asked between blocks of :data:`LOO_BLOCK` held-out points; when it returns True (a
         cancel) the error is NaN.
@@ -145,7 +155,10 @@ def leave_one_out_error(laplacian, Y: np.ndarray, labelled: np.ndarray, gamma: f
     if rows.size == 0 or not np.all(labelled[rows]):
         raise TreevizError("Leave-one-out needs at least one labelled point to hold out.")
     n = labelled.size
-    method = "lu" if n <= LU_MAX_POINTS else "cg"
+    if method not in ("auto", "lu", "cg"):
+        raise TreevizError(f"The leave-one-out solver must be 'auto', 'lu' or 'cg'; got {method!r}.")
+    if method == "auto":
+        method = "lu" if n <= LU_MAX_POINTS else "cg"
     solver = make_solver(laplacian, labelled, gamma, method=method, rtol=1e-8)
     Yc = np.where(labelled[:, None], np.asarray(Y, dtype=np.float64).reshape(n, -1), 0.0)
     z = solver.solve(Yc, 0.0)
@@ -219,10 +232,13 @@ def select_perplexity(X: np.ndarray, Y: np.ndarray, labelled: np.ndarray, gamma:
         perplexity = (min(candidates, key=lambda p: abs(p - FALLBACK_PERPLEXITY)) if candidates
                       else usable_perplexity(FALLBACK_PERPLEXITY, n, n_neighbors))
         return perplexity, laptao_graph(X, perplexity, n_neighbors)[1], {}
+    # one neighbour search for every candidate: each graph uses the first k of the largest k needed
+    k_max = max(default_neighbors(n, p) if n_neighbors is None else int(n_neighbors) for p in candidates)
+    neighbors = nearest_neighbors(X, k_max)
     scores: dict[float, float] = {}
     best: tuple[float, float, sparse.csr_matrix] | None = None
     for p in candidates:
-        _, lap = laptao_graph(X, p, n_neighbors)
+        _, lap = laptao_graph(X, p, n_neighbors, neighbors=neighbors)
         error = leave_one_out_error(lap, Y, labelled, gamma, rows, stop=stop)
         if stop():
             best = best or (error, p, lap)

@@ -47,7 +47,12 @@ from models.parallel import interruptible
 from treeviz.errors import TreevizError
 
 METHODS = ("auto", "eigen", "lu", "cg")
-EIGEN_MAX_POINTS = 5000  # "auto" uses the dense eigendecomposition up to this many points, CG above
+#: "auto" uses the dense eigendecomposition up to this many points and sparse CG above. The thesis
+#: used the eigendecomposition up to a few thousand points, but it holds two dense N × N arrays and
+#: costs O(N³) once: 0.23 s at 1000 points, 1.7 s at 2000, 10.5 s at 3500 (one thread), when a whole
+#: CG label step on 14 000 points takes 0.02–0.25 s (few to all labels). So the exact path is kept
+#: for small N only, where it is cheap, and the default path above stays sparse (O(N k) memory).
+EIGEN_MAX_POINTS = 1000
 
 
 # ------------------------------------------------------------------------------------------- inputs
@@ -206,22 +211,31 @@ def conjugate_gradients(A, B: np.ndarray, *, x0: np.ndarray | None = None, rtol:
     P = S.copy()
     rs = np.sum(R * S, axis=0)
     res = np.linalg.norm(R, axis=0)
-    active = res > target
+    # The columns still running are kept side by side in compact arrays (one sparse product per
+    # iteration for all of them, no gathers and scatters through the full N × C arrays); a column
+    # leaves them, its X written back, once it has converged.
+    cols = np.flatnonzero(res > target)
+    Xa, Ra, Pa, rsa = X[:, cols], R[:, cols], P[:, cols], rs[cols]
     it = 0
-    while active.any() and it < max_iter:
-        cols = np.flatnonzero(active)
-        Pa = P[:, cols]
+    while cols.size and it < max_iter:
         APa = A @ Pa
-        alpha = rs[cols] / np.sum(Pa * APa, axis=0)
-        X[:, cols] += alpha * Pa
-        R[:, cols] -= alpha * APa
-        Sa = inv_diag[:, None] * R[:, cols]
-        rs_new = np.sum(R[:, cols] * Sa, axis=0)
-        P[:, cols] = Sa + (rs_new / rs[cols]) * Pa
-        rs[cols] = rs_new
-        res[cols] = np.linalg.norm(R[:, cols], axis=0)
-        active = res > target
+        alpha = rsa / np.einsum("ij,ij->j", Pa, APa)
+        Xa += alpha * Pa
+        Ra -= alpha * APa
+        Sa = inv_diag[:, None] * Ra
+        rs_new = np.einsum("ij,ij->j", Ra, Sa)
+        Pa *= rs_new / rsa
+        Pa += Sa
+        rsa = rs_new
+        res[cols] = np.linalg.norm(Ra, axis=0)
         it += 1
+        done = ~(res[cols] > target[cols])
+        if done.any():
+            X[:, cols[done]] = Xa[:, done]
+            keep = ~done
+            cols, Xa, Ra, Pa, rsa = cols[keep], Xa[:, keep], Ra[:, keep], Pa[:, keep], rsa[keep]
+    X[:, cols] = Xa
+    active = res > target
     rel = np.divide(res, b_norm, out=np.zeros_like(res), where=b_norm > 0)
     return X, CGInfo(iterations=it, residual=float(rel.max(initial=0.0)), converged=not active.any())
 
@@ -230,7 +244,7 @@ class CachedSolver:
     """The label step by a factorisation computed once and re-used while only the right-hand side changes.
 
     ``method="eigen"``: a dense eigendecomposition ``J + γ Lap = Q Λ Qᵀ`` made once; every μ then
-    costs ``z = Q (Λ + μ I)⁻¹ Qᵀ rhs`` (O(N² C)). For about N ≤ 5000. At μ = 0 the eigenvalues at or
+    costs ``z = Q (Λ + μ I)⁻¹ Qᵀ rhs`` (O(N² C)). For small N (dense: N × N arrays). At μ = 0 the eigenvalues at or
     below 1e-12 × the largest are left out (the minimum-norm solution, which equals the ridge
     solution of the module docstring for a right-hand side that is zero on unlabelled components).
 
@@ -261,7 +275,7 @@ class CachedSolver:
         self._lu = None
         self._lu_mu: float | None = None
         if method == "eigen":
-            # seconds on 5000 points: a cancel leaves it to its thread and factorises per μ instead
+            # seconds on a few thousand points: a cancel leaves it to its thread and factorises per μ instead
             eig = interruptible(np.linalg.eigh, self.matrix.toarray(), stop=stop)
             if eig is None:
                 self.method = "lu"
@@ -340,7 +354,7 @@ class CGSolver:
 def make_solver(laplacian, labelled, gamma: float, *, method: str = "auto", rtol: float = 1e-6,
                 max_iter: int | None = None, ridge: float = 1e-8,
                 stop: Callable[[], bool] = lambda: False) -> CachedSolver | CGSolver:
-    """A label-step solver: ``"eigen"``, ``"lu"``, ``"cg"``, or ``"auto"`` (eigen up to 5000 points, CG above);
+    """A label-step solver: ``"eigen"``, ``"lu"``, ``"cg"``, or ``"auto"`` (eigen up to :data:`EIGEN_MAX_POINTS` points, CG above);
     ``stop`` (a cancel) cuts the eigendecomposition short (see :class:`CachedSolver`)."""
     if method not in METHODS:
         raise TreevizError(f"The label-step solver must be one of {', '.join(METHODS)}; got {method!r}.")

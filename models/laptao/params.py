@@ -61,7 +61,7 @@ PARAMS = (
           choices=("auto", "cart", "random"), advanced=True),
     Param("solver", "choice", "auto",
           "Label-step solver: cached eigendecomposition, sparse LU, or conjugate gradients ('auto': "
-          "eigen up to 5000 points, CG above).", choices=("auto", "eigen", "lu", "cg"), advanced=True),
+          "eigen up to 1000 points, CG above).", choices=("auto", "eigen", "lu", "cg"), advanced=True),
     device_param(),
     seed_param(),
 )
