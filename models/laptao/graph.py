@@ -40,7 +40,14 @@ from collections.abc import Callable
 import numpy as np
 from scipy import sparse
 
-from models.graphs import default_neighbors, entropic_affinities, laplacian, nearest_neighbors, symmetrize, usable_perplexity
+from models.graphs import (
+    default_neighbors,
+    entropic_affinities,
+    laplacian,
+    nearest_neighbors,
+    symmetrize,
+    usable_perplexity,
+)
 from models.laptao.label_step import make_solver
 from treeviz.errors import TreevizError
 

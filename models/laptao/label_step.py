@@ -244,9 +244,10 @@ class CachedSolver:
     """The label step by a factorisation computed once and re-used while only the right-hand side changes.
 
     ``method="eigen"``: a dense eigendecomposition ``J + γ Lap = Q Λ Qᵀ`` made once; every μ then
-    costs ``z = Q (Λ + μ I)⁻¹ Qᵀ rhs`` (O(N² C)). For small N (dense: N × N arrays). At μ = 0 the eigenvalues at or
-    below 1e-12 × the largest are left out (the minimum-norm solution, which equals the ridge
-    solution of the module docstring for a right-hand side that is zero on unlabelled components).
+    costs ``z = Q (Λ + μ I)⁻¹ Qᵀ rhs`` (O(N² C)). For small N only (it holds N × N arrays). At
+    μ = 0 the eigenvalues at or below 1e-12 × the largest are left out (the minimum-norm solution,
+    which equals the ridge solution of the module docstring for a right-hand side that is zero on
+    unlabelled components).
 
     ``method="lu"``: a sparse LU of ``J + γ Lap + μ I``, kept for the last μ and made again when μ
     changes (``n_factorizations`` counts them). At μ = 0 the ridge goes on unlabelled components.
@@ -354,8 +355,9 @@ class CGSolver:
 def make_solver(laplacian, labelled, gamma: float, *, method: str = "auto", rtol: float = 1e-6,
                 max_iter: int | None = None, ridge: float = 1e-8,
                 stop: Callable[[], bool] = lambda: False) -> CachedSolver | CGSolver:
-    """A label-step solver: ``"eigen"``, ``"lu"``, ``"cg"``, or ``"auto"`` (eigen up to :data:`EIGEN_MAX_POINTS` points, CG above);
-    ``stop`` (a cancel) cuts the eigendecomposition short (see :class:`CachedSolver`)."""
+    """A label-step solver: ``"eigen"``, ``"lu"``, ``"cg"``, or ``"auto"`` (eigen up to
+    :data:`EIGEN_MAX_POINTS` points, CG above); ``stop`` (a cancel) cuts the eigendecomposition
+    short (see :class:`CachedSolver`)."""
     if method not in METHODS:
         raise TreevizError(f"The label-step solver must be one of {', '.join(METHODS)}; got {method!r}.")
     if method == "auto":
