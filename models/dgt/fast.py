@@ -201,7 +201,7 @@ if HAVE_NUMBA:
                     node = 2 * node + 1 + (1 if z[t, b, node] > 0 else 0)
                 leaf[t, b] = node - n
 
-    @njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
+    @njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
     def _fused_head(z, leaves, y, labels, w, use_w, ce, scaled, gscale, G, grad_leaves, losses,
                     windows):  # pragma: no cover - compiled
         """:func:`head_forward`, :func:`loss_and_grad` and :func:`head_backward` for every tree and
@@ -289,15 +289,12 @@ if HAVE_NUMBA:
                     inner += dp * p
                 for i in range(n_leaves):
                     sub[n + i] = sub[n + i] * (qv[n + i] - inner)
-                for j in range(n - 1, -1, -1):
+                for j in range(n - 1, -1, -1):  # branch-free: the window is open about half the time
                     right, left = sub[2 * j + 2], sub[2 * j + 1]
                     sub[j] = left + right
-                    zj = z[t, b, j]
-                    if abs(zj) <= 1.0:
-                        G[t, b, j] = gscale * (right - left)
-                        opened += 1.0
-                    else:
-                        G[t, b, j] = 0.0
+                    inside = 1.0 if abs(z[t, b, j]) <= 1.0 else 0.0
+                    G[t, b, j] = gscale * (right - left) * inside
+                    opened += inside
             losses[t] = total
             windows[t] = opened / (B * n)
 
@@ -311,7 +308,7 @@ class _Flat:
         self.sizes = [int(np.prod(s)) for s in self.shapes]
         # every block starts on a 64-byte boundary (16 float32s), which the matrix products prefer
         spans = [-(-n_trees * s // 16) * 16 for s in self.sizes]
-        self.offsets = np.cumsum([0] + spans)[:-1].astype(np.int64)
+        self.offsets = np.cumsum([0, *spans])[:-1].astype(np.int64)
         self.n_trees = n_trees
         self.total = int(sum(spans))
         self.dtype, self.device = dtype, device
