@@ -62,16 +62,16 @@ def solve_problems(problems: list[NodeProblem], tree: TAOTree, cfg: TAOConfig) -
                                                  max_iter=cfg.solver_max_iter)
             out[p.node] = (np.asarray(w, dtype=np.float64), float(b))
         return out
-    Xall = np.concatenate([p.X for p in hard])
-    group = np.concatenate([np.full(p.y.size, g) for g, p in enumerate(hard)])
     w0 = np.stack([tree.weight[p.node] for p in hard])
     b0 = np.array([tree.bias[p.node] for p in hard], dtype=np.float64)
-    if cfg.solver == "cd":
-        W, B = cd.l1_logistic_level(Xall, np.concatenate([p.y for p in hard]), np.concatenate([p.v for p in hard]),
-                                    group, len(hard), lam, w0=w0, b0=b0, tol=CD_TOL, max_iter=cfg.solver_max_iter)
+    if cfg.solver == "cd":  # care points only (v > 0), already by node: straight into the solver's layout
+        W, B = cd.l1_logistic_blocks([p.X for p in hard], [p.y for p in hard], [p.v for p in hard], lam,
+                                     w0=w0, b0=b0, tol=CD_TOL, max_iter=cfg.solver_max_iter)
         for g, p in enumerate(hard):
             out[p.node] = (W[g], float(B[g]))
         return out
+    Xall = np.concatenate([p.X for p in hard])
+    group = np.concatenate([np.full(p.y.size, g) for g, p in enumerate(hard)])
     with threads.limited(1):
         W, B = fista.l1_logistic_torch(
             Xall, np.concatenate([p.y for p in hard]), np.concatenate([p.v for p in hard]), group, len(hard), lam,
