@@ -262,3 +262,60 @@ def run(quick: bool = False) -> dict[str, Any]:
                       "reference": "—" if r["paper_mean"] is None else f"{r['paper_mean']:.4g}",
                       "check": "—" if check is None else ("yes" if check else "no")})
     return {"rows": table, "results": {"rows": rows, "total_seconds": time.perf_counter() - start}}
+
+
+def phases(n: int, seed: int = 0) -> dict[str, Any]:
+    """Where a default LapTAO fit spends its time on the scale benchmark's ``n``-row table
+    (:mod:`benchmarks.scale_table`, every label kept, one thread): process CPU seconds of the
+    neighbour search, the perplexity search (its graphs and leave-one-out solves), label
+    propagation with 20 label steps (the thesis's schedule, the tree replaced by 0.9 z), and one
+    warm-started TAO tree step; and the process's peak resident memory.
+
+    ``python -m benchmarks.laptao --phases 20000``.
+    """
+    import resource
+
+    from benchmarks.scale_table import make_table
+    from models.graphs import nearest_neighbors
+    from models.laptao.graph import select_perplexity
+    from models.laptao.label_step import label_propagation, label_step, make_solver, partial_labels
+    from models.laptao.loop import mu_schedule
+    from models.tao.estimators import TAORegressor, auto_depth
+    from treeviz import threads
+    from treeviz.data import PrepConfig, prepare
+
+    threads.apply_budget(1)
+    prepared = prepare(make_table(n, seed), PrepConfig(seed=seed))
+    X = prepared.X_train
+    _, y = np.unique(np.asarray(prepared.labels("train")), return_inverse=True)
+    Y, labelled, _ = partial_labels(y)
+    out: dict[str, Any] = {"n": int(n), "n_train": int(X.shape[0])}
+    c = time.process_time()
+    nearest_neighbors(X, 90)
+    out["knn_90_s"] = time.process_time() - c
+    c = time.process_time()
+    perplexity, lap, _ = select_perplexity(X, Y, labelled, 0.1, groups=y)
+    out["perplexity_search_s"], out["perplexity"] = time.process_time() - c, perplexity
+    c = time.process_time()
+    solver = make_solver(lap, labelled, 0.1)
+    z = label_propagation(solver, Y, labelled)
+    for mu in mu_schedule(1e-3, 1.5, 20):
+        z = label_step(solver, Y, labelled, 0.9 * z, np.zeros_like(z), float(mu), x0=z)
+    out["label_steps_s"] = time.process_time() - c
+    c = time.process_time()
+    tree = TAORegressor(depth=auto_depth(Y.shape[1]), max_iter=15, device="cpu", random_state=seed).fit(X, z)
+    out["first_tree_step_s"], out["first_tree_step_iterations"] = time.process_time() - c, len(tree.history_)
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return out
+
+
+if __name__ == "__main__":
+    import argparse
+    import json
+    import os
+
+    for _v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_v, "1")
+    _ap = argparse.ArgumentParser(description="LapTAO's cost per phase on the scale table (see phases()).")
+    _ap.add_argument("--phases", type=int, required=True, metavar="N", help="rows of the table")
+    print(json.dumps(phases(_ap.parse_args().phases)))
