@@ -218,6 +218,7 @@ if HAVE_NUMBA:
         while (1 << height) < n_leaves:
             height += 1
         table = np.empty(height + 1, dtype=np.float64)
+        theta = np.empty((K, n_leaves), dtype=np.float64)
         dout = np.empty(K, dtype=np.float64)
         for t in range(T):
             fac = 1.0
@@ -229,6 +230,9 @@ if HAVE_NUMBA:
                 fac = acc / (B * n)
             for k in range(height + 1):
                 table[k] = math.exp(-2.0 * fac * k)
+            for i in range(n_leaves):
+                for k in range(K):
+                    theta[k, i] = leaves[t, i, k]
             wsum = 0.0
             if use_w:
                 for b in range(B):
@@ -277,16 +281,19 @@ if HAVE_NUMBA:
                     total += rw * sq / K
                 for k in range(K):
                     grad_leaves[t, leaf, k] += dout[k]
-                # p (in sub[n:]), ∂p = ∂out Θᵀ, ∂q = p ⊙ (∂p − ⟨∂p, p⟩)
+                # p (in sub[n:]), ∂p = ∂out Θᵀ (in qv[n:]), ∂q = p ⊙ (∂p − ⟨∂p, p⟩); loops over
+                # the leaves innermost, so that they vectorise
+                for i in range(n_leaves):
+                    qv[n + i] = 0.0
+                for k in range(K):
+                    dk = dout[k]
+                    for i in range(n_leaves):
+                        qv[n + i] += dk * theta[k, i]
                 inner = 0.0
                 for i in range(n_leaves):
                     p = sub[n + i] / norm
-                    dp = 0.0
-                    for k in range(K):
-                        dp += dout[k] * leaves[t, i, k]
                     sub[n + i] = p
-                    qv[n + i] = dp
-                    inner += dp * p
+                    inner += qv[n + i] * p
                 for i in range(n_leaves):
                     sub[n + i] = sub[n + i] * (qv[n + i] - inner)
                 for j in range(n - 1, -1, -1):  # branch-free: the window is open about half the time
