@@ -605,17 +605,20 @@ def fit_stack(nets: Sequence[DGTNetwork], data: Sequence[TreeData], loss: str, c
         total = torch.zeros(T, dtype=dtype, device=device)
         open_window = torch.zeros(T, dtype=dtype, device=device)
         order_rows = torch.stack([torch.randperm(m, generator=g) for g in generators]).to(device) + flat_rows
+        # the epoch's rows in batch order, gathered once: every batch is then a slice
+        idx = order_rows.reshape(-1)
+        X_epoch = X2.index_select(0, idx).view(T, m, r)
+        Y_epoch = Y2.index_select(0, idx).view(T, m, *Y.shape[2:])
+        W_epoch = None if W2 is None else W2.index_select(0, idx).view(T, m)
         lr_epoch = lr_now()
-        for rows in order_rows.split(batch, dim=1):
+        for lo in range(0, m, batch):
             if stop():
                 stopped = True
                 break
             lr = lr_now()
-            idx = rows.reshape(-1)
-            B = rows.shape[1]
-            xb = X2.index_select(0, idx).view(T, B, r)
-            yb = Y2.index_select(0, idx).view(T, B, *Y.shape[2:])
-            wb = None if W2 is None else W2.index_select(0, idx).view(T, B)
+            xb = X_epoch[:, lo:lo + batch]
+            yb = Y_epoch[:, lo:lo + batch]
+            wb = None if W_epoch is None else W_epoch[:, lo:lo + batch]
             P = stack.forward()
             z = torch.bmm(xb, P.transpose(1, 2))
             if use_fused:
