@@ -22,7 +22,7 @@ many steps per call:
   update as per-tensor).
 
 Arithmetic is float64 inside the kernel whatever the parameters' dtype (float32 in training).
-The evaluation pass (:func:`eval_outputs`) runs the network in evaluation mode (BatchNorm's
+The evaluation pass (:meth:`Engine.outputs`) runs the network in evaluation mode (BatchNorm's
 running statistics) and either solves the pruning QP on its rows (a frozen pruning vector and
 those rows' outputs in one pass) or uses a given pruning vector.
 
@@ -52,7 +52,7 @@ def _splits(Xb, Wl, bl, gamma, bnb, beta, mean, inv, elu, St, Hn, train, momentu
     normalised ``Hn`` (m, n) and the BatchNorm batch statistics (``mean``, ``inv``), with the
     running statistics updated."""
     m, nb = St.shape
-    St[:, :] = Wl @ Xb.T
+    np.dot(Wl, Xb.T, St)
     for j in range(m):
         if train:
             acc = 0.0
@@ -319,9 +319,11 @@ def _loss_grad(out, yf, yi, rows, w, has_w, kind, G):
 
 @njit(cache=True, nogil=True)
 def _step_grad(X, yf, yi, w, has_w, kind, rows, theta, shape, lam, shift, delta, upper, elu, xz,
-               rm, rv, momentum, eps_bn, grad):
+               rm, rv, momentum, eps_bn, grad, work):
     """Forward and backward of one training step on ``X[rows]``: the gradient into ``grad`` (flat,
-    ``theta``'s layout); returns (loss, weight of the batch, active nodes of the batch's a)."""
+    ``theta``'s layout); returns (loss, weight of the batch, active nodes of the batch's a).
+    ``work`` (at least 4 m n numbers) holds the four (m, n) arrays, reused from step to step
+    (fresh arrays of that size cost page faults that took a third of a large batch's step)."""
     m, d, K, F = shape[0], shape[1], shape[2], shape[3]
     T = 2 * m + 1
     nb = rows.shape[0]
@@ -337,8 +339,11 @@ def _step_grad(X, yf, yi, w, has_w, kind, rows, theta, shape, lam, shift, delta,
     for i in range(nb):
         for f in range(d):
             Xb[i, f] = X[rows[i], f]
-    S = np.empty((m, nb))
-    Hn = np.empty((m, nb))
+    size = m * nb
+    S = work[:size].reshape((m, nb))
+    Hn = work[size:2 * size].reshape((m, nb))
+    gS = work[2 * size:3 * size].reshape((m, nb))
+    gH = work[3 * size:4 * size].reshape((m, nb))
     mean = np.empty(m)
     inv = np.empty(m)
     _splits(Xb, Wl, bl, gamma, bnb, beta, mean, inv, elu, S, Hn, True, momentum, rm, rv, eps_bn)
@@ -380,12 +385,11 @@ def _step_grad(X, yf, yi, w, has_w, kind, rows, theta, shape, lam, shift, delta,
                     gWh[k, off + t] += G[i, k] * ze
                 Gz[e] = acc
     # pruning layer (read-out, QP Jacobian, path minimum)
-    gS = np.zeros((m, nb))
+    gS[:, :] = 0.0
     _sparse_backward(start, erows, q, z, par, a, scale, thresh, shift, upper, Gz, gS)
     # ELU, then BatchNorm (batch statistics) and β
     gWl = grad[o_wl:o_bl].reshape((m, d))
     gbl, ggam, gbnb, gbeta = grad[o_bl:o_g], grad[o_g:o_bb], grad[o_bb:o_be], grad[o_be:o_wh]
-    gH = np.empty((m, nb))
     for j in range(m):
         sum_g = 0.0
         sum_gh = 0.0
@@ -429,7 +433,7 @@ def _optimiser(theta, grad, m1, m2, step, lr, b1, b2, nu1, nu2, eps):
 @njit(cache=True, nogil=True)
 def _train_steps(X, yf, yi, w, has_w, kind, order, starts, batch, theta, shape, lam, shift,
                  delta, upper, elu, xz, rm, rv, momentum, eps_bn, m1, m2, step, lr, b1, b2, nu1, nu2,
-                 eps, stats):
+                 eps, stats, work):
     """The training steps of the batches starting at ``order[starts[j]]``, in turn. ``stats``
     accumulates (Σ loss·weight, Σ weight, Σ active fraction, batches); returns the step count."""
     n = order.shape[0]
@@ -442,7 +446,7 @@ def _train_steps(X, yf, yi, w, has_w, kind, order, starts, batch, theta, shape, 
         if hi - lo < 2 and stats[1] > 0:  # BatchNorm cannot train on one row
             continue
         loss, weight, active = _step_grad(X, yf, yi, w, has_w, kind, order[lo:hi], theta, shape, lam,
-                                          shift, delta, upper, elu, xz, rm, rv, momentum, eps_bn, grad)
+                                          shift, delta, upper, elu, xz, rm, rv, momentum, eps_bn, grad, work)
         step += 1
         _optimiser(theta, grad, m1, m2, step, lr, b1, b2, nu1, nu2, eps)
         stats[0] += loss * weight
@@ -564,6 +568,7 @@ class Engine:
             self.hyper = (0.9, 0.999, 1.0, 1.0, 1e-8)  # torch.optim.Adam's defaults
         self.delta, self.upper = readout_constants(net.readout_mode, 0.5)
         self.steps_taken = 0
+        self.work: np.ndarray | None = None
 
     def train(self, data: Batches, order: np.ndarray, starts: np.ndarray, batch: int, lr: float,
               stats: np.ndarray) -> None:
@@ -574,8 +579,15 @@ class Engine:
                                  int(batch), self.theta, self.shape,
                                  float(self.net.prune_strength), 0.5, self.delta, self.upper, self.elu, self.xz,
                                  self.rm, self.rv, self.momentum, self.eps_bn, self.m1, self.m2, self.step,
-                                 float(lr), b1, b2, nu1, nu2, eps, stats)
+                                 float(lr), b1, b2, nu1, nu2, eps, stats, self._work(batch))
         self.steps_taken += self.step - before
+
+    def _work(self, batch: int) -> np.ndarray:
+        """The kernel's workspace for batches of ``batch`` rows (kept between calls)."""
+        size = 4 * int(self.shape[0]) * int(batch)
+        if self.work is None or self.work.shape[0] < size:
+            self.work = np.empty(size)
+        return self.work
 
     def outputs(self, X: np.ndarray, *, a: np.ndarray | None = None,
                 strength_scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:

@@ -97,7 +97,7 @@ def test_one_step_gradient_equals_autograd(kind, k, split, head_input, readout, 
     rm, rv = eng.rm.copy(), eng.rv.copy()
     loss, weight, active = E._step_grad(data.X, data.yf, data.yi, data.w, data.has_w, data.kind, rows, eng.theta,
                                         eng.shape, 1.0, 0.5, eng.delta, eng.upper, eng.elu, eng.xz, rm, rv,
-                                        eng.momentum, eng.eps_bn, grad)
+                                        eng.momentum, eng.eps_bn, grad, np.full(4 * eng.shape[0] * n, np.nan))
     net.train()
     out, state = net(X)
     ref = _loss(kind, out, Y, W)
