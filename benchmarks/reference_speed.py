@@ -48,7 +48,8 @@ Then, from the repository root:
   ``benchmarks/results/reference_speed.json``: ``results.rows`` with one row per setting
   (``name``, ``reference_s``, ``ours_s``, ``ratio``, the quality of both with spreads, the
   reference commit, the protocol that was run), the machine's CPU model, the thread count and the
-  date. For each setting the newest group of runs (a "tag") is used; ``--tag KEY=TAG`` pins one.
+  date. For each setting the newest group of runs (a "tag") is used; ``--tag KEY=TAG`` pins one,
+  ``--extra KEY=TAG`` adds another tag's row under ``results.extra_rows`` (a longer protocol, say).
   Without the results folder it says so and exits with status 1.
 
 The per-run JSONs come from the harness's drivers: ``ref_dgt.py`` / ``ours_dgt.py`` and
@@ -287,8 +288,12 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def collect(folder: Path, pinned: dict[str, str] | None = None) -> dict[str, Any]:
-    """The table from the per-run JSONs in ``folder``; raises MissingResults when there is none."""
+def collect(folder: Path, pinned: dict[str, str] | None = None,
+            extra: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
+    """The table from the per-run JSONs in ``folder``; raises MissingResults when there is none.
+
+    ``extra``: (setting, tag) pairs tabulated as well, under ``extra_rows`` (e.g. a longer protocol
+    run at another time than the main table's)."""
     if not folder.is_dir():
         raise MissingResults(f"The side-by-side results folder {folder} does not exist: set REF_HOME (or "
                              "REF_RESULTS) to where the reference harness wrote its results, or run "
@@ -307,9 +312,15 @@ def collect(folder: Path, pinned: dict[str, str] | None = None) -> dict[str, Any
     if not rows:
         raise MissingResults(f"The side-by-side results folder {folder} holds no complete pair of reference / "
                              "treeviz runs: run `python -m benchmarks.reference_speed --run` first.")
+    extra_rows = []
+    for key, tag in extra:
+        if key not in BY_KEY or tag not in found:
+            raise MissingResults(f"No runs of tag {tag!r} for setting {key!r} in {folder}.")
+        extra_rows.append(build_row(BY_KEY[key], tag, found[tag], log.get(tag)))
     threads = sorted({r["threads"] for r in rows if isinstance(r["threads"], int)})
     return {
         "rows": rows,
+        "extra_rows": extra_rows,
         "missing": missing,
         "machine": {"cpu_model": cpu_model(), "cpus": os.cpu_count(),
                     "threads": threads[0] if len(threads) == 1 else threads},
@@ -343,7 +354,7 @@ def _same(quality: dict[str, Any]) -> str:
 def table(results: dict[str, Any]) -> str:
     lines = ["| setting | authors' code (CPU s/epoch) | treeviz | ratio | quality (reference vs treeviz) | protocol |",
              "|---|---|---|---|---|---|"]
-    for r in results["rows"]:
+    for r in results["rows"] + [dict(x, name=f"{x['name']}, also") for x in results.get("extra_rows", [])]:
         lines.append(f"| {r['name']} ({r['reference']}) | {r['reference_s']:.4g} | {r['ours_s']:.4g} | "
                      f"**{r['ratio']:.2f}×** | {r['quality']['text']}{_same(r['quality'])} | "
                      f"{r['rounds']} rounds × {r['epochs']} epochs |")
@@ -525,6 +536,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results", help="folder of the per-run JSONs (default $REF_RESULTS or $REF_HOME/results)")
     ap.add_argument("--out", help="where to write the table (default benchmarks/results/reference_speed.json)")
     ap.add_argument("--tag", action="append", metavar="KEY=TAG", help="use this tag for a setting")
+    ap.add_argument("--extra", action="append", metavar="KEY=TAG",
+                    help="tabulate this tag of a setting too, under extra_rows")
     ap.add_argument("--run", action="store_true", help="run the interleaved side by side first")
     ap.add_argument("--dry-run", action="store_true", help="with --run: print the commands only")
     ap.add_argument("--snapshot", action="store_true", help="with --run: time treeviz's committed HEAD")
@@ -544,7 +557,8 @@ def main(argv: list[str] | None = None) -> int:
         pinned = {k: default_tag(k, epochs[k], a.suffix) for k in keys}  # the table shows this run's rows
     pinned.update(dict(t.split("=", 1) for t in a.tag or ()))
     try:
-        results = collect(results_folder(a.results), pinned)
+        results = collect(results_folder(a.results), pinned,
+                          [tuple(t.split("=", 1)) for t in a.extra or ()])  # type: ignore[misc]
     except MissingResults as e:
         print(e, file=sys.stderr)
         return 1

@@ -85,10 +85,12 @@ def test_main_writes_results_rows_and_a_pinned_tag_wins(tmp_path, capsys):
     folder = tmp_path / "results"
     _fake_results(folder)
     out = tmp_path / "reference_speed.json"
-    assert rs.main(["--results", str(folder), "--out", str(out), "--tag", "latent=latent_old"]) == 0
+    assert rs.main(["--results", str(folder), "--out", str(out), "--tag", "latent=latent_old",
+                    "--extra", "latent=latent_e30"]) == 0
     payload = json.loads(out.read_text())
     rows = {r["key"]: r for r in payload["results"]["rows"]}
     assert payload["benchmark"] == "reference_speed" and rows["latent"]["tag"] == "latent_old"
+    assert [r["tag"] for r in payload["results"]["extra_rows"]] == ["latent_e30"]
     assert "DGT, abalone" in capsys.readouterr().out
 
 
