@@ -7,9 +7,10 @@ here (see ``docs/skinny_trees.md``):
 
 * ``lambda0`` is the authors' λ0 **before** their division by p: the prox uses λ0 = lambda0 / p.
   With ``schedule="dense_to_sparse"`` it is the largest λ0 of the ramp γ(1 − e^(−s·t)) over the
-  optimiser steps t; with ``"fixed"`` it is used from the first step. The authors ran 100 (γ =
-  100/p); the default here is 300, their "fast demo" multiplier 3, so that the default training
-  length removes features.
+  optimiser steps t; with ``"fixed"`` it is used from the first step. The default is the authors'
+  100 (γ = 100/p). An earlier default of 300 (their "fast demo" multiplier) removed features the
+  model needed on small tables: on a 20-feature, 3-class table of 20 000 rows it scored 0.68-0.75
+  test accuracy, below CART's 0.84, where 100 scores 0.95.
 * Binary problems use two logits and softmax cross-entropy, as the authors' code does.
 * Regression targets are standardised for training by default (``target_scaling``) and
   predictions put back in the data's units; ``"none"`` trains on the raw targets, as the paper's
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -38,6 +40,7 @@ from models.base import Callback, TreeEstimator, class_targets, resolve_device, 
 from models.skinny.ensemble import SoftTreeEnsemble
 from models.skinny.fused import TrialData, Trials, augment, train, unpack
 from models.skinny.train import Data, Schedule, fit_ensemble
+from treeviz.errors import TreevizError
 from treeviz.tree import Tree
 
 #: Optimiser steps that ``max_epochs=None`` aims for.
@@ -71,6 +74,83 @@ def _trial_data(X: np.ndarray, Y: np.ndarray, W: np.ndarray | None, eval_set: tu
     return data
 
 
+@dataclass
+class _Job:
+    """One estimator's prepared fit, waiting to be trained with others (:func:`fit_together`)."""
+
+    estimator: Any
+    model: SoftTreeEnsemble
+    generator: torch.Generator
+    X: np.ndarray
+    Y: np.ndarray
+    W: np.ndarray | None
+    eval_set: Any
+    n_outputs: int
+    validation: Any
+    epochs: int
+    device: str
+
+    def shape_key(self) -> tuple:
+        """What trials trained together must share: the tensors' shapes, the step sequence and the
+        data (the same rows, targets and weights)."""
+        e = self.estimator
+        return (type(e), int(e.n_trees), int(e.depth), e.activation, float(e.smoothstep_width), e.penalty,
+                int(e.min_features), int(e.batch_size), self.epochs, self.device, getattr(e, "target_scaling", None),
+                self.X.shape, self.n_outputs)
+
+
+def fit_together(estimators: Sequence[Any], X: Any, y: Any, sample_weight: Any = None, *,
+                 eval_set: tuple[Any, Any] | None = None) -> list[str | None]:
+    """Fit Skinny Trees estimators on the same data as one batched program per shape.
+
+    Estimators that share ``n_trees``, ``depth``, ``activation``, ``smoothstep_width``,
+    ``penalty``, ``min_features``, ``batch_size`` and the training length (and, for regressors,
+    ``target_scaling``) train together: their parameters are stacked along a leading trial
+    dimension, and each keeps its own ``random_state`` (initialisation and data order),
+    ``lambda0``, ``schedule``, ``temperature``, ``lambda2``, ``lambda1`` and ``learning_rate``.
+    Each ends exactly as ``estimator.fit(X, y, sample_weight, eval_set=eval_set)`` would (to float
+    rounding): the same model, history and selected features; the trials of a feature-budget
+    search differ in just these settings. Returns one entry per estimator: None, or the error of a
+    fit that diverged (that estimator is then left unfitted).
+    """
+    jobs: list[_Job] = []
+    for est in estimators:
+        if not isinstance(est, _SkinnyTreesBase):
+            raise TypeError(f"fit_together trains Skinny Trees estimators, not {type(est).__name__}.")
+        est._collect = jobs
+        try:
+            est.fit(X, y, sample_weight, eval_set=eval_set)
+        finally:
+            est._collect = None
+    errors: dict[int, str | None] = {}
+    groups: dict[tuple, list[_Job]] = {}
+    for job in jobs:
+        groups.setdefault(job.shape_key(), []).append(job)
+    for group in groups.values():
+        first = group[0]
+        data = _trial_data(first.X, first.Y, first.W, first.eval_set, first.n_outputs, first.device)
+        p = first.X.shape[1]
+        trials = Trials.from_models([j.model for j in group], [j.estimator._schedule(p) for j in group],
+                                    [float(j.estimator.learning_rate) for j in group], [j.generator for j in group])
+        for j in group:
+            j.estimator._begin_training(None, total=first.epochs)
+        try:
+            steps = train(trials, data, task=first.estimator._task or "classification",
+                          batch_size=int(first.estimator.batch_size), max_epochs=first.epochs,
+                          record=lambda t, numbers, group=group: group[t].estimator._record(**numbers),
+                          validation=[j.validation for j in group])
+        except TreevizError as err:  # one trial alone: its divergence is raised
+            trials.errors[0] = str(err)
+            steps = trials.step
+        for t, j in enumerate(group):
+            j.estimator._end_training()
+            errors[id(j.estimator)] = trials.errors[t]
+            if trials.errors[t] is None:
+                j.estimator.n_steps_ = steps
+                j.estimator._finish(trials, t, j.device)
+    return [errors[id(est)] for est in estimators]
+
+
 class _SkinnyTreesBase(TreeEstimator):
     _expected_failed_checks: ClassVar[dict[str, str]] = {
         "check_sample_weight_equivalence_on_dense_data":
@@ -81,7 +161,7 @@ class _SkinnyTreesBase(TreeEstimator):
     _task = ""
 
     def __init__(self, *, n_trees=20, depth=4, activation="sigmoid", smoothstep_width=1.0, penalty="l0",
-                 lambda0=300.0, schedule="dense_to_sparse", temperature=0.01, lambda2=0.1, lambda1=1.0,
+                 lambda0=100.0, schedule="dense_to_sparse", temperature=0.01, lambda2=0.1, lambda1=1.0,
                  min_features=1, learning_rate=0.1, batch_size=16, max_epochs=None, device="auto",
                  random_state=0):
         self.n_trees = n_trees
@@ -130,6 +210,10 @@ class _SkinnyTreesBase(TreeEstimator):
         epochs = auto_epochs(X.shape[0], int(self.batch_size)) if self.max_epochs is None else int(self.max_epochs)
         if getattr(self, "_plain_path", False):  # autograd, step by step: the reference for tests and benchmarks
             self._fit_plain(model, X, Y, W, eval_set, validation, callbacks, epochs, generator, device)
+            return
+        if getattr(self, "_collect", None) is not None:  # fit_together trains it with others
+            self._collect.append(_Job(self, model, generator, X, Y, W, eval_set, n_outputs, validation, epochs,
+                                      device))
             return
         data = _trial_data(X, Y, W, eval_set, n_outputs, device)
         trials = Trials.from_models([model], [self._schedule(X.shape[1])], [float(self.learning_rate)], [generator])
@@ -383,7 +467,7 @@ class SkinnyTreesRegressor(RegressorMixin, _SkinnyTreesBase):
     _task = "regression"
 
     def __init__(self, *, n_trees=20, depth=4, activation="sigmoid", smoothstep_width=1.0, penalty="l0",
-                 lambda0=300.0, schedule="dense_to_sparse", temperature=0.01, lambda2=0.1, lambda1=1.0,
+                 lambda0=100.0, schedule="dense_to_sparse", temperature=0.01, lambda2=0.1, lambda1=1.0,
                  min_features=1, learning_rate=0.1, batch_size=16, max_epochs=None, target_scaling="standard",
                  device="auto", random_state=0):
         super().__init__(n_trees=n_trees, depth=depth, activation=activation, smoothstep_width=smoothstep_width,

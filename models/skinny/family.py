@@ -29,9 +29,11 @@ SKINNY = Family(
     params=(
         Param("n_trees", "int", 20, "Number of soft trees m (their outputs are summed).", low=1, high=1000),
         Param("depth", "int", 4, "Depth d of every tree (2^d − 1 oblique split nodes each).", low=1, high=10),
-        Param("lambda0", "float", 300.0,
-              "Group-ℓ0 strength λ0 before division by the number of features p (the authors ran 100; "
-              "300 removes features within the default training length). Larger keeps fewer features.",
+        # The authors' λ0 = 100 (γ = 100/p). 300 (their "fast demo" multiplier) scored below CART on a
+        # 20-feature table of 20 000 rows (0.68-0.75 against 0.84; 100 gives 0.95).
+        Param("lambda0", "float", 100.0,
+              "Group-ℓ0 strength λ0 before division by the number of features p (the authors' 100 by "
+              "default). Larger keeps fewer features.",
               low=0.0, high=1e7, log=True, label="λ0 (× 1/p)"),
         Param("schedule", "choice", "dense_to_sparse",
               "Dense-to-sparse: ramp λ0 from 0 as (λ0/p)(1 − e^(−s·t)) over the optimiser steps t; "

@@ -110,7 +110,7 @@ class _Workspace:
         self.S = new(T, B, N)  # split values, then left probabilities (in place)
         self.dZ = new(T, B, N)
         self.SP = new(T, B, N) if smooth else None  # S'(z) for the smooth-step
-        self.g = new(T, B, c)
+        self.gT = new(T, c, B)  # η·∂loss/∂outputs, transposed (c rows: the leaf products are then wide)
         self.V_leaf = new(T, B, L)
         P = [torch.ones((T, B, 1, m), dtype=dtype, device=device)] + \
             [new(T, B, 2 ** (level + 1), m) for level in range(depth)]
@@ -230,7 +230,7 @@ def _batch_bounds(n: int, B: int) -> list[tuple[int, int]]:
 
 def train(trials: Trials, data: TrialData, *, task: str, batch_size: int, max_epochs: int,
           record: Callable[[int, dict[str, Any]], bool],
-          validation: Callable[[torch.Tensor, torch.Tensor], dict[str, float]] | None = None,
+          validation: Any = None,
           stop: Callable[[], bool] = lambda: False) -> int:
     """Train every trial in place for ``max_epochs`` epochs; returns the step counter.
 
@@ -238,7 +238,8 @@ def train(trials: Trials, data: TrialData, *, task: str, batch_size: int, max_ep
     ``"regression"`` (squared error averaged over the outputs). The loss of a batch is its mean
     (weighted mean with ``data.W``). ``record(trial, numbers)`` gets each trial's epoch record and
     returns False to stop training (every trial). ``stop()`` is asked before every step.
-    ``validation(outputs, targets)`` turns one trial's validation outputs into named numbers.
+    ``validation(outputs, targets)`` turns one trial's validation outputs into named numbers (one
+    function for every trial, or a sequence of one per trial).
     A trial whose loss stops being finite keeps training (its numbers mean nothing) with its
     error in ``trials.errors``; with one trial the error is raised.
     """
@@ -258,15 +259,18 @@ def train(trials: Trials, data: TrialData, *, task: str, batch_size: int, max_ep
     use_ridge = bool((ridge > 0).any())
     decay = torch.ones((T, p1, 1), dtype=dtype, device=device)  # the ridge's shrinkage, not on the bias row
     decay[:, :p, 0] -= 2.0 * lr.view(T, 1) * ridge.view(T, 1)
-    Kp, LV_t = K[:, :p, :], LV.transpose(1, 2)
+    # The leaf values are used transposed, (T, c, leaves): with c (often 2) as the short side, the
+    # products with the (B, leaves) reach probabilities run as wide matrix products, several times
+    # faster than with c as their inner or outer dimension.
+    Kp, LVt = K[:, :p, :], LV.transpose(1, 2).contiguous()
     weighted = data.W is not None
 
     # One table of what a step reads (X with ones, targets, weights), gathered in the epoch's
     # order once per epoch; every step's inputs are fixed views of it, made once here.
     table = torch.cat([data.X, data.Y.to(dtype)] + ([data.W.to(dtype)[:, None]] if weighted else []), 1)
     rows = new(T, n, table.shape[1])
-    F = new(T, n, c)  # the outputs of the epoch's steps: the epoch's loss is computed from them once
-    Omega = new(T, n, 1) if weighted else None  # each row's share of its batch's mean, times η
+    F = new(T, c, n)  # the outputs of the epoch's steps (transposed): the epoch's loss is computed from them once
+    Omega = new(T, 1, n) if weighted else None  # each row's share of its batch's mean, times η
     bounds = _batch_bounds(n, B)
     gscale = 1.0 if classify else 2.0 / c  # ∂loss/∂f = gscale·(softmax − one-hot) or gscale·(f − y)
     share = None if weighted else as_t([1.0 / (hi - lo) for lo, hi in bounds for _ in range(hi - lo)])
@@ -278,8 +282,9 @@ def train(trials: Trials, data: TrialData, *, task: str, batch_size: int, max_ep
     steps = []
     for i, (lo, hi) in enumerate(bounds):
         x = rows[:, lo:hi, :p1]
-        coef = Omega[:, lo:hi] if weighted else lr * (gscale / (hi - lo))  # the mean's 1/B and the step η
-        steps.append((work[hi - lo], x, x.transpose(1, 2), rows[:, lo:hi, p1:p1 + c], F[:, lo:hi], coef, Thr[i],
+        coef = Omega[:, :, lo:hi] if weighted else lr * (gscale / (hi - lo))  # the mean's 1/B and the step η
+        steps.append((work[hi - lo], x, x.transpose(1, 2), rows[:, lo:hi, p1:p1 + c].transpose(1, 2), F[:, :, lo:hi],
+                      coef, Thr[i],
                       Norms[i + 1]))
     if penalty != "l0":
         tau = as_t([s.threshold_at(0, lr_) for s, lr_ in zip(schedules, lrs)]).view(T, 1, 1)
@@ -292,7 +297,8 @@ def train(trials: Trials, data: TrialData, *, task: str, batch_size: int, max_ep
         if weighted:  # ω = w / (the sum of w over the row's batch), times η
             w = rows[:, :, p1 + c:]
             for lo, hi in bounds:
-                torch.mul(w[:, lo:hi], lr * gscale / w[:, lo:hi].sum(1, keepdim=True), out=Omega[:, lo:hi])
+                torch.mul(w[:, lo:hi], lr * gscale / w[:, lo:hi].sum(1, keepdim=True),
+                          out=Omega[:, :, lo:hi].transpose(1, 2))
         if penalty == "l0":
             Thr.copy_(as_t([[s.threshold_at(step + i, lr_) for s, lr_ in zip(schedules, lrs)]
                             for i in range(1, n_steps + 1)]).view(n_steps, T, 1, 1))
@@ -301,6 +307,7 @@ def train(trials: Trials, data: TrialData, *, task: str, batch_size: int, max_ep
         for ws, x, xt, y, f, coef, thr, norms in steps:
             if stop():
                 trials.step = step
+                LV.copy_(LVt.transpose(1, 2))
                 return step
             # forward: split values, left probabilities, reach probabilities level by level, outputs
             torch.bmm(x, K, out=ws.S)
@@ -308,16 +315,16 @@ def train(trials: Trials, data: TrialData, *, task: str, batch_size: int, max_ep
             for P, left, right, s_, *_ in ws.levels:
                 torch.mul(P, s_, out=left)
                 torch.sub(P, left, out=right)
-            torch.bmm(ws.P_leaf, LV, out=f)
+            torch.bmm(LVt, ws.P_leaf_t, out=f)  # (T, c, B)
             # η·∂loss/∂outputs (softmax − one-hot, or 2(f − y)/c), over the batch's mean
             if classify:
-                torch.sub(torch.softmax(f, -1), y, out=ws.g)
+                torch.sub(torch.softmax(f, 1), y, out=ws.gT)
             else:
-                torch.sub(f, y, out=ws.g)
-            ws.g.mul_(coef)  # η·gscale/B or η·ω: every update below is then one fused step
+                torch.sub(f, y, out=ws.gT)
+            ws.gT.mul_(coef)  # η·gscale/B or η·ω: every update below is then one fused step
             # backward: the leaves (V at the leaves uses the leaves before their step), then the levels
-            torch.bmm(ws.g, LV_t, out=ws.V_leaf)
-            LV.baddbmm_(ws.P_leaf_t, ws.g, alpha=-1.0)
+            torch.bmm(ws.gT.transpose(1, 2), LVt, out=ws.V_leaf)
+            LVt.baddbmm_(ws.gT, ws.P_leaf, alpha=-1.0)
             for P, _, right, s_, dz, sp, VL, VR, V, D in ws.backward_levels:
                 torch.sub(VL, VR, out=D)
                 if smooth:
@@ -351,12 +358,13 @@ def train(trials: Trials, data: TrialData, *, task: str, batch_size: int, max_ep
             if use_ridge:
                 torch.mul(row_norms, mask, out=norms)
         # once per epoch: the loss, the feature counts, validation, the records
-        targets = rows[:, :, p1:p1 + c]
+        LV.copy_(LVt.transpose(1, 2))
+        targets = rows[:, :, p1:p1 + c].transpose(1, 2)
         if classify:
-            per_row = -(torch.log_softmax(F, -1) * targets).sum(-1)
+            per_row = -(torch.log_softmax(F, 1) * targets).sum(1)
         else:
-            per_row = (F - targets).pow(2).mean(-1)
-        per_row = per_row * (Omega[:, :, 0] / (lr.view(T, 1) * gscale) if weighted else share)
+            per_row = (F - targets).pow(2).mean(1)
+        per_row = per_row * (Omega[:, 0, :] / (lr.view(T, 1) * gscale) if weighted else share)
         total = per_row.sum(1)
         if use_ridge:  # ridge·‖K‖² before each step: the norms after the previous step
             total = total + ridge * Norms[:n_steps].square().sum((2, 3)).sum(0)
@@ -377,7 +385,8 @@ def train(trials: Trials, data: TrialData, *, task: str, batch_size: int, max_ep
                                        "step": step, "lambda0": schedules[t].lambda0_at(step),
                                        "threshold": schedules[t].threshold_at(step, lrs[t])}
             if val is not None and validation is not None:
-                numbers.update(validation(val[t], data.Y_val))
+                check = validation[t] if isinstance(validation, Sequence) else validation
+                numbers.update(check(val[t], data.Y_val))
             numbers["epoch_s"] = elapsed if T == 1 else elapsed / T
             go = record(t, numbers) and go
         if not go:

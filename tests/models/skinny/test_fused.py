@@ -135,3 +135,33 @@ def test_trials_trained_together_equal_trials_trained_one_at_a_time(task):
             assert r_alone["loss"] == pytest.approx(r_together["loss"], rel=1e-12)
             assert r_alone["val_first"] == pytest.approx(r_together["val_first"], rel=1e-12)
     assert len({r[-1]["n_features"] for r in records}) > 1  # the settings do differ in what they keep
+
+
+def test_fit_together_gives_each_estimator_its_own_fit():
+    """A budget search's trials (own seeds, λ0, λ2, ramp rates, learning rates; two shapes) trained
+    by fit_together end as each estimator's own fit: the same selected features, histories and
+    predictions (float32, to rounding)."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+
+    from models.skinny.estimators import SkinnyTreesClassifier, fit_together
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)[:240]
+    y = y[:240]
+    settings = [dict(lambda0=300.0, random_state=1), dict(lambda0=2000.0, learning_rate=0.2, random_state=2),
+                dict(lambda0=800.0, lambda2=1.0, temperature=0.05, random_state=3),
+                dict(lambda0=800.0, depth=3, random_state=4)]
+    common = dict(n_trees=5, depth=2, batch_size=32, max_epochs=8, device="cpu")
+    alone = [SkinnyTreesClassifier(**{**common, **kw}).fit(X[:200], y[:200], eval_set=(X[200:], y[200:]))
+             for kw in settings]
+    together = [SkinnyTreesClassifier(**{**common, **kw}) for kw in settings]
+    assert fit_together(together, X[:200], y[:200], eval_set=(X[200:], y[200:])) == [None] * 4
+    for a, b in zip(alone, together):
+        np.testing.assert_array_equal(a.selected_features_, b.selected_features_)
+        np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), rtol=1e-4, atol=1e-5)
+        assert [r["n_features"] for r in a.history_] == [r["n_features"] for r in b.history_]
+        np.testing.assert_allclose([r["val_loss"] for r in a.history_], [r["val_loss"] for r in b.history_],
+                                   rtol=1e-4)
+        assert a.n_steps_ == b.n_steps_
+    assert len({m.selected_features_.size for m in together}) > 1
