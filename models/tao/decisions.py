@@ -99,10 +99,17 @@ def fit_decisions(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, c
         w, b = new[p.node]
         if cfg.guard == "objective":
             w_old, b_old = tree.weight[p.node].copy(), float(tree.bias[p.node])
-            candidates = [(w, b), (w, exact_bias(p, w)), (w_old, b_old), (w_old, exact_bias(p, w_old))]
-            scores = [reduced_objective(p, cw, cb, cfg.l1_penalty) for cw, cb in candidates]
+            # each direction projected once for its two candidates; when the direction did not
+            # change, the old one's exact-bias candidate is the new one's (listed earlier, so it
+            # wins the tie) and is not evaluated twice
+            s_new = p.X @ w
+            s_old = s_new if np.array_equal(w, w_old) else p.X @ w_old
+            candidates = [(w, b, s_new), (w, exact_bias(p, w, s_new), s_new), (w_old, b_old, s_old)]
+            if s_old is not s_new:
+                candidates.append((w_old, exact_bias(p, w_old, s_old), s_old))
+            scores = [reduced_objective(p, cw, cb, cfg.l1_penalty, cs) for cw, cb, cs in candidates]
             best = int(np.argmin(scores))
-            w, b = candidates[best]
+            w, b, _ = candidates[best]
             if best >= 2:  # the surrogate's direction lost; at most the old bias improves
                 rejected += 1
                 if best == 2:

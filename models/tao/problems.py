@@ -72,18 +72,23 @@ def reduced_problems(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray
     return out
 
 
-def reduced_objective(p: NodeProblem, w: np.ndarray, b: float, lam: float) -> float:
-    """Ē_i(θ) = Σ_care v·I(f(x) ≠ ȳ) + λ‖w‖₁, with right iff w·x + b > 0."""
-    pred = np.where(p.X @ w + b > 0, 1.0, -1.0) if p.X.shape[0] else np.zeros(0)
+def reduced_objective(p: NodeProblem, w: np.ndarray, b: float, lam: float, s: np.ndarray | None = None) -> float:
+    """Ē_i(θ) = Σ_care v·I(f(x) ≠ ȳ) + λ‖w‖₁, with right iff w·x + b > 0. ``s``: the projections
+    ``p.X @ w`` when the caller already has them."""
+    if s is None:
+        s = p.X @ w if p.X.shape[0] else np.zeros(0)
+    pred = np.where(s + b > 0, 1.0, -1.0)
     return float(np.sum(p.v * (pred != p.y)) + lam * np.abs(w).sum())
 
 
-def exact_bias(p: NodeProblem, w: np.ndarray) -> float:
+def exact_bias(p: NodeProblem, w: np.ndarray, s: np.ndarray | None = None) -> float:
     """The bias minimising the weighted 0/1 loss of ``p`` for the direction ``w`` (exact 1-D search
-    over the cuts between consecutive distinct projections; the threshold is the midpoint)."""
+    over the cuts between consecutive distinct projections; the threshold is the midpoint).
+    ``s``: the projections ``p.X @ w`` when the caller already has them."""
     if p.y.size == 0:
         return 1.0
-    s = p.X @ w
+    if s is None:
+        s = p.X @ w
     order = np.argsort(s, kind="stable")
     s, y, v = s[order], p.y[order], p.v[order]
     # loss when the first k go left: right-labelled among them + left-labelled among the rest
