@@ -242,7 +242,7 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         E(Z0), E(F0(X)) and E(F(X)), the embedding objective of the free embedding, of the direct
         fit and of the tree embedding on the training points.
     objective_function_ : EmbeddingObjective
-        The embedding objective E of the training points, exact (dense or chunked), to evaluate
+        The embedding objective E of the training points, exact (chunked), to evaluate
         other embeddings of them (after fitting; a loaded model rebuilds it with
         :meth:`embedding_objective`).
     mu0_ : float
@@ -309,8 +309,10 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
 
         Above 5000 points the free embedding and the Z-steps minimise E with its repulsion
         approximated (``path="fft"`` in :mod:`models.embedding.objectives`), and the penalty
-        objectives are measured with that approximation; ``E_tree``, ``E_Z`` and the ``*_objective_``
-        attributes are always exact.
+        objectives are measured with that approximation, and each spectral direction is solved
+        inexactly by conjugate gradients (a factorisation of B does not scale, see
+        :data:`~models.embedding.objectives.SPLU_MAX_POINTS`); ``E_tree``, ``E_Z`` and the
+        ``*_objective_`` attributes are always exact.
         """
         X = validate_data(self, X, dtype=np.float64)
         p = self._check_params(X.shape[0])

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 import torch
 from sklearn.datasets import load_breast_cancer
 from sklearn.neighbors import NearestNeighbors
 from sklearn.preprocessing import StandardScaler
 
+import models.embedding.objectives as objectives
 from models.embedding.objectives import (
     TSNE,
     ElasticEmbedding,
@@ -96,7 +98,7 @@ def rel(a, b):
 def test_gradient_matches_central_differences(data, kind):
     objective = make(kind, data)
     Z = data[2]
-    assert objective.path == "dense"
+    assert objective.path == "chunked"  # the default path at every exact size
     value, grad = objective.value_and_grad(Z)
     assert grad.dtype == torch.float64 and float(value) == float(objective.value(Z))
     assert rel(grad.numpy(), central_differences(objective, Z)) < 1e-6
@@ -162,7 +164,7 @@ def test_exaggeration_one_is_the_kl_and_penalty_is_augmented_lagrangian(data):
 
 def test_path_is_chosen_by_n_and_inputs_are_checked(data):
     _, P, Z, _, _ = data
-    assert TSNE(P).path == "dense" and TSNE(P, path="chunked").path == "chunked"
+    assert TSNE(P).path == "chunked" and TSNE(P, path="dense").path == "dense"
     with pytest.raises(ValueError, match="path"):
         TSNE(P, path="fast")
     with pytest.raises(ValueError, match="shape"):
@@ -220,6 +222,35 @@ def test_spectral_direction_is_a_descent_direction(data, kind, sparsify):
         assert float((g * d).sum()) < 0
 
 
+@pytest.mark.parametrize("kind", ["ee100", "tsne"])
+def test_conjugate_gradient_solve_converges_to_the_exact_solve(data, kind):
+    """The large-N solver ("cg", the default above SPLU_MAX_POINTS) against the sparse LU: to a
+    tight tolerance it gives the same direction; with a few iterations only, a descent direction
+    all the same (every CG iterate from 0 has gᵀd = −dᵀBd < 0)."""
+    objective = make(kind, data)
+    exact = SpectralDirection.for_objective(objective, method="splu")
+    cg = SpectralDirection.for_objective(objective, method="cg", cg_iter=5000, cg_tol=1e-12)
+    short = SpectralDirection.for_objective(objective, method="cg", cg_iter=3, cg_tol=0.0)
+    G = data[3]
+    for mu in (0.0, 1e-2, 1.0):
+        for scale in (1.0, 4.0):
+            expected = exact.solve(G, mu, scale)
+            assert rel(cg.solve(G, mu, scale), expected) < 1e-8
+            got = cg.solve(torch.as_tensor(G), mu, scale)
+            assert isinstance(got, torch.Tensor) and rel(got.numpy(), expected) < 1e-8
+        g = objective.grad(data[2])
+        assert float((g * -short.solve(g, mu)).sum()) < 0
+    assert not np.any(cg.solve(np.zeros_like(G), 1.0))  # zero in, zero out
+
+
+def test_auto_solver_by_size():
+    for n, method in ((objectives.SPLU_MAX_POINTS, "splu"), (objectives.SPLU_MAX_POINTS + 1, "cg")):
+        W = sp.diags([np.ones(n - 1)], [1], shape=(n, n), format="csr")
+        assert SpectralDirection(W + W.T, method="auto").method == method
+    with pytest.raises(ValueError, match="cg_iter"):
+        SpectralDirection(sp.identity(3, format="csr"), cg_iter=0)
+
+
 def test_armijo_accepts_the_first_step_passing_the_rule():
     A = torch.diag(torch.tensor([1.0, 100.0], dtype=torch.float64))
 
@@ -238,7 +269,7 @@ def test_armijo_accepts_the_first_step_passing_the_rule():
 
 
 @pytest.mark.parametrize("kind", ["ee100", "tsne", "tsne_al"])
-@pytest.mark.parametrize("method", ["eigh", "splu"])
+@pytest.mark.parametrize("method", ["eigh", "splu", "cg"])
 def test_z_step_accepts_armijo_steps_and_never_increases(data, kind, method):
     objective = make(kind, data)
     sd = SpectralDirection.for_objective(objective, method=method)
@@ -279,6 +310,18 @@ def test_z_step_with_mu_zero_is_the_free_embedding_optimiser(data):
     assert np.array_equal(free.Z, direct.Z.numpy())
     assert free.result.values == direct.values
     assert free.value == direct.values[-1] and free.warmup is None
+
+
+@pytest.mark.parametrize("kind", ["ee100", "tsne"])
+def test_conjugate_gradient_run_reaches_the_exact_solvers_objective(data, kind):
+    """The large-N optimiser (inexact CG directions) against the exact spectral direction from the
+    same start, on a free embedding and on a Z-step with a penalty: the same objective to 1e-3."""
+    objective = make(kind, data)
+    Z0 = initial_embedding(N, 2, random_state=5)
+    for obj in (objective, objective.with_penalty(0.3, data[3])):
+        exact = SpectralDirection.for_objective(obj, method="eigh").minimize(obj, Z0, max_iter=300, tol=1e-7)
+        cg = SpectralDirection.for_objective(obj, method="cg").minimize(obj, Z0, max_iter=300, tol=1e-7)
+        assert abs(cg.values[-1] - exact.values[-1]) <= 1e-3 * abs(exact.values[-1])
 
 
 @pytest.mark.parametrize("kind", ["ee100", "tsne"])
