@@ -23,11 +23,25 @@ fast multipole method but it reports no timings), so there are no paper numbers.
 
 ``--quick`` runs 600 points with the fft path forced and a tiny schedule (the numbers then mean
 nothing; at that size and schedule most evaluations fall back to the exact sum).
+
+``results.app_defaults`` (not in ``rows``): the app's own training of the family with its defaults
+(``treeviz.training.train_run("tree_embedding", "embedding", None, prepared)``, the Train page's
+button) on seattle_weather (1 461 rows, the sample table) and on the scale benchmark's synthetic
+table (:mod:`benchmarks.scale_table`, 20 000 rows), one fit per child process, one thread:
+``fit_s`` process CPU seconds of the fit, ``peak_mb`` the child's peak resident memory, the
+training rows, and the test split's trustworthiness and 5-NN accuracy of the mapped points.
+``--quick`` fits the 400-row table with the "quick" preset instead.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import json
+import os
+import resource
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -142,6 +156,49 @@ def _tree_run(params: dict, kind: str, X_train: np.ndarray, X_test: np.ndarray, 
     return model, stats
 
 
+#: (source, rows or None, parameters over the app defaults) of the app-default fits.
+APP_FITS = (("seattle_weather", None, {}), ("table", 20_000, {}))
+APP_FITS_QUICK = (("table", 400, {"depth": 2, "n_mu": 2, "free_iter": 60, "z_iter": 10, "tao_iter": 3}),)
+
+
+def time_app_fit(source: str, n: int | None, params: dict[str, Any]) -> dict[str, Any]:
+    """One fit of the family's app defaults (plus ``params``) on one thread, in this process."""
+    from treeviz import threads
+    from treeviz.data import PrepConfig, prepare
+    from treeviz.data.catalogue import load_dataset
+    from treeviz.training import train_run
+
+    threads.apply_budget(1)
+    torch.set_num_threads(1)
+    if source == "table":
+        from benchmarks.scale_table import make_table
+
+        data = make_table(int(n))
+    else:
+        data = load_dataset(source)
+    prepared = prepare(data, PrepConfig(seed=0))
+    c0, t0 = time.process_time(), time.perf_counter()
+    model, metrics = train_run("tree_embedding", "embedding", params or None, prepared, device="cpu")
+    fit_s, wall_s = time.process_time() - c0, time.perf_counter() - t0
+    return {"source": source, "rows": int(data.X.shape[0]), "n_train": int(prepared.X_train.shape[0]),
+            "params": params, "fit_s": fit_s, "wall_s": wall_s,
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+            "free_iter_used": int(model.history_[0]["z_iter"]),
+            "z_iter_used": [int(r["z_iter"]) for r in model.history_[1:]],
+            "objective": float(model.objective_), "free_objective": float(model.free_objective_),
+            **{k: float(v) for k, v in metrics.items() if k.endswith(("trustworthiness", "knn_accuracy"))}}
+
+
+def _app_fit_in_child(source: str, n: int | None, params: dict[str, Any]) -> dict[str, Any]:
+    """:func:`time_app_fit` in a fresh process (so that ``peak_mb`` is this fit's), one thread."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "benchmarks.embeddings_scale", "--fit", source, "--params", json.dumps(params)]
+    if n is not None:
+        cmd += ["--n", str(n)]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def run(quick: bool = False) -> dict[str, Any]:
     settings = QUICK if quick else FULL
     threads = torch.get_num_threads()
@@ -157,10 +214,14 @@ def run(quick: bool = False) -> dict[str, Any]:
                 rows = _rows(settings, *data, quick=quick)
     finally:
         torch.set_num_threads(threads)
+    app = [_app_fit_in_child(*fit) for fit in (APP_FITS_QUICK if quick else APP_FITS)]
     table = [{"row": r["name"], "metric": r["metric"], "ours": f"{r['ours_mean']:.4g}",
               "fft s": f"{r['fft_seconds']:.3g}", "exact s": f"{r['chunked_seconds']:.3g}",
               "exact": "—" if r.get("exact_value") is None else f"{r['exact_value']:.4g}"} for r in rows]
-    return {"rows": table, "results": {"rows": rows, "total_seconds": time.perf_counter() - start,
+    table += [{"row": f"app defaults, {a['source']} ({a['n_train']} training rows)", "metric": "fit CPU s",
+               "ours": f"{a['fit_s']:.4g}", "fft s": "—", "exact s": "—", "exact": f"{a['peak_mb']:.0f} MB peak"}
+              for a in app]
+    return {"rows": table, "results": {"rows": rows, "app_defaults": app, "total_seconds": time.perf_counter() - start,
                                        "skipped": None if rows else "pendigits not found in the shared data"}}
 
 
@@ -203,3 +264,19 @@ def _rows(settings: dict, X_train: np.ndarray, X_test: np.ndarray, y_train: np.n
             rows.append(_row(f"pendigits {n} {label}: value_and_grad at the free embedding, fft path", "seconds",
                              stats["fft_seconds"], f"{note}; best of 3 rounds; no paper number", **stats))
     return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="One timed fit of the tree embedding's app defaults (JSON on stdout).")
+    ap.add_argument("--fit", required=True, help="'table' (the scale benchmark's synthetic table) or a sample key")
+    ap.add_argument("--n", type=int, default=None, help="rows of the synthetic table")
+    ap.add_argument("--params", default="{}", help="JSON of parameters over the defaults")
+    a = ap.parse_args(argv)
+    print(json.dumps(time_app_fit(a.fit, a.n, json.loads(a.params))))
+    return 0
+
+
+if __name__ == "__main__":
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    sys.exit(main())
