@@ -9,7 +9,11 @@ paper meets a budget:
    generator;
 2. train them all, in parallel over the cores (joblib worker processes, one thread each), each
    trial a run in the store when one is given, tagged ``RunRecord.sweep = {"id", "kind":
-   "budget_search", "label", "budget", "index", "size", "seed"}``;
+   "budget_search", "label", "budget", "index", "size", "seed"}``. When the family's estimator
+   class can fit several estimators as one batched program (its ``fit_together`` hook, see
+   :func:`treeviz.training.together_hook`), the trials that differ only in the class's
+   ``together_params`` (seeds, λ, rates: not the shape) train as one batch in one worker, each
+   ending as its own fit would; a run's ``duration_s`` is then its share of the batch's time;
 3. then (an extension, not in the paper, which ran ~2000 random trials) a few trials that copy the
    best trial within the budget with its λ lowered, so that it may use more of the budget: the
    feature count jumps between nearby λ values, and random trials rarely land just inside the
@@ -47,7 +51,7 @@ from treeviz.errors import TrainingCancelled, TreevizError
 from treeviz.jobs import Progress
 from treeviz.runs import RunRecord, RunStore
 from treeviz.sweep import tagged_groups
-from treeviz.training import train_run
+from treeviz.training import build_estimator, finish_run, fit_together, together_hook, train_run
 
 KIND = "budget_search"
 #: Validation metrics that choose among the trials within the budget, best first.
@@ -176,20 +180,78 @@ def _trial(family_key: str, task: str, index: int, params: dict[str, Any], prepa
         threads.apply_budget(n_threads)
     try:
         out = train_run(family_key, task, params, prepared, store=store, device=device, name=name,
-                        sweep=None if tag is None else {**tag, "index": index, "value": index})
-    except (TreevizError, ValueError, ArithmeticError) as err:
+                        sweep=_sweep_tag(tag, index))
+    except FAILURES as err:
         return Trial(index, params, error=str(err))
+    return _as_trial(index, params, out)
+
+
+#: The errors that make a trial fail (kept with its error) rather than end the search.
+FAILURES = (TreevizError, ValueError, ArithmeticError)
+
+
+def _sweep_tag(tag: dict[str, Any] | None, index: int) -> dict[str, Any] | None:
+    return None if tag is None else {**tag, "index": index, "value": index}
+
+
+def _as_trial(index: int, params: dict[str, Any], out: RunRecord | tuple[Any, dict[str, Any]]) -> Trial:
     if isinstance(out, RunRecord):
         return Trial(index, params, metrics=dict(out.metrics), run_id=out.run_id)
     estimator, metrics = out
     return Trial(index, params, metrics=dict(metrics), estimator=estimator)
 
 
+def _trials(calls: list[tuple]) -> list[Trial]:
+    """Train a unit of :func:`_units` (in a worker process, or here): one trial as :func:`_trial`
+    does, several as one batched fit, each then scored and stored as :func:`_trial` would. When
+    the batch as a whole fails (bad input, say), its trials train one at a time, so that each
+    keeps its own error."""
+    if len(calls) == 1:
+        return [_trial(*calls[0])]
+    family_key, task, _, _, prepared, store, _, _, device, n_threads = calls[0]
+    if n_threads is not None:
+        threads.apply_budget(n_threads)
+    try:
+        estimators = [build_estimator(family_key, task, c[3], prepared, device=device) for c in calls]
+        errors, seconds = fit_together(estimators, task, prepared)
+    except FAILURES:
+        return [_trial(*c) for c in calls]
+    out = []
+    for (_, _, index, params, _, _, tag, name, _, _), estimator, error in zip(calls, estimators, errors, strict=True):
+        if error is not None:
+            out.append(Trial(index, params, error=str(error)))
+            continue
+        try:
+            done = finish_run(estimator, prepared, family_key, task, seconds / len(calls),
+                              bool(getattr(estimator, "stopped_early_", False)), store=store, name=name,
+                              sweep=_sweep_tag(tag, index))
+        except FAILURES as err:
+            out.append(Trial(index, params, error=str(err)))
+            continue
+        out.append(_as_trial(index, params, done))
+    return out
+
+
+def _units(family: Family, task: str, settings: Sequence[Mapping[str, Any]], together: bool) -> list[list[int]]:
+    """The trials (indices into ``settings``) that train as one unit: those whose parameters differ
+    only in the estimator class's ``together_params``, when it has a ``fit_together`` hook (and
+    ``together``); else each trial alone. Units keep the order of their first trial."""
+    cls = family.estimator_class(task)
+    if not together or together_hook(cls) is None:
+        return [[i] for i in range(len(settings))]
+    free = set(getattr(cls, "together_params", ()))
+    units: dict[tuple, list[int]] = {}
+    for i, params in enumerate(settings):
+        key = tuple(sorted((name, repr(value)) for name, value in params.items() if name not in free))
+        units.setdefault(key, []).append(i)
+    return list(units.values())
+
+
 def budget_search(family_key: str, task: str, prepared: PreparedData, *, budget: float,
                   n_trials: int | None = None, params: Mapping[str, Any] | None = None, seed: int = 0,
                   n_jobs: int | None = None, store: RunStore | None = None, progress: Progress | None = None,
                   device: str | None = None, name: str | None = None, refine: int | None = None,
-                  search: Mapping[str, SearchRange] | None = None) -> SearchResult:
+                  search: Mapping[str, SearchRange] | None = None, together: bool = True) -> SearchResult:
     """Run a feature-budget search and return every trial with the best one within the budget.
 
     Parameters
@@ -213,6 +275,9 @@ def budget_search(family_key: str, task: str, prepared: PreparedData, *, budget:
     search : dict of SearchRange, optional
         Ranges that widen or replace the family's by parameter name (e.g. also draw
         ``max_epochs``); the family's ``feature_selection.search`` otherwise.
+    together : bool
+        Train the trials of one shape as one batched fit when the family's estimator class offers
+        it (``fit_together``); False trains every trial alone (the same trials, to float rounding).
     """
     family = get_family(family_key)
     if family.feature_selection is None:
@@ -229,37 +294,42 @@ def budget_search(family_key: str, task: str, prepared: PreparedData, *, budget:
     tag = {"id": search_id, "kind": KIND, "label": label, "budget": k, "size": n_trials + refine, "seed": int(seed)}
     tag = tag if store is not None else None
     on_gpu = device is not None and resolve_device(device).startswith("cuda")
-    workers = 1 if on_gpu else max(1, min(n_trials, int(n_jobs or threads.usable_cores())))
-    inner = None if workers == 1 else max(1, threads.usable_cores() // workers)
+    most = 1 if on_gpu else max(1, int(n_jobs or threads.usable_cores()))
 
-    def calls(batch: list[dict[str, Any]], start: int) -> list[tuple]:
-        return [(family_key, task, start + i, p, prepared, store, tag, f"{label} · trial {start + i + 1}", device,
-                 inner) for i, p in enumerate(batch)]
+    def run(batch: list[dict[str, Any]], start: int) -> None:
+        units = _units(family, task, batch, together)
+        workers = min(most, len(units))
+        inner = None if workers <= 1 else max(1, threads.usable_cores() // workers)
+        calls = [(family_key, task, start + i, p, prepared, store, tag, f"{label} · trial {start + i + 1}", device,
+                  inner) for i, p in enumerate(batch)]
+        _run_trials([[calls[i] for i in unit] for unit in units], workers, trials, progress, task)
 
     if progress is not None:
         progress.stages(1)
         progress.begin(n_trials + refine)
     trials: list[Trial] = []
-    _run_trials(calls(settings, 0), workers, trials, progress, task)
+    run(settings, 0)
     if refine and strength is not None:
-        variants = weaker_variants(trials, k, task, strength, refine, family.param(strength, task))
-        _run_trials(calls(variants, n_trials), workers, trials, progress, task)
+        run(weaker_variants(trials, k, task, strength, refine, family.param(strength, task)), n_trials)
     trials.sort(key=lambda t: t.index)
     return SearchResult(search_id, task, k, prepared.X_train.shape[1], tuple(trials))
 
 
-def _run_trials(calls: list[tuple], workers: int, trials: list[Trial], progress: Progress | None, task: str) -> None:
-    """Run ``calls`` (in worker processes when ``workers`` > 1), appending each finished trial."""
-    if not calls:
+def _run_trials(units: list[list[tuple]], workers: int, trials: list[Trial], progress: Progress | None,
+                task: str) -> None:
+    """Run ``units`` (lists of :func:`_trial` calls, see :func:`_trials`; in worker processes when
+    ``workers`` > 1), appending each finished trial."""
+    if not units:
         return
-    results = (_trial(*c) for c in calls) if workers == 1 else \
-        Parallel(n_jobs=min(workers, len(calls)), return_as="generator_unordered")(delayed(_trial)(*c) for c in calls)
+    results = (_trials(u) for u in units) if workers <= 1 else \
+        Parallel(n_jobs=workers, return_as="generator_unordered")(delayed(_trials)(u) for u in units)
     try:
-        for trial in results:
-            trials.append(trial)
-            if progress is not None:
-                progress.record({"trial": len(trials), "index": trial.index, "n_features": trial.n_features,
-                                 "score": selection_score(trial.metrics, task), "error": trial.error})
+        for unit in results:
+            for trial in unit:
+                trials.append(trial)
+                if progress is not None:
+                    progress.record({"trial": len(trials), "index": trial.index, "n_features": trial.n_features,
+                                     "score": selection_score(trial.metrics, task), "error": trial.error})
     except TrainingCancelled:
         if hasattr(results, "close"):
             results.close()

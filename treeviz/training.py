@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -194,14 +194,45 @@ def fit_estimator(estimator: Any, task: str, prepared: PreparedData,
     ``stopped`` is True when a callback cancelled training. Clustering and embedding fits get no
     labels (``y=None``).
     """
-    fit_kwargs: dict[str, Any] = {"callbacks": list(callbacks),
-                                  "feature_names": prepared.dataset.feature_names}
+    y_train, fit_kwargs = _fit_inputs(task, prepared)
+    start = time.perf_counter()
+    estimator.fit(prepared.X_train, y_train, callbacks=list(callbacks), **fit_kwargs)
+    return time.perf_counter() - start, bool(getattr(estimator, "stopped_early_", False))
+
+
+def _fit_inputs(task: str, prepared: PreparedData) -> tuple[Any, dict[str, Any]]:
+    """The training labels (None for clustering and embedding) and the keyword arguments of
+    :func:`fit_estimator`'s fit, less callbacks: feature names and the validation split."""
+    fit_kwargs: dict[str, Any] = {"feature_names": prepared.dataset.feature_names}
     if prepared.X_val.shape[0] > 0 and task != "embedding":
         fit_kwargs["eval_set"] = (prepared.X_val, prepared.labels("val"))
-    y_train = None if task in ANY_DATA_TASKS else prepared.labels("train")
+    return (None if task in ANY_DATA_TASKS else prepared.labels("train")), fit_kwargs
+
+
+def together_hook(estimator_class: type) -> Callable[..., list[str | None]] | None:
+    """The estimator class's hook for fitting several estimators as one batched program, or None.
+
+    A family offers it as ``fit_together(estimators, X, y, *, eval_set=None, feature_names=None)``
+    on its estimator class (a static or class method): it fits each estimator as its own ``fit``
+    would and returns one entry per estimator, None or the error of a fit that failed (that
+    estimator left unfitted). ``together_params`` on the class names the parameters that may
+    differ among estimators of one batch.
+    """
+    hook = getattr(estimator_class, "fit_together", None)
+    return hook if callable(hook) else None
+
+
+def fit_together(estimators: Sequence[Any], task: str, prepared: PreparedData) -> tuple[list[str | None], float]:
+    """Fit estimators of one class on the training split as :func:`fit_estimator` fits one, through
+    the class's :func:`together_hook`; returns each estimator's error (None when it fitted) and
+    the seconds the batch took."""
+    hook = together_hook(type(estimators[0]))
+    if hook is None:
+        raise TypeError(f"{type(estimators[0]).__name__} cannot fit several estimators together.")
+    y_train, fit_kwargs = _fit_inputs(task, prepared)
     start = time.perf_counter()
-    estimator.fit(prepared.X_train, y_train, **fit_kwargs)
-    return time.perf_counter() - start, bool(getattr(estimator, "stopped_early_", False))
+    errors = hook(list(estimators), prepared.X_train, y_train, **fit_kwargs)
+    return list(errors), time.perf_counter() - start
 
 
 def finish_run(estimator: Any, prepared: PreparedData, family_key: str, task: str, duration: float,

@@ -100,7 +100,8 @@ class _Job:
 
 
 def fit_together(estimators: Sequence[Any], X: Any, y: Any, sample_weight: Any = None, *,
-                 eval_set: tuple[Any, Any] | None = None) -> list[str | None]:
+                 eval_set: tuple[Any, Any] | None = None,
+                 feature_names: Sequence[str] | None = None) -> list[str | None]:
     """Fit Skinny Trees estimators on the same data as one batched program per shape.
 
     Estimators that share ``n_trees``, ``depth``, ``activation``, ``smoothstep_width``,
@@ -110,8 +111,9 @@ def fit_together(estimators: Sequence[Any], X: Any, y: Any, sample_weight: Any =
     ``lambda0``, ``schedule``, ``temperature``, ``lambda2``, ``lambda1`` and ``learning_rate``.
     Each ends exactly as ``estimator.fit(X, y, sample_weight, eval_set=eval_set)`` would (to float
     rounding): the same model, history and selected features; the trials of a feature-budget
-    search differ in just these settings. Returns one entry per estimator: None, or the error of a
-    fit that diverged (that estimator is then left unfitted).
+    search differ in just these settings. ``feature_names`` are every estimator's, as in ``fit``.
+    Returns one entry per estimator: None, or the error of a fit that diverged (that estimator is
+    then left unfitted).
     """
     jobs: list[_Job] = []
     for est in estimators:
@@ -119,7 +121,7 @@ def fit_together(estimators: Sequence[Any], X: Any, y: Any, sample_weight: Any =
             raise TypeError(f"fit_together trains Skinny Trees estimators, not {type(est).__name__}.")
         est._collect = jobs
         try:
-            est.fit(X, y, sample_weight, eval_set=eval_set)
+            est.fit(X, y, sample_weight, eval_set=eval_set, feature_names=feature_names)
         finally:
             est._collect = None
     errors: dict[int, str | None] = {}
@@ -159,6 +161,13 @@ class _SkinnyTreesBase(TreeEstimator):
             "each row's loss; rows of weight 0 are left out, as if absent)",
     }
     _task = ""
+    #: Several estimators fitted as one batched program (:func:`fit_together`): the hook through
+    #: which a search trains its trials together without naming this family.
+    fit_together = staticmethod(fit_together)
+    #: The parameters that may differ among estimators that train in one batch; estimators that
+    #: differ in any other parameter train in separate batches.
+    together_params: ClassVar[tuple[str, ...]] = ("random_state", "lambda0", "schedule", "temperature", "lambda2",
+                                                  "lambda1", "learning_rate")
 
     def __init__(self, *, n_trees=20, depth=4, activation="sigmoid", smoothstep_width=1.0, penalty="l0",
                  lambda0=100.0, schedule="dense_to_sparse", temperature=0.01, lambda2=0.1, lambda1=1.0,

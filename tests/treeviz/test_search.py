@@ -120,3 +120,68 @@ def test_a_cancel_stops_the_search(prepared):
 def test_only_families_that_select_features_search(prepared):
     with pytest.raises(TreevizError, match="does not select features"):
         budget_search("cart", "classification", prepared, budget=5)
+
+
+def _same_trials(a, b):
+    assert [t.index for t in a.trials] == [t.index for t in b.trials]
+    for x, y in zip(a.trials, b.trials, strict=True):
+        assert x.params == y.params and x.error == y.error
+        assert x.metrics.keys() == y.metrics.keys() and x.metrics["n_features"] == y.metrics["n_features"]
+        for key, value in x.metrics.items():
+            assert value == pytest.approx(y.metrics[key], rel=1e-4, abs=1e-5), key
+
+
+def test_trials_of_one_shape_train_together_as_they_would_alone(prepared, monkeypatch):
+    """A batched search (trials of one shape fitted together through the estimator class's
+    fit_together hook) gives the trials of the one-at-a-time search with the same seed: the same
+    parameters, metrics and selected features, refinement trials included."""
+    from models.skinny.estimators import SkinnyTreesClassifier
+
+    batches = []
+    hook = SkinnyTreesClassifier.fit_together
+    monkeypatch.setattr(SkinnyTreesClassifier, "fit_together",
+                        staticmethod(lambda estimators, *a, **kw: batches.append(len(estimators)) or hook(
+                            estimators, *a, **kw)))
+    kw = dict(budget=0.5, n_trials=6, params={**TINY, "n_trees": 4}, seed=5, n_jobs=1, refine=3)
+    together = budget_search("skinny", "classification", prepared, **kw)
+    alone = budget_search("skinny", "classification", prepared, together=False, **kw)
+    assert len(together.trials) == 9 and batches == [3, 2, 3]  # batch sizes 256 and 16 drawn; the 3 refinements
+    _same_trials(together, alone)
+    for x, y in zip(together.trials, alone.trials, strict=True):
+        if x.error is None:
+            assert x.estimator.feature_names_ == y.estimator.feature_names_ == tuple(prepared.dataset.feature_names)
+            assert x.estimator.selected_features_.tolist() == y.estimator.selected_features_.tolist()
+    assert (together.best.index if together.best else None) == (alone.best.index if alone.best else None)
+
+
+def test_stored_trials_trained_together_are_the_same_runs(prepared, tmp_path):
+    kw = dict(budget=10, n_trials=4, params={**TINY, "batch_size": 32}, seed=2, refine=0)
+    together = budget_search("skinny", "classification", prepared, store=RunStore(tmp_path / "a"), **kw)
+    alone = budget_search("skinny", "classification", prepared, store=RunStore(tmp_path / "b"), together=False, **kw)
+    _same_trials(together, alone)
+    (a,), (b,) = searches(RunStore(tmp_path / "a")).values(), searches(RunStore(tmp_path / "b")).values()
+    assert [r.name for r in a] == [r.name for r in b] and [r.params for r in a] == [r.params for r in b]
+    assert [{**r.sweep, "id": None} for r in a] == [{**r.sweep, "id": None} for r in b]
+    assert all(r.status == "finished" and r.duration_s > 0 for r in a)
+
+
+def test_a_family_without_the_hook_trains_each_trial_alone(prepared, monkeypatch):
+    """Without a fit_together hook on the estimator class, every trial is its own fit."""
+    import treeviz.search as search
+    from models.skinny.estimators import SkinnyTreesClassifier
+
+    monkeypatch.setattr(SkinnyTreesClassifier, "fit_together", None)
+    fits = []
+    real = search.train_run
+    monkeypatch.setattr(search, "train_run", lambda *a, **kw: fits.append(a[2]) or real(*a, **kw))
+    result = budget_search("skinny", "classification", prepared, budget=5, n_trials=3,
+                           params={**TINY, "batch_size": 32}, seed=1, n_jobs=1, refine=0)
+    assert len(fits) == 3 and [t.params for t in result.trials] == fits
+
+
+def test_a_cancel_stops_a_batched_search(prepared):
+    progress = CancelAfterFirst()
+    with pytest.raises(TrainingCancelled):
+        budget_search("skinny", "classification", prepared, budget=5, n_trials=3, params={**TINY, "batch_size": 32},
+                      n_jobs=1, progress=progress, refine=0)
+    assert len(progress.records) == 1 and progress.total == 3
