@@ -58,8 +58,10 @@ def test_quick_dgt_benchmark_parts_write_rows_and_merge(tmp_path, monkeypatch, c
     rows = payload["results"]["rows"]
     assert {r["part"] for r in rows} == {"table1", "speed"} and len(payload["results"]["runs"]) == 2
     speed = [r for r in rows if r["part"] == "speed"]
-    assert any(r["torch_threads"] == 1 and r["device"] == "cpu" for r in speed)
+    assert speed and all(r["torch_threads"] == 1 and r["device"] == "cpu" for r in speed)
     for r in speed:
-        assert r["metric"] == "s_per_epoch" and r["ours_mean"] > 0 and r["paper_mean"] == 8.0
-        assert r["speedup_vs_authors"] == pytest.approx(8.0 / r["ours_mean"])
-        assert r["batch_size"] == 128 and f"threads={r['torch_threads']}" in r["protocol"]["summary"]
+        # our own CPU s/epoch only: the side-by-side ratio lives in reference_speed.json, and no
+        # speed-up against a figure quoted from elsewhere is claimed here
+        assert r["metric"] == "s_per_epoch" and r["ours_mean"] > 0 and r["paper_mean"] is None
+        assert "speedup_vs_authors" not in r and r["test_rmse"] > 0
+        assert "1 thread, CPU time" in r["protocol"]["summary"]
