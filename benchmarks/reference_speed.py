@@ -221,6 +221,7 @@ def build_row(setting: Setting, tag: str, rounds: dict[str, dict[str, Path]],
     reference_s, ours_s = statistics.median(ref_cpu), statistics.median(our_cpu)
     ref_q = [float(a[setting.quality]) for a, _ in pairs]
     our_q = [float(b[setting.quality]) for _, b in pairs]
+    digits = 3 if setting.quality == "test_rmse" else 4
     threads = sorted({t for run in (x for p in pairs for x in p) if (t := _threads(run)) is not None})
     mtimes = [rounds[r][s].stat().st_mtime for r in labels for s in ("ref", "ours")]
     epoch_text = f"{epochs[0]}" if len(epochs) == 1 else f"{epochs[0]}–{epochs[-1]}"
@@ -247,7 +248,8 @@ def build_row(setting: Setting, tag: str, rounds: dict[str, dict[str, Path]],
             "reference": _mean_std(ref_q)[0], "reference_std": _mean_std(ref_q)[1],
             "ours": _mean_std(our_q)[0], "ours_std": _mean_std(our_q)[1],
             "reference_rounds": ref_q, "ours_rounds": our_q,
-            "text": f"{setting.quality_name} {_spread(ref_q)} (reference) vs {_spread(our_q)} (treeviz)",
+            "text": (f"{setting.quality_name} {_spread(ref_q, digits)} (reference) vs "
+                     f"{_spread(our_q, digits)} (treeviz)"),
         },
         "reference": setting.reference,
         "tag": tag,
