@@ -25,7 +25,29 @@ def gpu_visible(monkeypatch):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
 
 
-def test_auto_is_cpu_first_small_steps_stay_on_the_cpu(gpu_visible):
+@pytest.fixture
+def measured(monkeypatch):
+    """A crossover table as a GPU loan would leave it (the sizes where the GPU won on an H200 before
+    the CPU paths were compiled), to test the rule itself."""
+    from models import devices
+
+    table = dict(devices.CROSSOVERS)
+    for family, size in (("latent", devices.STALE_CROSSOVERS["latent"]), ("dgt", devices.STALE_CROSSOVERS["dgt"]),
+                         ("dgt_forest", devices.STALE_CROSSOVERS["dgt"])):
+        table[family] = devices.Crossover(size, f"measured for {family}")
+    monkeypatch.setattr(devices, "CROSSOVERS", table)
+    return table
+
+
+def test_auto_today_never_picks_cuda_the_crossovers_predate_the_compiled_cpu_steps(gpu_visible):
+    huge = step_size(rows=10**7, batch=10**6, depth=12, trees=100)
+    assert all(c.min_size is None for c in CROSSOVERS.values())
+    for family in ("latent", "dgt", "dgt_forest"):
+        choice = device_choice("auto", work=(family, huge))
+        assert choice.device == "cpu" and "gpu_check.sh measures it again" in choice.reason, family
+
+
+def test_auto_is_cpu_first_small_steps_stay_on_the_cpu(gpu_visible, measured):
     for family, rows, batch, depth in (("dgt", 100, 128, 6),       # fewer rows than a batch
                                        ("dgt", 10_000, 64, 6),     # 64 x 64 below 128 x 64
                                        ("latent", 100_000, 512, 6),  # measured 0.30x on an H200
@@ -36,8 +58,8 @@ def test_auto_is_cpu_first_small_steps_stay_on_the_cpu(gpu_visible):
     assert choice.device == "cpu" and "below dgt's measured crossover" in choice.reason
 
 
-def test_auto_picks_cuda_at_and_above_the_crossover_for_families_that_win(gpu_visible):
-    assert CROSSOVERS["dgt"].min_size == step_size(rows=2088, batch=128, depth=6)  # measured 2.0x
+def test_auto_picks_cuda_at_and_above_the_crossover_for_families_that_win(gpu_visible, measured):
+    assert measured["dgt"].min_size == step_size(rows=2088, batch=128, depth=6)  # measured 2.0x
     for family, batch, depth in (("dgt", 128, 6), ("dgt", 128, 10), ("dgt_forest", 512, 8),
                                  ("latent", 4096, 8), ("latent", 16384, 10)):
         size = step_size(rows=200_000, batch=batch, depth=depth)
@@ -78,7 +100,7 @@ def test_step_size_counts_rows_per_step_times_leaves_times_trees():
     assert step_size() is None
 
 
-def test_a_fit_records_its_device_and_why(gpu_visible):
+def test_a_fit_records_its_device_and_why(gpu_visible, measured):
     from models.dgt.estimators import DGTClassifier
 
     est = DGTClassifier(depth=6, batch_size=128)
