@@ -38,6 +38,9 @@ import numpy as np
 
 from benchmarks import device_timing
 from benchmarks.common import format_table
+from models.devices import step_size
+from models.latent.estimators import AUTO_DEPTH
+from models.registry import get_family
 
 NAME = "device_scale"
 BUDGET_ENV = "TREEVIZ_DEVICE_SCALE_BUDGET_S"
@@ -48,7 +51,7 @@ QUICK_SCALE_N, QUICK_LADDER_N = 400, 300
 @functools.cache
 def data_table(n: int) -> tuple[np.ndarray, np.ndarray]:
     """The synthetic table of ``n`` rows (the scale benchmark's: 20 features, 3 classes), standardised."""
-    from sklearn.datasets import make_classification
+    from sklearn.datasets import make_classification  # deferred: scikit-learn is heavy and only this function needs it
 
     X, y = make_classification(n_samples=int(n), n_features=20, n_informative=10, n_redundant=5, n_classes=3,
                                random_state=0)
@@ -58,12 +61,10 @@ def data_table(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _step(family: str, params: dict[str, Any], n: int) -> float | None:
     """The step size :mod:`models.devices` gives this fit (the training rows the estimator sees)."""
-    from models.devices import step_size
 
     rows = n  # what a fit passes (before it holds out its validation rows)
     depth = params.get("depth")
     if depth is None and family == "latent":
-        from models.latent.estimators import AUTO_DEPTH
         depth = AUTO_DEPTH
     if family == "tao":
         return step_size(rows=n)
@@ -73,7 +74,6 @@ def _step(family: str, params: dict[str, Any], n: int) -> float | None:
 
 def fit_workload(family: str, params: dict[str, Any], n: int, kind: str, quick: bool) -> device_timing.Workload:
     """One fit of ``family`` with its defaults plus ``params`` on the ``n``-row table, as a workload."""
-    from models.registry import get_family
 
     def build(device: str) -> Callable[[], Any]:
         X, y = data_table(n)
@@ -125,7 +125,6 @@ def device_workloads(quick: bool, device: str) -> list[device_timing.Workload]:
 def warm_up(device: str) -> None:
     """One tiny fit of each family on the CPU and on ``device``, untimed: the imports, the first
     compilations and CUDA's context are paid here, not by the first timed row."""
-    from models.registry import get_family
 
     X, y = data_table(200)
     for family, params in (("latent", {"max_epochs": 1}), ("skinny", {"max_epochs": 1}),

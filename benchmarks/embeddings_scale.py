@@ -55,8 +55,13 @@ from threadpoolctl import threadpool_limits
 
 import models.embedding.objectives as objectives
 from benchmarks.common import best_time, shared_data_dir
+from benchmarks.scale_table import make_table
 from models.embedding.objectives import embedding_objective, free_embedding
 from models.embedding.tree_embedding import TreeEmbedding
+from treeviz import threads
+from treeviz.data import PrepConfig, prepare
+from treeviz.data.catalogue import load_dataset
+from treeviz.training import train_run
 
 NAME = "embeddings_scale"
 TREE = {"method": "tsne", "perplexity": 15.0, "depth": 6, "l1_penalty": 100.0, "leaf": "linear", "n_mu": 12,
@@ -163,15 +168,10 @@ APP_FITS_QUICK = (("table", 400, {"depth": 2, "n_mu": 2, "free_iter": 60, "z_ite
 
 def time_app_fit(source: str, n: int | None, params: dict[str, Any]) -> dict[str, Any]:
     """One fit of the family's app defaults (plus ``params``) on one thread, in this process."""
-    from treeviz import threads
-    from treeviz.data import PrepConfig, prepare
-    from treeviz.data.catalogue import load_dataset
-    from treeviz.training import train_run
 
     threads.apply_budget(1)
     torch.set_num_threads(1)
     if source == "table":
-        from benchmarks.scale_table import make_table
 
         data = make_table(int(n))
     else:

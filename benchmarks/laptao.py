@@ -43,6 +43,7 @@ Protocol (``python -m benchmarks.run laptao``):
 
 from __future__ import annotations
 
+import resource
 import time
 from itertools import pairwise
 from typing import Any
@@ -56,9 +57,15 @@ from sklearn.semi_supervised import LabelSpreading, SelfTrainingClassifier
 from sklearn.tree import DecisionTreeClassifier
 
 from benchmarks.common import shared_data_dir
+from benchmarks.scale_table import make_table
+from models.graphs import nearest_neighbors
 from models.laptao.estimators import LapTAOClassifier
-from models.tao.estimators import TAOClassifier
+from models.laptao.graph import select_perplexity
+from models.laptao.label_step import label_propagation, label_step, make_solver, partial_labels
+from models.laptao.loop import mu_schedule
+from models.tao.estimators import TAOClassifier, TAORegressor, auto_depth
 from treeviz import threads
+from treeviz.data import PrepConfig, prepare
 
 NAME = "laptao"
 FRACTIONS = (0.01, 0.05, 0.20)
@@ -273,16 +280,7 @@ def phases(n: int, seed: int = 0) -> dict[str, Any]:
 
     ``python -m benchmarks.laptao --phases 20000``.
     """
-    import resource
 
-    from benchmarks.scale_table import make_table
-    from models.graphs import nearest_neighbors
-    from models.laptao.graph import select_perplexity
-    from models.laptao.label_step import label_propagation, label_step, make_solver, partial_labels
-    from models.laptao.loop import mu_schedule
-    from models.tao.estimators import TAORegressor, auto_depth
-    from treeviz import threads
-    from treeviz.data import PrepConfig, prepare
 
     threads.apply_budget(1)
     prepared = prepare(make_table(n, seed), PrepConfig(seed=seed))

@@ -46,6 +46,7 @@ import torch
 from benchmarks import device_timing
 from models.base import Callback
 from models.cart.estimators import CARTClassifier, CARTRegressor
+from models.latent import train_loop
 from models.latent.estimators import LatentTreeClassifier, LatentTreeRegressor
 from treeviz.data import PrepConfig, load_dataset, prepare
 
@@ -115,7 +116,6 @@ def _reference_s_per_epoch() -> float | None:
 
 def epoch_cpu_times(quick: bool = False) -> dict[str, Any]:
     """CPU s per epoch, one thread, compiled step vs autograd path, at the two settings."""
-    from models.latent import train_loop
 
     prepared = prepare(load_dataset("breast_cancer"),
                        PrepConfig(scaling="standard", test_size=0.2, val_size=0.1, seed=0))

@@ -67,7 +67,9 @@ import argparse
 import datetime as dt
 import json
 import os
+import platform
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -76,6 +78,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from benchmarks.common import write_results
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -285,7 +289,6 @@ def cpu_model() -> str:
                 return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    import platform
 
     return platform.processor() or "unknown"
 
@@ -335,7 +338,6 @@ def collect(folder: Path, pinned: dict[str, str] | None = None,
 
 def write(results: dict[str, Any], out: Path | None = None) -> Path:
     """Write the table as ``benchmarks/results/reference_speed.json`` (or ``out``)."""
-    from benchmarks.common import write_results
 
     if out is None:
         return write_results(OUTPUT_NAME, results, quick=False)
@@ -449,7 +451,6 @@ def plan(keys: Sequence[str], epochs: dict[str, int], rounds: dict[str, int], su
 
 
 def _shell(c: Command) -> str:
-    import shlex
 
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in c.env)
     return f"(cd {shlex.quote(c.cwd)} && {env + ' ' if env else ''}{' '.join(shlex.quote(a) for a in c.argv)})"

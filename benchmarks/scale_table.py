@@ -22,15 +22,18 @@ import sys
 import time
 from typing import Any
 
+from treeviz import threads
+from treeviz.data import Dataset, PrepConfig, prepare
+from treeviz.training import train_run
+
 N_FEATURES = 20
 N_CLASSES = 3
 
 
 def make_table(n: int, seed: int = 0):
     """The synthetic classification table of ``n`` rows as a treeviz Dataset."""
-    from sklearn.datasets import make_classification
+    from sklearn.datasets import make_classification  # deferred: scikit-learn is heavy and only this function needs it
 
-    from treeviz.data import Dataset
 
     X, y = make_classification(n_samples=int(n), n_features=N_FEATURES, n_informative=10, n_redundant=5,
                                n_classes=N_CLASSES, random_state=seed)
@@ -60,9 +63,6 @@ def time_fit(family: str, n: int, params: dict[str, Any] | None = None, seed: in
     """Train ``family`` with its defaults (plus ``params``) on the ``n``-row table, one thread.
     ``cpu_limit_s``: the process is stopped once the fit has used that much CPU time (see
     :func:`limit_cpu`; run the fit in a process of its own)."""
-    from treeviz import threads
-    from treeviz.data import PrepConfig, prepare
-    from treeviz.training import train_run
 
     threads.apply_budget(1)
     prepared = prepare(make_table(n, seed), PrepConfig(seed=seed))

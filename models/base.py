@@ -44,6 +44,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
+from models.devices import DeviceChoice, choose_device, gpu_visible, step_size
 from models.persist import save_model
 from models.registry import family_of_class
 from models.sparse_input import X_METHODS, takes_sparse
@@ -152,7 +153,6 @@ def resolve_device(device: str | None, *, work: tuple[str | None, float | None] 
 
 def device_choice(device: str | None, *, work: tuple[str | None, float | None] | None = None):
     """:func:`resolve_device` with the reason: a :class:`models.devices.DeviceChoice`."""
-    from models.devices import DeviceChoice, choose_device, gpu_visible
 
     device = "auto" if device is None else str(device).strip().lower()
     if device == "cpu":
@@ -277,7 +277,6 @@ class TreeEstimator(BaseEstimator):
         """The device this fit trains on: the ``device`` parameter resolved for a step of ``rows``
         / ``batch`` rows on a tree of ``depth`` (see :mod:`models.devices`); sets ``device_`` and
         ``device_reason_`` (why)."""
-        from models.devices import step_size
 
         size = step_size(rows=rows, batch=batch, depth=depth, trees=trees)
         choice = device_choice(getattr(self, "device", "cpu"), work=(self.family_key, size))
