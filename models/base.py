@@ -44,7 +44,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from models.devices import DeviceChoice, choose_device, gpu_visible, step_size
+from models import devices
+from models.devices import DeviceChoice, step_size
 from models.persist import save_model
 from models.registry import family_of_class
 from models.sparse_input import X_METHODS, takes_sparse
@@ -161,12 +162,12 @@ def device_choice(device: str | None, *, work: tuple[str | None, float | None] |
         raise TreevizError(f"Unknown device {device!r}; use 'auto', 'cpu', 'cuda' or 'cuda:N'.")
     if device == "auto":
         if work is not None:
-            return choose_device(*work)
-        return DeviceChoice("cuda", "auto: a GPU is visible") if gpu_visible() else \
+            return devices.choose_device(*work)
+        return DeviceChoice("cuda", "auto: a GPU is visible") if devices.gpu_visible() else \
             DeviceChoice("cpu", "auto: no GPU visible")
     import torch  # deferred: torch is heavy and only torch families need a device
 
-    if not gpu_visible():
+    if not devices.gpu_visible():
         raise TreevizError(
             f"Device {device!r} was requested but no CUDA GPU is available; choose 'cpu' or 'auto'."
         )
