@@ -16,7 +16,8 @@ shapes differ (a classification bootstrap sample that needed extra rows for a mi
 their own batch. ``n_jobs`` caps the torch threads of the batched program (one thread for small
 stacks, whose steps are too small to share). Callbacks get one record per tree, in tree order,
 after training; a cancel reaches the batched program within an optimiser step, and the forest keeps
-the trees trained so far (part way), recording them until a callback stops it.
+every tree that took a step (each at its best epoch so far, part way), as a single tree cancelled
+part way; a callback that stops the forest at a tree's record keeps the trees recorded so far.
 """
 
 from __future__ import annotations
@@ -88,14 +89,16 @@ class _DGTForestBase(TreeEstimator):
         n = X.shape[0]
         m = max(2, round(float(self.subsample) * n))
         seeds = [int(s) for s in rng.integers(2**31 - 1, size=int(self.n_trees))]
+        # every tree is prepared before training begins (as a single tree's fit): a cancel is
+        # then asked before every optimiser step of the batched program
+        jobs = []
+        for seed in seeds:
+            tree, idx = _bootstrap_tree(self._tree_class, self._tree_params(), X, y, m, seed)
+            job = tree._prepare(X[idx], y[idx], None if W is None else W[idx], eval_set, self.feature_names_)
+            jobs.append((tree, job))
         self._begin_training(callbacks, len(seeds))
         trees: list[TreeEstimator] = []
         try:
-            jobs = []
-            for seed in seeds:
-                tree, idx = _bootstrap_tree(self._tree_class, self._tree_params(), X, y, m, seed)
-                job = tree._prepare(X[idx], y[idx], None if W is None else W[idx], eval_set, self.feature_names_)
-                jobs.append((tree, job))
             histories: list[list[dict[str, Any]]] = [[] for _ in jobs]
             infos: list[dict[str, Any] | None] = [None] * len(jobs)
             # trees of equal shapes (all of them, unless a bootstrap sample needed extra rows for a
@@ -117,13 +120,17 @@ class _DGTForestBase(TreeEstimator):
                 with threads.limited(1 if n_params < SMALL_NETWORK else threads.worker_count(self.n_jobs, 1)):
                     for t, info in zip(members, train_jobs(group, record=keep, stop=self._cancel_requested)):
                         infos[t] = info
+            # a cancel during the batched program leaves every tree of the groups that took a step
+            # at its best epoch so far (its last parameters before the first record), as a single
+            # tree cancelled part way: the forest keeps them all and still records each
+            cancelled = self.stopped_early_
             for t, ((tree, job), info) in enumerate(zip(jobs, infos)):
-                if info is None or not histories[t]:
+                if info is None or not (histories[t] or info["steps"] > 0):
                     break
-                tree.history_, tree.stopped_early_ = histories[t], False
+                tree.history_, tree.stopped_early_ = histories[t], cancelled
                 tree._finish_tree(job, info)
                 trees.append(tree)
-                if not self._record(tree=t + 1, **_summary(tree)):
+                if not self._record(tree=t + 1, **_summary(tree)) and not cancelled:
                     break
         finally:
             self._end_training()
