@@ -244,15 +244,16 @@ if HAVE_NUMBA:
             opened = 0.0
             for b in range(B):
                 rw = w[t, b] / wsum if use_w else 1.0 / B
+                zb, Gb = z[t, b], G[t, b]
                 node = 0
                 while node < n:
-                    node = 2 * node + 1 + (1 if z[t, b, node] > 0 else 0)
+                    node = 2 * node + 1 + (1 if zb[node] > 0 else 0)
                 leaf = node - n
                 # q_l = h − 2·(the nodes on l's path where l's side disagrees with the sign), so
                 # softmax(fac·q) needs only the h + 1 values exp(−2·fac·k), k = 0 … h
                 miss[0] = 0
                 for j in range(n):
-                    right = 1 if z[t, b, j] > 0 else 0
+                    right = 1 if zb[j] > 0 else 0
                     miss[2 * j + 1] = miss[j] + right
                     miss[2 * j + 2] = miss[j] + 1 - right
                 norm = 0.0
@@ -299,8 +300,8 @@ if HAVE_NUMBA:
                 for j in range(n - 1, -1, -1):  # branch-free: the window is open about half the time
                     right, left = sub[2 * j + 2], sub[2 * j + 1]
                     sub[j] = left + right
-                    inside = 1.0 if abs(z[t, b, j]) <= 1.0 else 0.0
-                    G[t, b, j] = gscale * (right - left) * inside
+                    inside = 1.0 if abs(zb[j]) <= 1.0 else 0.0
+                    Gb[j] = gscale * (right - left) * inside
                     opened += inside
             losses[t] = total
             windows[t] = opened / (B * n)
@@ -385,7 +386,7 @@ class CollapsedStack:
         self.views = list(views)
         self.n_layers = (len(self.views) - 2) // 2 + 1
         r = self.views[0].shape[2]
-        n = self.views[-3].shape[1] if self.n_layers > 1 else self.views[0].shape[1]
+        n = self.views[-2].shape[1] if self.n_layers > 1 else self.views[0].shape[1]  # 2^h − 1
         self.order = cheapest_order(r, n) if order is None else order
 
     def _W(self, k: int) -> Tensor:  # k ≥ 2
@@ -447,6 +448,55 @@ class CollapsedStack:
                 torch.bmm(At, g, out=gb[:, :, None])
                 S = torch.baddbmm(torch.bmm(g, self._b(k)[:, None, :]), S, self._W(k).transpose(1, 2))
         torch.bmm(A[1].transpose(1, 2), M, out=grads[0])
+
+
+class SingleTree:
+    """One tree's collapsed forward and exact gradients with two-dimensional matrix products into
+    preallocated buffers (the ``"r"`` order, L ≥ 2): the path of a single tree on the CPU.
+
+    It keeps the transposed chain Q̃_kᵀ (r × H_k), because the products then take the layouts the
+    CPU's BLAS runs fastest at these skinny shapes (inner or outer size r): Q̃_kᵀ = Q̃_{k−1}ᵀ W_kᵀ,
+    ∂W_k = (∂Q̃_kᵀ)ᵀ Q̃_{k−1}ᵀ and ∂Q̃_{k−1}ᵀ = ∂Q̃_kᵀ W_k, every one written with ``out=`` so a
+    step allocates nothing. The arithmetic is that of :class:`CollapsedStack` (same products, same
+    gradients); only the memory layout differs. P̃ is recomputed only when the parameters have
+    changed (the caller sets ``stale``), so the validation pass and the next step share one
+    forward."""
+
+    def __init__(self, views: Sequence[Tensor], grads: Sequence[Tensor]) -> None:
+        v = [x[0] for x in views]
+        g = [x[0] for x in grads]
+        self.n_layers = L = (len(v) - 2) // 2 + 1
+        self.W1, self.gW1 = v[0], g[0]
+        self.W = [v[1 + 2 * (k - 2)] for k in range(2, L + 1)]
+        self.b = [v[2 + 2 * (k - 2)] for k in range(2, L + 1)]
+        self.gW = [g[1 + 2 * (k - 2)] for k in range(2, L + 1)]
+        self.gb = [g[2 + 2 * (k - 2)] for k in range(2, L + 1)]
+        r, dtype = self.W1.shape[1], self.W1.dtype
+        # Qt[0] = W̃₁ᵀ (a view), Qt[k−1] = Q̃_kᵀ (r × H_k); dQt likewise for the gradients
+        self.Qt = [self.W1.T] + [torch.empty(r, W.shape[0], dtype=dtype) for W in self.W]
+        self.dQt = [torch.empty(r, W.shape[1], dtype=dtype) for W in self.W] + \
+            [torch.empty(r, self.W[-1].shape[0], dtype=dtype)]
+        self._gW1_np, self._dQ1t_np = self.gW1.numpy(), self.dQt[0].numpy()
+        self.stale = True
+
+    def forward(self) -> Tensor:
+        """P̃ᵀ (r × n): the split values of rows x̃ are x̃ P̃ᵀ."""
+        if self.stale:
+            for k, (W, b) in enumerate(zip(self.W, self.b)):
+                torch.mm(self.Qt[k], W.T, out=self.Qt[k + 1])
+                self.Qt[k + 1][-1].add_(b)
+            self.stale = False
+        return self.Qt[-1]
+
+    def backward(self, x: Tensor, G: Tensor) -> None:
+        """The layer gradients from the batch x̃ (B × r) and G = ∂loss/∂z (B × n), into the grads."""
+        dQt = self.dQt
+        torch.mm(x.T, G, out=dQt[-1])  # M̃ᵀ = X̃ᵀ G
+        for k in range(self.n_layers - 2, -1, -1):  # layer k + 2
+            torch.mm(dQt[k + 1].T, self.Qt[k], out=self.gW[k])
+            self.gb[k].copy_(dQt[k + 1][-1])
+            torch.mm(dQt[k + 1], self.W[k], out=dQt[k])
+        np.copyto(self._gW1_np, self._dQ1t_np.T)  # numpy's transposed copy is several times torch's here
 
 
 def head_backward(z: Tensor, leaves: Tensor, A: Tensor, dout: Tensor, leaf: Tensor, p: Tensor,
@@ -583,6 +633,17 @@ def fit_stack(nets: Sequence[DGTNetwork], data: Sequence[TreeData], loss: str, c
         dummy_labels = np.zeros((1, 1), dtype=np.int64)
     ce, scaled = loss == "ce", net0.quantizer == "scaled"
     stack = CollapsedStack(views, order)
+    # one tree on the CPU: two-dimensional products into preallocated buffers
+    single = SingleTree(views, grads) if (use_fused and T == 1 and stack.n_layers > 1 and stack.order == "r") \
+        else None
+    buffers: dict[int, tuple[Tensor, Tensor, np.ndarray, np.ndarray]] = {}
+
+    def batch_buffers(rows: int) -> tuple[Tensor, Tensor, np.ndarray, np.ndarray]:
+        if rows not in buffers:
+            z_buf = torch.empty(1, rows, views[-2].shape[1], dtype=dtype)  # (1, B, n)
+            G_buf = torch.empty_like(z_buf)
+            buffers[rows] = (z_buf, G_buf, z_buf.numpy(), G_buf.numpy())
+        return buffers[rows]
     At = net0.A.T.contiguous().to(dtype)
     A = net0.A.to(dtype)
     gscale = 2.0 if net0.quantizer == "scaled" else 1.0
@@ -619,6 +680,23 @@ def fit_stack(nets: Sequence[DGTNetwork], data: Sequence[TreeData], loss: str, c
             xb = X_epoch[:, lo:lo + batch]
             yb = Y_epoch[:, lo:lo + batch]
             wb = None if W_epoch is None else W_epoch[:, lo:lo + batch]
+            if single is not None:
+                x2 = xb[0]
+                z, G, np_z, np_G = batch_buffers(x2.shape[0])
+                torch.mm(x2, single.forward(), out=z[0])
+                _fused_head(np_z, np_leaves, dummy_y if ce else yb.numpy(), yb.numpy() if ce else dummy_labels,
+                            dummy_w if wb is None else wb.numpy(), wb is not None, ce, scaled, gscale, np_G,
+                            np_grad_leaves, np_losses, np_windows)
+                np_total += np_losses
+                np_open += np_windows
+                single.backward(x2, G[0])
+                _fused_update(np_w, np_g, np_sq, np_buf, offsets, sizes, penalised, T, config.l1_penalty,
+                              config.l2_penalty, config.grad_clip, lr, _ALPHA, config.eps, config.momentum, norms)
+                single.stale = True
+                step += 1
+                if step % SCHEDULER_EVERY == 0:
+                    scheduler_steps += 1
+                continue
             P = stack.forward()
             z = torch.bmm(xb, P.transpose(1, 2))
             if use_fused:
@@ -661,8 +739,10 @@ def fit_stack(nets: Sequence[DGTNetwork], data: Sequence[TreeData], loss: str, c
                    for t in range(T)]
         if has_val:
             with torch.no_grad():
-                P = stack.forward()
-                z_val = torch.bmm(X_val, P.transpose(1, 2))
+                if single is not None:
+                    z_val = torch.mm(X_val[0], single.forward())[None]
+                else:
+                    z_val = torch.bmm(X_val, stack.forward().transpose(1, 2))
                 if use_fused:
                     leaf = torch.empty(z_val.shape[:2], dtype=torch.long)
                     _descend(z_val.numpy(), leaf.numpy())

@@ -12,6 +12,7 @@ from models.dgt.estimators import DGTClassifier, DGTRegressor
 from models.dgt.fast import (
     HAVE_NUMBA,
     CollapsedStack,
+    SingleTree,
     TreeData,
     _augment,
     _Flat,
@@ -82,6 +83,33 @@ def test_collapsed_gradients_equal_autograd_through_the_layers(h, layers, biases
                 assert any(t.abs().max() > 1e-3 for t in theirs[:-1])  # the window is open: a real test
                 for a, b in zip(mine, theirs):
                     torch.testing.assert_close(a, b, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("layers", [2, 3, 4])
+def test_the_single_tree_products_give_the_collapsed_stacks_forward_and_gradients(layers):
+    """The single-tree path (two-dimensional products on the transposed chain, into preallocated
+    buffers) computes the same P̃ and layer gradients as the batched stack, in float64."""
+    d, h, B = 7, 3, 50
+    net = _net(d, h, 2, layers, seed=5 + layers)
+    flat = _Flat(_layout(net), 1, torch.float64, "cpu")
+    _, views = stack_parameters([net], flat)
+    _, grads = flat.new()
+    _, grads_single = flat.new()
+    g = torch.Generator().manual_seed(layers)
+    x = _augment(torch.randn(B, d, dtype=torch.float64, generator=g))
+    G = torch.randn(B, 2**h - 1, dtype=torch.float64, generator=g)
+    stack, single = CollapsedStack(views, "r"), SingleTree(views, grads_single)
+    P = stack.forward()
+    torch.testing.assert_close(single.forward(), P[0].T, rtol=0, atol=1e-12)
+    stack.backward(torch.bmm(G.T[None], x[None]), grads)
+    single.backward(x, G)
+    for a, b in zip(grads[:-1], grads_single[:-1]):
+        torch.testing.assert_close(b, a, rtol=0, atol=1e-12)
+    with torch.no_grad():  # P̃ is recomputed only once the parameters are marked changed
+        views[0].add_(1.0)
+    torch.testing.assert_close(single.forward(), P[0].T, rtol=0, atol=1e-12)
+    single.stale = True
+    torch.testing.assert_close(single.forward(), stack.forward()[0].T, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("layers", [1, 3])
