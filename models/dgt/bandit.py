@@ -74,6 +74,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
+from numba import njit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.metrics import r2_score
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -86,13 +87,17 @@ from models.memory import check_tree_memory
 from treeviz import threads
 from treeviz.errors import TreevizError
 
-#: Rounds in a stream when ``n_rounds`` is None (or one pass over the data, if longer).
+#: The stream when ``n_rounds`` is None (:func:`default_rounds`): this many passes over the rows, at
+#: least DEFAULT_ROUNDS and at most MAX_DEFAULT_ROUNDS rounds, and never less than one pass.
+DEFAULT_PASSES = 10
 DEFAULT_ROUNDS = 20_000
+MAX_DEFAULT_ROUNDS = 1_000_000
 #: Records in a run when ``eval_every`` is None (about).
 DEFAULT_RECORDS = 50
 #: Huber's ξ on the [0, 1]-scaled target (the authors' code's default).
 HUBER_XI = 0.2
 RMSPROP_EPS = 1e-5
+RMSPROP_ALPHA = 0.99
 LOSSES = ("squared", "huber")
 ESTIMATORS = ("two_point", "one_point")
 
@@ -228,8 +233,9 @@ class EpsilonGreedy:
         best = theta.detach().argmax(dim=1)
         played = torch.where(uniform < self.exploration, arm, best)
         spread = self.exploration / self.n_classes
-        prob = torch.where(played == best, 1.0 - self.exploration + spread, spread).to(theta.dtype)
-        return played, prob
+        greedy, other = (torch.tensor(v, dtype=theta.dtype, device=theta.device)
+                         for v in (1.0 - self.exploration + spread, spread))
+        return played, torch.where(played == best, greedy, other)
 
     def __call__(self, theta: Tensor, start: int, draws: Sequence[Tensor], oracle: ClassificationOracle
                  ) -> tuple[Tensor, Tensor]:
@@ -237,6 +243,23 @@ class EpsilonGreedy:
         played, prob = self.play(theta, draws)
         lost = oracle.loss(start, played)
         return sigmoid_surrogate(theta, played, 1.0 - lost, prob), lost
+
+    def gradient(self, theta: np.ndarray, start: int, draws: Sequence[np.ndarray], oracle: ClassificationOracle
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """The same play as :meth:`__call__` in numpy: (the surrogate's gradient with respect to
+        ``theta`` in closed form, loss incurred per round). Eq. 8: 2/p(ŷ)·(σ(θ_ŷ) − r)·σ(θ_ŷ)(1 − σ(θ_ŷ))
+        on θ_ŷ, 0 elsewhere."""
+        uniform, arm = draws
+        rows = np.arange(theta.shape[0])
+        best = theta.argmax(axis=1)
+        played = np.where(uniform < self.exploration, arm, best)
+        spread = self.exploration / self.n_classes
+        prob = np.where(played == best, 1.0 - self.exploration + spread, spread).astype(theta.dtype)
+        lost = oracle.loss(start, torch.from_numpy(played)).numpy()
+        s = 1.0 / (1.0 + np.exp(-theta[rows, played]))
+        grad = np.zeros_like(theta)
+        grad[rows, played] = 2.0 * (s - (1.0 - lost.astype(theta.dtype))) * s * (1.0 - s) / prob
+        return grad, lost
 
     def window(self, mean_loss: float) -> float:
         return 1.0 - mean_loss
@@ -276,6 +299,14 @@ class OnePoint(_Perturbation):
         lost = oracle.loss(start, theta.detach() + self.delta * u)
         return (self.estimate(lost, u) * theta).sum(), lost
 
+    def gradient(self, theta: np.ndarray, start: int, draws: Sequence[np.ndarray], oracle: RegressionOracle
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`__call__` in numpy: (the surrogate's gradient with respect to ``theta``, which is
+        the estimate itself, loss incurred per round)."""
+        (u,) = draws
+        lost = oracle.loss(start, torch.from_numpy(theta + self.delta * u)).numpy()
+        return (lost[:, None] * u / self.delta).astype(theta.dtype), lost
+
 
 class TwoPoint(_Perturbation):
     """Query θ + δu and θ − δu, g = (ℓ(θ + δu) − ℓ(θ − δu))/(2δ)·u (eq. 10; with one output u² = 1,
@@ -294,6 +325,15 @@ class TwoPoint(_Perturbation):
         minus = oracle.loss(start, centre - self.delta * u)
         return (self.estimate(plus, minus, u) * theta).sum(), 0.5 * (plus + minus)
 
+    def gradient(self, theta: np.ndarray, start: int, draws: Sequence[np.ndarray], oracle: RegressionOracle
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`__call__` in numpy: (the surrogate's gradient with respect to ``theta``, which is
+        the estimate itself, loss incurred per round)."""
+        (u,) = draws
+        plus = oracle.loss(start, torch.from_numpy(theta + self.delta * u)).numpy()
+        minus = oracle.loss(start, torch.from_numpy(theta - self.delta * u)).numpy()
+        return (((plus - minus) / (2 * self.delta))[:, None] * u).astype(theta.dtype), 0.5 * (plus + minus)
+
 
 def bandit_device(device: str) -> str:
     """The device of the online learner: ``"auto"`` means the CPU here, because one round is a
@@ -311,61 +351,235 @@ def row_forward(net: DGTNetwork, x: Tensor) -> Tensor:
     return net.head(net.split_values(x), per_row=True)[0]
 
 
+class _AutogradRounds:
+    """Rounds through autograd: the surrogate of a batch of rounds is back-propagated through
+    ``forward``, and torch's RMSprop steps. Any module, any device."""
+
+    def __init__(self, forward: Callable[[Tensor], Tensor], parameters: Iterable[Tensor], *, learning_rate: float,
+                 accumulate: int) -> None:
+        self.forward, self.accumulate = forward, accumulate
+        self.optimizer = torch.optim.RMSprop(list(parameters), lr=float(learning_rate), alpha=RMSPROP_ALPHA,
+                                             eps=RMSPROP_EPS, momentum=0.0)
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def play(self, X: Tensor, rows: Tensor, start: int, draws: Sequence[Tensor], oracle: Any, estimator: Any
+             ) -> float:
+        theta = self.forward(X[rows])
+        surrogate, incurred = estimator(theta, start, draws, oracle)
+        (surrogate / self.accumulate).backward()
+        return float(incurred.detach().sum(dtype=torch.float64))
+
+    def step(self) -> None:
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def close(self) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+
+
+@njit(cache=True, nogil=True)
+def _tree_forward(X, rows, W, b, leaves, height, z, leaf, theta):  # pragma: no cover - compiled
+    """z = x W^T + b per round's row, the reached leaf (right iff z > 0) and θ = Θ[leaf]."""
+    n_nodes, d = W.shape
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        for j in range(n_nodes):
+            acc = b[j]
+            for k in range(d):
+                acc += W[j, k] * X[r, k]
+            z[i, j] = acc
+        node = 0
+        for _ in range(height):
+            node = 2 * node + 1 + (1 if z[i, node] > 0 else 0)
+        leaf[i] = node - n_nodes
+        for k in range(leaves.shape[1]):
+            theta[i, k] = leaves[leaf[i], k]
+
+
+@njit(cache=True, nogil=True)
+def _tree_backward(X, rows, z, leaf, dout, leaves, A, scaled, gscale, gW, gb, gleaves):  # pragma: no cover
+    """Accumulate the gradients of Σ_i dout_i·o_i (o_i the network's straight-through output)
+    into gW, gb and gleaves; the formulas are :class:`TreeRounds`'."""
+    n_leaves, n_nodes = A.shape
+    K = leaves.shape[1]
+    s = np.empty(n_nodes, dtype=z.dtype)
+    p = np.empty(n_leaves, dtype=z.dtype)
+    dq = np.empty(n_leaves, dtype=z.dtype)
+    for i in range(rows.shape[0]):
+        fac = 1.0
+        if scaled:
+            fac = 0.0
+            for j in range(n_nodes):
+                fac += abs(z[i, j])
+            fac /= n_nodes
+        for j in range(n_nodes):
+            s[j] = fac if z[i, j] > 0 else -fac
+        top = -np.inf
+        for m in range(n_leaves):
+            q = 0.0
+            for j in range(n_nodes):
+                q += A[m, j] * s[j]
+            p[m] = q
+            top = max(top, q)
+        total = 0.0
+        for m in range(n_leaves):
+            p[m] = np.exp(p[m] - top)
+            total += p[m]
+        centre = 0.0
+        for m in range(n_leaves):
+            p[m] /= total
+            dp = 0.0
+            for k in range(K):
+                dp += leaves[m, k] * dout[i, k]
+            dq[m] = dp
+            centre += p[m] * dp
+        for m in range(n_leaves):
+            dq[m] = p[m] * (dq[m] - centre)
+        r = rows[i]
+        for j in range(n_nodes):
+            if abs(z[i, j]) <= 1:
+                ds = 0.0
+                for m in range(n_leaves):
+                    ds += A[m, j] * dq[m]
+                dz = ds * gscale
+                gb[j] += dz
+                for k in range(X.shape[1]):
+                    gW[j, k] += dz * X[r, k]
+        for k in range(K):
+            gleaves[leaf[i], k] += dout[i, k]
+
+
+@njit(cache=True, nogil=True)
+def _rmsprop(param, grad, square, lr, alpha, beta, eps):  # pragma: no cover - compiled
+    """torch's RMSprop step (no momentum, not centred; β = 1 − α) on flat arrays; the gradient is
+    zeroed."""
+    for j in range(param.shape[0]):
+        g = grad[j]
+        square[j] = square[j] * alpha + beta * g * g
+        param[j] -= lr * (g / (np.sqrt(square[j]) + eps))
+        grad[j] = 0.0
+
+
+class TreeRounds:
+    """Rounds of a one-layer DGT tree on the CPU with the backward pass written out: the same
+    arithmetic as autograd through :func:`row_forward` and the estimator's surrogate, and the same
+    RMSprop step, as three compiled loops (a round of four cost about 1.4 ms through autograd,
+    most of it per-operation overhead on a few thousand multiplications).
+
+    With B rounds (rows x_i), z = x W^T + b, the reached leaf l*_i, θ_i = Θ[l*_i] and
+    d_i = ∂surrogate/∂θ_i (the estimator's closed form, divided by the rounds per step):
+
+    * Θ[l*_i] += d_i (the one-hot argmax: the softmax term has value 0, so no gradient to Θ);
+    * ∂p_i = Θ d_i, ∂q_i = p_i ⊙ (∂p_i − p_i·∂p_i) (the softmax p_i of q_i = A s_i);
+    * ∂s_i = Aᵀ ∂q_i, ∂z_i = gscale·1[|z_i| ≤ 1] ⊙ ∂s_i (the sign's straight-through window;
+      gscale 2 for the scaled sign, 1 for the plain one; the scale mean|z_i| has no gradient);
+    * ∂W = Σ_i ∂z_i x_iᵀ, ∂b = Σ_i ∂z_i.
+
+    The parameters are updated in place through numpy views of the module's tensors, so the module
+    (its held-out evaluation and the extracted tree) sees every step."""
+
+    def __init__(self, net: DGTNetwork, *, learning_rate: float, accumulate: int) -> None:
+        if not hand_written(net):
+            raise ValueError("TreeRounds needs a one-layer DGT network on the CPU")
+        layer = net.layers[0]
+        self.W, self.b = layer.weight.detach().numpy(), layer.bias.detach().numpy()
+        self.leaves = net.leaves.detach().numpy()
+        self.grads = [np.zeros_like(a) for a in (self.W, self.b, self.leaves)]
+        self.flat = [(a.reshape(-1), g.reshape(-1), np.zeros(a.size, dtype=a.dtype))
+                     for a, g in zip((self.W, self.b, self.leaves), self.grads)]
+        dtype = self.W.dtype.type
+        self.A = np.ascontiguousarray(net.A.detach().cpu().numpy().astype(self.W.dtype))
+        self.height, self.scaled = int(net.height), net.quantizer == "scaled"
+        self.gscale = dtype(2.0 if self.scaled else 1.0)
+        self.lr, self.alpha, self.eps = dtype(learning_rate), dtype(RMSPROP_ALPHA), dtype(RMSPROP_EPS)
+        self.beta = dtype(1.0 - RMSPROP_ALPHA)
+        self.accumulate = accumulate
+        self._X: np.ndarray | None = None
+
+    def play(self, X: Tensor, rows: Tensor, start: int, draws: Sequence[Tensor], oracle: Any, estimator: Any
+             ) -> float:
+        if self._X is None:
+            self._X = np.ascontiguousarray(X.detach().cpu().numpy())
+        index = rows.numpy()
+        B, n_nodes = index.shape[0], self.b.shape[0]
+        z = np.empty((B, n_nodes), dtype=self.W.dtype)
+        leaf = np.empty(B, dtype=np.int64)
+        theta = np.empty((B, self.leaves.shape[1]), dtype=self.W.dtype)
+        _tree_forward(self._X, index, self.W, self.b, self.leaves, self.height, z, leaf, theta)
+        grad, incurred = estimator.gradient(theta, start, [a.numpy() for a in draws], oracle)
+        d = np.ascontiguousarray(grad / self.accumulate, dtype=self.W.dtype)
+        _tree_backward(self._X, index, z, leaf, d, self.leaves, self.A, self.scaled, self.gscale, *self.grads)
+        return float(incurred.sum(dtype=np.float64))
+
+    def step(self) -> None:
+        """RMSprop (no momentum, not centred) as torch computes it, in place."""
+        for param, grad, square in self.flat:
+            _rmsprop(param, grad, square, self.lr, self.alpha, self.beta, self.eps)
+
+    def close(self) -> None:
+        for grad in self.grads:
+            grad.fill(0.0)
+
+
+def hand_written(module: nn.Module) -> bool:
+    """Whether :class:`TreeRounds` can run ``module``'s rounds: a one-layer DGT network on the CPU."""
+    return isinstance(module, DGTNetwork) and len(module.layers) == 1 and module.leaves.device.type == "cpu"
+
+
 def learn(forward: Callable[[Tensor], Tensor], parameters: Iterable[Tensor], X: Tensor, order: Tensor,
           oracle: Any, estimator: Any, draws: Sequence[Tensor], *, learning_rate: float, accumulate: int,
           eval_every: int, record: Callable[..., bool], evaluate: Callable[[], dict[str, float]] | None = None,
-          comparator: np.ndarray | None = None, stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
+          comparator: np.ndarray | None = None, stop: Callable[[], bool] = lambda: False,
+          tree: DGTNetwork | None = None) -> dict[str, Any]:
     """Run the stream: round t shows ``X[order[t]]`` (never a label); ``estimator`` plays through
     ``oracle`` and returns the surrogate whose gradient is g·∇f; one RMSprop step every
     ``accumulate`` rounds (and after the last round). ``record(**numbers)`` every ``eval_every``
     rounds and after the last; it returns False to stop. ``stop()``, asked before every batch of
     rounds, ends the stream at once when True (a cancel between records). ``comparator``:
-    per-round losses of a comparator, for the regret. Returns ``{"rounds", "steps", "stopped"}``."""
-    params = list(parameters)
-    optimizer = torch.optim.RMSprop(params, lr=float(learning_rate), alpha=0.99, eps=RMSPROP_EPS, momentum=0.0)
+    per-round losses of a comparator, for the regret. ``tree``: the one-layer DGT network that
+    ``forward`` and ``parameters`` belong to, to run its rounds by :class:`TreeRounds` (the same
+    arithmetic without autograd's overhead) instead of autograd. Returns ``{"rounds", "steps",
+    "stopped"}``."""
     n_rounds, accumulate, eval_every = int(order.shape[0]), max(1, int(accumulate)), max(1, int(eval_every))
+    if tree is not None:
+        rounds: Any = TreeRounds(tree, learning_rate=learning_rate, accumulate=accumulate)
+    else:
+        rounds = _AutogradRounds(forward, parameters, learning_rate=learning_rate, accumulate=accumulate)
     comparator_sum = None if comparator is None else np.concatenate([[0.0], np.cumsum(comparator)])
-    device = X.device
-    total = torch.zeros((), dtype=torch.float64, device=device)  # loss incurred since the start
-    window = torch.zeros((), dtype=torch.float64, device=device)  # ... since the previous record
+    total, window = 0.0, 0.0  # loss incurred since the start, and since the previous record
     t, last, steps, begin = 0, 0, 0, time.perf_counter()
     stopped = False
-    optimizer.zero_grad(set_to_none=True)
     while t < n_rounds:
         if stop():
             stopped = True
             break
         upto = min((t // accumulate + 1) * accumulate, (t // eval_every + 1) * eval_every, n_rounds)
-        theta = forward(X[order[t:upto]])
-        surrogate, incurred = estimator(theta, t, [d[t:upto] for d in draws], oracle)
-        (surrogate / accumulate).backward()
-        lost = incurred.detach().sum(dtype=torch.float64)
+        lost = rounds.play(X, order[t:upto], t, [d[t:upto] for d in draws], oracle, estimator)
         total += lost
         window += lost
         t = upto
         if t % accumulate == 0 or t == n_rounds:
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+            rounds.step()
             steps += 1
         if t % eval_every == 0 or t == n_rounds:
-            avg_loss = float(total) / t
+            avg_loss = total / t
             if not math.isfinite(avg_loss):
                 raise TreevizError(f"Training diverged by round {t} (the loss played is not a finite number); "
                                    f"lower the learning rate (now {learning_rate:g}).")
             numbers: dict[str, Any] = {"round": t, "queries": int(oracle.queries),
-                                       estimator.window_key: estimator.window(float(window) / (t - last)),
+                                       estimator.window_key: estimator.window(window / (t - last)),
                                        "avg_loss": avg_loss}
             if comparator_sum is not None:
                 numbers["regret"] = avg_loss - comparator_sum[t] / t
             if evaluate is not None:
                 numbers.update(evaluate())
             numbers["elapsed_s"] = time.perf_counter() - begin
-            window.zero_()
+            window = 0.0
             last = t
             if not record(**numbers):
                 stopped = True
                 break
-    optimizer.zero_grad(set_to_none=True)
+    rounds.close()
     return {"rounds": t, "steps": steps, "stopped": stopped}
 
 
@@ -375,6 +589,19 @@ def regret_curve(history: Sequence[dict[str, Any]], comparator_losses: Sequence[
     over the same rounds."""
     cumulative = np.concatenate([[0.0], np.cumsum(np.asarray(comparator_losses, dtype=np.float64))])
     return [float(r["avg_loss"] - cumulative[int(r["round"])] / int(r["round"])) for r in history]
+
+
+def default_rounds(n_rows: int) -> int:
+    """The stream's length when ``n_rounds`` is None: DEFAULT_PASSES passes over the ``n_rows``
+    rows, kept between DEFAULT_ROUNDS and MAX_DEFAULT_ROUNDS rounds, and never less than one pass.
+
+    At the paper's learning rate (1e-3, no schedule) the held-out accuracy is still climbing after
+    one pass over a mid-sized table, so one pass (the earlier default) stopped it early: on a
+    20 000-row synthetic table (14 000 training rows, 3 classes, h = 5) the validation accuracy was
+    0.78 after one pass, 0.85 after 4, 0.88 after 10 and 0.90 after 30 (test 0.906); the table's CART
+    scores 0.843. Small data keep their 20 000 rounds (digits: 16 passes)."""
+    n = int(n_rows)
+    return max(n, min(MAX_DEFAULT_ROUNDS, max(DEFAULT_ROUNDS, DEFAULT_PASSES * n)))
 
 
 def stream_order(n_rows: int, n_rounds: int, rng: np.random.Generator) -> np.ndarray:
@@ -391,7 +618,7 @@ class _BanditFit:
     _task = ""
 
     def _stream_length(self, n_rows: int) -> int:
-        return int(self.n_rounds) if self.n_rounds is not None else max(DEFAULT_ROUNDS, int(n_rows))
+        return int(self.n_rounds) if self.n_rounds is not None else default_rounds(n_rows)
 
     def _record_every(self, n_rounds: int) -> int:
         if self.eval_every is not None:
@@ -461,7 +688,7 @@ class _BanditFit:
                 info = learn(forward, module.parameters(), scaled(X), order, oracle, estimator, draws,
                              learning_rate=self.learning_rate, accumulate=self.accumulate, eval_every=every,
                              record=self._record, evaluate=evaluate, comparator=comparator,
-                             stop=self._cancel_requested)
+                             stop=self._cancel_requested, tree=module if hand_written(module) else None)
         finally:
             self._end_training()
         module.eval()
@@ -624,7 +851,8 @@ class DGTBanditClassifier(ClassifierMixin, _DGTBanditBase):
     accumulate : int
         Rounds per optimiser step (batch 1, gradients accumulated; 4).
     n_rounds : int or None
-        Rounds in the stream (each round one loss query); None: 20 000, or one pass if longer.
+        Rounds in the stream (each round one loss query); None: :func:`default_rounds` (10 passes,
+        between 20 000 and 1 000 000 rounds, at least one pass).
         Passes over the data reshuffle, and count as new queries.
     eval_every : int or None
         Rounds between records; None: about 50 records.

@@ -159,8 +159,9 @@ DGT_BANDIT = Family(
         Param("accumulate", "int", 4, "Rounds per optimiser step: batch 1 with the gradients of this many rounds "
               "accumulated (the paper: 4).", low=1, high=10_000, advanced=True),
         Param("n_rounds", "int", None, "Rounds of the stream, one loss query each (two for the two-point "
-              "estimator). Passes over the training rows reshuffle and count as new queries.", low=1,
-              high=100_000_000, optional_label="20 000 or one pass"),
+              "estimator). Passes over the training rows reshuffle and count as new queries. Auto: 10 passes, "
+              "at least 20 000 and at most 1 000 000 rounds (never less than one pass).", low=1,
+              high=100_000_000, optional_label="10 passes"),
         Param("eval_every", "int", None, "Rounds between two records of the curves.", low=1, high=100_000_000,
               optional_label="about 50 records", advanced=True),
         device_param(), seed_param(),

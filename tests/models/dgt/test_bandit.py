@@ -78,7 +78,8 @@ def test_t11_the_sigmoid_surrogate_has_the_gradient_of_eq_8_on_the_played_score_
 
     best = theta.detach().argmax(dim=1)
     played = torch.where(uniform < delta, arm, best)
-    p = torch.where(played == best, 1 - delta + delta / K, delta / K).double()
+    p = torch.where(played == best, torch.tensor(1 - delta + delta / K, dtype=torch.float64),
+                    torch.tensor(delta / K, dtype=torch.float64))  # in θ's dtype
     r = (played == labels).double()
     assert torch.equal(lost, 1 - r.float())
     s = torch.sigmoid(theta.detach()[torch.arange(6), played])
@@ -276,7 +277,7 @@ def t16(classification):
     """DGT-Bandit at the paper's settings (h = 4, lr 1e-3, δ = 0.3, 4-round steps), 20k rounds,
     with the generating tree as the regret comparator."""
     X, y, X_test, y_test = classification
-    model = DGTBanditClassifier(depth=4, eval_every=1000, device="cpu", random_state=0)
+    model = DGTBanditClassifier(depth=4, n_rounds=N_TRAIN, eval_every=1000, device="cpu", random_state=0)
     return model.fit(X, y, eval_set=(X_test, y_test), comparator=oblique_tree(seed=0))
 
 
