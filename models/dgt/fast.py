@@ -156,16 +156,44 @@ if HAVE_NUMBA:
             buf[i] = m
             w[i] = wi - step * m
 
+    @njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
+    def _sweep_norm_signs(sgn, g, lam1):  # pragma: no cover - compiled
+        """:func:`_sweep_norm` for the ℓ1 penalty alone, reading sign(w) from an int8 copy: the
+        sweep is bound by memory, and a byte per weight instead of four cuts its traffic."""
+        f = g.dtype.type
+        acc = 0.0
+        for i in range(g.shape[0]):
+            gi = g[i] + lam1 * f(sgn[i])
+            acc += gi * gi
+        return acc
+
+    @njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
+    def _sweep_rmsprop_signs(w, g, sq, sgn, lam1, c, a, b, e, step):  # pragma: no cover - compiled
+        """:func:`_sweep_rmsprop` for the ℓ1 penalty alone (the same arithmetic), also writing
+        sign(w) after the step."""
+        f = w.dtype.type
+        for i in range(w.shape[0]):
+            gi = (g[i] + lam1 * f(sgn[i])) * c
+            v = a * sq[i] + b * gi * gi
+            sq[i] = v
+            wn = w[i] - step * gi / (np.sqrt(v) + e)
+            w[i] = wn
+            sgn[i] = 1 if wn > 0 else (-1 if wn < 0 else 0)
+
     @njit(cache=True, nogil=True)
     def _fused_update(w, g, sq, buf, offsets, sizes, penalised, n_trees, l1, l2, clip, lr, alpha, eps,
-                      momentum, norms):  # pragma: no cover - compiled
+                      momentum, norms, signs):  # pragma: no cover - compiled
         """In place, per tree t: g += l1·sign(w) or l2·w on the penalised blocks; g *= min(1,
         clip / (‖g‖ + 1e-6)) when clip > 0; sq = α·sq + (1 − α)·g²; w −= lr·g / (√sq + eps)
         (through the momentum buffer when momentum > 0). Block j of the flat arrays holds every
         tree's copy of one parameter: tree t's elements are offsets[j] + t·sizes[j] + [0, sizes[j]).
         Two sweeps: the norms (reading w and g), then the update (the penalty added again; g itself
-        is left as the loss's gradient)."""
+        is left as the loss's gradient). ``signs``: empty, or sign(w) as int8 (as long as w), for
+        the ℓ1 penalty without ℓ2 or momentum (the paper's recipe): the norm sweep of a penalised
+        block then reads a byte per weight instead of the weight, and the update keeps the signs
+        current."""
         f = w.dtype.type
+        use_signs = signs.shape[0] > 0
         for t in range(n_trees):
             norms[t] = 0.0
         for j in range(offsets.shape[0]):
@@ -173,7 +201,10 @@ if HAVE_NUMBA:
             lam1, lam2 = f(l1 if penalised[j] else 0.0), f(l2 if penalised[j] else 0.0)
             for t in range(n_trees):
                 lo = offsets[j] + t * size
-                norms[t] += _sweep_norm(w[lo:lo + size], g[lo:lo + size], lam1, lam2)
+                if use_signs and penalised[j]:
+                    norms[t] += _sweep_norm_signs(signs[lo:lo + size], g[lo:lo + size], lam1)
+                else:
+                    norms[t] += _sweep_norm(w[lo:lo + size], g[lo:lo + size], lam1, lam2)
         for t in range(n_trees):
             norms[t] = math.sqrt(norms[t])
         for j in range(offsets.shape[0]):
@@ -182,7 +213,10 @@ if HAVE_NUMBA:
             for t in range(n_trees):
                 lo = offsets[j] + t * size
                 c = f(min(1.0, clip / (norms[t] + 1e-6)) if clip > 0.0 else 1.0)
-                if momentum > 0.0:
+                if use_signs and penalised[j]:
+                    _sweep_rmsprop_signs(w[lo:lo + size], g[lo:lo + size], sq[lo:lo + size], signs[lo:lo + size],
+                                         lam1, c, f(alpha), f(1.0 - alpha), f(eps), f(lr))
+                elif momentum > 0.0:
                     _sweep_momentum(w[lo:lo + size], g[lo:lo + size], sq[lo:lo + size], buf[lo:lo + size], lam1,
                                     lam2, c, f(alpha), f(1.0 - alpha), f(eps), f(lr), f(momentum))
                 else:
@@ -626,6 +660,9 @@ def fit_stack(nets: Sequence[DGTNetwork], data: Sequence[TreeData], loss: str, c
         np_w, np_g, np_sq, np_buf = (t.numpy() for t in (flat, gflat, sqflat, bufflat))
         offsets, sizes = layout.offsets, np.asarray(layout.sizes, dtype=np.int64)
         norms = np.zeros(T, dtype=np.float64)
+        # sign(w) as int8 for the ℓ1-only recipe (the paper's), see _fused_update
+        use_signs = config.l1_penalty > 0 and config.l2_penalty == 0 and config.momentum == 0
+        np_signs = np.sign(np_w).astype(np.int8) if use_signs else np.zeros(0, dtype=np.int8)
         np_leaves, np_grad_leaves = views[-1].numpy(), grads[-1].numpy()
         np_losses, np_windows, np_total, np_open = (np.zeros(T) for _ in range(4))
         dummy_y = np.zeros((1, 1, 1), dtype=np_leaves.dtype)
@@ -691,7 +728,8 @@ def fit_stack(nets: Sequence[DGTNetwork], data: Sequence[TreeData], loss: str, c
                 np_open += np_windows
                 single.backward(x2, G[0])
                 _fused_update(np_w, np_g, np_sq, np_buf, offsets, sizes, penalised, T, config.l1_penalty,
-                              config.l2_penalty, config.grad_clip, lr, _ALPHA, config.eps, config.momentum, norms)
+                              config.l2_penalty, config.grad_clip, lr, _ALPHA, config.eps, config.momentum, norms,
+                              np_signs)
                 single.stale = True
                 step += 1
                 if step % SCHEDULER_EVERY == 0:
@@ -717,7 +755,8 @@ def fit_stack(nets: Sequence[DGTNetwork], data: Sequence[TreeData], loss: str, c
             stack.backward(M, grads)
             if use_fused:
                 _fused_update(np_w, np_g, np_sq, np_buf, offsets, sizes, penalised, T, config.l1_penalty,
-                              config.l2_penalty, config.grad_clip, lr, _ALPHA, config.eps, config.momentum, norms)
+                              config.l2_penalty, config.grad_clip, lr, _ALPHA, config.eps, config.momentum, norms,
+                              np_signs)
             else:
                 _torch_update(views, grads, sq, buf, penalised, config, lr)
             step += 1
