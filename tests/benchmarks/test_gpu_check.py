@@ -98,6 +98,7 @@ def test_a_smoke_run_keeps_the_gpu_measurements(tmp_path, monkeypatch):
     assert results[device_timing.SECTION] == gpu and results["last_smoke_run"]["device"] == "cpu"
 
 
+@pytest.mark.slow  # minutes-scale; runs in the slow tier (scripts/test.sh --slow)
 def test_device_scale_needs_no_optional_package():
     """What a bare GPU machine lacks (cvxpy, XGBoost, LightGBM, UMAP, Streamlit, plotly) is never imported."""
     code = (

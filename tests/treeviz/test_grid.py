@@ -177,6 +177,7 @@ def test_a_one_thread_cluster_runs_the_trials_on_its_worker(tmp_path, prepared):
     assert {r.sweep["where"] for r in stored} == {one.scheduler_address}
 
 
+@pytest.mark.slow  # minutes-scale; runs in the slow tier (scripts/test.sh --slow)
 def test_a_grid_on_a_dask_cluster_stores_what_the_local_joblib_run_stores(tmp_path, prepared, cluster):
     on_dask, here = RunStore(tmp_path / "dask"), RunStore(tmp_path / "local")
     seen = []

@@ -3,11 +3,14 @@ comparison needs (numbers are not asserted: they belong in the full benchmark)."
 
 import json
 
+import pytest
+
 from benchmarks import run
 
 FIELDS = {"name", "metric", "ours_mean", "ours_std", "paper_mean", "paper_std", "protocol"}
 
 
+@pytest.mark.slow  # minutes-scale; runs in the slow tier (scripts/test.sh --slow)
 def test_quick_embeddings_benchmark_writes_rows(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     assert run.main(["embeddings", "--quick"]) == 0
@@ -23,6 +26,7 @@ def test_quick_embeddings_benchmark_writes_rows(tmp_path, monkeypatch, capsys):
     assert payload["results"]["history"][0]["step"] == 0
 
 
+@pytest.mark.slow  # minutes-scale; runs in the slow tier (scripts/test.sh --slow)
 def test_quick_embeddings_scale_benchmark_writes_rows(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     assert run.main(["embeddings_scale", "--quick"]) == 0

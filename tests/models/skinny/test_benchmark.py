@@ -3,12 +3,15 @@ paper comparison needs (numbers are not asserted: they belong in the full benchm
 
 import json
 
+import pytest
+
 from benchmarks import run
 from benchmarks.common import shared_data_dir
 
 FIELDS = {"name", "metric", "ours_mean", "ours_std", "paper_mean", "paper_std", "protocol"}
 
 
+@pytest.mark.slow  # minutes-scale; runs in the slow tier (scripts/test.sh --slow)
 def test_quick_skinny_benchmark_writes_rows_beside_the_paper(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     assert run.main(["skinny", "--quick"]) == 0

@@ -47,6 +47,7 @@ class Recorder(Callback):
         self.ended += 1
 
 
+@pytest.mark.slow  # minutes-scale; runs in the slow tier (scripts/test.sh --slow)
 def test_the_forest_is_the_same_in_one_process_and_in_two(iris):
     X, y = iris
     one, two = Recorder(), Recorder()
