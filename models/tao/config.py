@@ -10,7 +10,7 @@ from treeviz.errors import TreevizError
 TASKS = ("classification", "regression")
 LEAVES = ("constant", "linear", "softmax")
 ORDERS = ("reverse_bfs", "bfs")
-GUARDS = ("objective", "off")
+GUARDS = ("objective", "off", "node")
 SOLVERS = ("cd", "sklearn", "torch")
 NODE_TYPES = ("oblique", "axis")
 LOSSES = ("zero_one", "cross_entropy")

@@ -97,7 +97,7 @@ def fit_decisions(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, c
     changed = rejected = 0
     for p in problems:
         w, b = new[p.node]
-        if cfg.guard == "objective":
+        if cfg.guard != "off":
             w_old, b_old = tree.weight[p.node].copy(), float(tree.bias[p.node])
             # each direction projected once for its two candidates; when the direction did not
             # change, the old one's exact-bias candidate is the new one's (listed earlier, so it

@@ -302,8 +302,10 @@ class TAOClassifier(ClassifierMixin, _ClassLabels, _TAOBase):
         TAO iterations, and the relative objective change below which training stops.
     order : {"reverse_bfs", "bfs"}
         Visiting order of the depth levels.
-    guard : {"objective", "off"}
-        Keep a node update only if its reduced objective does not increase (monotone E).
+    guard : {"objective", "off", "node"}
+        Keep a node update only if its reduced objective does not increase (monotone E):
+        "objective" tries each pass unguarded first and redoes it guarded if E rose; "node"
+        guards every pass from the start (see :mod:`models.tao.loop`).
     solver : {"auto", "cd", "sklearn", "torch"}
         Node solver: "cd" solves all nodes of a depth level in one compiled coordinate-descent call
         (decision nodes and linear leaves); "sklearn" calls liblinear / Lasso / SAGA per node;

@@ -31,7 +31,8 @@ _TREE_PARAMS = (
           choices=("oblique", "axis"), advanced=True),
     Param("guard", "choice", "objective",
           "Keep a node update only if its reduced objective does not increase, so the objective never "
-          "increases ('off' = the thesis's unguarded TAO).", choices=("objective", "off"), advanced=True),
+          "increases ('off' = the thesis's unguarded TAO; 'node' guards every pass from the start instead of "
+          "trying it unguarded first).", choices=("objective", "off", "node"), advanced=True),
     Param("order", "choice", "reverse_bfs", "Visiting order of the depth levels.",
           choices=("reverse_bfs", "bfs"), advanced=True),
     Param("solver", "choice", "auto",

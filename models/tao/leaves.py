@@ -190,7 +190,7 @@ def fit_leaves(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg:
             value, W = batched[leaf]
         else:
             value, W = _linear_leaf(Xi, Yi, swi, cfg)
-        if cfg.guard == "objective":
+        if cfg.guard != "off":
             new = _leaf_objective(tree, value, W, Xi, Yi, swi, cfg)
             old = _leaf_objective(tree, tree.value[leaf], tree.leaf_weight[leaf], Xi, Yi, swi, cfg)
             if new > old + 1e-12 * max(1.0, abs(old)):

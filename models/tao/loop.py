@@ -10,6 +10,9 @@ the reduced sets before every level instead. Each level refits its leaves
 With ``guard="objective"`` (the default) an iteration first runs the plain pass and keeps it if
 the objective E did not increase; otherwise the tree is put back and the pass is redone with
 every update guarded, which cannot increase E. ``guard="off"`` is the thesis's unguarded TAO.
+``guard="node"`` runs the guarded pass from the start, without the plain attempt: the same tree as
+``"objective"`` whenever every plain pass would have been rejected (as in LapTAO's warm-started tree
+steps, where the plain pass raised E on every iteration measured), at half the passes.
 
 After the iterations, :func:`finish`: prune, one exact leaf pass on the final routing, and a
 second prune.
