@@ -75,7 +75,7 @@ def test_leave_one_out_by_conjugate_gradients_equals_the_exact_lu(n_labelled):
     sparse_cg = leave_one_out_error(lap, Y, labelled, 0.1, rows, method="cg")
     assert sparse_cg == pytest.approx(exact, rel=1e-5)  # CG to a relative residual of 1e-8
     assert leave_one_out_error(lap, Y, labelled, 0.1, rows) == exact  # small N: "auto" is the exact LU
-    with pytest.raises(TreevizError, match="'auto', 'lu' or 'cg'"):
+    with pytest.raises(TreevizError, match="'auto', 'lu', 'cg' or 'local'"):
         leave_one_out_error(lap, Y, labelled, 0.1, rows, method="eigen")
 
 
