@@ -24,7 +24,9 @@ optimiser step is the authors' recipe exactly as :func:`models.dgt.train.fit_net
 ℓ1 (or ℓ2) on every split layer's weights and biases, the gradient's global norm clipped, then
 RMSprop, with the cosine-warm-restart learning rate stepped every 10 steps. On the CPU the penalty,
 the clip and the RMSprop update run as one compiled pass over each tree's parameters (two sweeps:
-norm, then update); elsewhere as torch operations.
+norm, then update; for the ℓ1-only recipe the norm reads sign(w) from an int8 copy); elsewhere as
+torch operations. One tree on the CPU runs the products as two-dimensional products into buffers
+allocated once (:class:`SingleTree`).
 
 T trees of equal shapes (a DGT forest's trees) are stacked on a leading dimension and trained
 together with batched matrix products: every tree keeps its own data, batches, permutation
