@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from treeviz.quantities import METRIC_LABELS, family_name, headline_text
+from treeviz.quantities import family_name, headline_text
 from treeviz.runs import RunRecord
 
 
@@ -108,8 +108,3 @@ def pareto_mask(size: Sequence[float], score: Sequence[float], *, higher_is_bett
         out[i] = not others.any()
     return out
 
-
-def metric_label(key: str) -> str:
-    """A run metric's long label ("test_accuracy" → "test accuracy")."""
-    split, _, metric = key.partition("_")
-    return f"{split} {METRIC_LABELS.get(metric, (metric, metric))[1]}"

@@ -43,7 +43,6 @@ from treeviz import threads
 from treeviz.errors import TrainingCancelled, TreevizError
 from treeviz.worker_process import SUPPORTED, NotPicklable, RemoteFailure, WorkerProcess
 
-JOB_STATUSES = ("queued", "running", "finished", "failed", "cancelled")
 DONE_STATUSES = ("finished", "failed", "cancelled")
 
 
@@ -105,7 +104,7 @@ class Job:
         with self._lock:
             return getattr(self, name)
 
-    status = property(lambda self: self._get("_status"), doc="One of JOB_STATUSES.")
+    status = property(lambda self: self._get("_status"), doc="queued, running, or one of DONE_STATUSES.")
     message = property(lambda self: self._get("_message"), doc="Why the job failed (a sentence).")
     traceback = property(lambda self: self._get("_traceback"), doc="Full traceback, for logs only.")
     result = property(lambda self: self._get("_result"), doc="What ``fn`` returned.")

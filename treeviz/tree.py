@@ -642,7 +642,7 @@ class Tree:
 
         Decision node: nonzero weights + 1 bias (axis-aligned = 2). Constant leaf: n_outputs.
         Linear leaf: nonzero leaf weights + n_outputs. Only active nodes count. Feature indexes of
-        sparse weights are not counted (see :meth:`n_index_params`).
+        sparse weights are not counted (one per nonzero weight, :meth:`n_nonzero_weights`).
         """
         counted = self._counted()
         dec = self.decision_nodes[counted[self.decision_nodes]]
@@ -652,10 +652,6 @@ class Tree:
         if self.leaf_weight is not None:
             total += int(np.count_nonzero(self.leaf_weight[leaves]))
         return int(total)
-
-    def n_index_params(self) -> int:
-        """Feature indexes needed to store sparse split weights (shown beside n_params)."""
-        return self.n_nonzero_weights()
 
     def flops(self, X: Any) -> float:
         """Mean inference FLOPs per sample, counted as in the TAO thesis, Appendix A.

@@ -12,11 +12,11 @@ Decisions made here (see ``docs/dgt.md``):
   node in float64 and are rewritten in input units; ``predict`` routes through that
   :class:`~treeviz.tree.Tree`, so a saved and reloaded model predicts exactly what the fitted one
   does, and the Tree drawn is the model. The float32 network agrees with it except where a split
-  value is within rounding of 0 (the spec's pitfall 9).
+  value is within rounding of 0 (float32 and float64 may round such a value to opposite signs).
 * Without an ``eval_set``, ``validation_fraction`` of the training rows is held out (stratified
   for classification) to keep the best epoch, as the paper's "0.8 : 0.2 of train" protocol.
 * ``min_steps`` raises the number of epochs on small data sets so that training gets at least that
-  many optimiser steps (the spec's pitfall 19: 200 epochs on iris are 200 steps).
+  many optimiser steps (200 epochs on iris are only 200 steps, too few to train).
 * Leaves no training point reaches keep their random values; the Tree marks them (and decision
   nodes no training point reaches) inactive, so they are drawn as pruned and not counted.
 * Classification leaves hold the softmax of the leaf's class scores Θ[l]; ``predict_proba`` is that

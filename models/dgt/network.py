@@ -18,8 +18,8 @@ Conventions, chosen once and used by the AND matrix, the extracted tree and ever
   as scikit-learn's ``x <= t``). The paper sends z ≥ 0 right and the authors' code sends z ≥ 0
   left; the three agree except on the measure-zero set z = 0, and this choice makes the network
   and :class:`treeviz.tree.Tree` route every input, exact zeros included, to the same leaf.
-* The forward leaf comes from the *unscaled* signs (pitfalls 2 and 3 of the spec: ``torch.sign(0)
-  = 0`` and an all-zero batch giving fac = 0 would otherwise tie every leaf).
+* The forward leaf comes from the *unscaled* signs (``torch.sign(0) = 0``, and an all-zero batch
+  giving fac = 0 would otherwise tie every leaf).
 
 Quantisers (``quantizer``):
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -290,13 +288,11 @@ def test_bad_arguments():
 
 def test_deep_and_large_trees_are_iterative_and_linear():
     # 40+ levels and thousands of nodes, and a 20,000-node caterpillar (no recursion limit).
-    # The bound is loose on purpose (speed is measured, not asserted): a quadratic contour walk
-    # would take minutes on the caterpillar.
+    # Both finish at all (a recursive walk would hit the recursion limit; speed is measured in
+    # benchmarks, not asserted here).
     left, right = random_tree(2500, 5, deep=0.2)
-    t0 = time.perf_counter()
     nodes, _x, y = layout_arrays((left, right))
     assert nodes.size == left.size and -y.min() >= 40
     left2, right2 = caterpillar(10_000)
     nodes2, _, y2 = layout_arrays((left2, right2))
     assert nodes2.size == 20_001 and -y2.min() == 10_000
-    assert time.perf_counter() - t0 < 5.0

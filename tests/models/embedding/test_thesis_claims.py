@@ -28,7 +28,7 @@ def fitted(X):
 def test_breast_cancer_tree_embedding_beats_its_direct_fit(fitted):
     free, direct, tree = fitted.free_objective_, fitted.direct_fit_objective_, fitted.objective_
     assert free <= tree < direct
-    assert tree <= 0.98 * direct  # at least 2 % lower, the spec's check
+    assert tree <= 0.98 * direct  # at least 2 % lower than the direct fit
     curve = [r["E_tree"] for r in fitted.history_]
     assert curve[0] == direct and curve[-1] == tree and curve[-1] < curve[0]
 
