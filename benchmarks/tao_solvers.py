@@ -163,7 +163,7 @@ def imodels_comparison(X: np.ndarray, y: np.ndarray, quick: bool) -> list[dict[s
     """imodels' TaoTree beside our axis-aligned and oblique TAO on one stratified split."""
     try:
         from imodels import TaoTreeClassifier  # deferred: optional benchmark dependency
-    except ImportError:  # pragma: no cover - imodels is in requirements.txt
+    except ImportError:  # pragma: no cover - imodels is in requirements-dev.txt
         return [{"model": "imodels TaoTreeClassifier", "note": "imodels is not installed"}]
     n_train, n_test = (2000, 1000) if quick else (16000, 4000)
     n_train = min(n_train, X.shape[0] - 200)

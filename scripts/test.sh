@@ -16,7 +16,7 @@ if [ ! -x /usr/bin/chromium ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
-$PY -m pip install -q --disable-pip-version-check -r requirements.txt
+$PY -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 $PY -m ruff check .
 $PY -c "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
 TIER=ci
