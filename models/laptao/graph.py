@@ -60,8 +60,9 @@ FALLBACK_PERPLEXITY = 15.0
 
 #: Most labelled points the leave-one-out score holds out (a random subset above this).
 LOO_MAX_POINTS = 300
-#: Held-out points solved for at once (between two checks for a cancel).
-LOO_BLOCK = 32
+#: Held-out points solved for at once (between two checks for a cancel). Small blocks keep CG's
+#: N × block arrays in cache: at 14 000 points 16 columns a block take 0.77 of the time of 32 (64: 1.17).
+LOO_BLOCK = 16
 
 #: Relative residual of the conjugate-gradient solves of the leave-one-out score: ``z`` (the
 #: propagated labels) to :data:`LOO_RTOL`, the diagonal entries ``a_ii`` to :data:`LOO_UNIT_RTOL`.
