@@ -34,7 +34,7 @@ from safetensors import SafetensorError
 from safetensors.numpy import load, save
 
 import treeviz
-from models.registry import family_of_class, get_family
+from models.registry import get_family, registered_class
 from treeviz.errors import TreevizError
 from treeviz.jsonio import json_default
 
@@ -55,7 +55,9 @@ def _versions() -> dict[str, str]:
 
 def model_bytes(estimator: Any, *, context: dict[str, Any] | None = None) -> dict[str, bytes]:
     """The two files of a model, as bytes: ``{"config.json": ..., "weights.safetensors": ...}``."""
-    family = family_of_class(type(estimator))
+    # A user's subclass is saved as the registered estimator it derives from: that is the class a
+    # model file can name and load (loading never imports code the file names).
+    family, registered = registered_class(type(estimator))
     learned, arrays = estimator._learned_state()
     # The device is where a model runs, not part of the model: a file saved on a GPU machine
     # loads anywhere (estimators default to device="auto").
@@ -64,7 +66,7 @@ def model_bytes(estimator: Any, *, context: dict[str, Any] | None = None) -> dic
         "format": FORMAT,
         "version": VERSION,
         "family": family.key,
-        "estimator": type(estimator).__name__,
+        "estimator": registered.__name__,
         "params": params,
         "learned": learned,
         "history": list(getattr(estimator, "history_", [])),

@@ -92,13 +92,22 @@ def families_offering(view: str, task: str | None = None) -> list[Family]:
     return [f for f in families().values() if f.offers(view) and (task is None or task in f.estimators)]
 
 
+def registered_class(cls: type) -> tuple[Family, type]:
+    """The family of an estimator class and the registered class it is or derives from.
+
+    The class's method resolution order is walked, so a user's subclass of a treeviz estimator
+    belongs to its parent's family (and validates, fits, saves and reloads as that estimator)."""
+    refs = {ref: family for family in families().values() for ref in family.estimators.values()}
+    for base in getattr(cls, "__mro__", (cls,)):
+        family = refs.get(f"{base.__module__}:{base.__name__}")
+        if family is not None:
+            return family, base
+    raise TreevizError(f"{getattr(cls, '__name__', cls)} is not a registered treeviz estimator, nor derived from one.")
+
+
 def family_of_class(cls: type) -> Family:
     """The family an estimator class belongs to (the only source of its family key)."""
-    ref = f"{cls.__module__}:{cls.__name__}"
-    for family in families().values():
-        if ref in family.estimators.values():
-            return family
-    raise TreevizError(f"{cls.__name__} is not a registered treeviz estimator.")
+    return registered_class(cls)[0]
 
 
 def all_estimator_classes() -> Iterable[tuple[Family, str, type]]:

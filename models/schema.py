@@ -329,9 +329,11 @@ class Family:
         raise TreevizError(f"{name!r} is not an estimator of the {self.label} family.")
 
     def task_of_class(self, cls: type) -> str:
-        ref = f"{cls.__module__}:{cls.__name__}"
-        for task, known in self.estimators.items():
-            if known == ref:
+        """The task of an estimator class of this family, or of the family class it derives from."""
+        known = {ref: task for task, ref in self.estimators.items()}
+        for base in getattr(cls, "__mro__", (cls,)):
+            task = known.get(f"{base.__module__}:{base.__name__}")
+            if task is not None:
                 return task
         raise TreevizError(f"{cls.__name__} is not an estimator of the {self.label} family.")
 

@@ -38,7 +38,7 @@ from typing import Any
 import treeviz
 from models.base import resolve_device
 from models.persist import CONFIG_NAME, WEIGHTS_NAME, load_model, model_bytes
-from models.registry import family_of_class, get_family
+from models.registry import family_of_class, get_family, registered_class
 from models.schema import TASKS
 from treeviz.atomic import TMP_PREFIX, TRASH_PREFIX, discard_folder, publish_folder, replace_file
 from treeviz.data.dataset import ARRAYS, DATASET_JSON, Dataset
@@ -420,6 +420,12 @@ class RunStore:
         if status not in STATUSES:
             raise TreevizError(f"Unknown run status {status!r}; use one of {', '.join(STATUSES)}.")
         fam = get_family(family) if family else family_of_class(type(estimator))
+        # a user's subclass is stored as the registered estimator it derives from (its model file does
+        # the same); an unregistered class given with its family keeps its own name
+        try:
+            estimator_name = registered_class(type(estimator))[1].__name__
+        except TreevizError:
+            estimator_name = type(estimator).__name__
         dataset = prepared.dataset
         self.store_dataset(dataset)
         now = datetime.now(UTC)
@@ -427,7 +433,7 @@ class RunStore:
         params = dict(params if params is not None else estimator.get_params(deep=False))
         record = RunRecord(
             run_id=run_id, name="-", family=fam.key,
-            estimator=type(estimator).__name__, task=task or dataset.task,
+            estimator=estimator_name, task=task or dataset.task,
             params=jsonable(params), dataset=jsonable(dataset.summary()),
             dataset_fingerprint=dataset.fingerprint,
             prep=prepared.config.to_dict(), prepared_fingerprint=prepared.fingerprint,

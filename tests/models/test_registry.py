@@ -8,7 +8,9 @@ from sklearn.datasets import load_iris
 
 import models
 from models import registry
+from models.persist import load_model, save_model
 from models.registry import families, families_for_task, family_of_class, get_family
+from models.tao.estimators import TAOClassifier
 from models.tao.forest import TAOForestClassifier
 from treeviz.errors import TreevizError
 
@@ -86,3 +88,31 @@ def test_make_builds_a_working_estimator_per_task():
         cart.make("clustering")
     assert next(f.key for f in families_for_task("classification")) == "cart"
     assert np.isfinite(est.score(X, y))
+
+
+class MyTAO(TAOClassifier):
+    """A user's subclass that changes nothing but its name and adds a helper."""
+
+    def leaf_count(self) -> int:
+        return int(self.to_tree().leaves.size)
+
+
+def test_a_subclass_of_a_treeviz_estimator_fits_predicts_saves_and_reloads(tmp_path):
+    X, y = load_iris(return_X_y=True)
+    model = MyTAO(depth=2, max_iter=3, random_state=0)
+    assert model.family_key == "tao" and registry.registered_class(MyTAO)[1] is TAOClassifier
+    assert get_family("tao").task_of_class(MyTAO) == "classification"
+    model.fit(X, y)
+    assert model.leaf_count() >= 2 and (model.predict(X) == y).mean() > 0.9
+    # a bad value is refused by the parent's schema, with a sentence
+    with pytest.raises(TreevizError, match="depth"):
+        MyTAO(depth=-1).fit(X, y)
+    # the model file names the registered class (loading never imports the user's code)
+    path = save_model(model, tmp_path / "my.zip")
+    again = load_model(path)
+    assert type(again) is TAOClassifier and np.array_equal(again.predict(X), model.predict(X))
+
+
+def test_a_class_that_is_no_treeviz_estimator_is_refused_with_a_sentence():
+    with pytest.raises(TreevizError, match="not a registered treeviz estimator"):
+        family_of_class(dict)
