@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from treeviz.codegen import python_source, sql_query
+from treeviz.export import TREE_FORMATS, render, tree_exports
 from treeviz.plots import (
     class_balance_figure,
     forest_summary_figure,
@@ -206,32 +206,22 @@ with user_errors("opening the run"):
                 language=None, wrap_lines=True)
 
     with st.expander(f"All {tree.n_leaves} rules"):
-        all_rules = rules(shown)
+        all_rules = rules(shown)  # folded to the largest terms on screen; the files hold every term
         st.code("\n".join(all_rules[:500]) + ("\n…" if len(all_rules) > 500 else ""), language=None)
-        code_units = "input" if shown is not tree else "model"
-        fill = view.prepared.imputer.statistics_ if code_units == "input" and view.prepared.imputer is not None \
-            else None
-        output = "prediction" if tree.meta.get("prediction", "leaf_value") == "leaf_value" else "leaf"
+        [export] = tree_exports(view.model, view.prepared, indices=[tree_index], original_units=original_units,
+                                run_name=record.name, run_id=record.run_id, dataset_name=record.dataset_name,
+                                title=f"Rules of run {record.run_id} '{record.name}'")
         base = export_name(record.name, f"tree {tree_index}" if len(trees) > 1 else "tree")
-        r1, r2, r3 = st.columns(3)
-        r1.download_button("Rules (.txt)", "\n".join(all_rules), file_name=f"{base}_rules.txt",
-                           key="explorer.rules_download", on_click="ignore")
-        if tree.routing == "soft":
-            r2.caption("A soft tree sends every sample down every branch with some probability, so it has no "
-                       "if-then code.")
-        else:
-            with user_errors("writing the tree as code"):
-                notes = [f"Run '{record.name}' ({record.run_id}), trained on {record.dataset_name}."]
-                python = python_source(shown, output=output, fill_values=fill, units=code_units, notes=notes)
-                sql = sql_query(shown, "data", output=output, fill_values=fill, units=code_units, notes=notes)
-                r2.download_button("Python function (.py)", python, file_name=f"{base}.py", mime="text/x-python",
-                                   key="explorer.python_download", on_click="ignore",
-                                   help="A dependency-free predict(row) that routes rows like this tree.")
-                r3.download_button("SQL CASE (.sql)", sql, file_name=f"{base}.sql", mime="application/sql",
-                                   key="explorer.sql_download", on_click="ignore",
-                                   help="SELECT CASE ... END AS prediction FROM data: the tree as one SQL expression.")
+        for column, fmt in zip(st.columns(len(TREE_FORMATS)), TREE_FORMATS.values(), strict=True):
+            if fmt.code and not export.has_code:
+                column.caption("A soft tree sends every sample down every branch with some probability, so it has "
+                               "no if-then code.")
+                continue
+            with user_errors(f"writing the tree as {fmt.label}"):
+                column.download_button(fmt.label, render(fmt.key, [export]), file_name=f"{base}{fmt.suffix}",
+                                       mime=fmt.mime, key=f"explorer.{fmt.key}_download", on_click="ignore",
+                                       help=fmt.help)
         st.caption(("Rules and code take the data's own units (raw rows); missing values are filled with the "
-                    "training medians, as the app does." if code_units == "input" else
-                    "Rules and code take the model's prepared features (the scaling could not be folded in).")
-                   + (" This family predicts from a head, not the leaves: the code gives each row's leaf."
-                      if output == "leaf" else ""))
+                    "training medians, as the app does." if export.units == "input" else
+                    f"Rules and code take the model's prepared features ({export.units_reason}).")
+                   + (f" {export.output_note}" if export.output_note else ""))

@@ -58,13 +58,13 @@ from models.registry import families, get_family
 from models.schema import ANY_DATA_TASKS, TASKS, Family, Param
 from treeviz import threads
 from treeviz.atomic import replace_file
-from treeviz.codegen import python_source, sql_query
 from treeviz.data import CATALOGUE, Dataset, PreparedData, PrepConfig, TableOptions, load_dataset, prepare
 from treeviz.data.dataset import ARRAYS, DATASET_JSON
 from treeviz.data.preprocess import SCALINGS
 from treeviz.data.table import FEATURE_SOURCES, table_to_features
 from treeviz.data.upload import ENCODINGS, max_upload_mb, read_table, suggest_target, table_to_dataset
 from treeviz.errors import TrainingCancelled, TreevizError
+from treeviz.export import ALL_TERMS, TreeExport, render, tree_exports
 from treeviz.grid import (
     SCHEDULER_ENV,
     GridResult,
@@ -79,13 +79,10 @@ from treeviz.grid import (
 from treeviz.jsonio import jsonable
 from treeviz.quantities import format_size, headline, run_headline, size_label
 from treeviz.report import run_report
-from treeviz.rules import rules
 from treeviz.run_archive import DATASET_PREFIX, MAX_IMPORT_BYTES, export_zip, import_zip, read_run_zip
-from treeviz.run_view import RunView
 from treeviz.runs import FINGERPRINT_RE, RUN_ID_RE, RUN_JSON, RunRecord, RunStore
 from treeviz.sweep import SweepResult, run_sweep, value_grid
 from treeviz.training import run_warnings, train_run
-from treeviz.tree import Tree
 
 PROG = "python -m treeviz"
 OK, USER_ERROR, USAGE, CRASH, INTERRUPTED, BROKEN_PIPE = 0, 1, 2, 70, 130, 141
@@ -1066,17 +1063,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return OK
 
 
-def _run_trees(store: RunStore, run_id: str, args: argparse.Namespace, indices: Sequence[int] | None
-               ) -> tuple[RunRecord, PreparedData | None, list[tuple[int, int, Tree]], str]:
-    """The run's trees to export, as :meth:`RunView.rules_tree` gives them.
-
-    Returns
-    -------
-    record, prepared, trees, units
-        ``trees`` holds ``(index, n_trees, tree)``; ``units`` is ``"input"`` (the data's own units) when
-        the run's preprocessing is affine, its data is in the store and ``--model-units`` is not given,
-        else ``"model"``. ``prepared`` is None when the run's data is not in the store.
-    """
+def _exports(store: RunStore, run_id: str, args: argparse.Namespace, indices: Sequence[int] | None
+             ) -> tuple[RunRecord, list[TreeExport]]:
+    """The run's trees to export (:func:`treeviz.export.tree_exports`: the same decisions as the
+    Tree explorer), in the data's own units unless ``--model-units`` or the run's scaling says otherwise."""
     record = store.get(run_id)
     model = store.load_model(run_id)
     n_trees = len(model.to_trees())
@@ -1088,58 +1078,29 @@ def _run_trees(store: RunStore, run_id: str, args: argparse.Namespace, indices: 
     except TreevizError as err:
         prepared = None
         _note(args, f"note: {err} The export is in the model's units.")
-    input_units = prepared is not None and not args.model_units and prepared.affine_scaling() is not None
-    trees = []
-    for i in indices if indices is not None else range(n_trees):
-        if prepared is not None:
-            tree = RunView.build(model, prepared, "train", tree_index=i).rules_tree(original_units=input_units)
-        else:
-            tree = model.to_trees()[i]
-        trees.append((i, n_trees, tree))
-    return record, prepared, trees, "input" if input_units else "model"
-
-
-def _units_note(args: argparse.Namespace, prepared: PreparedData | None, units: str) -> str:
-    if units == "input":
-        return "Thresholds are in the data's own units."
-    why = ("as asked" if args.model_units else "quantile scaling is not affine" if prepared is not None
-           else "the run's data is not in the store")
-    return f"Thresholds are in the model's units (after preprocessing; {why})."
+    exports = tree_exports(model, prepared, indices=indices, original_units=not args.model_units, leaf=args.leaf,
+                           run_name=record.name, run_id=record.run_id, dataset_name=record.dataset_name,
+                           title=f"Rules of run {run_id} '{record.name}' ({record.family}, {record.task}, "
+                                 f"{record.dataset_name})")
+    return record, exports
 
 
 def _rules_text(store: RunStore, run_id: str, args: argparse.Namespace) -> str:
-    """Every root-to-leaf rule of the run's tree(s) (``--tree`` picks one of an ensemble)."""
-    record, prepared, trees, units = _run_trees(store, run_id, args, None if args.tree is None else [args.tree])
-    lines = [f"# Rules of run {run_id} '{record.name}' ({record.family}, {record.task}, {record.dataset_name})",
-             f"# {_units_note(args, prepared, units)}"]
-    for i, n_trees, tree in trees:
-        if n_trees > 1:
-            lines.append(f"# tree {i} of {n_trees}")
-        lines += rules(tree, max_terms=args.max_terms)
-    return "\n".join(lines) + "\n"
+    """Every root-to-leaf rule of the run's tree(s) (``--tree`` picks one of an ensemble), every
+    term of every split unless ``--max-terms`` folds them."""
+    _, exports = _exports(store, run_id, args, None if args.tree is None else [args.tree])
+    return render("rules", exports, max_terms=args.max_terms or ALL_TERMS)
 
 
 def _code_text(store: RunStore, run_id: str, args: argparse.Namespace) -> str:
-    """The run's tree as a Python module or a SQL query (:mod:`treeviz.codegen`), as the Tree explorer
-    offers it: in the data's own units with the training medians filling missing values where it can,
-    the prediction for families that predict from their leaves and the leaf id otherwise."""
+    """The run's tree as a Python module or a SQL query, as the Tree explorer offers it."""
     index = 0 if args.tree is None else args.tree
-    record, prepared, [(_, n_trees, tree)], units = _run_trees(store, run_id, args, [index])
-    fill = None
-    if units == "input" and prepared is not None and prepared.imputer is not None:
-        fill = prepared.imputer.statistics_
-    output = "leaf" if args.leaf or tree.meta.get("prediction", "leaf_value") != "leaf_value" else "prediction"
-    notes = [f"Run '{record.name}' ({record.run_id}), trained on {record.dataset_name}."]
-    if n_trees > 1:
-        notes.append(f"Tree {index} of the {n_trees} of the ensemble.")
-    if args.python:
-        text = python_source(tree, output=output, fill_values=fill, units=units, notes=notes)
-    else:
-        text = sql_query(tree, args.table, output=output, fill_values=fill, units=units, notes=notes)
-    if n_trees > 1:
-        _note(args, f"note: the code is tree {index} of the {n_trees} of this ensemble, not the ensemble's "
+    record, [export] = _exports(store, run_id, args, [index])
+    text = render("python", [export]) if args.python else render("sql", [export], table=args.table)
+    if export.n_trees > 1:
+        _note(args, f"note: the code is tree {index} of the {export.n_trees} of this ensemble, not the ensemble's "
                     "prediction; --tree picks another.")
-    if output == "leaf" and not args.leaf:
+    if export.output == "leaf" and not args.leaf:
         _note(args, f"note: {record.family} predicts from more than its leaves, so the code gives each row's leaf.")
     return text
 
@@ -1434,7 +1395,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--no-dataset", action="store_true", help="zip: leave the data set out")
     export.add_argument("--model-units", action="store_true",
                         help="rules and code: the model's (preprocessed) units instead of the data's own")
-    export.add_argument("--max-terms", type=whole_number(1), default=4, help="rules: terms shown per oblique split")
+    export.add_argument("--max-terms", type=whole_number(1), default=None,
+                        help="rules: fold each oblique split to its largest terms (default: every term)")
     export.add_argument("--tree", type=whole_number(0), metavar="INDEX",
                         help="rules: only this tree of an ensemble; code: this tree (default 0)")
     export.add_argument("--leaf", action="store_true", help="code: return the leaf id instead of the prediction")

@@ -32,6 +32,7 @@ from plotly.offline import get_plotlyjs
 
 from models.registry import get_family
 from treeviz.errors import TreevizError
+from treeviz.export import rules_lines, tree_exports
 from treeviz.features import feature_table
 from treeviz.plots import (
     PATH_FIGURES,
@@ -43,7 +44,6 @@ from treeviz.plots import (
     weights_heatmap,
 )
 from treeviz.quantities import METRIC_LABELS, SIZE_LABELS, curve_layout, family_name, run_headline
-from treeviz.rules import rules
 from treeviz.run_view import PARTS, RunView
 from treeviz.runs import RunRecord, RunStore
 from treeviz.sweep import sweep_table
@@ -179,9 +179,9 @@ def _model(rep: _Report, store: RunStore, record: RunRecord) -> None:
                             "linear leaf.</p>")
     rep.optional("Feature ranking", lambda: rep.figure(feature_ranking_figure(
         [r.name for r in features], [r.norm for r in features], [r.used for r in features])))
-    shown = view.rules_tree(original_units=True)
-    all_rules = rules(shown)
-    units = "the data's own units" if shown is not tree else "the model's (scaled) units"
+    [export] = tree_exports(model, prepared, indices=[0])  # the report's tree, as every export writes it
+    all_rules = rules_lines(export)  # every term of every split, as the downloaded rules
+    units = "the data's own units" if export.units == "input" else "the model's (scaled) units"
     more = f"\n… and {len(all_rules) - MAX_RULES} more" if len(all_rules) > MAX_RULES else ""
     rep.section("Rules", f'<p class="sub">{len(all_rules)} rules (one per leaf), in {units}.</p>'
                          f"<pre>{_esc(chr(10).join(all_rules[:MAX_RULES]) + more)}</pre>")
