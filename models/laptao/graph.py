@@ -51,7 +51,7 @@ from models.graphs import (
 from models.laptao.label_step import conjugate_gradients, make_solver
 from treeviz.errors import TreevizError
 
-#: Perplexities :func:`select_perplexity` tries by default (the spec's grid {5, 10, 15, 30}, with 3 added
+#: Perplexities :func:`select_perplexity` tries by default (the usual t-SNE range 5 to 30, with 3 added
 #: because it won on digits and MNIST).
 PERPLEXITY_GRID = (3.0, 5.0, 10.0, 15.0, 30.0)
 
