@@ -7,15 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from models.registry import families_offering
-from treeviz.bandit_view import (
-    LINEAR,
-    SUPERVISED,
-    BanditCurveJob,
-    curve_bands,
-    curve_keys,
-    final_table,
-    reference_band,
-)
+from treeviz.bandit_view import BanditCurveJob, curve_bands, curve_keys, final_table, reference_band
 from treeviz.data import list_datasets
 from treeviz.plots import bandit_regret_figure, bandit_reward_figure, bandit_score_figure
 from treeviz.ui import state
@@ -31,6 +23,10 @@ CURRENT = "(current)"
 #: The form's starting values over the family's defaults: quick enough to watch (a few seconds a seed).
 PAGE_DEFAULTS = {"n_rounds": 10_000}
 MAX_SEEDS = 10
+#: What the bandit families compare with, as they declare it.
+_COMPARISONS = [f.comparison("bandit") for f in families_offering("bandit")]
+LINEAR = " / ".join(dict.fromkeys(label for c in _COMPARISONS for label in c.baselines))
+SUPERVISED = " / ".join(dict.fromkeys(c.reference_label for c in _COMPARISONS))
 PROTOCOL = f"""
 **The protocol.** The learner never sees a label. Each round it is shown one training point and
 plays a prediction; an oracle, which alone holds the labels, answers only the loss of what was

@@ -122,7 +122,8 @@ seeds = c2.number_input("Labelled subsets", 1, 10, 2, key="semi.seeds", help="Ra
 
 def start_curve() -> None:
     with user_errors("starting the comparison"):
-        params = {k: v for k, v in record.params.items() if k not in ("labelled_fraction", "random_state", "device")}
+        varied = family.comparison("semi_supervised").param("labelled_fraction")
+        params = {k: v for k, v in record.params.items() if k not in (varied, "random_state", "device")}
         job_fn = LabelCurveJob(record.family, record.task, params, prepared, tuple(fractions),
                                tuple(range(int(seeds))), device=state.device())
         start(PREFIX, job_fn, label=f"Labelled fractions for '{record.name}'", meta={"run_id": run_id})

@@ -21,6 +21,9 @@ What a Family holds:
 * ``metrics``: the headline metric of each task (first found is shown);
 * ``curves``: which training-history series to plot, in which panels (:class:`Curves`);
 * ``views``: the extra views it offers (from :data:`VIEWS`), which pages look for;
+* ``comparisons``: for a view that sets the family's models beside others, what that view needs
+  (:class:`Comparison`: the reference family, the baselines, the parameters it varies), so the
+  services behind the views name no family and import no family package;
 * ``feature_selection``: for a family whose models select features (:class:`FeatureSelection`), the
   history keys of the features kept and of the selection strength, and the parameters a
   feature-budget search samples; the Features page is offered for it;
@@ -36,7 +39,7 @@ from __future__ import annotations
 import importlib
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -248,6 +251,72 @@ class Curves:
     panels: tuple[Panel, ...]
 
 
+def resolve_ref(ref: str) -> Any:
+    """The object a ``"module:name"`` reference names (imported on first use)."""
+    module, _, name = ref.partition(":")
+    if not module or not name:
+        raise ValueError(f"{ref!r} is not a 'module:name' reference.")
+    return getattr(importlib.import_module(module), name)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What a view with comparisons needs from the family offering it, declared by the family so
+    that the view's service names no family and imports no family package.
+
+    * ``view``: the view (one of :data:`VIEWS`, and one the family offers);
+    * ``reference``: the key of the family whose model is the view's reference ("" for none), and
+      ``reference_label`` its name in the view's rows and text;
+    * ``shared``: reference parameter -> this family's parameter whose effective value it takes
+      (the same depth, penalty, ...);
+    * ``reference_values``: ``"module:function"`` completing the reference's values from the shared
+      ones and the training targets, ``f(values, y) -> values`` (e.g. an automatic depth); "" keeps
+      the shared values as they are;
+    * ``baselines``: label -> ``"module:function"`` building a baseline; how it is called is the
+      view's protocol (documented with the view's service);
+    * ``params``: role -> this family's parameter the view varies or reads under that role (for
+      example ``{"labelled_fraction": "labelled_fraction"}``).
+    """
+
+    view: str
+    reference: str = ""
+    reference_label: str = ""
+    shared: Mapping[str, str] = field(default_factory=dict)
+    reference_values: str = ""
+    baselines: Mapping[str, str] = field(default_factory=dict)
+    params: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.view not in VIEWS:
+            raise ValueError(f"Comparison.view must be one of {VIEWS}.")
+        if self.reference and not self.reference_label:
+            raise ValueError("A Comparison with a reference family needs its reference_label.")
+        for ref in (*self.baselines.values(), *([self.reference_values] if self.reference_values else [])):
+            if ":" not in ref:
+                raise ValueError(f"Comparison of {self.view}: {ref!r} is not a 'module:function' reference.")
+
+    def baseline(self, label: str) -> Callable[..., Any]:
+        """The builder of the baseline called ``label``."""
+        if label not in self.baselines:
+            raise TreevizError(f"The {self.view} view declares no baseline {label!r}; it has "
+                               f"{', '.join(self.baselines) or 'none'}.")
+        return resolve_ref(self.baselines[label])
+
+    def param(self, role: str) -> str:
+        """This family's parameter playing ``role`` in the view."""
+        if role not in self.params:
+            raise TreevizError(f"The {self.view} view needs a parameter for {role!r}; the family declares none.")
+        return self.params[role]
+
+    def reference_params(self, values: Mapping[str, Any], y: Any = None) -> dict[str, Any]:
+        """The reference's parameters from this family's effective ``values`` (the shared ones,
+        completed by ``reference_values`` with the training targets ``y``)."""
+        out = {ref: values[own] for ref, own in self.shared.items() if own in values}
+        if self.reference_values:
+            out = dict(resolve_ref(self.reference_values)(out, y))
+        return out
+
+
 @dataclass(frozen=True)
 class Family:
     """A model family: estimator classes per task, hyperparameter schema, presets and views."""
@@ -263,6 +332,7 @@ class Family:
     metrics: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(DEFAULT_METRICS))
     curves: Curves | None = None
     views: tuple[str, ...] = ()
+    comparisons: tuple[Comparison, ...] = ()
     feature_selection: FeatureSelection | None = None
     test_params: Mapping[str, Any] = field(default_factory=dict)
     order: int = 100  # position in family lists (smaller first)
@@ -274,6 +344,14 @@ class Family:
         if set(self.views) - set(VIEWS):
             raise ValueError(f"Family {self.key}: unknown view(s) {sorted(set(self.views) - set(VIEWS))}.")
         names = [p.name for p in self.params]
+        for comparison in self.comparisons:
+            if comparison.view not in self.views:
+                raise ValueError(f"Family {self.key}: a comparison for the {comparison.view} view, which it does "
+                                 "not offer.")
+            unknown = (set(comparison.params.values()) | set(comparison.shared.values())) - set(names)
+            if unknown:
+                raise ValueError(f"Family {self.key}: the {comparison.view} comparison names unknown parameters "
+                                 f"{sorted(unknown)}.")
         for task in self.estimators:
             per_task = [p.name for p in self.params if p.applies_to(task)]
             if len(per_task) != len(set(per_task)):
@@ -304,6 +382,13 @@ class Family:
             return self.feature_selection is not None
         return view in self.views
 
+    def comparison(self, view: str) -> Comparison:
+        """What ``view`` needs from this family (its reference, baselines and parameters)."""
+        for comparison in self.comparisons:
+            if comparison.view == view:
+                return comparison
+        raise TreevizError(f"{self.label} declares nothing to compare in the {view} view.")
+
     def headline_metrics(self, task: str) -> tuple[str, ...]:
         return tuple(self.metrics.get(task, DEFAULT_METRICS.get(task, ())))
 
@@ -319,8 +404,7 @@ class Family:
     def estimator_class(self, task: str) -> type:
         if task not in self.estimators:
             raise TreevizError(f"{self.label} does not do {task}; it supports {', '.join(self.tasks)}.")
-        module, _, name = self.estimators[task].partition(":")
-        return getattr(importlib.import_module(module), name)
+        return resolve_ref(self.estimators[task])
 
     def class_by_name(self, name: str) -> type:
         for task, ref in self.estimators.items():

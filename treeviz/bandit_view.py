@@ -7,14 +7,19 @@ records, every few rounds, ``round``, ``queries`` (loss queries so far), ``avg_l
 incurred since the start), ``regret`` (against ``comparator``), and the held-out ``val_score``
 (accuracy, or R²) and, for regression, ``val_rmse`` on ``eval_set``.
 
-For every seed, :func:`bandit_curves` runs, on the same stream length and held-out points:
+The family declares what its bandit view compares (:class:`models.schema.Comparison`, from
+``family.comparison("bandit")``): the reference family, with the parameters it shares with the
+bandit, and the baselines. For every seed, :func:`bandit_curves` runs, on the same stream length
+and held-out points:
 
-* supervised DGT (every training label seen) with the same height, layers and quantiser: the
-  tree one would get with full supervision. Its held-out score is the reference line, and its
-  losses on the bandit's own stream are the comparator of the regret;
+* the reference (for DGT-Bandit: supervised DGT, every training label seen, with the same height,
+  layers and quantiser), the model one would get with full supervision. Its held-out score is the
+  reference line, and its losses on the bandit's own stream are the comparator of the regret;
 * the bandit family itself with the parameters given (``random_state`` = the seed);
-* the online linear model under the same protocol, estimator, optimiser and budget
-  (:class:`models.dgt.bandit.LinearBanditClassifier` / ``LinearBanditRegressor``).
+* every declared baseline (for DGT-Bandit: the online linear model under the same protocol,
+  estimator, optimiser and budget). A baseline builder is called as
+  ``builder(task, params, random_state, device)`` with the bandit's parameters and returns an
+  unfitted learner that fits as the bandit does.
 
 The learners are scored on the test split (the validation split when it is empty). Every record
 is published as it is made (``progress.record``), tagged with its ``method`` and ``seed``, so a
@@ -36,7 +41,6 @@ import numpy as np
 from scipy.stats import t as student_t
 
 from models.base import Callback, resolve_device
-from models.dgt.bandit import LinearBanditClassifier, LinearBanditRegressor, auto_depth
 from models.registry import get_family
 from treeviz import threads
 from treeviz.data import PreparedData
@@ -45,12 +49,6 @@ from treeviz.jobs import Progress
 from treeviz.training import build_estimator
 
 TASKS = ("classification", "regression")
-#: The supervised family whose tree is the reference (the same network, every label seen).
-SUPERVISED_FAMILY = "dgt"
-#: Parameters the supervised tree takes over from the bandit's.
-SHARED_TREE_PARAMS = ("depth", "n_layers", "quantizer")
-LINEAR = "linear (bandit feedback)"
-SUPERVISED = "DGT, full supervision"
 #: Keys of a record kept in a row (``elapsed_s`` is left out, so equal seeds give equal rows).
 RECORD_KEYS = ("round", "queries", "reward", "played_loss", "avg_loss", "regret", "val_score", "val_rmse",
                "val_loss")
@@ -143,15 +141,6 @@ class _SupervisedProgress(Callback):
             raise TrainingCancelled()
 
 
-def _linear_baseline(task: str, params: Mapping[str, Any], seed: int, device: str | None) -> Any:
-    cls = LinearBanditClassifier if task == "classification" else LinearBanditRegressor
-    names = set(cls().get_params())
-    values = {k: v for k, v in params.items() if k in names and k not in ("random_state", "device")}
-    if device is not None:
-        values["device"] = device
-    return cls(**values, random_state=int(seed))
-
-
 def bandit_curves(family_key: str, task: str, params: Mapping[str, Any], prepared: PreparedData,
                   seeds: Sequence[int] = (0,), *, baseline: bool = True,
                   supervised_params: Mapping[str, Any] | None = None, progress: Progress | None = None,
@@ -169,9 +158,9 @@ def bandit_curves(family_key: str, task: str, params: Mapping[str, Any], prepare
     seeds
         One run of every method per seed (the seed of the stream, the draws and the start).
     baseline
-        Also run the online linear model.
+        Also run the family's declared baselines.
     supervised_params
-        Extra parameters of the supervised tree (e.g. fewer epochs).
+        Extra parameters of the reference model (e.g. fewer epochs).
     progress, device
         The job's progress handle; the device of the torch models.
 
@@ -180,8 +169,8 @@ def bandit_curves(family_key: str, task: str, params: Mapping[str, Any], prepare
     list of dict
         Curve rows ``method``, ``seed``, ``round``, ``queries``, ``avg_loss``, ``regret``,
         ``val_score`` ... (``avg_reward`` for classification), one per record of each bandit fit;
-        and per seed one reference row ``method`` = :data:`SUPERVISED`, ``seed``, ``reference``
-        (its held-out accuracy or RMSE).
+        and per seed one reference row ``method`` = the declared reference label, ``seed``,
+        ``reference`` (its held-out accuracy or RMSE).
     """
     family = get_family(family_key)
     if not family.offers("bandit"):
@@ -189,6 +178,7 @@ def bandit_curves(family_key: str, task: str, params: Mapping[str, Any], prepare
     if task not in TASKS or prepared.dataset.task != task:
         raise TreevizError("Learning from bandit feedback needs a classification or regression data set; choose one "
                            "of those.")
+    comparison = family.comparison("bandit")
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise TreevizError("Give at least one seed.")
@@ -198,13 +188,11 @@ def bandit_curves(family_key: str, task: str, params: Mapping[str, Any], prepare
     bandit_params = {k: v for k, v in params.items() if k not in ("random_state", "device")}
     # the bandit's effective parameters (defaults included), checked before anything runs
     full = build_estimator(family_key, task, bandit_params, prepared, device=device).get_params()
-    shared = {k: full[k] for k in SHARED_TREE_PARAMS if k in full}
-    if "depth" in shared and shared["depth"] is None:  # "auto": the height the bandit tree will have
-        shared["depth"] = auto_depth(np.unique(np.asarray(prepared.labels("train")).astype(str)).size)
+    shared = comparison.reference_params(full, y)
     supervised_eval = (prepared.X_val, prepared.labels("val")) if prepared.X_test.shape[0] and \
         prepared.X_val.shape[0] else None
     if progress is not None:
-        progress.stages(len(seeds) * (2 + int(bool(baseline))))
+        progress.stages(len(seeds) * (2 + (len(comparison.baselines) if baseline else 0)))
     rows: list[dict[str, Any]] = []
 
     def stop() -> bool:
@@ -212,8 +200,8 @@ def bandit_curves(family_key: str, task: str, params: Mapping[str, Any], prepare
 
     for seed in seeds:
         # the supervised tree first: its losses on the stream are the regret's comparator
-        tag = {"method": SUPERVISED, "seed": seed}
-        reference = get_family(SUPERVISED_FAMILY).make(
+        tag = {"method": comparison.reference_label, "seed": seed}
+        reference = get_family(comparison.reference).make(
             task, {**shared, **dict(supervised_params or {}), "random_state": seed},
             **({"device": device} if device is not None else {}))
         # batches of a small tree: on the CPU a second torch thread only adds its synchronisation (the
@@ -231,7 +219,8 @@ def bandit_curves(family_key: str, task: str, params: Mapping[str, Any], prepare
             (family.short_label, build_estimator(family_key, task, {**bandit_params, "random_state": seed}, prepared,
                                                  device=device))]
         if baseline:
-            learners.append((LINEAR, _linear_baseline(task, bandit_params, seed, device)))
+            learners.extend((label, comparison.baseline(label)(task, bandit_params, seed, device))
+                            for label in comparison.baselines)
         for method, learner in learners:
             learner.fit(X, y, callbacks=[_Publish(progress, rows, {"method": method, "seed": seed}, task)],
                         eval_set=(X_eval, y_eval), feature_names=names, comparator=reference)
@@ -295,13 +284,14 @@ def curve_bands(rows: Iterable[Mapping[str, Any]], key: str) -> list[dict[str, A
 
 
 def reference_band(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """The supervised tree's held-out score across seeds: ``method``, ``mean``, ``low``, ``high``,
+    """The reference's held-out score across seeds: ``method``, ``mean``, ``low``, ``high``,
     ``n``; None before the first one is known."""
-    values = np.asarray([float(r["reference"]) for r in rows if "reference" in r])
+    refs = [r for r in rows if "reference" in r]
+    values = np.asarray([float(r["reference"]) for r in refs])
     if values.size == 0:
         return None
     mean, low, high = _interval(values)
-    return {"method": SUPERVISED, "mean": mean, "low": low, "high": high, "n": int(values.size)}
+    return {"method": str(refs[0]["method"]), "mean": mean, "low": low, "high": high, "n": int(values.size)}
 
 
 def final_table(rows: Sequence[Mapping[str, Any]], task: str) -> list[dict[str, Any]]:
@@ -329,6 +319,6 @@ def final_table(rows: Sequence[Mapping[str, Any]], task: str) -> list[dict[str, 
                     "regret": mean_of("regret")})
     ref = reference_band(rows)
     if ref is not None:
-        out.append({"method": SUPERVISED, "seeds": ref["n"], "loss queries": None, score: ref["mean"],
+        out.append({"method": ref["method"], "seeds": ref["n"], "loss queries": None, score: ref["mean"],
                     "± (95% CI)": ref["mean"] - ref["low"], reward: None, "regret": None})
     return out

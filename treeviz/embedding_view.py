@@ -9,9 +9,12 @@ model's settings), ``objective_``, ``free_objective_`` and ``direct_fit_objectiv
 three training embeddings) and ``history_`` records with ``step`` and ``E_tree``.
 
 :func:`compare_embeddings` puts beside the tree embedding F(X): the free embedding Z0, the
-direct TAO fit F0(X), a CART regression tree fitted to Z0 (its depth chosen on a 30 % validation
-split, as in the thesis) and UMAP (umap-learn, 15 neighbours), the embedding a user would
-otherwise pick. Each gets the model's embedding objective E on the training points (the thesis's
+direct fit F0(X), the baselines the family declares (``family.comparison("embedding")``; for the
+tree embedding, as in the thesis, a CART regression tree fitted to Z0, its depth chosen on a 30 %
+validation split) and UMAP (umap-learn, 15 neighbours), the embedding a user would otherwise pick.
+A baseline builder is called as ``builder(X_train, Z0, random_state)`` and returns a fitted
+regressor whose ``predict`` maps points (its size is read from scikit-learn's ``tree_`` and
+``get_depth`` when it has them). Each gets the model's embedding objective E on the training points (the thesis's
 only measure) and, marked as not from the thesis, 5-NN accuracy in 2-D (leave-one-out on the
 training points; test points mapped through the mapping and voted on by the training points) and
 trustworthiness. The free embedding has no mapping, so no test points. :class:`ComparisonJob`
@@ -27,21 +30,17 @@ from typing import Any
 
 import numpy as np
 
-from models.embedding.tree_embedding import direct_fit
+from models.registry import family_of_class
 from treeviz.data import PreparedData
 from treeviz.errors import TreevizError
 from treeviz.jobs import Progress
 from treeviz.metrics import knn_accuracy, trustworthiness_score
 from treeviz.runs import RunStore
 
-#: The methods compared, in the order shown; ``thesis`` marks those the thesis compares.
-METHODS: tuple[tuple[str, bool], ...] = (
-    ("tree embedding F(X)", True),
-    ("free embedding Z0", True),
-    ("direct TAO fit F0(X)", True),
-    ("direct CART fit", True),
-    ("UMAP", False),
-)
+#: The model's own methods, in the order shown (all compared in the thesis); the family's declared
+#: baselines follow (the thesis's too), then :data:`UMAP`, which the thesis does not compare.
+OWN_METHODS = ("tree embedding F(X)", "free embedding Z0", "direct TAO fit F0(X)")
+UMAP = "UMAP"
 OBJECTIVE_NAMES = {"tsne": "t-SNE KL", "ee": "elastic embedding E"}
 #: UMAP's neighbours (its default), seed fixed for reproducible maps.
 UMAP_NEIGHBOURS = 15
@@ -52,10 +51,14 @@ def objective_name(model: Any) -> str:
     return OBJECTIVE_NAMES.get(str(getattr(model, "method", "")), "E")
 
 
-def _cart(X_train: np.ndarray, Z0: np.ndarray, X_test: np.ndarray | None, seed: int) -> tuple:
-    cart = direct_fit(X_train, Z0, kind="cart", random_state=seed)
-    size = {"nodes": int(cart.tree_.node_count), "depth": int(cart.get_depth())}
-    return cart.predict(X_train), None if X_test is None else cart.predict(X_test), size
+def _baseline(builder: Any, X_train: np.ndarray, Z0: np.ndarray, X_test: np.ndarray | None, seed: int) -> tuple:
+    fitted = builder(X_train, Z0, random_state=seed)
+    size = {}
+    if hasattr(fitted, "tree_"):
+        size["nodes"] = int(fitted.tree_.node_count)
+    if hasattr(fitted, "get_depth"):
+        size["depth"] = int(fitted.get_depth())
+    return fitted.predict(X_train), None if X_test is None else fitted.predict(X_test), size
 
 
 def _umap(X_train: np.ndarray, X_test: np.ndarray | None, seed: int) -> tuple:
@@ -84,7 +87,9 @@ def compare_embeddings(model: Any, prepared: PreparedData, *, include_umap: bool
     X_test = None if test_part is None else prepared.X(test_part)
     y_train = prepared.classes("train")
     y_test = None if test_part is None else prepared.classes(test_part)
-    methods = [m for m in METHODS if include_umap or m[0] != "UMAP"]
+    comparison = family_of_class(type(model)).comparison("embedding")
+    baselines = list(comparison.baselines)
+    methods = [*OWN_METHODS, *baselines, *([UMAP] if include_umap else [])]
     if progress is not None:
         progress.begin(len(methods) + 1)
     objective = model.embedding_objective(X_train)
@@ -97,18 +102,20 @@ def compare_embeddings(model: Any, prepared: PreparedData, *, include_umap: bool
         "free embedding Z0": lambda: (free, None, {}),
         "direct TAO fit F0(X)": lambda: (model.direct_transform(X_train),
                                          None if X_test is None else model.direct_transform(X_test), {}),
-        "direct CART fit": lambda: _cart(X_train, free, X_test, seed),
-        "UMAP": lambda: _umap(X_train, X_test, seed),
+        **{label: (lambda label=label: _baseline(comparison.baseline(label), X_train, free, X_test, seed))
+           for label in baselines},
+        UMAP: lambda: _umap(X_train, X_test, seed),
     }
     rows, train, test = [], {}, {}
-    for name, thesis in methods:
+    for name in methods:
+        thesis = name != UMAP
         start = time.perf_counter()
         Z, Zt, size = builders[name]()
         seconds = time.perf_counter() - start
         Z = np.asarray(Z, dtype=np.float64)
         row = {"method": name, "thesis": thesis, "objective": float(objective.embedding_value(Z)),
                "trustworthiness": trustworthiness_score(X_train, Z, seed=seed),
-               "knn_train": None, "knn_test": None, "seconds": seconds if name in ("direct CART fit", "UMAP") else None,
+               "knn_train": None, "knn_test": None, "seconds": seconds if name not in OWN_METHODS else None,
                "nodes": size.get("nodes"), "depth": size.get("depth")}
         if y_train is not None:
             row["knn_train"] = knn_accuracy(Z, y_train)

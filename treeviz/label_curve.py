@@ -1,15 +1,18 @@
 """Error against the fraction of labelled points: a semi-supervised model beside the baselines the
 TAO thesis compares it with, on the same labelled subsets (the semi-supervised view).
 
-A family offering the ``"semi_supervised"`` view has a ``labelled_fraction`` parameter (the share
-of the training labels a fit keeps, the rest hidden) and estimators that record which training
-points kept their label in ``labelled_``. For every fraction and labelled subset (seed),
-:func:`label_curve` fits:
+A family offering the ``"semi_supervised"`` view declares what the view compares it with
+(:class:`models.schema.Comparison`, ``family.comparison("semi_supervised")``): its parameter for
+the share of the training labels a fit keeps (the role ``"labelled_fraction"``; the rest hidden),
+the supervised reference family and the parameters the reference shares with it. Its estimators
+record which training points kept their label in ``labelled_``. For every fraction and labelled
+subset (seed), :func:`label_curve` fits:
 
-* the semi-supervised model itself, on every training point (``labelled_fraction`` = the
+* the semi-supervised model itself, on every training point (its labelled fraction = the
   fraction, ``random_state`` = the seed, the other parameters as given);
-* supervised TAO on the labelled points only (the thesis's *oblique–lbl*: the same depth, ℓ1
-  penalty and iterations), the tree a user would get without the unlabelled points;
+* the reference on the labelled points only, with the shared parameters' effective values (for
+  LapTAO: supervised TAO, the thesis's *oblique–lbl*, with the same depth, ℓ1 penalty, leaves and
+  iterations), the model a user would get without the unlabelled points;
 * for classification, label propagation (scikit-learn's ``LabelSpreading``, kNN kernel, 7
   neighbours) on every training point with the same labels, predicting the test points.
 
@@ -26,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from models.registry import get_family
+from models.registry import family_of_class, get_family
 from treeviz.data import PreparedData
 from treeviz.errors import TreevizError
 from treeviz.jobs import Progress
@@ -34,7 +37,6 @@ from treeviz.training import build_estimator
 
 DEFAULT_FRACTIONS = (0.01, 0.05, 0.2)
 PROPAGATION_NEIGHBOURS = 7
-SUPERVISED = "supervised TAO (labelled points only)"
 PROPAGATION = "label propagation (scikit-learn)"
 
 
@@ -49,22 +51,33 @@ def metric_name(task: str) -> str:
     return "test error" if task == "classification" else "test RMSE"
 
 
+def supervised_label(family_key: str) -> str:
+    """The name of the family's supervised reference in the rows (e.g. "supervised TAO (labelled
+    points only)")."""
+    return get_family(family_key).comparison("semi_supervised").reference_label
+
+
 def _supervised_params(params: Mapping[str, Any], model: Any) -> dict[str, Any]:
-    """TAO's parameters matching the semi-supervised tree (same depth, penalty, leaves, iterations)."""
-    out = {"depth": int(getattr(model, "depth_", params.get("depth") or 4)),
-           "max_iter": int(params.get("tao_iter", 15))}
-    for name in ("l1_penalty", "leaf"):
-        if name in params:
-            out[name] = params[name]
-    return out
+    """The reference's parameters matching the semi-supervised model: the model's effective values
+    of the shared parameters (``params`` over its settings), a value the fit chose (the attribute
+    ``<name>_``, such as the depth of an automatic depth) winning over the setting."""
+    comparison = family_of_class(type(model)).comparison("semi_supervised")
+    values = {**model.get_params(), **dict(params)}
+    for name in comparison.shared.values():
+        fitted = getattr(model, f"{name}_", None)
+        if fitted is not None:
+            values[name] = fitted
+    return {k: v for k, v in comparison.reference_params(values).items() if v is not None}
 
 
 def labelled_only_tree(task: str, params: Mapping[str, Any], model: Any, X: np.ndarray, y: np.ndarray,
                        seed: int = 0) -> Any:
-    """Supervised TAO fitted on the points ``model`` kept labelled (``model.labelled_``), with the
-    same depth, penalty, leaves and iterations: what the labelled points alone give."""
+    """The family's supervised reference fitted on the points ``model`` kept labelled
+    (``model.labelled_``), with the shared parameters' values (for LapTAO: TAO with the same depth,
+    penalty, leaves and iterations): what the labelled points alone give."""
     labelled = np.asarray(model.labelled_, dtype=bool)
-    tree = get_family("tao").make(task, {**_supervised_params(params, model), "random_state": int(seed)})
+    reference = family_of_class(type(model)).comparison("semi_supervised").reference
+    tree = get_family(reference).make(task, {**_supervised_params(params, model), "random_state": int(seed)})
     return tree.fit(X[labelled], np.asarray(y)[labelled])
 
 
@@ -76,6 +89,8 @@ def label_curve(family_key: str, task: str, params: Mapping[str, Any], prepared:
     family = get_family(family_key)
     if not family.offers("semi_supervised"):
         raise TreevizError(f"{family.label} does not learn from unlabelled points; choose a semi-supervised family.")
+    comparison = family.comparison("semi_supervised")
+    fraction_param = comparison.param("labelled_fraction")
     if task not in ("classification", "regression"):
         raise TreevizError("Error against labelled points needs a classification or regression data set.")
     fractions = sorted({float(f) for f in fractions})
@@ -94,7 +109,7 @@ def label_curve(family_key: str, task: str, params: Mapping[str, Any], prepared:
     rows: list[dict[str, Any]] = []
     for fraction in fractions:
         for seed in seeds:
-            values = {**dict(params), "labelled_fraction": fraction, "random_state": int(seed)}
+            values = {**dict(params), fraction_param: fraction, "random_state": int(seed)}
             model = build_estimator(family_key, task, values, prepared, device=device)
             model.fit(X, y, feature_names=prepared.dataset.feature_names)
             labelled = np.asarray(model.labelled_, dtype=bool)
@@ -105,7 +120,8 @@ def label_curve(family_key: str, task: str, params: Mapping[str, Any], prepared:
                 rows.append({**base, "method": f"{family.short_label} (its unlabelled training points)",
                              "error": _error(task, y[~labelled], model.predict(X[~labelled]))})
             sup = labelled_only_tree(task, values, model, X, y, seed)
-            rows.append({**base, "method": SUPERVISED, "error": _error(task, y_eval, sup.predict(X_eval))})
+            rows.append({**base, "method": comparison.reference_label,
+                         "error": _error(task, y_eval, sup.predict(X_eval))})
             if task == "classification":
                 error = _propagation_error(X, y, labelled, X_eval, y_eval)
                 rows.append({**base, "method": PROPAGATION, "error": error})

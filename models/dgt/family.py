@@ -3,7 +3,7 @@ bandit feedback (no heavy imports; the estimators import torch when first used).
 
 from dataclasses import replace
 
-from models.schema import Curves, Family, Panel, Param, device_param, n_jobs_param, seed_param
+from models.schema import Comparison, Curves, Family, Panel, Param, device_param, n_jobs_param, seed_param
 
 PAPER = ("Learning Accurate Decision Trees with Bandit Feedback via Quantized Gradient Descent "
          "(Karthikeyan, Jain, Natarajan & Jain, TMLR 2022)")
@@ -181,6 +181,14 @@ DGT_BANDIT = Family(
     )),
     test_params={"depth": 2, "n_rounds": 200, "learning_rate": 1e-2},
     views=("bandit",),
+    # The bandit view: supervised DGT with the same height, layers and quantiser (every label seen) is
+    # the reference line and the regret's comparator; the online linear model is the baseline.
+    comparisons=(Comparison(
+        view="bandit", reference="dgt", reference_label="DGT, full supervision",
+        shared={"depth": "depth", "n_layers": "n_layers", "quantizer": "quantizer"},
+        reference_values="models.dgt.views:supervised_values",
+        baselines={"linear (bandit feedback)": "models.dgt.views:linear_baseline"},
+    ),),
     order=42,
 )
 

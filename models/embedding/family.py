@@ -2,7 +2,7 @@
 is a sparse oblique TAO tree (Zharmagambetov, PhD thesis 2022, chapter 4). No heavy imports; the
 estimator loads torch when used."""
 
-from models.schema import Curves, Family, LambdaPath, Panel, Param, device_param, seed_param
+from models.schema import Comparison, Curves, Family, LambdaPath, Panel, Param, device_param, seed_param
 
 TREE_EMBEDDING = Family(
     key="tree_embedding",
@@ -73,6 +73,9 @@ TREE_EMBEDDING = Family(
         Panel("Size", ("n_leaves", "n_decision_nodes", "n_nonzero")),
     )),
     views=("embedding",),
+    # The Embeddings page: the thesis compares the tree embedding with a CART tree fitted to the free embedding.
+    comparisons=(Comparison(view="embedding",
+                            baselines={"direct CART fit": "models.embedding.views:direct_cart_fit"}),),
     test_params={"depth": 2, "perplexity": 5.0, "n_mu": 2, "free_iter": 60, "z_iter": 10, "tao_iter": 3},
     order=40,
 )

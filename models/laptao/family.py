@@ -3,7 +3,7 @@ neighbourhood graph of labelled and unlabelled points (Zharmagambetov, PhD thesi
 No heavy imports; the estimators load scikit-learn and torch when used."""
 
 from models.laptao.params import PARAMS
-from models.schema import Curves, Family, LambdaPath, Panel
+from models.schema import Comparison, Curves, Family, LambdaPath, Panel
 
 LAPTAO = Family(
     key="laptao",
@@ -36,6 +36,13 @@ LAPTAO = Family(
         Panel("Size", ("n_leaves", "n_decision_nodes", "n_nonzero")),
     )),
     views=("semi_supervised",),
+    # The semi-supervised view: the thesis's oblique-lbl baseline, supervised TAO fitted on the labelled
+    # points alone with the same depth, penalty, leaves and iterations, at the labelled fractions it varies.
+    comparisons=(Comparison(
+        view="semi_supervised", reference="tao", reference_label="supervised TAO (labelled points only)",
+        shared={"depth": "depth", "max_iter": "tao_iter", "l1_penalty": "l1_penalty", "leaf": "leaf"},
+        params={"labelled_fraction": "labelled_fraction"},
+    ),),
     test_params={"depth": 2, "perplexity": 5.0, "n_mu": 3, "tao_iter": 3},
     order=25,
 )

@@ -4,9 +4,8 @@ linear model under the same protocol, and supervised DGT as reference and regret
 import numpy as np
 import pytest
 
+from models.registry import get_family
 from treeviz.bandit_view import (
-    LINEAR,
-    SUPERVISED,
     BanditCurveJob,
     bandit_curves,
     curve_bands,
@@ -19,6 +18,10 @@ from treeviz.errors import TreevizError
 from treeviz.jobs import JobManager
 from treeviz.plots import bandit_regret_figure, bandit_reward_figure, bandit_score_figure
 
+#: What DGT-Bandit declares its bandit view compares with: the baseline and the reference's labels.
+COMPARISON = get_family("dgt_bandit").comparison("bandit")
+(LINEAR,) = COMPARISON.baselines
+SUPERVISED = COMPARISON.reference_label
 QUICK = {"n_rounds": 1000, "eval_every": 50, "learning_rate": 1e-2}
 SUPERVISED_QUICK = {"max_epochs": 30, "min_steps": 300}
 

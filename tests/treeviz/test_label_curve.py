@@ -5,7 +5,10 @@ import pytest
 
 from treeviz.data import PrepConfig, load_dataset, prepare
 from treeviz.errors import TreevizError
-from treeviz.label_curve import PROPAGATION, SUPERVISED, label_curve
+from treeviz.label_curve import PROPAGATION, label_curve, supervised_label
+
+#: The reference LapTAO declares for its semi-supervised view (supervised TAO on the labelled points).
+SUPERVISED = supervised_label("laptao")
 
 QUICK = {"depth": 3, "n_mu": 3, "tao_iter": 3}
 
