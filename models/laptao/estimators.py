@@ -45,15 +45,15 @@ from models.graphs import usable_perplexity
 from models.laptao.graph import laptao_graph, select_perplexity
 from models.laptao.label_step import keep_fraction, make_solver, partial_labels
 from models.laptao.loop import Problem, Settings, alternate, solve_leaves
-from models.tao.estimators import (
+from models.tao.core import (
     FittedTAOTree,
     TAORegressor,
+    TAOTree,
     auto_depth,
     tao_tree_to_tree,
     tree_arrays,
     tree_from_arrays,
 )
-from models.tao.state import TAOTree
 from treeviz.errors import TreevizError
 from treeviz.tree import Tree
 
