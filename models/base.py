@@ -6,7 +6,9 @@ parameters, ``fit`` that validates and returns ``self``, learned attributes endi
 top of it each one has
 
 * its family, found from its class through the registry (:attr:`TreeEstimator.family_key`);
-  the family's schema checks the parameters at ``fit`` (:meth:`TreeEstimator._validate_params`);
+  the family's schema checks the parameters once before every ``fit`` (:func:`validated_fit`
+  wraps each class's own fitting methods, as :data:`FIT_METHODS` names them, so no ``fit`` calls
+  :meth:`TreeEstimator._validate_params` itself);
 * ``to_tree()`` (or ``to_trees()`` for ensembles) returning :class:`treeviz.tree.Tree`;
 * ``history_``: one record (a plain dict of numbers) per epoch or iteration;
 * progress through callbacks passed to ``fit(..., callbacks=[...])``. The training loop calls
@@ -30,6 +32,7 @@ deep-copies parameters and a callback holds live objects (a job, a threading.Eve
 
 from __future__ import annotations
 
+import functools
 import inspect
 import numbers
 import os
@@ -232,11 +235,39 @@ def class_targets(estimator: BaseEstimator, X: Any, y: Any, eval_set: tuple[Any,
     return X, np.searchsorted(classes, y), ev
 
 
+#: The methods that train: each class's own are wrapped by :func:`validated_fit`.
+FIT_METHODS = ("fit", "partial_fit", "fit_transform", "fit_predict")
+
+
+def validated_fit(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a fitting method so that the family's schema checks the estimator's parameters once,
+    before anything else (a TreevizError sentence naming the parameter if a value is bad), and
+    the checked values are kept in ``_checked_params`` for the method to read.
+
+    A fit that calls another fitting method of the same object (``fit_transform`` calling
+    ``fit``, a subclass's ``fit`` calling ``super().fit``) is checked once, by the outermost call.
+    """
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if vars(self).get("_fitting"):
+            return method(self, *args, **kwargs)
+        self._checked_params = self._validate_params()
+        self._fitting = True
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            vars(self).pop("_fitting", None)
+
+    return wrapper
+
+
 class TreeEstimator(BaseEstimator):
     """Base class of every treeviz estimator.
 
-    Subclasses implement ``fit`` (calling :meth:`_validate_params` first), ``to_tree`` (or
-    ``to_trees``), ``_get_model_state`` and ``_set_model_state``.
+    Subclasses implement ``fit`` (which need not check its parameters: :func:`validated_fit`
+    does it before every fitting method, and the checked values are in ``_checked_params``),
+    ``to_tree`` (or ``to_trees``), ``_get_model_state`` and ``_set_model_state``.
     """
 
     #: What the class does with a scipy.sparse ``X`` (see :mod:`models.sparse_input`): "densify"
@@ -253,6 +284,10 @@ class TreeEstimator(BaseEstimator):
             method = vars(cls).get(name)
             if inspect.isfunction(method):
                 setattr(cls, name, takes_sparse(method))
+        for name in FIT_METHODS:  # outermost, so bad parameters are refused before the data is read
+            method = vars(cls).get(name)
+            if inspect.isfunction(method):
+                setattr(cls, name, validated_fit(method))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -251,7 +251,6 @@ class CARTClassifier(ClassifierMixin, _CARTBase):
         feature_names : list of str, optional
             Names shown in rules and figures (default: DataFrame columns, else x0, x1, ...).
         """
-        self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite="allow-nan",
                              accept_sparse=("csr", "csc"))
         check_classification_targets(y)
@@ -303,7 +302,6 @@ class CARTRegressor(RegressorMixin, _CARTBase):
             callbacks: Iterable[Callback] | None = None, eval_set: tuple[Any, Any] | None = None,
             feature_names: Sequence[str] | None = None) -> CARTRegressor:
         """Fit the tree; arguments as for :meth:`CARTClassifier.fit` (y may have several columns)."""
-        self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True,
                              ensure_all_finite="allow-nan", accept_sparse=("csr", "csc"))
         self.n_outputs_ = 1 if y.ndim == 1 else y.shape[1]

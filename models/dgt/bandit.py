@@ -909,7 +909,6 @@ class DGTBanditClassifier(ClassifierMixin, _DGTBanditBase):
             comparator: Any = None) -> DGTBanditClassifier:
         """Learn from bandit feedback on the stream of X's rows. ``comparator``: a fitted model (or a
         function of X) whose loss on the same rounds gives the ``regret`` records."""
-        self._validate_params()
         X, Y, ev, rows = self._classification_inputs(X, y, eval_set, comparator)
         self._fit_bandit(X, Y, self.classes_.size, ev, callbacks, feature_names, rows)
         return self
@@ -972,7 +971,6 @@ class DGTBanditRegressor(RegressorMixin, _DGTBanditBase):
             eval_set: tuple[Any, Any] | None = None, feature_names: Sequence[str] | None = None,
             comparator: Any = None) -> DGTBanditRegressor:
         """Learn from bandit feedback; ``comparator`` as :meth:`DGTBanditClassifier.fit`."""
-        self._validate_params()
         X, Y, ev, rows = self._regression_inputs(X, y, eval_set, comparator)
         self._fit_bandit(X, Y, Y.shape[1], ev, callbacks, feature_names, rows)
         return self

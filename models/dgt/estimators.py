@@ -347,7 +347,6 @@ class DGTClassifier(ClassifierMixin, _DGTBase):
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple[Any, Any] | None = None, feature_names: Sequence[str] | None = None) -> DGTClassifier:
-        self._validate_params()
         self._run(self._prepare(X, y, sample_weight, eval_set, feature_names), callbacks)
         return self
 
@@ -389,7 +388,6 @@ class DGTRegressor(RegressorMixin, _DGTBase):
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple[Any, Any] | None = None, feature_names: Sequence[str] | None = None) -> DGTRegressor:
-        self._validate_params()
         self._run(self._prepare(X, y, sample_weight, eval_set, feature_names), callbacks)
         return self
 

@@ -76,7 +76,6 @@ class _DGTForestBase(TreeEstimator):
 
     def _fit_forest(self, X: np.ndarray, y: np.ndarray, W: np.ndarray | None, eval_set: Any,
                     callbacks: Iterable[Callback] | None, feature_names: Sequence[str] | None) -> None:
-        self._validate_params()
         self._set_feature_names(feature_names, X.shape[1])
         if W is not None:
             keep = W > 0
@@ -223,7 +222,6 @@ class DGTForestClassifier(ClassifierMixin, _DGTForestBase):
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> DGTForestClassifier:
-        self._validate_params()
         X, Y, _ = class_targets(self, X, y)
         W = None if sample_weight is None else _check_sample_weight(sample_weight, X, dtype=np.float64,
                                                                     ensure_non_negative=True)
@@ -267,7 +265,6 @@ class DGTForestRegressor(RegressorMixin, _DGTForestBase):
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> DGTForestRegressor:
-        self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
         W = None if sample_weight is None else _check_sample_weight(sample_weight, X, dtype=np.float64,
                                                                     ensure_non_negative=True)

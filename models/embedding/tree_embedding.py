@@ -277,8 +277,8 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
 
     # ------------------------------------------------------------------ parameters
     def _check_params(self, n: int) -> dict[str, Any]:
-        """The parameters checked against the family's schema and against ``n`` training points."""
-        p = self._validate_params()
+        """The parameters as the family's schema checked them before this fit, adjusted to ``n`` training points."""
+        p = dict(self._checked_params)
         p["perplexity"] = usable_perplexity(p["perplexity"], n, p["n_neighbors"])
         p["device"] = self._fit_device(rows=n)
         return p

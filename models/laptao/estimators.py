@@ -101,7 +101,6 @@ class _LapTAOBase(FittedTAOTree, TreeEstimator):
 
     # ------------------------------------------------------------------ parameters
     def _check_common(self, X: Any, y: Any) -> np.ndarray:
-        self._validate_params()
         if y is None:
             raise TreevizError("LapTAO requires y to be passed, but the target y is None; give −1 (classes) or NaN "
                                "(targets) for the unlabelled points.")

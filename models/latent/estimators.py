@@ -423,7 +423,6 @@ class LatentTreeClassifier(ClassifierMixin, _LatentTreeBase):
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple[Any, Any] | None = None,
             feature_names: Sequence[str] | None = None) -> LatentTreeClassifier:
-        self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         classes = np.unique(y)
@@ -494,7 +493,6 @@ class LatentTreeRegressor(RegressorMixin, _LatentTreeBase):
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple[Any, Any] | None = None,
             feature_names: Sequence[str] | None = None) -> LatentTreeRegressor:
-        self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
         Y = y.reshape(y.shape[0], -1)
         self.n_outputs_ = Y.shape[1] if y.ndim == 2 else 1
@@ -604,7 +602,6 @@ class LatentTreeClustering(ClusterMixin, _LatentTreeBase):
     def fit(self, X: Any, y: Any = None, sample_weight: Any = None, *,
             callbacks: Iterable[Callback] | None = None, eval_set: tuple[Any, Any] | None = None,
             feature_names: Sequence[str] | None = None) -> LatentTreeClustering:
-        self._validate_params()
         X = validate_data(self, X, dtype=np.float64)
         if X.shape[1] < 2:
             raise ValueError("Self-supervised clustering needs at least 2 features: one to reconstruct, "

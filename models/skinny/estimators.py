@@ -434,7 +434,6 @@ class SkinnyTreesClassifier(ClassifierMixin, _SkinnyTreesBase):
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple[Any, Any] | None = None,
             feature_names: Sequence[str] | None = None) -> SkinnyTreesClassifier:
-        self._validate_params()
         X, Y, ev = class_targets(self, X, y, eval_set)
         W = None if sample_weight is None else _check_sample_weight(sample_weight, X, dtype=np.float64,
                                                                     ensure_non_negative=True)
@@ -494,7 +493,6 @@ class SkinnyTreesRegressor(RegressorMixin, _SkinnyTreesBase):
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple[Any, Any] | None = None,
             feature_names: Sequence[str] | None = None) -> SkinnyTreesRegressor:
-        self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
         W = None if sample_weight is None else _check_sample_weight(sample_weight, X, dtype=np.float64,
                                                                     ensure_non_negative=True)

@@ -224,7 +224,6 @@ class _ClassLabels:
     def _labels(self, X: Any, y: Any, sample_weight: Any, *, keep_classes: bool = False):
         """Validated (X, class indices, sample weights); sets ``classes_`` unless ``keep_classes``
         and the current classes cover ``y``."""
-        self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
@@ -251,7 +250,6 @@ class _Targets:
 
     def _targets(self, X: Any, y: Any, sample_weight: Any):
         """Validated (X, targets as (n, k), sample weights); remembers whether y was 1-D."""
-        self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         self._y_ndim = np.ndim(y)

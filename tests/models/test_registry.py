@@ -113,6 +113,32 @@ def test_a_subclass_of_a_treeviz_estimator_fits_predicts_saves_and_reloads(tmp_p
     assert type(again) is TAOClassifier and np.array_equal(again.predict(X), model.predict(X))
 
 
+class MyFittingTAO(TAOClassifier):
+    """A user's subclass with its own ``fit`` (which checks nothing itself) calling the parent's."""
+
+    def fit(self, X, y, **kwargs):
+        self.fits_ = getattr(self, "fits_", 0) + 1
+        return super().fit(X, y, **kwargs)
+
+
+def test_a_subclass_with_its_own_fit_is_checked_once_before_it_runs(monkeypatch):
+    X, y = load_iris(return_X_y=True)
+    with pytest.raises(TreevizError, match="depth"):
+        MyFittingTAO(depth=-1).fit(X, y)
+    bad = MyFittingTAO(depth=2, max_iter=3, random_state=0)
+    bad.set_params(init="nowhere")
+    with pytest.raises(TreevizError, match="init"):
+        bad.fit(X, y)
+    assert not hasattr(bad, "fits_")  # refused before the subclass's own code ran
+    checks = []
+    real = TAOClassifier._validate_params
+    monkeypatch.setattr(TAOClassifier, "_validate_params", lambda self: checks.append(self) or real(self))
+    model = MyFittingTAO(depth=2, max_iter=3, random_state=0).fit(X, y)
+    assert model.fits_ == 1 and checks == [model]  # the subclass's fit and the parent's: one check
+    model.fit(X, y)
+    assert checks == [model, model]  # and one per fit
+
+
 def test_a_class_that_is_no_treeviz_estimator_is_refused_with_a_sentence():
     with pytest.raises(TreevizError, match="not a registered treeviz estimator"):
         family_of_class(dict)

@@ -123,7 +123,6 @@ class StumpClassifier(ClassifierMixin, _Stump):
         return _impurity(counts, self.criterion) * weight
 
     def fit(self, X, y, sample_weight=None, *, callbacks=None, eval_set=None, feature_names=None):
-        self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
@@ -170,7 +169,6 @@ class StumpRegressor(RegressorMixin, _Stump):
         return sums[..., 1] - sums[..., 0] ** 2 / w  # weighted sum of squared deviations
 
     def fit(self, X, y, sample_weight=None, *, callbacks=None, eval_set=None, feature_names=None):
-        self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         stats = np.column_stack([y, y * y])
