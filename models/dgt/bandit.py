@@ -93,6 +93,7 @@ from models.base import Callback, TreeEstimator, class_targets, resolve_device, 
 from models.dgt.estimators import DGTClassifier, DGTRegressor, _DGTBase, standardiser
 from models.dgt.network import DGTNetwork
 from models.memory import check_tree_memory
+from models.targets import MultiOutputRegression
 from treeviz import threads
 from treeviz.errors import TreevizError
 
@@ -921,7 +922,7 @@ class DGTBanditClassifier(ClassifierMixin, _DGTBanditBase):
     _output_names = DGTClassifier._output_names
 
 
-class DGTBanditRegressor(RegressorMixin, _DGTBanditBase):
+class DGTBanditRegressor(MultiOutputRegression, RegressorMixin, _DGTBanditBase):
     """A hard oblique tree learned from bandit feedback for regression: each round it plays a
     perturbed value (one-point) or two (two-point) and is told only their loss.
 
@@ -962,11 +963,6 @@ class DGTBanditRegressor(RegressorMixin, _DGTBanditBase):
         self.device = device
         self.random_state = random_state
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags
-
     def fit(self, X: Any, y: Any, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple[Any, Any] | None = None, feature_names: Sequence[str] | None = None,
             comparator: Any = None) -> DGTBanditRegressor:
@@ -982,12 +978,10 @@ class DGTBanditRegressor(RegressorMixin, _DGTBanditBase):
 
     def _get_model_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         learned, arrays = super()._get_model_state()
-        learned["y_ndim"] = int(getattr(self, "_y_ndim", 1))
         arrays["target_min"], arrays["target_range"] = self.target_min_, self.target_range_
         return learned, arrays
 
     def _set_model_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        self._y_ndim = int(learned.get("y_ndim", 1))
         self.target_min_ = np.asarray(arrays["target_min"], dtype=np.float64)
         self.target_range_ = np.asarray(arrays["target_range"], dtype=np.float64)
         super()._set_model_state(learned, arrays)

@@ -41,6 +41,7 @@ from models.dgt.fast import TreeData, TreeJob, train_jobs
 from models.dgt.network import DGTNetwork, n_internal
 from models.dgt.train import TrainConfig
 from models.memory import check_tree_memory
+from models.targets import MultiOutputRegression
 from treeviz import threads
 from treeviz.tree import Tree
 
@@ -374,17 +375,12 @@ class DGTClassifier(ClassifierMixin, _DGTBase):
         return [str(c) for c in self.classes_]
 
 
-class DGTRegressor(RegressorMixin, _DGTBase):
+class DGTRegressor(MultiOutputRegression, RegressorMixin, _DGTBase):
     """DGT for regression (squared loss on targets min-max scaled to [0, 1]); parameters as
     :class:`DGTClassifier`. Leaves hold values in the data's units; ``target_min_`` and
     ``target_range_`` are the scaling."""
 
     _task = "regression"
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple[Any, Any] | None = None, feature_names: Sequence[str] | None = None) -> DGTRegressor:
@@ -393,11 +389,7 @@ class DGTRegressor(RegressorMixin, _DGTBase):
 
     def _prepare(self, X: Any, y: Any, sample_weight: Any, eval_set: tuple[Any, Any] | None,
                  feature_names: Sequence[str] | None) -> TreeJob:
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
-        W = None if sample_weight is None else _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                                                    ensure_non_negative=True)
-        self._y_ndim = np.ndim(y)
-        Y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
+        X, Y, W = self._regression_data(X, y, sample_weight)
         self.target_min_ = Y.min(axis=0)
         span = Y.max(axis=0) - self.target_min_
         self.target_range_ = np.where(span > 0, span, 1.0)
@@ -417,7 +409,7 @@ class DGTRegressor(RegressorMixin, _DGTBase):
 
     def predict(self, X: Any) -> np.ndarray:
         out = self._values(X)
-        return out[:, 0] if getattr(self, "_y_ndim", 1) == 1 and out.shape[1] == 1 else out
+        return self._as_y_shape(out)
 
     def _output_names(self) -> list[str]:
         k = self.leaves_.shape[1]
@@ -425,12 +417,10 @@ class DGTRegressor(RegressorMixin, _DGTBase):
 
     def _get_model_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         learned, arrays = super()._get_model_state()
-        learned["y_ndim"] = int(getattr(self, "_y_ndim", 1))
         arrays["target_min"], arrays["target_range"] = self.target_min_, self.target_range_
         return learned, arrays
 
     def _set_model_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        self._y_ndim = int(learned.get("y_ndim", 1))
         self.target_min_ = np.asarray(arrays["target_min"], dtype=np.float64)
         self.target_range_ = np.asarray(arrays["target_range"], dtype=np.float64)
         super()._set_model_state(learned, arrays)

@@ -32,6 +32,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from models.base import Callback, TreeEstimator, class_targets, seed_everything
 from models.dgt.estimators import SMALL_NETWORK, DGTClassifier, DGTRegressor
 from models.dgt.fast import train_jobs
+from models.targets import MultiOutputRegression
 from treeviz import threads
 from treeviz.errors import TreevizError
 from treeviz.tree import Tree
@@ -251,39 +252,23 @@ class DGTForestClassifier(ClassifierMixin, _DGTForestBase):
         return "The forest predicts by majority vote of its trees."
 
 
-class DGTForestRegressor(RegressorMixin, _DGTForestBase):
+class DGTForestRegressor(MultiOutputRegression, RegressorMixin, _DGTForestBase):
     """Bagged DGT regression trees whose prediction is the trees' mean; parameters as
     :class:`DGTForestClassifier`."""
 
     _task = "regression"
     _tree_class = DGTRegressor
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags
-
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> DGTForestRegressor:
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
-        W = None if sample_weight is None else _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                                                    ensure_non_negative=True)
-        self._y_ndim = np.ndim(y)
-        self._fit_forest(X, y, W, eval_set, callbacks, feature_names)
+        X, Y, W = self._regression_data(X, y, sample_weight)
+        self._fit_forest(X, self._as_y_shape(Y), W, eval_set, callbacks, feature_names)
         return self
 
     def predict(self, X: Any) -> np.ndarray:
         out = self._tree_values(X).mean(axis=0)
-        return out[:, 0] if getattr(self, "_y_ndim", 1) == 1 and out.shape[1] == 1 else out
+        return self._as_y_shape(out)
 
     def _combination(self) -> str:
         return "The forest predicts the mean of its trees' predictions."
 
-    def _get_model_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        learned, arrays = super()._get_model_state()
-        learned["y_ndim"] = int(getattr(self, "_y_ndim", 1))
-        return learned, arrays
-
-    def _set_model_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        self._y_ndim = int(learned.get("y_ndim", 1))
-        super()._set_model_state(learned, arrays)

@@ -40,6 +40,7 @@ from models.base import Callback, TreeEstimator, class_targets, resolve_device, 
 from models.skinny.ensemble import SoftTreeEnsemble
 from models.skinny.fused import TrialData, Trials, augment, train, unpack
 from models.skinny.train import Data, Schedule, fit_ensemble
+from models.targets import MultiOutputRegression
 from treeviz.errors import TreevizError
 from treeviz.tree import Tree
 
@@ -467,7 +468,7 @@ class SkinnyTreesClassifier(ClassifierMixin, _SkinnyTreesBase):
                 "the class probabilities.")
 
 
-class SkinnyTreesRegressor(RegressorMixin, _SkinnyTreesBase):
+class SkinnyTreesRegressor(MultiOutputRegression, RegressorMixin, _SkinnyTreesBase):
     """Skinny Trees for regression (MSE), with the classifier's parameters plus
     ``target_scaling``: ``"standard"`` trains on z-scored targets and predicts in the data's units;
     ``"none"`` trains on the raw targets (the paper's synthetic experiments)."""
@@ -485,19 +486,10 @@ class SkinnyTreesRegressor(RegressorMixin, _SkinnyTreesBase):
                          device=device, random_state=random_state)
         self.target_scaling = target_scaling
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags
-
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple[Any, Any] | None = None,
             feature_names: Sequence[str] | None = None) -> SkinnyTreesRegressor:
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
-        W = None if sample_weight is None else _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                                                    ensure_non_negative=True)
-        self._y_ndim = np.ndim(y)
-        Y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
+        X, Y, W = self._regression_data(X, y, sample_weight)
         if self.target_scaling == "standard":
             w = np.ones(X.shape[0]) if W is None else W
             self.target_mean_ = np.average(Y, axis=0, weights=w)
@@ -525,7 +517,7 @@ class SkinnyTreesRegressor(RegressorMixin, _SkinnyTreesBase):
 
     def predict(self, X: Any) -> np.ndarray:
         out = self._outputs(X) * self.target_scale_ + self.target_mean_
-        return out[:, 0] if getattr(self, "_y_ndim", 1) == 1 and out.shape[1] == 1 else out
+        return self._as_y_shape(out)
 
     def _output_names(self) -> list[str]:
         k = self.leaves_.shape[2]
@@ -541,13 +533,11 @@ class SkinnyTreesRegressor(RegressorMixin, _SkinnyTreesBase):
 
     def _get_model_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         learned, arrays = super()._get_model_state()
-        learned["y_ndim"] = int(getattr(self, "_y_ndim", 1))
         arrays["target_mean"], arrays["target_scale"] = self.target_mean_, self.target_scale_
         return learned, arrays
 
     def _set_model_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         super()._set_model_state(learned, arrays)
-        self._y_ndim = int(learned.get("y_ndim", 1))
         self.target_mean_ = np.asarray(arrays["target_mean"], dtype=np.float64)
         self.target_scale_ = np.asarray(arrays["target_scale"], dtype=np.float64)
 
