@@ -54,6 +54,7 @@ from models.tao.core import (
     tree_arrays,
     tree_from_arrays,
 )
+from models.targets import MultiOutputRegression
 from treeviz.errors import TreevizError
 from treeviz.tree import Tree
 
@@ -359,7 +360,7 @@ class LapTAOClassifier(ClassifierMixin, _LapTAOBase):
         return self.classes_.take(np.argmax(scores, axis=1))
 
 
-class LapTAORegressor(RegressorMixin, _LapTAOBase):
+class LapTAORegressor(MultiOutputRegression, RegressorMixin, _LapTAOBase):
     """A semi-supervised sparse oblique regression tree trained by LapTAO.
 
     Unlabelled training points have a target of NaN (a whole row of NaN for vector targets; a row
@@ -379,11 +380,6 @@ class LapTAORegressor(RegressorMixin, _LapTAOBase):
                      tol=tol, tao_iter=tao_iter, multiplier_step=multiplier_step, penalty_mode=penalty_mode,
                      leaf_solve=leaf_solve, init=init, solver=solver, device=device, random_state=random_state)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags
-
     def fit(self, X: Any, y: Any, *, callbacks: Iterable[Callback] | None = None,
             eval_set: tuple | None = None, feature_names: Sequence[str] | None = None) -> LapTAORegressor:
         """Fit on all points; ``y`` is NaN for the unlabelled ones. There are no sample weights."""
@@ -395,7 +391,7 @@ class LapTAORegressor(RegressorMixin, _LapTAOBase):
         if y.ndim not in (1, 2) or y.shape[0] != X.shape[0] or y.size == 0:
             raise TreevizError(f"Give one target (or one row of targets) per point: {X.shape[0]} points, "
                                f"targets of shape {y.shape}.")
-        self._y_ndim = y.ndim
+        self._remember_y_shape(y)
         Y = y.reshape(X.shape[0], -1)
         if np.isinf(Y).any():
             raise TreevizError("The regression targets contain infinite values.")
@@ -423,13 +419,4 @@ class LapTAORegressor(RegressorMixin, _LapTAOBase):
 
     def predict(self, X: Any) -> np.ndarray:
         out = self._scores(X)
-        return out[:, 0] if getattr(self, "_y_ndim", 1) == 1 and out.shape[1] == 1 else out
-
-    def _get_model_state(self):
-        learned, arrays = super()._get_model_state()
-        learned["y_ndim"] = int(getattr(self, "_y_ndim", 1))
-        return learned, arrays
-
-    def _set_model_state(self, learned, arrays):
-        self._y_ndim = int(learned.get("y_ndim", 1))
-        super()._set_model_state(learned, arrays)
+        return self._as_y_shape(out)

@@ -35,6 +35,7 @@ from models.tao.init import cart_init, clustering_init, random_init
 from models.tao.loop import train
 from models.tao.objective import class_probabilities
 from models.tao.state import ABSENT, TAOTree
+from models.targets import MultiOutputRegression
 from treeviz.errors import TreevizError
 from treeviz.tree import Tree
 
@@ -240,38 +241,19 @@ class _ClassLabels:
         return self.classes_.take(Y)
 
 
-class _Targets:
+class _Targets(MultiOutputRegression):
     """Regression pieces shared by trees and forests: 1-D or 2-D targets in, the same shape out."""
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags
 
     def _targets(self, X: Any, y: Any, sample_weight: Any):
         """Validated (X, targets as (n, k), sample weights); remembers whether y was 1-D."""
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        self._y_ndim = np.ndim(y)
-        return X, np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1), sw
-
-    def _as_y_shape(self, out: np.ndarray) -> np.ndarray:
-        return out[:, 0] if getattr(self, "_y_ndim", 1) == 1 and out.shape[1] == 1 else out
+        X, Y, W = self._regression_data(X, y, sample_weight)
+        return X, Y, _check_sample_weight(W, X, dtype=np.float64)  # all ones when none were given
 
     def _target_names(self, k: int) -> list[str]:
         return ["target"] if k == 1 else [f"target {j}" for j in range(k)]
 
     def _train_labels(self, Y: np.ndarray) -> np.ndarray:
         return Y
-
-    def _get_model_state(self):
-        learned, arrays = super()._get_model_state()
-        learned["y_ndim"] = int(getattr(self, "_y_ndim", 1))
-        return learned, arrays
-
-    def _set_model_state(self, learned, arrays):
-        self._y_ndim = int(learned.get("y_ndim", 1))
-        super()._set_model_state(learned, arrays)
 
 
 class TAOClassifier(ClassifierMixin, _ClassLabels, _TAOBase):
