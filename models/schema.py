@@ -14,8 +14,8 @@ What a Family holds:
   first use, so listing families does not import torch);
 * ``params``: the hyperparameters as one schema of :class:`Param`. The Train page builds its form
   from it, :meth:`Family.make` and model loading validate against it, and every estimator checks
-  its own parameters against it at ``fit`` (:meth:`models.base.TreeEstimator._validate_params`),
-  in the spirit of scikit-learn's ``_parameter_constraints``;
+  its own parameters against it once before every fit (:func:`models.base.validated_fit`), in the
+  spirit of scikit-learn's ``_fit_context`` and ``_parameter_constraints``;
 * ``presets``: named starting points for the form;
 * ``lambda_path``: the λ that the "Pruning / λ path" page sweeps (:class:`LambdaPath`), or None;
 * ``metrics``: the headline metric of each task (first found is shown);
