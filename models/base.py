@@ -50,7 +50,7 @@ from sklearn.utils.validation import validate_data
 from models import devices
 from models.devices import DeviceChoice, step_size
 from models.persist import save_model
-from models.registry import family_of_class
+from models.registry import family_of_class, registered_class
 from models.sparse_input import X_METHODS, takes_sparse
 from treeviz.errors import TrainingCancelled, TreevizError
 from treeviz.jsonio import decode_labels, encode_labels, plain
@@ -239,6 +239,15 @@ def class_targets(estimator: BaseEstimator, X: Any, y: Any, eval_set: tuple[Any,
 FIT_METHODS = ("fit", "partial_fit", "fit_transform", "fit_predict")
 
 
+def _has_family(cls: type) -> bool:
+    """Whether the class is, or derives from, a registered estimator (so it has a schema)."""
+    try:
+        registered_class(cls)
+    except TreevizError:
+        return False
+    return True
+
+
 def validated_fit(method: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap a fitting method so that the family's schema checks the estimator's parameters once,
     before anything else (a TreevizError sentence naming the parameter if a value is bad), and
@@ -252,7 +261,10 @@ def validated_fit(method: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         if vars(self).get("_fitting"):
             return method(self, *args, **kwargs)
-        self._checked_params = self._validate_params()
+        if _has_family(type(self)):
+            self._checked_params = self._validate_params()
+        else:  # a TreeEstimator of no registered family (a test double, a user's sketch): no schema to check
+            self._checked_params = self.get_params(deep=False)
         self._fitting = True
         try:
             return method(self, *args, **kwargs)
