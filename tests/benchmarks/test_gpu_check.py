@@ -69,6 +69,7 @@ def test_without_a_gpu_the_check_refuses_and_names_the_reason(tmp_path):
     assert proc.returncode == 2 and "torch sees no GPU here" in proc.stdout
 
 
+@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
 def test_the_dry_run_goes_through_the_script_on_the_cpu(tmp_path):
     out = tmp_path / "out"
     out.mkdir()

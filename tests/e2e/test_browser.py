@@ -125,6 +125,7 @@ def test_download_a_figure_and_a_run_report(app_url, page, tmp_path):
     assert "CART on breast_cancer" in text and int(re.search(r'data-figures="(\d+)"', text)[1]) >= 4
 
 
+@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
 def test_the_bandit_page_runs_dgt_bandit_against_the_linear_baseline(app_url, page, tmp_path):
     """The Bandit feedback page in chromium: on wine, DGT-Bandit, the linear baseline and the supervised
     tree run in the background, then the three figures and the final table appear."""

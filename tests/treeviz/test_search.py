@@ -82,6 +82,7 @@ def test_a_search_without_a_store_returns_models_and_refines_the_best(prepared):
             [random.params["lambda0"] * 0.9, random.params["lambda0"] * 0.5], rel=1e-3)
 
 
+@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
 def test_a_stored_search_is_one_tagged_group_and_its_best_is_recomputed(prepared, tmp_path):
     store = RunStore(tmp_path)
     result = budget_search("skinny", "classification", prepared, budget=10, n_trials=3, params=TINY, seed=2,

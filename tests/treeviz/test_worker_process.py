@@ -59,6 +59,7 @@ def test_a_job_runs_in_a_child_process_under_the_budget_with_its_records(manager
     assert [r["epoch"] for r in snap.records] == [1, 2, 3, 4] and snap.progress == 1.0
 
 
+@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
 def test_two_jobs_run_at_once_in_two_processes(manager):
     jobs = [manager.submit(Steps(3, pause=0.3), label=str(i)) for i in range(2)]
     assert all(j.wait(120) for j in jobs)

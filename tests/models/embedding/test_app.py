@@ -56,6 +56,7 @@ def test_train_a_tree_embedding_from_the_train_page_and_see_its_map(home):
     assert_clean(at)
 
 
+@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
 def test_the_comparison_runs_in_the_background_and_scores_every_embedding(home):
     prepared = prepare(load_dataset("iris"), PrepConfig(seed=0))
     record = train_run("tree_embedding", "embedding", {**QUICK, "perplexity": 10.0}, prepared, store=RunStore(home))

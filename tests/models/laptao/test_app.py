@@ -4,6 +4,7 @@ and its error against the labelled fraction computed in the background beside su
 label propagation. The family's own app tests; the page helpers come from tests/app/conftest.py."""
 
 import numpy as np
+import pytest
 
 from tests.app.conftest import (
     assert_clean,
@@ -57,6 +58,7 @@ def test_train_laptao_with_hidden_labels_and_see_the_labelled_points(home):
     assert any("semi-supervised" in c.value for c in at.caption)
 
 
+@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
 def test_error_against_the_labelled_fraction_runs_in_the_background(home):
     prepared = prepare(load_dataset("moons"), PrepConfig(seed=0))
     record = train_run("laptao", "classification", {**QUICK, "labelled_fraction": 0.05}, prepared,

@@ -6,6 +6,7 @@ The family's own app tests; the page helpers come from tests/app/conftest.py."""
 import time
 
 import numpy as np
+import pytest
 
 from tests.app.conftest import assert_clean, chart_specs, new_app, open_page, wait_for_job
 from treeviz.data import PrepConfig, load_dataset, prepare
@@ -72,6 +73,7 @@ def test_selected_pixels_of_digits_as_an_image(home):
     assert mask["layout"]["meta"]["kept"] == record.metrics["n_features"] < 64
 
 
+@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
 def test_a_budget_search_runs_in_the_background_and_chooses_within_the_budget(home):
     at = new_app().run()
     at.selectbox(key="data.sample").set_value("breast_cancer").run()
