@@ -24,10 +24,9 @@ SAMPLES = ("penguins", "cars", "seattle_weather")
 #: The two largest tables: every family's defaults take minutes on them (the tree embedding alone
 #: over a minute on seattle_weather's 1 461 rows), so they run in the slow tier only. So do the
 #: tables whose preparation path another fast case already covers (every family trains on each, 15
-#: to 40 s a table on a 2-core machine): CI keeps one sample, and the uploads with a missing
-#: category, a dropped missing target, mangled column names and huge values.
+#: to 40 s a table on a 2-core machine): CI keeps one sample and the upload with huge values.
 SLOW_CASES = ("many_levels", "seattle_weather", "cars", "constant_column", "thousands_separators",
-              "all_nan_column", "date_column")
+              "all_nan_column", "date_column", "drop_missing_target", "mangled_columns", "missing_category")
 CASES = [
     pytest.param(kind, name, id=name, marks=[pytest.mark.slow] if name in SLOW_CASES else [])
     for kind, name in [*(("upload", n) for n in sorted(NOTE_ONLY)), *(("sample", key) for key in SAMPLES)]

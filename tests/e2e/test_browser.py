@@ -70,6 +70,7 @@ def test_pick_a_sample_train_cart_and_see_the_tree(app_url, page):
     assert node_input.input_value() != "0"
 
 
+@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
 def test_train_skinny_trees_and_see_the_features_page(app_url, page):
     open_train_page_on_breast_cancer(page, app_url)
     choose(page, "Model family", "Skinny Trees (feature selection)")
@@ -87,6 +88,7 @@ def test_train_skinny_trees_and_see_the_features_page(app_url, page):
     assert page.get_by_test_id("stMetricValue").filter(has_text=re.compile(r"^\d+ / 30$")).count() == 1
 
 
+@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
 def test_download_a_figure_and_a_run_report(app_url, page, tmp_path):
     open_train_page_on_breast_cancer(page, app_url)
     settle(page)

@@ -465,6 +465,7 @@ def treeviz(*argv: str, home: Path, **kwargs) -> subprocess.CompletedProcess:
                           text=True, timeout=120, **kwargs)
 
 
+@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
 def test_python_m_treeviz_exit_codes_and_stderr(tmp_path):
     ok = treeviz("train", "-d", "iris", "-f", "cart", "-p", "max_depth=2", "-q", home=tmp_path)
     assert ok.returncode == 0 and ok.stderr == ""
@@ -476,6 +477,7 @@ def test_python_m_treeviz_exit_codes_and_stderr(tmp_path):
     assert refused.stderr == "treeviz: error: Parameter 'max_depth' must be at least 1; got '0'.\n"
 
 
+@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
 def test_ctrl_c_in_a_real_process_stores_a_cancelled_run(tmp_path):
     env = {**os.environ, "TREEVIZ_HOME": str(tmp_path)}
     argv = [sys.executable, "-m", "treeviz", "train", "-d", "iris", "-f", "latent", "-p", "max_epochs=100000",

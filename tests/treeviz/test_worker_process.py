@@ -90,6 +90,7 @@ def test_cancel_reaches_the_child(manager):
     assert job.status == "cancelled" and len(job.records) < 200
 
 
+@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
 def test_errors_come_back_as_the_same_sentences(manager):
     mine = manager.submit(Steps(1, fail="treeviz"), label="treeviz")
     other = manager.submit(Steps(1, fail="value"), label="value")
@@ -99,6 +100,7 @@ def test_errors_come_back_as_the_same_sentences(manager):
     assert "ValueError" in other.traceback
 
 
+@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
 def test_a_dead_child_fails_its_job_and_the_next_job_gets_a_new_one():
     manager = JobManager(max_workers=1, processes=True)
     try:
