@@ -7,9 +7,9 @@ import pandas as pd
 import streamlit as st
 
 from models.registry import families_offering
-from treeviz.bandit_view import BanditCurveJob, curve_bands, curve_keys, final_table, reference_band
-from treeviz.data import list_datasets
 from treeviz.plots import bandit_regret_figure, bandit_reward_figure, bandit_score_figure
+from treeviz.services.bandit_view import BanditCurveJob, curve_bands, curve_keys, final_table, reference_band
+from treeviz.services.data import list_datasets
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure

@@ -3,10 +3,10 @@
 import pandas as pd
 import streamlit as st
 
-from treeviz.metrics import class_counts_by_node, dendrogram_purity_from_counts
+from models.ground.tree import NodeStats
 from treeviz.plots import dendrogram_figure, tree_figure
-from treeviz.run_view import PARTS
-from treeviz.tree import NodeStats
+from treeviz.readers.metrics import class_counts_by_node, dendrogram_purity_from_counts
+from treeviz.services.run_view import PARTS
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure

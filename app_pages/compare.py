@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from treeviz.compare import SIZES, groups, leaderboard, pareto_mask, score_of
 from treeviz.plots import class_flow_figure, pareto_figure, tree_figure
-from treeviz.quantities import family_name
+from treeviz.services.compare import SIZES, groups, leaderboard, pareto_mask, score_of
+from treeviz.services.quantities import family_name
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure

@@ -4,7 +4,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from treeviz.data import (
+from models.ground.errors import TreevizError
+from treeviz.plots import class_balance_figure, sample_images_figure, target_histogram
+from treeviz.services.data import (
     PrepConfig,
     TableOptions,
     inspect_table,
@@ -14,10 +16,8 @@ from treeviz.data import (
     suggest_target,
     table_to_dataset,
 )
-from treeviz.data.preprocess import MISSING_VALUE_POLICY, SCALINGS
-from treeviz.data.upload import ENCODINGS
-from treeviz.errors import TreevizError
-from treeviz.plots import class_balance_figure, sample_images_figure, target_histogram
+from treeviz.services.data.preprocess import MISSING_VALUE_POLICY, SCALINGS
+from treeviz.services.data.upload import ENCODINGS
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure

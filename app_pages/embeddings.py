@@ -5,8 +5,6 @@ direct fits and UMAP, each scored alike."""
 import pandas as pd
 import streamlit as st
 
-from treeviz.embedding_view import ComparisonJob, objective_name
-from treeviz.metrics import class_counts_by_node
 from treeviz.plots import (
     embedding_map,
     embedding_objective_curve,
@@ -15,6 +13,8 @@ from treeviz.plots import (
     tree_figure,
     weight_images_grid,
 )
+from treeviz.readers.metrics import class_counts_by_node
+from treeviz.services.embedding_view import ComparisonJob, objective_name
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure

@@ -3,7 +3,6 @@
 import pandas as pd
 import streamlit as st
 
-from treeviz.export import TREE_FORMATS, render, tree_exports
 from treeviz.plots import (
     class_balance_figure,
     forest_summary_figure,
@@ -15,9 +14,10 @@ from treeviz.plots import (
     weights_heatmap,
 )
 from treeviz.plots.export import export_name
-from treeviz.quantities import family_name, run_headline
-from treeviz.rules import leaf_summary, node_rule, rules
-from treeviz.run_view import PARTS
+from treeviz.readers.rules import leaf_summary, node_rule, rules
+from treeviz.services.export import TREE_FORMATS, render, tree_exports
+from treeviz.services.quantities import family_name, run_headline
+from treeviz.services.run_view import PARTS
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure

@@ -7,9 +7,8 @@ from the run's trees (a feature is kept when some node of some tree gives it a n
 import pandas as pd
 import streamlit as st
 
+from models.ground.errors import TreevizError
 from models.registry import families_offering, get_family
-from treeviz.errors import TreevizError
-from treeviz.features import feature_table
 from treeviz.plots import (
     budget_trials_figure,
     feature_mask_figure,
@@ -17,8 +16,9 @@ from treeviz.plots import (
     feature_trajectory_figure,
     selection_comparison_figure,
 )
-from treeviz.quantities import METRIC_LABELS, family_name
-from treeviz.search import SELECTION, SearchJob, budget_size, stored_best
+from treeviz.services.features import feature_table
+from treeviz.services.quantities import METRIC_LABELS, family_name
+from treeviz.services.search import SELECTION, SearchJob, budget_size, stored_best
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure

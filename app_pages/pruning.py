@@ -1,16 +1,16 @@
 """Pruning / λ path: train one tree per value of a family's λ, then see size, sparsity and scores
 against λ and the tree at each λ. Everything family-specific comes from ``Family.lambda_path``.
 A grid (λ × depth × seed) trains every combination at once, here or on a Dask cluster
-(:mod:`treeviz.grid`); its trials are runs like any other."""
+(:mod:`treeviz.services.grid`); its trials are runs like any other."""
 
 import pandas as pd
 import streamlit as st
 
 from models.registry import families_offering, get_family
-from treeviz.grid import SCHEDULER_ENV, GridJob, default_scheduler, grid_rows, grids, parse_values
 from treeviz.plots import PATH_FIGURES, tree_figure
-from treeviz.quantities import SIZE_HELP, format_size, headline, size_label
-from treeviz.sweep import SweepJob, sweep_label, value_grid
+from treeviz.services.grid import SCHEDULER_ENV, GridJob, default_scheduler, grid_rows, grids, parse_values
+from treeviz.services.quantities import SIZE_HELP, format_size, headline, size_label
+from treeviz.services.sweep import SweepJob, sweep_label, value_grid
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure

@@ -3,8 +3,8 @@
 import streamlit as st
 
 from treeviz.plots import class_flow_figure, class_split_bars
-from treeviz.quantities import family_name
-from treeviz.run_view import PARTS
+from treeviz.services.quantities import family_name
+from treeviz.services.run_view import PARTS
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure

@@ -3,15 +3,15 @@
 import pandas as pd
 import streamlit as st
 
-from treeviz.compare import run_rows
 from treeviz.plots import training_curves
 from treeviz.plots.export import export_name
-from treeviz.quantities import curve_layout
-from treeviz.report import run_report
-from treeviz.run_archive import export_zip, import_zip
+from treeviz.services.compare import run_rows
+from treeviz.services.quantities import curve_layout
+from treeviz.services.run_archive import export_zip, import_zip
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
+from treeviz.ui.report import run_report
 
 st.title("Runs")
 store = state.store()

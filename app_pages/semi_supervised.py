@@ -7,9 +7,9 @@ import pandas as pd
 import streamlit as st
 
 from models.registry import get_family
-from treeviz.label_curve import DEFAULT_FRACTIONS, LabelCurveJob, labelled_only_tree, metric_name
 from treeviz.plots import label_fraction_figure, labelled_points_figure
-from treeviz.quantities import family_name, run_headline
+from treeviz.services.label_curve import DEFAULT_FRACTIONS, LabelCurveJob, labelled_only_tree, metric_name
+from treeviz.services.quantities import family_name, run_headline
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure

@@ -5,8 +5,8 @@ import streamlit as st
 from models.registry import families_for_task
 from models.schema import ANY_DATA_TASKS
 from treeviz.plots import training_curves
-from treeviz.quantities import curve_layout
-from treeviz.training import job_fn, run_warnings
+from treeviz.services.quantities import curve_layout
+from treeviz.services.training import job_fn, run_warnings
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure

@@ -13,7 +13,7 @@ import numpy as np
 
 from benchmarks.common import best_time, shared_data_dir
 from models.cart.estimators import CARTClassifier, CARTRegressor, tree_from_sklearn
-from treeviz.data import PrepConfig, load_dataset, prepare
+from treeviz.services.data import PrepConfig, load_dataset, prepare
 
 NAME = "cart_tree"
 DATASETS = ("iris", "wine", "breast_cancer", "digits", "diabetes")

@@ -26,8 +26,8 @@ import numpy as np
 from benchmarks.common import shared_data_dir
 from benchmarks.tao_paper import load_uci
 from models.registry import families_for_task
-from treeviz.data import Dataset, PrepConfig, list_datasets, load_dataset, prepare
-from treeviz.training import train_run
+from treeviz.services.data import Dataset, PrepConfig, list_datasets, load_dataset, prepare
+from treeviz.services.training import train_run
 
 NAME = "defaults"
 SEEDS = (0, 1, 2)

@@ -25,7 +25,7 @@ fast multipole method but it reports no timings), so there are no paper numbers.
 nothing; at that size and schedule most evaluations fall back to the exact sum).
 
 ``results.app_defaults`` (not in ``rows``): the app's own training of the family with its defaults
-(``treeviz.training.train_run("tree_embedding", "embedding", None, prepared)``, the Train page's
+(``treeviz.services.training.train_run("tree_embedding", "embedding", None, prepared)``, the Train page's
 button) on seattle_weather (1 461 rows, the sample table) and on the scale benchmark's synthetic
 table (:mod:`benchmarks.scale_table`, 20 000 rows), one fit per child process, one thread:
 ``fit_s`` process CPU seconds of the fit, ``peak_mb`` the child's peak resident memory, the
@@ -58,10 +58,10 @@ from benchmarks.common import best_time, shared_data_dir
 from benchmarks.scale_table import make_table
 from models.embedding.objectives import embedding_objective, free_embedding
 from models.embedding.tree_embedding import TreeEmbedding
-from treeviz import threads
-from treeviz.data import PrepConfig, prepare
-from treeviz.data.catalogue import load_dataset
-from treeviz.training import train_run
+from models.ground import threads
+from treeviz.services.data import PrepConfig, prepare
+from treeviz.services.data.catalogue import load_dataset
+from treeviz.services.training import train_run
 
 NAME = "embeddings_scale"
 TREE = {"method": "tsne", "perplexity": 15.0, "depth": 6, "l1_penalty": 100.0, "leaf": "linear", "n_mu": 12,

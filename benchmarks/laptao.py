@@ -59,13 +59,13 @@ from sklearn.tree import DecisionTreeClassifier
 from benchmarks.common import shared_data_dir
 from benchmarks.scale_table import make_table
 from models.graphs import nearest_neighbors
+from models.ground import threads
 from models.laptao.estimators import LapTAOClassifier
 from models.laptao.graph import select_perplexity
 from models.laptao.label_step import label_propagation, label_step, make_solver, partial_labels
 from models.laptao.loop import mu_schedule
 from models.tao.estimators import TAOClassifier, TAORegressor, auto_depth
-from treeviz import threads
-from treeviz.data import PrepConfig, prepare
+from treeviz.services.data import PrepConfig, prepare
 
 NAME = "laptao"
 FRACTIONS = (0.01, 0.05, 0.20)

@@ -48,7 +48,7 @@ from models.base import Callback
 from models.cart.estimators import CARTClassifier, CARTRegressor
 from models.latent import train_loop
 from models.latent.estimators import LatentTreeClassifier, LatentTreeRegressor
-from treeviz.data import PrepConfig, load_dataset, prepare
+from treeviz.services.data import PrepConfig, load_dataset, prepare
 
 NAME = "latent_train"
 DEPTH = 4

@@ -22,9 +22,9 @@ import sys
 import time
 from typing import Any
 
-from treeviz import threads
-from treeviz.data import Dataset, PrepConfig, prepare
-from treeviz.training import train_run
+from models.ground import threads
+from treeviz.services.data import Dataset, PrepConfig, prepare
+from treeviz.services.training import train_run
 
 N_FEATURES = 20
 N_CLASSES = 3

@@ -21,7 +21,7 @@ Rows (``python -m benchmarks.run skinny``), each printed beside the paper's numb
   fewer, marked "reduced"). The paper prints two decimals, so 0.26 ± 0.00 is met below 0.265.
 * **satimage** (``../shared/data/uci/satimage.csv.gz``; split 64/16/20 stratified with seed 8
   through treeviz's own ``prepare``): Table 4 at a 25% budget (9 of 36 features), Skinny Trees
-  chosen by :func:`treeviz.search.budget_search` (which here also draws the training length, as
+  chosen by :func:`treeviz.services.search.budget_search` (which here also draws the training length, as
   the paper does) and re-run over seeds, beside random-forest,
   XGBoost and LightGBM importance selection at the same budget, each refitted on its top 9; and
   Table 2, a single soft tree (m = 1, fixed λ0) at a 50% budget (18 features).
@@ -56,15 +56,15 @@ from sklearn.preprocessing import StandardScaler
 from benchmarks import device_timing
 from benchmarks.common import best_time, shared_data_dir
 from benchmarks.tao_paper import load_uci
+from models.ground import threads
 from models.schema import SearchRange
 from models.skinny.ensemble import SoftTreeEnsemble
 from models.skinny.estimators import SkinnyTreesClassifier, SkinnyTreesRegressor
 from models.skinny.synthetic import sparse_regression, support_f1
-from treeviz import threads
-from treeviz.data import Dataset, PrepConfig, prepare
-from treeviz.features import split_scores
-from treeviz.metrics import class_auc
-from treeviz.search import budget_search
+from treeviz.readers.metrics import class_auc
+from treeviz.services.data import Dataset, PrepConfig, prepare
+from treeviz.services.features import split_scores
+from treeviz.services.search import budget_search
 
 NAME = "skinny"
 TOY = {"n_trees": 20, "depth": 4, "lambda0": 100.0, "lambda2": 0.1, "temperature": 0.01, "learning_rate": 0.1,
@@ -390,7 +390,7 @@ def satimage_rows(quick: bool) -> list[dict[str, Any]]:
         drawn = "; epochs drawn from {auto, 100}" if search else ""
         protocol = (f"split 64/16/20 stratified (treeviz prepare, seed 8); budget {result.budget} of {p}{drawn}; "
                     f"{trials} random trials plus {len(result.trials) - trials} with the best one's lambda0 lowered "
-                    "(treeviz.search.budget_search), best validation AUC within the budget, re-run with "
+                    "(treeviz.services.search.budget_search), best validation AUC within the budget, re-run with "
                     f"{len(seeds)} seed(s); reduced: the paper used ~2000 random trials and 100 re-runs")
         if best is None:
             rows.append(_row(f"satimage {name}", "AUC %", [float("nan")], paper, paper_se,

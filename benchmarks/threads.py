@@ -1,9 +1,9 @@
-"""The thread budget: two training jobs at once, with and without treeviz's budget (treeviz/threads.py).
+"""The thread budget: two training jobs at once, with and without treeviz's budget (models/ground/threads.py).
 
 The same latent-tree fit (digits, depth 4, a fixed number of epochs, no early stopping) is timed
 
 * alone with the whole machine (every core), and alone with one job's share of it;
-* twice at once in :class:`treeviz.jobs.JobManager` with ``processes=True`` (the app's setting):
+* twice at once in :class:`treeviz.services.jobs.JobManager` with ``processes=True`` (the app's setting):
   each job in its worker's own child process, under the budget (cores / 2 threads each);
 * twice at once in the manager's worker threads (``processes=False``), under the same budget: the
   two jobs then share one Python interpreter lock;
@@ -27,10 +27,10 @@ import torch
 from sklearn.ensemble import HistGradientBoostingClassifier
 from threadpoolctl import threadpool_limits
 
+from models.ground import threads
 from models.latent.estimators import LatentTreeClassifier
-from treeviz import threads
-from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.jobs import JobManager
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.jobs import JobManager
 
 NAME = "threads"
 

@@ -9,13 +9,13 @@ top of it each one has
   the family's schema checks the parameters once before every ``fit`` (:func:`validated_fit`
   wraps each class's own fitting methods, as :data:`FIT_METHODS` names them, so no ``fit`` calls
   :meth:`TreeEstimator._validate_params` itself);
-* ``to_tree()`` (or ``to_trees()`` for ensembles) returning :class:`treeviz.tree.Tree`;
+* ``to_tree()`` (or ``to_trees()`` for ensembles) returning :class:`models.ground.tree.Tree`;
 * ``history_``: one record (a plain dict of numbers) per epoch or iteration;
 * progress through callbacks passed to ``fit(..., callbacks=[...])``. The training loop calls
   :meth:`~TreeEstimator._begin_training`, :meth:`~TreeEstimator._record` after each epoch and
   :meth:`~TreeEstimator._end_training`; these notify every callback's ``on_train_begin``,
   ``on_epoch_end`` and ``on_train_end`` hooks with keyword arguments. A callback stops training
-  by raising :class:`treeviz.errors.TrainingCancelled` (the estimator keeps the epochs done so
+  by raising :class:`models.ground.errors.TrainingCancelled` (the estimator keeps the epochs done so
   far and sets ``stopped_early_``). Between records, every long inner loop (optimiser steps,
   node levels, iterations, trees) asks :meth:`~TreeEstimator._cancel_requested`, which calls
   the cheap ``on_step`` hook, so a cancel acts within seconds in phases that record nothing;
@@ -49,11 +49,11 @@ from sklearn.utils.validation import validate_data
 
 from models import devices
 from models.devices import DeviceChoice, step_size
+from models.ground.errors import TrainingCancelled, TreevizError
+from models.ground.jsonio import decode_labels, encode_labels, plain
 from models.persist import save_model
 from models.registry import family_of_class, registered_class
 from models.sparse_input import X_METHODS, takes_sparse
-from treeviz.errors import TrainingCancelled, TreevizError
-from treeviz.jsonio import decode_labels, encode_labels, plain
 
 
 class Callback:

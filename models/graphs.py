@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.neighbors import NearestNeighbors
 
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
 
 #: Precision of the calibration: |H_n − log K| below this for every row (so the perplexity is
 #: within about K · 1e-11 of K).

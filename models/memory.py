@@ -3,7 +3,7 @@ depth whose arrays would not fit is refused with a sentence instead of exhaustin
 
 A complete tree of depth Δ has 2^(Δ+1) − 1 nodes. Its arrays hold, per node, a split row
 (n_features), the leaf values (n_outputs) and, with linear leaves, a weight per output and
-feature; the model keeps them and its :class:`treeviz.tree.Tree` copies them. The largest arrays,
+feature; the model keeps them and its :class:`models.ground.tree.Tree` copies them. The largest arrays,
 though, are per row and node: the decision values and reach probabilities that scoring and the
 tree views compute (n_samples × n_nodes). At depth 16 on 10 000 rows that alone is 10.5 GB of
 float64.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
 
 #: The share of the machine's physical memory one model may take (two jobs run at once, beside
 #: the app and the views' own copies).

@@ -33,7 +33,7 @@ import numpy as np
 from joblib.executor import get_memmapping_executor
 
 from models.base import CancelFlag
-from treeviz import threads
+from models.ground import threads
 
 #: Seconds between two looks at ``cancelled()`` while waiting for a worker.
 POLL_S = 0.1

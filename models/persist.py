@@ -33,10 +33,10 @@ import sklearn
 from safetensors import SafetensorError
 from safetensors.numpy import load, save
 
-import treeviz
+from models.ground import __version__
+from models.ground.errors import TreevizError
+from models.ground.jsonio import json_default
 from models.registry import get_family, registered_class
-from treeviz.errors import TreevizError
-from treeviz.jsonio import json_default
 
 FORMAT = "treeviz.model"
 VERSION = 1
@@ -49,7 +49,7 @@ MAX_UNPACKED_BYTES = 2 * 1024**3
 def _versions() -> dict[str, str]:
     import torch  # deferred: torch is heavy and CART models do not need it
 
-    return {"treeviz": treeviz.__version__, "numpy": np.__version__, "scikit-learn": sklearn.__version__,
+    return {"treeviz": __version__, "numpy": np.__version__, "scikit-learn": sklearn.__version__,
             "torch": torch.__version__}
 
 

@@ -20,8 +20,8 @@ import pkgutil
 from collections.abc import Iterable
 
 import models
+from models.ground.errors import TreevizError
 from models.schema import Family
-from treeviz.errors import TreevizError
 
 #: Environment variable naming extra family modules (``package.module`` with a ``FAMILIES`` tuple).
 PLUGINS_ENV = "TREEVIZ_FAMILIES"

@@ -43,7 +43,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
 
 PARAM_KINDS = ("int", "float", "choice", "bool", "text", "seed")
 #: What a model does with a data set. Classification and regression need the data set's task;
@@ -176,7 +176,7 @@ class LambdaPath:
     "each fit starts from the previous one's result" (otherwise every λ starts from the same
     initial model). ``figure`` names the figure that draws the path (:data:`PATH_FIGURES`),
     ``sizes`` the per-λ numbers shown beside it (keys of a sweep row, see
-    :func:`treeviz.sweep.sweep_table`), ``tree_view`` how the tree at one λ is drawn
+    :func:`treeviz.services.sweep.sweep_table`), ``tree_view`` how the tree at one λ is drawn
     (:data:`PATH_TREE_VIEWS`) and ``note`` the sentence under that tree.
     """
 
@@ -221,7 +221,7 @@ class FeatureSelection:
 
     ``count`` is the history key of the number of features kept after each epoch, ``schedule``
     the key of the selection strength (e.g. λ0 of a ramp) with its ``schedule_label``. A
-    feature-budget search (:func:`treeviz.sweep.budget_search`) runs ``trials`` fits, each with
+    feature-budget search (:func:`treeviz.services.sweep.budget_search`) runs ``trials`` fits, each with
     the chosen parameters and the ones in ``search`` drawn at random, and keeps the best on
     validation among those within the budget.
     """
@@ -472,7 +472,7 @@ def seed_param(**overrides: Any) -> Param:
 
 def n_jobs_param() -> Param:
     """The ``n_jobs`` parameter of families that train independent trees (forests): scikit-learn's
-    meaning, -1 capped by the process's thread budget (:func:`treeviz.threads.worker_count`). The
+    meaning, -1 capped by the process's thread budget (:func:`models.ground.threads.worker_count`). The
     schema admits 0, which the estimators refuse at ``fit`` with a sentence."""
     return Param("n_jobs", "int", -1,
                  "Trees trained at once, each in its own process on one thread: -1 = as many as the cores this "

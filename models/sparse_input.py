@@ -6,7 +6,7 @@ Each estimator class declares what it does with a sparse ``X`` (``TreeEstimator.
   arrays, so ``X`` becomes a dense float64 copy. Fitting on it is then exactly fitting on the dense
   array. ``fit`` warns (a ``UserWarning`` naming the estimator and the reason) and the fitted model
   keeps the sentence in ``densified_input_``. A copy larger than :data:`DENSE_COPY_LIMIT_BYTES` is
-  refused with a :class:`~treeviz.errors.TreevizError` saying how large it would be.
+  refused with a :class:`~models.ground.errors.TreevizError` saying how large it would be.
 * ``"native"``: the estimator takes CSR/CSC as it is. It still fits on a dense copy when the copy
   is within the limit, because that is what makes the sparse fit equal to the dense fit (a sparse
   solver adds in another order, so near-ties can break differently); above the limit it fits the
@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from models.ground.errors import TreevizError
 from models.registry import all_estimator_classes, family_of_class
-from treeviz.errors import TreevizError
 
 #: The largest dense float64 copy of a sparse input an estimator makes (bytes).
 DENSE_COPY_LIMIT_BYTES = 2 * 1024**3

@@ -3,9 +3,9 @@
 ``BAD_INPUTS[name] = (filename, data, options, expected)``:
 
 * ``filename``, ``data``: what the user uploads (``read_table(filename, data)``);
-* ``options``: keyword arguments for :class:`treeviz.data.upload.TableOptions`;
+* ``options``: keyword arguments for :class:`treeviz.services.data.upload.TableOptions`;
 * ``expected``: a substring (case-sensitive) of what the user must be told. For names in
-  :data:`FATAL` it is in the :class:`~treeviz.errors.TreevizError` message; for the others
+  :data:`FATAL` it is in the :class:`~models.ground.errors.TreevizError` message; for the others
   (:data:`NOTE_ONLY`) the upload succeeds and it is in one of ``Dataset.notes``.
 
 Some cases need an environment variable while they are read (``BAD_INPUT_ENV[name]``; with
@@ -20,8 +20,8 @@ import struct
 import zipfile
 import zlib
 
-from treeviz.data.dataset import Dataset
-from treeviz.data.upload import TableOptions, read_table, table_to_dataset
+from treeviz.services.data.dataset import Dataset
+from treeviz.services.data.upload import TableOptions, read_table, table_to_dataset
 
 
 def _csv(rows: list[list[object]]) -> bytes:

@@ -13,7 +13,7 @@ import pytest
 import streamlit as st
 
 from models import registry
-from treeviz.jobs import JobManager
+from treeviz.services.jobs import JobManager
 
 STUMP_MODULE = "tests.families.stump.family"
 _extra = [m for m in os.environ.get(registry.PLUGINS_ENV, "").split(",") if m.strip()]

@@ -13,12 +13,12 @@ import math
 
 import pytest
 
+from models.ground.errors import TreevizError
 from models.registry import families_for_task
 from tests.bad_inputs import BAD_INPUT_ENV, NOTE_ONLY, load
-from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.data.preprocess import SCALINGS
-from treeviz.errors import TreevizError
-from treeviz.training import train_run
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.data.preprocess import SCALINGS
+from treeviz.services.training import train_run
 
 SAMPLES = ("penguins", "cars", "seattle_weather")
 #: The two largest tables: every family's defaults take minutes on them (the tree embedding alone

@@ -25,13 +25,13 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from streamlit.testing.v1 import AppTest
 
+from models.ground.tree import Tree
 from models.persist import load_model, model_bytes, read_config, save_model, zip_bytes
 from models.registry import all_estimator_classes, family_of_class
-from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.run_archive import export_zip, import_zip
-from treeviz.runs import RunStore
-from treeviz.training import train_run
-from treeviz.tree import Tree
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.run_archive import export_zip, import_zip
+from treeviz.services.runs import RunStore
+from treeviz.services.training import train_run
 
 CASES = list(all_estimator_classes())
 IDS = [cls.__name__ for _, _, cls in CASES]

@@ -27,14 +27,14 @@ import scipy.linalg
 from sklearn.datasets import make_classification, make_regression
 
 from models import parallel
+from models.ground.errors import TrainingCancelled
 from models.registry import all_estimator_classes, get_family
-from treeviz.bandit_view import _Publish, _SupervisedProgress
 from treeviz.cli import ProgressBar, StopRequest
-from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.errors import TrainingCancelled
-from treeviz.jobs import JobManager
-from treeviz.runs import RunStore
-from treeviz.training import ProgressCallback, job_fn
+from treeviz.services.bandit_view import _Publish, _SupervisedProgress
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.jobs import JobManager
+from treeviz.services.runs import RunStore
+from treeviz.services.training import ProgressCallback, job_fn
 
 CASES = list(all_estimator_classes())
 IDS = [f"{family.key}-{task}" for family, task, _ in CASES]

@@ -21,9 +21,9 @@ import pytest
 from sklearn.datasets import make_classification, make_regression
 
 from models.base import TreeEstimator
+from models.ground.errors import TrainingCancelled, TreevizError
 from models.registry import all_estimator_classes
 from models.schema import Param
-from treeviz.errors import TrainingCancelled, TreevizError
 
 CASES = list(all_estimator_classes())
 IDS = [f"{family.key}-{task}" for family, task, _ in CASES]

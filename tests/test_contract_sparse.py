@@ -18,13 +18,13 @@ from sklearn.base import clone
 from sklearn.tree import DecisionTreeRegressor
 
 from models import sparse_input
+from models.ground import threads
+from models.ground import tree as tree_module
+from models.ground.errors import TreevizError
 from models.registry import all_estimator_classes
 from models.schema import ANY_DATA_TASKS
 from tests.test_contract import outputs
-from treeviz import threads
-from treeviz import tree as tree_module
-from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.errors import TreevizError
+from treeviz.services.data import PrepConfig, load_dataset, prepare
 
 CASES = list(all_estimator_classes())
 IDS = [cls.__name__ for _, _, cls in CASES]

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from treeviz.data import PrepConfig, load_dataset, prepare
+from treeviz.services.data import PrepConfig, load_dataset, prepare
 
 seed, out = int(sys.argv[1]), sys.argv[2]
 p = prepare(load_dataset("breast_cancer"), PrepConfig(scaling="standard", test_size=0.2, val_size=0.1, seed=seed))

@@ -1,6 +1,6 @@
 """CART (scikit-learn's greedy decision tree) adapted to treeviz's estimator frame.
 
-Training is scikit-learn's; prediction goes through the shared :class:`treeviz.tree.Tree`, so a
+Training is scikit-learn's; prediction goes through the shared :class:`models.ground.tree.Tree`, so a
 model saved as arrays and loaded again predicts exactly as the freshly fitted one, and the Tree
 conversion is tested against scikit-learn on every fit path.
 
@@ -28,7 +28,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from models.base import Callback, TreeEstimator
-from treeviz.tree import Tree
+from models.ground.tree import Tree
 
 _F32 = np.float32
 

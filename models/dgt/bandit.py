@@ -92,10 +92,10 @@ from torch import Tensor, nn
 from models.base import Callback, TreeEstimator, class_targets, resolve_device, seed_everything
 from models.dgt.estimators import DGTClassifier, DGTRegressor, _DGTBase, standardiser
 from models.dgt.network import DGTNetwork
+from models.ground import threads
+from models.ground.errors import TreevizError
 from models.memory import check_tree_memory
 from models.targets import MultiOutputRegression
-from treeviz import threads
-from treeviz.errors import TreevizError
 
 #: The stream when ``n_rounds`` is None (:func:`default_rounds`): this many passes over the rows, at
 #: least DEFAULT_ROUNDS and at most MAX_DEFAULT_ROUNDS rounds, and never less than one pass.

@@ -10,7 +10,7 @@ Decisions made here (see ``docs/dgt.md``):
   data's own units.
 * **The model is the extracted tree.** After training, the L layers collapse into one hyperplane per
   node in float64 and are rewritten in input units; ``predict`` routes through that
-  :class:`~treeviz.tree.Tree`, so a saved and reloaded model predicts exactly what the fitted one
+  :class:`~models.ground.tree.Tree`, so a saved and reloaded model predicts exactly what the fitted one
   does, and the Tree drawn is the model. The float32 network agrees with it except where a split
   value is within rounding of 0 (float32 and float64 may round such a value to opposite signs).
 * Without an ``eval_set``, ``validation_fraction`` of the training rows is held out (stratified
@@ -40,10 +40,10 @@ from models.base import Callback, TreeEstimator, class_targets, resolve_device, 
 from models.dgt.fast import TreeData, TreeJob, train_jobs
 from models.dgt.network import DGTNetwork, n_internal
 from models.dgt.train import TrainConfig
+from models.ground import threads
+from models.ground.tree import Tree
 from models.memory import check_tree_memory
 from models.targets import MultiOutputRegression
-from treeviz import threads
-from treeviz.tree import Tree
 
 
 def epochs_for(n_rows: int, batch_size: int, max_epochs: int, min_steps: int) -> int:

@@ -48,7 +48,7 @@ from torch import Tensor
 
 from models.dgt.network import DGTNetwork
 from models.dgt.train import SCHEDULER_EVERY, TrainConfig, restart_period
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
 
 try:
     from numba import njit

@@ -32,10 +32,10 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from models.base import Callback, TreeEstimator, class_targets, seed_everything
 from models.dgt.estimators import SMALL_NETWORK, DGTClassifier, DGTRegressor
 from models.dgt.fast import train_jobs
+from models.ground import threads
+from models.ground.errors import TreevizError
+from models.ground.tree import Tree
 from models.targets import MultiOutputRegression
-from treeviz import threads
-from treeviz.errors import TreevizError
-from treeviz.tree import Tree
 
 _TREE_PARAMS = ("depth", "n_layers", "width_multiplier", "quantizer", "l1_penalty", "l2_penalty", "learning_rate",
                 "momentum", "batch_size", "max_epochs", "min_steps", "grad_clip", "validation_fraction", "device")
@@ -216,7 +216,7 @@ class DGTForestClassifier(ClassifierMixin, _DGTForestBase):
     :class:`~models.dgt.estimators.DGTClassifier`; ``n_trees`` trees, each on a bootstrap sample of
     ``subsample``·n rows drawn with replacement. ``n_jobs`` trees train at once in worker processes
     (scikit-learn's meaning; -1, the default, is capped by the process's thread budget, see
-    :func:`treeviz.threads.worker_count`)."""
+    :func:`models.ground.threads.worker_count`)."""
 
     _task = "classification"
     _tree_class = DGTClassifier

@@ -17,7 +17,7 @@ Conventions, chosen once and used by the AND matrix, the extracted tree and ever
 * **A node sends x right iff z = w·x + b > 0**, the shared Tree's convention (so z = 0 goes left,
   as scikit-learn's ``x <= t``). The paper sends z ≥ 0 right and the authors' code sends z ≥ 0
   left; the three agree except on the measure-zero set z = 0, and this choice makes the network
-  and :class:`treeviz.tree.Tree` route every input, exact zeros included, to the same leaf.
+  and :class:`models.ground.tree.Tree` route every input, exact zeros included, to the same leaf.
 * The forward leaf comes from the *unscaled* signs (``torch.sign(0) = 0``, and an all-zero batch
   giving fac = 0 would otherwise tie every leaf).
 

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from models.dgt.network import DGTNetwork
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
 
 #: Loss of a batch: (outputs, targets, weights or None) → scalar.
 Loss = Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None], torch.Tensor]

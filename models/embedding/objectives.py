@@ -75,8 +75,8 @@ from scipy.spatial.distance import cdist
 from models.base import resolve_device
 from models.embedding.interpolation import GAUSSIAN, STUDENT_T, PairSum, RadialKernel
 from models.graphs import entropic_affinities, laplacian, symmetrize
+from models.ground.errors import TreevizError
 from models.parallel import interruptible
-from treeviz.errors import TreevizError
 
 #: Largest N for which ``path="auto"`` (and ``"exact"``) evaluates all pairs as dense N × N matrices:
 #: none. The dense path is the reference (forced with ``path="dense"``); the chunked path computes the

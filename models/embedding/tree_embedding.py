@@ -71,9 +71,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from models.base import Callback, CancelWhen, TreeEstimator
 from models.embedding.objectives import EmbeddingObjective, FreeEmbedding, embedding_objective, free_embedding
 from models.graphs import usable_perplexity
+from models.ground.errors import TreevizError
+from models.ground.tree import Tree
 from models.tao.core import FittedTAOTree, TAORegressor, tao_tree_to_tree, tree_arrays, tree_from_arrays
-from treeviz.errors import TreevizError
-from treeviz.tree import Tree
 
 METHODS = ("tsne", "ee")
 LEAVES = ("constant", "linear")

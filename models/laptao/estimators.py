@@ -42,6 +42,8 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from models.base import Callback, CancelWhen, TreeEstimator, seed_everything
 from models.graphs import usable_perplexity
+from models.ground.errors import TreevizError
+from models.ground.tree import Tree
 from models.laptao.graph import laptao_graph, select_perplexity
 from models.laptao.label_step import keep_fraction, make_solver, partial_labels
 from models.laptao.loop import Problem, Settings, alternate, solve_leaves
@@ -55,8 +57,6 @@ from models.tao.core import (
     tree_from_arrays,
 )
 from models.targets import MultiOutputRegression
-from treeviz.errors import TreevizError
-from treeviz.tree import Tree
 
 #: The TAO guard of LapTAO's tree steps: every pass guarded from the start ("node"). TAO's default
 #: ("objective") first tries each pass unguarded and redoes it guarded when the objective rose; in

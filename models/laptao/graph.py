@@ -48,8 +48,8 @@ from models.graphs import (
     symmetrize,
     usable_perplexity,
 )
+from models.ground.errors import TreevizError
 from models.laptao.label_step import conjugate_gradients, make_solver
-from treeviz.errors import TreevizError
 
 #: Perplexities :func:`select_perplexity` tries by default (the usual t-SNE range 5 to 30, with 3 added
 #: because it won on digits and MNIST).

@@ -43,8 +43,8 @@ from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import splu
 from sklearn.exceptions import ConvergenceWarning
 
+from models.ground.errors import TreevizError
 from models.parallel import interruptible
-from treeviz.errors import TreevizError
 
 METHODS = ("auto", "eigen", "lu", "cg")
 #: "auto" uses the dense eigendecomposition up to this many points and sparse CG above. The thesis

@@ -50,6 +50,7 @@ from typing import Protocol
 
 import numpy as np
 
+from models.ground.errors import TreevizError
 from models.laptao.label_step import (
     CachedSolver,
     CGSolver,
@@ -63,7 +64,6 @@ from models.laptao.label_step import (
     tree_targets,
     update_multipliers,
 )
-from treeviz.errors import TreevizError
 
 
 class TreeStep(Protocol):

@@ -15,7 +15,7 @@ a sample's prediction never depends on which other samples are predicted with it
 ``inference="batch"`` reproduces the papers' protocol (a per evaluation batch of
 ``eval_batch_size`` rows, 2 × batch_size by default).
 
-``to_tree()`` gives the shared :class:`treeviz.tree.Tree`: each split's BatchNorm folded into an
+``to_tree()`` gives the shared :class:`models.ground.tree.Tree`: each split's BatchNorm folded into an
 affine rule (go left iff w̃·x + b̃ < 0, the paper's convention; the Tree sends s = 0 right), the
 frozen a as ``active`` (0 = pruned), and as leaf values the class shares / mean target of the
 training points reaching each leaf (for display: ``meta["prediction"] == "head"``).
@@ -36,11 +36,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from models.base import Callback, TreeEstimator, resolve_device, seed_everything
+from models.ground.errors import TreevizError
+from models.ground.tree import Tree
 from models.latent import heap
 from models.latent.layers import LatentTreeNet, count_parameters
 from models.latent.train_loop import Problem, as_tensor, fit_net, predict_outputs, weighted_mean
-from treeviz.errors import TreevizError
-from treeviz.tree import Tree
 
 #: The depth "auto" gives regression and clustering (and classification with few classes).
 AUTO_DEPTH = 3

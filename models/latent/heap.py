@@ -189,7 +189,7 @@ def right_ancestors(t: int) -> list[int]:
 def children_arrays(depth: int) -> tuple[np.ndarray, np.ndarray]:
     """``(children_left, children_right)``: ``(|T|,)`` int64 arrays, ``-1`` at the leaves.
 
-    This is the layout :class:`treeviz.tree.Tree` (and scikit-learn's ``tree_``) uses.
+    This is the layout :class:`models.ground.tree.Tree` (and scikit-learn's ``tree_``) uses.
     """
     total, splits = n_nodes(depth), n_splits(depth)
     left = np.full(total, -1, dtype=np.int64)

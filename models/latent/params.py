@@ -2,7 +2,7 @@
 
 Both ways of computing the layer use these: the composed torch functions
 (:mod:`models.latent.pruning`) and the compiled CPU kernel (:mod:`models.latent.fused`), so
-neither needs the other. Every check raises a :class:`~treeviz.errors.TreevizError` whose message
+neither needs the other. Every check raises a :class:`~models.ground.errors.TreevizError` whose message
 is a full sentence saying what was wrong and what to do.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 
 from torch import Tensor
 
+from models.ground.errors import TreevizError
 from models.latent import heap
-from treeviz.errors import TreevizError
 
 __all__ = [
     "READOUT_MODES",

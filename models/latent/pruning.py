@@ -75,6 +75,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from models.ground.errors import TreevizError
 from models.latent import heap
 from models.latent.params import (
     Number,
@@ -84,7 +85,6 @@ from models.latent.params import (
     depth_of_scores,
     readout_constants,
 )
-from treeviz.errors import TreevizError
 
 __all__ = [
     "SOLVERS",

@@ -18,8 +18,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from models.ground.errors import TreevizError
 from models.latent.params import Number, depth_of_scores
-from treeviz.errors import TreevizError
 
 __all__ = ["path_rewards_reference", "pruning_objective", "readout_reference"]
 

@@ -37,12 +37,12 @@ from sklearn.metrics import r2_score
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from models.base import Callback, TreeEstimator, class_targets, resolve_device, seed_everything
+from models.ground.errors import TreevizError
+from models.ground.tree import Tree
 from models.skinny.ensemble import SoftTreeEnsemble
 from models.skinny.fused import TrialData, Trials, augment, train, unpack
 from models.skinny.train import Data, Schedule, fit_ensemble
 from models.targets import MultiOutputRegression
-from treeviz.errors import TreevizError
-from treeviz.tree import Tree
 
 #: Optimiser steps that ``max_epochs=None`` aims for.
 AUTO_STEPS = 10_000

@@ -47,9 +47,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from models.ground.errors import TreevizError
 from models.skinny.ensemble import SoftTreeEnsemble
 from models.skinny.train import Schedule
-from treeviz.errors import TreevizError
 
 
 # ------------------------------------------------------------------------------------------ layout

@@ -25,9 +25,9 @@ from typing import Any
 
 import torch
 
+from models.ground.errors import TreevizError
 from models.skinny.ensemble import SoftTreeEnsemble
 from models.skinny.prox import dense_to_sparse, group_soft_threshold, hard_threshold, l0_threshold
-from treeviz.errors import TreevizError
 
 Loss = Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None], torch.Tensor]
 

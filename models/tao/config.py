@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
 
 TASKS = ("classification", "regression")
 LEAVES = ("constant", "linear", "softmax")

@@ -6,7 +6,7 @@ holds them to this module).
   refitted to moving targets, warm-started);
 * :class:`TAOTree`: the tree's arrays (node weights, biases, leaves) that a fitted model keeps;
 * :class:`FittedTAOTree`: the mixin giving a model that keeps a ``TAOTree`` its ``apply``, its
-  :class:`treeviz.tree.Tree` and its model-file arrays;
+  :class:`models.ground.tree.Tree` and its model-file arrays;
 * :func:`tao_tree_to_tree`, :func:`tree_arrays`, :func:`tree_from_arrays`: a ``TAOTree`` as a
   Tree and as the arrays of a model file, and back;
 * :func:`auto_depth`: the depth ``depth=None`` gives a tree for K classes.

@@ -14,7 +14,7 @@ Which solver a node's problem goes to:
 * ``solver="torch"``: the batched FISTA solver, all the level's nodes in one call, warm-started
   from their current parameters, with a tighter tolerance and more iterations than liblinear
   (at least 500 iterations, tolerance at most 1e-5), and torch limited to one CPU thread
-  (:func:`treeviz.threads.limited`): the solver makes many small tensor operations per step, and
+  (:func:`models.ground.threads.limited`): the solver makes many small tensor operations per step, and
   with several threads on a shared or busy CPU their synchronisation dominates (measured 1.4×
   liblinear's time with one thread, 8–180× with two on a loaded 2-core machine).
 """
@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from models.ground import threads
 from models.tao.config import TAOConfig
 from models.tao.problems import NodeProblem, exact_bias, reduced_objective, reduced_problems
 from models.tao.solvers import axis, cd, fista, liblinear
 from models.tao.state import TAOTree
-from treeviz import threads
 
 #: First-order tolerance of the compiled solver on decision nodes: the minimum-norm subgradient at
 #: most this fraction of Σv. Reaches liblinear's objective (tol 1e-4) or better on every letter node

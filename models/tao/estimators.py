@@ -29,6 +29,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from models.base import Callback, TreeEstimator, seed_everything
+from models.ground.errors import TreevizError
+from models.ground.tree import Tree
 from models.memory import check_tree_memory
 from models.tao.config import TAOConfig
 from models.tao.init import cart_init, clustering_init, random_init
@@ -36,8 +38,6 @@ from models.tao.loop import train
 from models.tao.objective import class_probabilities
 from models.tao.state import ABSENT, TAOTree
 from models.targets import MultiOutputRegression
-from treeviz.errors import TreevizError
-from treeviz.tree import Tree
 
 
 def compact(tree: TAOTree) -> tuple[TAOTree, np.ndarray]:

@@ -28,6 +28,9 @@ from sklearn.base import ClassifierMixin, RegressorMixin, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from models.base import Callback, seed_everything
+from models.ground import threads
+from models.ground.errors import TreevizError
+from models.ground.tree import Tree
 from models.parallel import run_in_order
 from models.tao.config import TAOConfig
 from models.tao.estimators import (
@@ -42,9 +45,6 @@ from models.tao.estimators import (
 )
 from models.tao.loop import train
 from models.tao.objective import class_probabilities
-from treeviz import threads
-from treeviz.errors import TreevizError
-from treeviz.tree import Tree
 
 
 class _ForestBase(_TAOBase):
@@ -170,7 +170,7 @@ class TAOForestClassifier(ClassifierMixin, _ClassLabels, _ForestBase):
     each on a ``subsample`` fraction of the training set drawn without replacement, with its own
     random initial tree (``init="random"``, the thesis's forests). ``n_jobs`` trees train at once in
     worker processes (scikit-learn's meaning; -1, the default, is capped by the process's thread
-    budget, see :func:`treeviz.threads.worker_count`); the forest is the same for any value."""
+    budget, see :func:`models.ground.threads.worker_count`); the forest is the same for any value."""
 
     _task = "classification"
 

@@ -7,10 +7,10 @@ from sklearn.cluster import KMeans
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from models.cart.estimators import float64_threshold
+from models.ground.errors import TreevizError
 from models.tao.config import TAOConfig
 from models.tao.leaves import constant_leaf
 from models.tao.state import TAOTree, complete_tree, group_rows
-from treeviz.errors import TreevizError
 
 
 def cart_init(X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOConfig, depth: int,

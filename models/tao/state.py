@@ -3,10 +3,10 @@
 Node ids are those of the initial tree and never change while training: pruning only
 re-points a parent (or the root) at one of a node's children, so the trained tree's nodes are
 always a subset of the initial tree's (TAO keeps the same or a smaller structure), and the
-estimators' ``node_origin_`` (``meta["node_origin"]`` of the exported :class:`treeviz.tree.Tree`)
+estimators' ``node_origin_`` (``meta["node_origin"]`` of the exported :class:`models.ground.tree.Tree`)
 maps back to them.
 
-Routing follows the one project convention (:mod:`treeviz.tree`): a decision node sends ``x``
+Routing follows the one project convention (:mod:`models.ground.tree`): a decision node sends ``x``
 right iff ``weight @ x + bias > 0``. The thesis writes ``>= 0``; with ``> 0`` a CART split
 ``x_j <= t -> left`` converts exactly to ``w = e_j, b = -t`` (no ``nextafter`` needed), and the
 same rule is used for training-time reduced sets, pruning, FLOPs and inference. Routing is done

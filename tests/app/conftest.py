@@ -46,7 +46,7 @@ def wait_for_job(at: AppTest, timeout: float = 120.0) -> AppTest:
 def wait_for_sweep(at: AppTest, root: Path, size: int, timeout: float = 180.0) -> AppTest:
     """Rerun the λ path page until all ``size`` points of a sweep are stored and shown (or an
     error is shown)."""
-    from treeviz.runs import RunStore
+    from treeviz.services.runs import RunStore
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -3,9 +3,9 @@
 import json
 
 from tests.app.conftest import assert_clean, chart_specs, new_app, open_page
-from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.runs import RunStore
-from treeviz.training import train_run
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.runs import RunStore
+from treeviz.services.training import train_run
 
 
 def test_compare_three_families_on_one_data_set(home):

@@ -1,9 +1,9 @@
 """The explorer offers every hard tree as rules, a Python function and a SQL CASE; a soft tree says why not."""
 
 from tests.app.conftest import assert_clean, new_app, open_page
-from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.runs import RunStore
-from treeviz.training import train_run
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.runs import RunStore
+from treeviz.services.training import train_run
 
 
 def explorer_for(home, family, task, data, params):

@@ -11,8 +11,8 @@ import pytest
 from distributed import LocalCluster
 
 from tests.app.conftest import assert_clean, new_app, open_page
-from treeviz.grid import SCHEDULER_ENV, grids
-from treeviz.runs import RunStore
+from treeviz.services.grid import SCHEDULER_ENV, grids
+from treeviz.services.runs import RunStore
 
 
 def wait_for_grid(at, root, size: int, timeout: float = 180.0):

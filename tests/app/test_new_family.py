@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from tests.app.conftest import assert_clean, chart_specs, new_app, open_page, texts, wait_for_job, wait_for_sweep
-from treeviz.run_archive import export_zip
-from treeviz.runs import RunStore
+from treeviz.services.run_archive import export_zip
+from treeviz.services.runs import RunStore
 
 
 def test_the_stump_trains_from_the_train_page_and_shows_everywhere(home):

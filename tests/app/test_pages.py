@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from tests.app.conftest import PAGES, assert_clean, chart_specs, new_app, node_trace, open_page, texts
-from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.run_archive import export_zip
-from treeviz.runs import RunStore
-from treeviz.training import train_run
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.run_archive import export_zip
+from treeviz.services.runs import RunStore
+from treeviz.services.training import train_run
 
 
 def make_run(home, key="breast_cancer", depth=4, name=None, scaling="standard"):

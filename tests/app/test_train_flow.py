@@ -10,7 +10,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 from models.persist import load_model
 from tests.app.conftest import assert_clean, chart_specs, new_app, node_trace, open_page, texts, wait_for_job
-from treeviz.runs import RunStore
+from treeviz.services.runs import RunStore
 
 
 def train_cart_on_breast_cancer(at, depth=6):
@@ -43,7 +43,7 @@ def explorer_counts(at):
 
 
 def job_processes() -> list[int]:
-    """Process ids of this process's children that run jobs (``python -m treeviz.worker_process``)."""
+    """Process ids of this process's children that run jobs (``python -m treeviz.services.worker_process``)."""
     found = []
     for proc in Path("/proc").glob("[0-9]*"):
         try:
@@ -51,7 +51,7 @@ def job_processes() -> list[int]:
             command = (proc / "cmdline").read_bytes().split(b"\0")
         except (OSError, IndexError, ValueError):
             continue  # the process ended meanwhile
-        if parent == os.getpid() and b"treeviz.worker_process" in command:
+        if parent == os.getpid() and b"treeviz.services.worker_process" in command:
             found.append(int(proc.name))
     return found
 
@@ -62,7 +62,7 @@ def test_cart_run_from_train_page_to_explorer_and_back_after_restart(home):
     (record,) = store.list()
     assert record.family == "cart" and record.params["max_depth"] == 6
     # the app trains in a worker process of its own, not in a thread of this one
-    assert job_processes(), "no child process runs treeviz.worker_process"
+    assert job_processes(), "no child process runs treeviz.services.worker_process"
     assert record.dataset["name"] == "breast_cancer"
 
     # the Tree explorer shows the run, with sklearn's own per-node counts on the training split
@@ -101,7 +101,7 @@ def test_open_in_explorer_button_switches_page(home):
 
 
 def test_a_failing_training_shows_a_sentence_and_the_app_stays_usable(home, monkeypatch):
-    import treeviz.training
+    import treeviz.services.training
 
     def broken_job_fn(*args, **kwargs):
         def fn(progress):
@@ -109,7 +109,7 @@ def test_a_failing_training_shows_a_sentence_and_the_app_stays_usable(home, monk
 
         return fn
 
-    monkeypatch.setattr(treeviz.training, "job_fn", broken_job_fn)
+    monkeypatch.setattr(treeviz.services.training, "job_fn", broken_job_fn)
     at = new_app()
     at.run()
     open_page(at, "train")
@@ -130,8 +130,8 @@ def test_a_failing_training_shows_a_sentence_and_the_app_stays_usable(home, monk
 def test_cancel_stops_a_running_job(home, monkeypatch):
     import threading
 
-    import treeviz.training
-    from treeviz.errors import TrainingCancelled
+    import treeviz.services.training
+    from models.ground.errors import TrainingCancelled
 
     started = threading.Event()
 
@@ -149,7 +149,7 @@ def test_cancel_stops_a_running_job(home, monkeypatch):
 
         return fn
 
-    monkeypatch.setattr(treeviz.training, "job_fn", slow_job_fn)
+    monkeypatch.setattr(treeviz.services.training, "job_fn", slow_job_fn)
     at = new_app()
     at.run()
     open_page(at, "train")

@@ -3,12 +3,12 @@ render every figure."""
 
 import pytest
 
-from treeviz.data import PrepConfig, load_dataset, prepare
 from treeviz.plots import tree_figure
 from treeviz.plots.export import figure_html
-from treeviz.report import run_report
-from treeviz.runs import RunStore
-from treeviz.training import train_run
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.runs import RunStore
+from treeviz.services.training import train_run
+from treeviz.ui.report import run_report
 
 pytestmark = pytest.mark.e2e
 

@@ -24,14 +24,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from streamlit.dataframe_util import convert_pandas_df_to_arrow_bytes
 
+from models.ground.errors import TreevizError
 from models.persist import CONFIG_NAME, WEIGHTS_NAME, load_model
-from treeviz.compare import groups, leaderboard, run_rows, score_of
-from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.errors import TreevizError
-from treeviz.report import run_report
-from treeviz.run_archive import export_zip, import_zip
-from treeviz.runs import RunRecord, RunStore
-from treeviz.training import train_run
+from treeviz.services.compare import groups, leaderboard, run_rows, score_of
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.run_archive import export_zip, import_zip
+from treeviz.services.runs import RunRecord, RunStore
+from treeviz.services.training import train_run
+from treeviz.ui.report import run_report
 
 
 class Source:

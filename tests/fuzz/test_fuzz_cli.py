@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 from models.registry import families
 from treeviz import cli
-from treeviz.data import CATALOGUE
+from treeviz.services.data import CATALOGUE
 
 #: Families cheap enough to train for real in every example.
 CHEAP = ("cart", "stump")

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from sklearn.datasets import load_iris
 
 from models.cart.estimators import CARTClassifier
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
 
 FORMATS = ("csr", "csc", "coo", "lil", "dok", "bsr", "dia")
 DTYPES = (np.float64, np.float32, np.int64, np.bool_, np.complex128)

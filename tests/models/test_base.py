@@ -6,8 +6,8 @@ import torch
 
 from models.base import TreeEstimator, available_devices, device_choice, resolve_device, seed_everything
 from models.devices import CROSSOVERS, DeviceChoice, step_size
-from treeviz.errors import TreevizError
-from treeviz.jsonio import plain
+from models.ground.errors import TreevizError
+from models.ground.jsonio import plain
 
 
 def test_auto_device_without_a_problem_is_cuda_only_when_a_gpu_is_visible():

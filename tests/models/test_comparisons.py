@@ -4,9 +4,9 @@ declaration naming something unknown is refused when the family is declared."""
 
 import pytest
 
+from models.ground.errors import TreevizError
 from models.registry import families, get_family
 from models.schema import Comparison, Family, Param, resolve_ref
-from treeviz.errors import TreevizError
 
 DECLARED = [(family, comparison) for family in families().values() for comparison in family.comparisons]
 

@@ -10,8 +10,8 @@ import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes
 
 from models.cart.estimators import CARTClassifier, CARTRegressor
+from models.ground.errors import TreevizError
 from models.persist import load_model, model_bytes, read_config, save_model, zip_bytes
-from treeviz.errors import TreevizError
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,11 @@ from sklearn.datasets import load_iris
 
 import models
 from models import registry
+from models.ground.errors import TreevizError
 from models.persist import load_model, save_model
 from models.registry import families, families_for_task, family_of_class, get_family
 from models.tao.estimators import TAOClassifier
 from models.tao.forest import TAOForestClassifier
-from treeviz.errors import TreevizError
 
 
 def test_families_are_discovered_from_their_packages():

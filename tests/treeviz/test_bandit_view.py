@@ -4,8 +4,10 @@ linear model under the same protocol, and supervised DGT as reference and regret
 import numpy as np
 import pytest
 
+from models.ground.errors import TreevizError
 from models.registry import get_family
-from treeviz.bandit_view import (
+from treeviz.plots import bandit_regret_figure, bandit_reward_figure, bandit_score_figure
+from treeviz.services.bandit_view import (
     BanditCurveJob,
     bandit_curves,
     curve_bands,
@@ -13,10 +15,8 @@ from treeviz.bandit_view import (
     final_table,
     reference_band,
 )
-from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.errors import TreevizError
-from treeviz.jobs import JobManager
-from treeviz.plots import bandit_regret_figure, bandit_reward_figure, bandit_score_figure
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.jobs import JobManager
 
 #: What DGT-Bandit declares its bandit view compares with: the baseline and the reference's labels.
 COMPARISON = get_family("dgt_bandit").comparison("bandit")

@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from treeviz.data import (
+from models.ground.errors import TreevizError
+from treeviz.services.data import (
     CATALOGUE,
     Dataset,
     TableOptions,
@@ -16,8 +17,7 @@ from treeviz.data import (
     read_table,
     table_to_dataset,
 )
-from treeviz.data.catalogue import OBLIQUE_BIAS, SAMPLE_DIR
-from treeviz.errors import TreevizError
+from treeviz.services.data.catalogue import OBLIQUE_BIAS, SAMPLE_DIR
 
 KEYS = sorted(CATALOGUE)
 EXPECTED_TASKS = {

@@ -21,18 +21,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from models.ground.errors import TreevizError
 from models.persist import save_model
 from models.registry import families, get_family
 from treeviz import cli
-from treeviz.data import load_dataset, read_table
-from treeviz.data.table import FEATURE_SOURCES, table_to_features
-from treeviz.errors import TreevizError
-from treeviz.rules import rules
-from treeviz.run_archive import export_zip
-from treeviz.run_view import RunView
-from treeviz.runs import RunStore
-from treeviz.sweep import sweeps
-from treeviz.training import train_run
+from treeviz.readers.rules import rules
+from treeviz.services.data import load_dataset, read_table
+from treeviz.services.data.table import FEATURE_SOURCES, table_to_features
+from treeviz.services.run_archive import export_zip
+from treeviz.services.run_view import RunView
+from treeviz.services.runs import RunStore
+from treeviz.services.sweep import sweeps
+from treeviz.services.training import train_run
 
 ROOT = Path(__file__).resolve().parents[2]
 PENGUINS = ROOT / "sample_data" / "penguins.csv"

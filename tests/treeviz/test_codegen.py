@@ -1,4 +1,4 @@
-"""Rules as code (treeviz.codegen): the generated Python and SQL reproduce each family's predictions
+"""Rules as code (treeviz.readers.codegen): the generated Python and SQL reproduce each family's predictions
 on raw rows in the data's own units, route missing values as the Tree does, quote every name, and
 refuse what cannot be exported."""
 
@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from models.cart.estimators import CARTClassifier
-from treeviz import codegen
-from treeviz.codegen import python_source, sql_expression, sql_query
-from treeviz.data import load_dataset, prepare
-from treeviz.errors import TreevizError
-from treeviz.training import train_run
-from treeviz.tree import Tree
+from models.ground.errors import TreevizError
+from models.ground.tree import Tree
+from treeviz.readers import codegen
+from treeviz.readers.codegen import python_source, sql_expression, sql_query
+from treeviz.services.data import load_dataset, prepare
+from treeviz.services.training import train_run
 
 NAN = np.nan
 _PREPARED = {}

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from treeviz.compare import groups, leaderboard, pareto_mask, score_of
-from treeviz.data import PrepConfig, load_dataset, prepare
 from treeviz.plots import pareto_figure
-from treeviz.runs import RunStore
-from treeviz.training import train_run
+from treeviz.services.compare import groups, leaderboard, pareto_mask, score_of
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.runs import RunStore
+from treeviz.services.training import train_run
 
 
 def test_pareto_front_by_brute_force():

@@ -6,10 +6,10 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
+from models.ground.tree import Tree
 from treeviz.plots import export as ex
 from treeviz.plots import tree_figure
-from treeviz.tree import Tree
 
 
 def small_figure() -> go.Figure:

@@ -1,4 +1,4 @@
-"""The export service (treeviz.export): one set of decisions (units, missing values, leaf or
+"""The export service (treeviz.services.export): one set of decisions (units, missing values, leaf or
 prediction, every term) for the Tree explorer, the command line and the report."""
 
 import math
@@ -7,11 +7,11 @@ import re
 import numpy as np
 import pytest
 
+from models.ground.errors import TreevizError
 from models.registry import get_family
-from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.errors import TreevizError
-from treeviz.export import TREE_FORMATS, render, rules_file, tree_exports
-from treeviz.training import train_run
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.export import TREE_FORMATS, render, rules_file, tree_exports
+from treeviz.services.training import train_run
 
 
 def fitted(family, dataset, scaling="standard"):

@@ -5,9 +5,9 @@ import pytest
 from sklearn.ensemble import RandomForestClassifier
 
 from models.cart.estimators import CARTClassifier
-from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.errors import TreevizError
-from treeviz.features import feature_table, importance_baselines
+from models.ground.errors import TreevizError
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.features import feature_table, importance_baselines
 
 
 @pytest.fixture(scope="module")

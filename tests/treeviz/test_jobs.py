@@ -11,9 +11,9 @@ import time
 import pytest
 
 from models.base import TreeEstimator
-from treeviz.errors import TreevizError
-from treeviz.jobs import JobManager, Progress
-from treeviz.training import ProgressCallback
+from models.ground.errors import TreevizError
+from treeviz.services.jobs import JobManager, Progress
+from treeviz.services.training import ProgressCallback
 
 TIMEOUT = 60.0
 

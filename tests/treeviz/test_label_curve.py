@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.errors import TreevizError
-from treeviz.label_curve import PROPAGATION, label_curve, supervised_label
+from models.ground.errors import TreevizError
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.label_curve import PROPAGATION, label_curve, supervised_label
 
 #: The reference LapTAO declares for its semi-supervised view (supervised TAO on the labelled points).
 SUPERVISED = supervised_label("laptao")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from treeviz.errors import TreevizError
-from treeviz.layout import layout_arrays, naive_layout_width, tidy_layout
+from models.ground.errors import TreevizError
+from treeviz.readers.layout import layout_arrays, naive_layout_width, tidy_layout
 
 # --------------------------------------------------------------------------- tree builders
 

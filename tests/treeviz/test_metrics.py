@@ -4,15 +4,15 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from treeviz.errors import TreevizError
-from treeviz.metrics import (
+from models.ground.errors import TreevizError
+from models.ground.tree import Tree
+from treeviz.readers.metrics import (
     class_auc,
     dendrogram_purity,
     dendrogram_purity_bruteforce,
     feature_weight_norms,
     features_used,
 )
-from treeviz.tree import Tree
 
 NAN = np.nan
 
@@ -118,7 +118,7 @@ def test_features_used_and_weight_norms_read_every_tree():
 # ---------------------------------------------------------------------------- embedding quality
 
 def test_knn_accuracy_leave_one_out_by_hand():
-    from treeviz.metrics import knn_accuracy
+    from treeviz.readers.metrics import knn_accuracy
 
     # two tight groups and one point of class b sitting in group a
     Z = np.array([[0, 0], [0, 0.1], [0.1, 0], [0.05, 0.05], [10, 10], [10, 10.1], [10.1, 10]], dtype=float)
@@ -133,7 +133,7 @@ def test_knn_accuracy_leave_one_out_by_hand():
 def test_knn_accuracy_is_the_share_of_correct_votes_like_scikit_learn():
     from sklearn.neighbors import KNeighborsClassifier
 
-    from treeviz.metrics import knn_accuracy
+    from treeviz.readers.metrics import knn_accuracy
 
     rng = np.random.default_rng(0)
     Z, labels = rng.standard_normal((80, 2)), rng.integers(0, 3, 80)
@@ -143,7 +143,7 @@ def test_knn_accuracy_is_the_share_of_correct_votes_like_scikit_learn():
 
 
 def test_trustworthiness_is_one_for_an_isometry_and_lower_for_a_shuffle():
-    from treeviz.metrics import trustworthiness_score
+    from treeviz.readers.metrics import trustworthiness_score
 
     rng = np.random.default_rng(1)
     X = rng.standard_normal((200, 2))

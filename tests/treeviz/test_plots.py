@@ -11,12 +11,12 @@ import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits
 
 from models.cart.estimators import CARTClassifier, CARTRegressor
-from treeviz.errors import TreevizError
-from treeviz.layout import tidy_layout
+from models.ground.errors import TreevizError
+from models.ground.tree import Tree
 from treeviz.plots import NODE_TRACE_NAME, node_from_selection, tree_figure
 from treeviz.plots.style import CLASS_PALETTE, NEUTRAL, class_color
-from treeviz.rules import node_rule
-from treeviz.tree import Tree
+from treeviz.readers.layout import tidy_layout
+from treeviz.readers.rules import node_rule
 
 
 @pytest.fixture(scope="module")
@@ -371,7 +371,7 @@ def test_bad_options(digits):
 
 
 def test_plots_import_neither_torch_nor_streamlit():
-    code = ("import sys, treeviz.plots, treeviz.layout; "
+    code = ("import sys, treeviz.plots, treeviz.readers.layout; "
             "bad = [m for m in ('torch', 'streamlit') if m in sys.modules]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=str(__import__("pathlib").Path(__file__)
                                                                        .resolve().parents[2]))

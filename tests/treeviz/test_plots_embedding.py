@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.spatial import ConvexHull
 
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
 from treeviz.plots import (
     embedding_map,
     embedding_objective_curve,

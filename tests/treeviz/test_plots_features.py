@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
 from treeviz.plots import (
     budget_trials_figure,
     feature_mask_figure,

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from treeviz.metrics import tree_votes, vote_agreement
+from models.ground.tree import Tree
 from treeviz.plots import forest_summary_figure, lambda_path_figure
-from treeviz.tree import Tree
+from treeviz.readers.metrics import tree_votes, vote_agreement
 
 
 def stump(feature: int, threshold: float, left_class: int, n_features: int = 2, k: int = 2) -> Tree:

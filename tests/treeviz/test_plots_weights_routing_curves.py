@@ -7,8 +7,9 @@ import pytest
 from sklearn.datasets import load_breast_cancer, load_digits, load_iris
 
 from models.cart.estimators import CARTClassifier
+from models.ground.errors import TreevizError
+from models.ground.tree import Tree
 from models.registry import get_family
-from treeviz.errors import TreevizError
 from treeviz.plots import (
     class_flow_figure,
     class_split_bars,
@@ -19,8 +20,7 @@ from treeviz.plots import (
     weights_heatmap,
 )
 from treeviz.plots.style import DIVERGING, NEGATIVE, POSITIVE, class_color, rgba
-from treeviz.quantities import curve_layout
-from treeviz.tree import Tree
+from treeviz.services.quantities import curve_layout
 
 
 @pytest.fixture(scope="module")

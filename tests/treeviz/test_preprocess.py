@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from sklearn.preprocessing import StandardScaler
 
+from models.ground.errors import TreevizError
 from tests.bad_inputs import load
-from treeviz.data import Dataset, PrepConfig, load_dataset, prepare
-from treeviz.data.preprocess import SafeStandardScaler
-from treeviz.errors import TreevizError
+from treeviz.services.data import Dataset, PrepConfig, load_dataset, prepare
+from treeviz.services.data.preprocess import SafeStandardScaler
 
 
 def with_missing(n: int = 200, seed: int = 0) -> Dataset:
@@ -154,7 +154,7 @@ def test_too_few_rows_for_the_split():
 
 
 def test_affine_scaling_maps_raw_features_to_model_features():
-    from treeviz.data import load_dataset
+    from treeviz.services.data import load_dataset
 
     ds = load_dataset("iris")
     prepared = prepare(ds, PrepConfig(scaling="standard"))
@@ -166,7 +166,7 @@ def test_affine_scaling_maps_raw_features_to_model_features():
 
 
 def test_quantile_scaling_breaks_ties_only_while_fitting():
-    from treeviz.data import Dataset
+    from treeviz.services.data import Dataset
 
     rng = np.random.default_rng(0)
     X = np.column_stack([rng.integers(0, 2, 200).astype(float), rng.normal(size=200)])

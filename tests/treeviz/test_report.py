@@ -4,12 +4,12 @@ import re
 
 import pytest
 
-from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.report import run_report
-from treeviz.rules import rules
-from treeviz.runs import RunStore
-from treeviz.sweep import run_sweep
-from treeviz.training import train_run
+from treeviz.readers.rules import rules
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.runs import RunStore
+from treeviz.services.sweep import run_sweep
+from treeviz.services.training import train_run
+from treeviz.ui.report import run_report
 
 
 @pytest.fixture

@@ -1,11 +1,11 @@
-"""Rules as text (treeviz.rules): split conditions, leaf summaries and IF ... THEN ... paths."""
+"""Rules as text (treeviz.readers.rules): split conditions, leaf summaries and IF ... THEN ... paths."""
 
 import numpy as np
 import pytest
 
+from models.ground.tree import Tree
 from tests.treeviz.test_tree import small_tree
-from treeviz.rules import leaf_summary, node_rule, rule_text, rules
-from treeviz.tree import Tree
+from treeviz.readers.rules import leaf_summary, node_rule, rule_text, rules
 
 NAN = np.nan
 

@@ -18,14 +18,14 @@ import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes
 
 from models.cart.estimators import CARTClassifier
+from models.ground.errors import TreevizError
 from models.persist import load_model
-from treeviz import run_archive
-from treeviz import runs as runs_mod
-from treeviz.data.dataset import Dataset
-from treeviz.data.preprocess import PrepConfig, prepare
-from treeviz.errors import TreevizError
-from treeviz.run_archive import export_zip, import_zip
-from treeviz.runs import RunRecord, RunStore, default_root
+from treeviz.services import run_archive
+from treeviz.services import runs as runs_mod
+from treeviz.services.data.dataset import Dataset
+from treeviz.services.data.preprocess import PrepConfig, prepare
+from treeviz.services.run_archive import export_zip, import_zip
+from treeviz.services.runs import RunRecord, RunStore, default_root
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -179,9 +179,9 @@ def test_a_crash_mid_save_is_ignored_and_reported(store, prepared, monkeypatch):
         import numpy as np
         from sklearn.datasets import load_iris
         from models.cart.estimators import CARTClassifier
-        from treeviz import runs
-        from treeviz.data.dataset import Dataset
-        from treeviz.data.preprocess import prepare
+        from treeviz.services import runs
+        from treeviz.services.data.dataset import Dataset
+        from treeviz.services.data.preprocess import prepare
         iris = load_iris()
         ds = Dataset(name="iris", X=iris.data, y=iris.target, feature_names=tuple(iris.feature_names),
                      task="classification", class_names=tuple(iris.target_names))

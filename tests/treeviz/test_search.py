@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from models.ground.errors import TrainingCancelled, TreevizError
 from models.registry import get_family
 from models.schema import SearchRange
-from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.errors import TrainingCancelled, TreevizError
-from treeviz.runs import RunStore
-from treeviz.search import Trial, budget_search, budget_size, sample_params, searches, select_best, stored_best
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.runs import RunStore
+from treeviz.services.search import Trial, budget_search, budget_size, sample_params, searches, select_best, stored_best
 
 TINY = {"n_trees": 3, "depth": 2, "max_epochs": 6}
 
@@ -168,7 +168,7 @@ def test_stored_trials_trained_together_are_the_same_runs(prepared, tmp_path):
 
 def test_a_family_without_the_hook_trains_each_trial_alone(prepared, monkeypatch):
     """Without a fit_together hook on the estimator class, every trial is its own fit."""
-    import treeviz.search as search
+    import treeviz.services.search as search
     from models.skinny.estimators import SkinnyTreesClassifier
 
     monkeypatch.setattr(SkinnyTreesClassifier, "fit_together", None)

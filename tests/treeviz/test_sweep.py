@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.errors import TreevizError
-from treeviz.runs import RunStore
-from treeviz.sweep import active_depth, run_sweep, sweep_table, sweeps, value_grid
-from treeviz.tree import Tree
+from models.ground.errors import TreevizError
+from models.ground.tree import Tree
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.runs import RunStore
+from treeviz.services.sweep import active_depth, run_sweep, sweep_table, sweeps, value_grid
 
 PARAMS = {"depth": 2, "max_epochs": 3, "batch_size": 32}
 

@@ -1,4 +1,4 @@
-"""The thread budget (treeviz/threads.py): one number decides torch's, OpenMP/BLAS's and numba's threads."""
+"""The thread budget (models/ground/threads.py): one number decides torch's, OpenMP/BLAS's and numba's threads."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from treeviz import threads
-from treeviz.jobs import JobManager
+from models.ground import threads
+from treeviz.services.jobs import JobManager
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,7 +35,7 @@ def test_apply_budget_holds_for_every_runtime_in_a_fresh_process():
     code = """
 import json, numba, numpy as np, torch
 from threadpoolctl import threadpool_info
-from treeviz import threads
+from models.ground import threads
 threads.apply_budget(1)
 numba.njit(lambda a: a.sum())(np.ones(3))
 print(json.dumps({"torch": torch.get_num_threads(), "numba": numba.get_num_threads(),

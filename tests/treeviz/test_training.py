@@ -8,12 +8,12 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 from sklearn.metrics import roc_auc_score
 
 from models.base import Callback
-from treeviz.data.dataset import Dataset
-from treeviz.data.preprocess import PrepConfig, prepare
-from treeviz.errors import TrainingCancelled, TreevizError
-from treeviz.jobs import JobManager
-from treeviz.runs import RunRecord, RunStore
-from treeviz.training import evaluate, job_fn, model_cost, train_run
+from models.ground.errors import TrainingCancelled, TreevizError
+from treeviz.services.data.dataset import Dataset
+from treeviz.services.data.preprocess import PrepConfig, prepare
+from treeviz.services.jobs import JobManager
+from treeviz.services.runs import RunRecord, RunStore
+from treeviz.services.training import evaluate, job_fn, model_cost, train_run
 
 
 def breast_cancer() -> Dataset:

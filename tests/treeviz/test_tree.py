@@ -8,8 +8,8 @@ import pytest
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from models.cart.estimators import float64_threshold
-from treeviz.errors import TreevizError
-from treeviz.tree import Tree, sigmoid, smoothstep
+from models.ground.errors import TreevizError
+from models.ground.tree import Tree, sigmoid, smoothstep
 
 NAN = np.nan
 

@@ -12,8 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from models.ground.errors import TreevizError
 from tests.bad_inputs import BAD_INPUT_ENV, BAD_INPUTS, FATAL, NOTE_ONLY, load
-from treeviz.data.upload import (
+from treeviz.services.data.upload import (
     MAX_UPLOAD_MB,
     TableOptions,
     detect_task,
@@ -23,7 +24,6 @@ from treeviz.data.upload import (
     suggest_target,
     table_to_dataset,
 )
-from treeviz.errors import TreevizError
 
 
 def assert_sentence(message: str) -> None:
@@ -683,16 +683,16 @@ def test_a_derived_name_does_not_take_the_name_of_the_target_or_a_left_out_colum
 
 
 def test_dataset_refuses_duplicate_feature_names():
-    from treeviz.data.dataset import Dataset
+    from treeviz.services.data.dataset import Dataset
     with pytest.raises(TreevizError, match="more than once"):
         Dataset(name="d", X=np.zeros((3, 2)), y=None, feature_names=("a", "a"), task="clustering")
 
 
 @pytest.mark.parametrize("with_target", [True, False])
 def test_predict_on_the_training_file_agrees_with_the_model(with_target):
-    from treeviz.data import PrepConfig, prepare
-    from treeviz.data.table import table_to_features
-    from treeviz.training import train_run
+    from treeviz.services.data import PrepConfig, prepare
+    from treeviz.services.data.table import table_to_features
+    from treeviz.services.training import train_run
 
     data = csv_bytes(collision_table(), index=False)
     ds = table_to_dataset(read_table("t.csv", data), "t.csv", TableOptions(target="y"))
@@ -707,7 +707,7 @@ def test_predict_on_the_training_file_agrees_with_the_model(with_target):
 
 
 def test_features_of_a_table_with_a_level_that_looks_renamed():
-    from treeviz.data.table import table_to_features
+    from treeviz.services.data.table import table_to_features
     df = frame(x=["a", "a (2)", "b", "a"] * 5)
     ds = dataset(df, target="y")
     assert {"x=a", "x=a (2)", "x=b"} <= set(ds.feature_names)

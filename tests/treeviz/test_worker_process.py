@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from treeviz import threads
-from treeviz.errors import TreevizError
-from treeviz.jobs import JobManager
+from models.ground import threads
+from models.ground.errors import TreevizError
+from treeviz.services.jobs import JobManager
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Plotly figure builders. Each reads a :class:`treeviz.tree.Tree` (plus numpy data) and returns a
+"""Plotly figure builders. Each reads a :class:`models.ground.tree.Tree` (plus numpy data) and returns a
 ``plotly.graph_objects.Figure``; none imports torch or Streamlit.
 
 ==========================  ===================================================================

@@ -10,7 +10,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
 from treeviz.plots import style
 
 # When no panels are given, keys are grouped by their names, in this order: (title, name parts).

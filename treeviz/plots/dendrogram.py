@@ -13,9 +13,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
+from models.ground.tree import NodeStats, Tree
 from treeviz.plots import style
-from treeviz.tree import NodeStats, Tree
 
 
 def _shown(tree: Tree, stats: NodeStats) -> np.ndarray:

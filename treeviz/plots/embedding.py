@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 from scipy.spatial import ConvexHull, QhullError
 
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
 from treeviz.plots import style
 
 #: Above this many points, scatters use WebGL and smaller markers.

@@ -26,7 +26,7 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
 
 IMAGE_FORMATS = ("png", "svg", "pdf")
 FORMATS = ("html", *IMAGE_FORMATS)

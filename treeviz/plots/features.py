@@ -19,7 +19,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
 from treeviz.plots import style
 
 KEPT = style.POSITIVE

@@ -9,9 +9,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from treeviz.metrics import vote_agreement
+from models.ground.tree import Tree
 from treeviz.plots import style
-from treeviz.tree import Tree
+from treeviz.readers.metrics import vote_agreement
 
 
 def forest_summary_figure(trees: Sequence[Tree], X: Any, *, height: int | None = None) -> go.Figure:

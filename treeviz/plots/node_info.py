@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from models.ground.tree import NodeStats, Tree
 from treeviz.plots import style
-from treeviz.rules import node_rule
-from treeviz.tree import NodeStats, Tree
+from treeviz.readers.rules import node_rule
 
 
 def subtree_sizes(tree: Tree) -> np.ndarray:

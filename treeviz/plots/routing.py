@@ -10,10 +10,10 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
+from models.ground.tree import NodeStats, Tree
 from treeviz.plots import style
-from treeviz.rules import node_rule
-from treeviz.tree import NodeStats, Tree
+from treeviz.readers.rules import node_rule
 
 MAX_SPLIT_PANELS = 16
 MAX_SPLIT_CLASSES = 15

@@ -17,7 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
 
 CLASS_PALETTE: tuple[str, ...] = (
     "#0072B2",  # blue

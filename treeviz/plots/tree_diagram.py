@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from treeviz.errors import TreevizError
-from treeviz.layout import layout_arrays
+from models.ground.errors import TreevizError
+from models.ground.tree import NodeStats, Tree
 from treeviz.plots import style
 from treeviz.plots.node_info import class_fractions, hover_text, node_values, subtree_sizes
-from treeviz.tree import NodeStats, Tree
+from treeviz.readers.layout import layout_arrays
 
 NODE_TRACE_NAME = "nodes"
 COLOR_MODES = ("auto", "class", "value", "active")

@@ -1,6 +1,6 @@
 """Split weights of decision nodes: signed top-k bars, a nodes × features heatmap, weight images.
 
-Sign convention (one for every family, see :mod:`treeviz.tree`): a sample goes right when
+Sign convention (one for every family, see :mod:`models.ground.tree`): a sample goes right when
 ``weight @ x + bias > 0``, so a positive weight (blue) pushes a sample with a large feature value
 to the right, a negative weight (red) to the left. Zero is white, colour limits are symmetric.
 """
@@ -14,9 +14,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
+from models.ground.tree import Tree
 from treeviz.plots import style
-from treeviz.tree import Tree
 
 WEIGHT_AXIS_TITLE = "weight (+ pushes right)"
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import streamlit as st
 
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
 
 log = logging.getLogger("treeviz")
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import streamlit as st
 
-from treeviz.errors import TreevizError
-from treeviz.jobs import Job, JobSnapshot
+from models.ground.errors import TreevizError
+from treeviz.services.jobs import Job, JobSnapshot
 from treeviz.ui import state
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from models.base import available_devices
-from treeviz.quantities import headline_text
-from treeviz.runs import RunRecord
-from treeviz.training import run_warnings
+from treeviz.services.quantities import headline_text
+from treeviz.services.runs import RunRecord
+from treeviz.services.training import run_warnings
 from treeviz.ui import state
 
 

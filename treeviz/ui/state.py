@@ -3,8 +3,8 @@
 Session-state keys (everything the app remembers per browser tab):
 
 ============================  ==========================================================
-``treeviz.dataset``           the current :class:`~treeviz.data.Dataset`
-``treeviz.prep``              the current :class:`~treeviz.data.PrepConfig`
+``treeviz.dataset``           the current :class:`~treeviz.services.data.Dataset`
+``treeviz.prep``              the current :class:`~treeviz.services.data.PrepConfig`
 ``treeviz.run_id``            the run shown by the explorer pages (sidebar selectbox key)
 ``treeviz.job_id``            the last training job started from this tab
 ``treeviz.device``            device for torch families ("auto", "cpu", "cuda", ...)
@@ -13,7 +13,7 @@ Session-state keys (everything the app remembers per browser tab):
 ============================  ==========================================================
 
 Runs and jobs are process-wide (cached resources), so a second tab sees the same runs, and runs
-live on disk (:mod:`treeviz.runs`), so they survive an app restart.
+live on disk (:mod:`treeviz.services.runs`), so they survive an app restart.
 """
 
 from __future__ import annotations
@@ -22,16 +22,16 @@ from typing import Any
 
 import streamlit as st
 
-from treeviz.data import Dataset, PreparedData, PrepConfig, load_dataset, prepare
-from treeviz.errors import TreevizError
-from treeviz.features import BaselineResult
-from treeviz.features import importance_baselines as _baselines
-from treeviz.jobs import JobManager
-from treeviz.run_view import RunView
-from treeviz.runs import RunStore, default_root
-from treeviz.search import searches as search_groups
-from treeviz.sweep import sweep_table
-from treeviz.sweep import sweeps as sweep_groups
+from models.ground.errors import TreevizError
+from treeviz.services.data import Dataset, PreparedData, PrepConfig, load_dataset, prepare
+from treeviz.services.features import BaselineResult
+from treeviz.services.features import importance_baselines as _baselines
+from treeviz.services.jobs import JobManager
+from treeviz.services.run_view import RunView
+from treeviz.services.runs import RunStore, default_root
+from treeviz.services.search import searches as search_groups
+from treeviz.services.sweep import sweep_table
+from treeviz.services.sweep import sweeps as sweep_groups
 
 DATASET = "treeviz.dataset"
 PREP = "treeviz.prep"

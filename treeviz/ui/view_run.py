@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from models.ground.errors import TreevizError
 from models.registry import families_offering
-from treeviz.errors import TreevizError
-from treeviz.quantities import family_name
-from treeviz.runs import RunRecord
+from treeviz.services.quantities import family_name
+from treeviz.services.runs import RunRecord
 from treeviz.ui import state
 
 

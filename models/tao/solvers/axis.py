@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
+from models.ground.errors import TreevizError
 from models.tao.solvers.objectives import as_problem
-from treeviz.errors import TreevizError
 
 
 def _threshold_between(a: float, b: float, orientation: int) -> float:

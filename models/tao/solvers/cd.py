@@ -42,8 +42,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from models.ground.errors import TreevizError
 from models.tao.solvers.objectives import as_penalty
-from treeviz.errors import TreevizError
 
 #: Armijo constant of the line search.
 _SIGMA = 0.01

@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
 
 #: Power-iteration steps for the per-group Lipschitz estimates.
 _POWER_ITERS = 20

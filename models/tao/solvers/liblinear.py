@@ -9,8 +9,8 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
+from models.ground.errors import TreevizError
 from models.tao.solvers.objectives import as_penalty, as_problem
-from treeviz.errors import TreevizError
 
 #: liblinear needs a finite ``C = 1/λ``. A request with ``λ = 0`` (or any ``λ`` below this floor)
 #: is solved with ``λ_eff = LAMBDA_FLOOR_REL · Σ v``: relative to the loss (at most ``Σ v · log 2``

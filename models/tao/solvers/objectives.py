@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
 
 
 def as_problem(X: Any, y: Any, v: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -11,7 +11,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from models.base import Callback, TreeEstimator
-from treeviz.tree import Tree
+from models.ground.tree import Tree
 
 
 def _impurity(counts: np.ndarray, criterion: str) -> np.ndarray:

@@ -7,9 +7,9 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from models.base import Callback
 from models.cart.estimators import CARTClassifier, CARTRegressor, float64_threshold
+from models.ground.errors import TrainingCancelled
 from models.persist import load_model, save_model
-from treeviz.errors import TrainingCancelled
-from treeviz.rules import node_rule
+from treeviz.readers.rules import node_rule
 
 
 def test_float64_threshold_matches_float32_comparison_exactly():
@@ -104,7 +104,7 @@ def test_feature_names_for_display_and_dataframes():
 
     import pandas as pd
 
-    from treeviz.errors import TreevizError
+    from models.ground.errors import TreevizError
 
     X, y = load_iris(return_X_y=True)
     names = ["sepal length", "sepal width", "petal length", "petal width"]

@@ -34,8 +34,8 @@ from models.dgt.bandit import (
 )
 from models.dgt.network import DGTNetwork
 from models.dgt.synthetic import oblique_tree, oblique_tree_data
+from models.ground.errors import TrainingCancelled
 from models.persist import load_model, save_model
-from treeviz.errors import TrainingCancelled
 
 N_TRAIN, N_TEST = 20_000, 5_000
 

@@ -16,7 +16,7 @@ from models.dgt.bandit import (
 )
 from models.persist import load_model, save_model
 from models.registry import get_family
-from treeviz.data import PrepConfig, load_dataset, prepare
+from treeviz.services.data import PrepConfig, load_dataset, prepare
 
 
 @pytest.mark.parametrize(("n_classes", "height"), [(2, 6), (3, 6), (4, 6), (7, 6), (10, 7), (26, 8), (100, 8)])
@@ -61,7 +61,7 @@ def test_classification_leaves_start_at_the_reward_of_a_uniform_guess(n_classes,
 
 def held_out_accuracy(model, prepared) -> float:
     """Accuracy on the test split after learning from the training split's stream, as
-    treeviz/bandit_view.py scores the bandit learners."""
+    treeviz/services/bandit_view.py scores the bandit learners."""
     model.fit(prepared.X_train, prepared.labels("train"))
     predicted = np.asarray(model.predict(prepared.X_test)).astype(str)
     return float(np.mean(predicted == np.asarray(prepared.labels("test")).astype(str)))

@@ -2,8 +2,8 @@
 showing the run carry its warning; a normal fit shows none."""
 
 from tests.app.conftest import new_app, open_page, texts, wait_for_job
-from treeviz.runs import RunStore
-from treeviz.training import WARNING
+from treeviz.services.runs import RunStore
+from treeviz.services.training import WARNING
 
 
 def train_dgt_on_diabetes(learning_rate: float):

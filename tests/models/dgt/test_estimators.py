@@ -11,8 +11,8 @@ from sklearn.model_selection import train_test_split
 from models.dgt.estimators import DGTClassifier, DGTRegressor
 from models.dgt.forest import DGTForestClassifier, DGTForestRegressor
 from models.dgt.network import route
+from models.ground.errors import TrainingCancelled, TreevizError
 from models.persist import load_model
-from treeviz.errors import TrainingCancelled, TreevizError
 
 QUICK = {"depth": 3, "n_layers": 1, "l1_penalty": 0.0, "max_epochs": 40, "min_steps": 200}
 

@@ -7,7 +7,7 @@ from sklearn.datasets import load_iris
 
 from models.base import Callback
 from models.dgt.forest import DGTForestClassifier
-from treeviz.errors import TrainingCancelled, TreevizError
+from models.ground.errors import TrainingCancelled, TreevizError
 
 SMALL = dict(n_trees=3, depth=2, n_layers=1, l1_penalty=0.0, max_epochs=4, min_steps=0, batch_size=64,
              learning_rate=0.05, random_state=5)

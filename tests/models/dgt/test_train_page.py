@@ -4,9 +4,9 @@ its curves on the Runs page; the forest and the bandit learner through the same 
 import numpy as np
 
 from tests.app.conftest import assert_clean, chart_specs, new_app, node_trace, open_page, wait_for_job
-from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.runs import RunStore
-from treeviz.training import train_run
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.runs import RunStore
+from treeviz.services.training import train_run
 
 
 def test_train_dgt_then_see_its_hard_tree_in_every_tree_view(home):

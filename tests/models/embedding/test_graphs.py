@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from sklearn.datasets import load_iris
 
 from models.graphs import entropic_affinities, joint_probabilities, laplacian, symmetrize
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,7 @@ from models.embedding.objectives import (
     student_t_q,
 )
 from models.graphs import entropic_affinities, joint_probabilities
-from treeviz.errors import TreevizError
+from models.ground.errors import TreevizError
 
 N = 50
 

@@ -11,9 +11,9 @@ import models.embedding.objectives as objectives
 from models.base import Callback
 from models.embedding.objectives import free_embedding
 from models.embedding.tree_embedding import TreeEmbedding, direct_fit
+from models.ground.errors import TreevizError
+from models.ground.tree import Tree
 from models.tao.estimators import TAORegressor
-from treeviz.errors import TreevizError
-from treeviz.tree import Tree
 
 SMALL = {"depth": 2, "l1_penalty": 0.1, "n_mu": 4, "z_iter": 30, "free_iter": 200, "tao_iter": 5,
          "device": "cpu"}

@@ -15,9 +15,9 @@ from tests.app.conftest import (
     wait_for_figure,
     wait_for_job,
 )
-from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.runs import RunStore
-from treeviz.training import train_run
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.runs import RunStore
+from treeviz.services.training import train_run
 
 QUICK = {"depth": 3, "n_mu": 4, "tao_iter": 3}
 

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_blobs, make_moons
 
+from models.ground.errors import TrainingCancelled, TreevizError
 from models.laptao.estimators import LapTAOClassifier, LapTAORegressor, TAOTreeStep
 from models.laptao.graph import laptao_graph
 from models.laptao.label_step import make_solver, partial_labels
 from models.laptao.loop import Problem, Settings, alternate, mu_schedule
 from models.tao.estimators import TAOClassifier, TAORegressor
-from treeviz.errors import TrainingCancelled, TreevizError
 
 FAST = {"n_mu": 6, "tao_iter": 5}
 

@@ -21,6 +21,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.neighbors import kneighbors_graph
 
 from models.graphs import entropic_affinities
+from models.ground.errors import TreevizError
 from models.laptao.graph import graph_from_affinities, laptao_graph
 from models.laptao.label_step import (
     CachedSolver,
@@ -40,7 +41,6 @@ from models.laptao.label_step import (
     unlabelled_components,
     update_multipliers,
 )
-from treeviz.errors import TreevizError
 
 SOLVERS = ("eigen", "lu", "cg")
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits, make_moons
 
+from models.ground.errors import TreevizError
 from models.laptao.estimators import LapTAOClassifier, LapTAORegressor
 from models.laptao.graph import (
     FALLBACK_PERPLEXITY,
@@ -16,7 +17,6 @@ from models.laptao.graph import (
     select_perplexity,
 )
 from models.laptao.label_step import label_propagation, make_solver, partial_labels
-from treeviz.errors import TreevizError
 
 FAST = {"depth": 2, "n_mu": 2, "tao_iter": 2}
 

@@ -9,12 +9,12 @@ import pytest
 from sklearn.datasets import make_classification, make_moons
 
 from models.graphs import entropic_affinities, nearest_neighbors
+from models.ground.errors import TreevizError
 from models.laptao import graph as laptao_graph_module
 from models.laptao import label_step as label_step_module
 from models.laptao.estimators import LapTAOClassifier
 from models.laptao.graph import laptao_graph, leave_one_out_error, select_perplexity
 from models.laptao.label_step import CGSolver, label_propagation, label_step, make_solver, partial_labels
-from treeviz.errors import TreevizError
 
 
 def moons(n, n_labelled, seed=0):

@@ -15,10 +15,10 @@ from tests.app.conftest import (
     wait_for_job,
     wait_for_sweep,
 )
-from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.metrics import dendrogram_purity
-from treeviz.runs import RunStore
-from treeviz.training import train_run
+from treeviz.readers.metrics import dendrogram_purity
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.runs import RunStore
+from treeviz.services.training import train_run
 
 
 def test_train_a_latent_tree_from_the_train_page(home):

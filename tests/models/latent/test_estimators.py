@@ -7,6 +7,7 @@ from sklearn.datasets import load_breast_cancer, load_iris, make_blobs
 from sklearn.preprocessing import StandardScaler
 
 from models.base import Callback
+from models.ground.errors import TrainingCancelled, TreevizError
 from models.latent.estimators import (
     LatentTreeClassifier,
     LatentTreeClustering,
@@ -16,7 +17,6 @@ from models.latent.estimators import (
     auto_depth,
 )
 from models.persist import load_model, model_bytes, zip_bytes
-from treeviz.errors import TrainingCancelled, TreevizError
 
 FAST = dict(depth=2, max_epochs=20, learning_rate=0.05, batch_size=32)
 

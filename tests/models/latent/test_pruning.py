@@ -14,6 +14,7 @@ import pytest
 import torch
 from scipy.optimize import minimize_scalar
 
+from models.ground.errors import TreevizError
 from models.latent import heap
 from models.latent import pruning as P
 from models.latent.pruning import (
@@ -25,7 +26,6 @@ from models.latent.pruning import (
     solve_pav,
 )
 from models.latent.reference import path_rewards_reference, pruning_objective, readout_reference
-from treeviz.errors import TreevizError
 
 cp = pytest.importorskip("cvxpy")
 

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from tests.app.conftest import assert_clean, chart_specs, new_app, open_page, wait_for_job
-from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.metrics import feature_weight_norms
-from treeviz.runs import RunStore
-from treeviz.search import stored_best
-from treeviz.training import train_run
+from treeviz.readers.metrics import feature_weight_norms
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.runs import RunStore
+from treeviz.services.search import stored_best
+from treeviz.services.training import train_run
 
 
 def test_train_skinny_trees_then_see_the_selected_features(home):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+from models.ground.tree import smoothstep as tree_smoothstep
 from models.skinny.ensemble import SoftTreeEnsemble, leaf_probabilities, smoothstep
-from treeviz.tree import smoothstep as tree_smoothstep
 
 
 def test_smoothstep_values_from_the_spec():

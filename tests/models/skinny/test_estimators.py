@@ -6,10 +6,10 @@ import torch
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine
 from sklearn.preprocessing import StandardScaler
 
+from models.ground.errors import TreevizError
 from models.persist import load_model, model_bytes, zip_bytes
 from models.skinny.estimators import SkinnyTreesClassifier, SkinnyTreesRegressor, auto_epochs
 from models.skinny.synthetic import sparse_regression, support_f1, true_support
-from treeviz.errors import TreevizError
 
 FAST = {"n_trees": 6, "depth": 3, "device": "cpu"}
 

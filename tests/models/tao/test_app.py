@@ -6,11 +6,11 @@ The family's own app tests; the page helpers come from tests/app/conftest.py."""
 import numpy as np
 
 from tests.app.conftest import assert_clean, chart_specs, new_app, open_page, wait_for_job, wait_for_sweep
-from treeviz.data import PrepConfig, load_dataset, prepare
-from treeviz.run_archive import export_zip
-from treeviz.runs import RunStore
-from treeviz.sweep import run_sweep
-from treeviz.training import train_run
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.run_archive import export_zip
+from treeviz.services.runs import RunStore
+from treeviz.services.sweep import run_sweep
+from treeviz.services.training import train_run
 
 
 def test_train_a_tao_tree_and_see_its_weights_as_images(home):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import Lasso, LogisticRegression
 
+from models.ground.errors import TreevizError
 from models.tao import leaves
 from models.tao.config import TAOConfig
 from models.tao.estimators import TAOClassifier, TAORegressor
@@ -20,7 +21,6 @@ from models.tao.solvers.cd import l1_least_squares_level, l1_logistic_blocks, l1
 from models.tao.solvers.liblinear import l1_logistic_sklearn
 from models.tao.solvers.objectives import logistic_objective
 from models.tao.state import complete_tree
-from treeviz.errors import TreevizError
 
 cp = pytest.importorskip("cvxpy")
 

@@ -836,7 +836,7 @@ def test_cross_entropy_caps_absent_classes_at_beta():
 
 # ---------------------------------------------------------------------------- counts (Appendix A)
 def test_param_and_flops_count_hand_built():
-    from treeviz.tree import Tree
+    from models.ground.tree import Tree
 
     D, K = 5, 3
     left = [1, -1, 3, -1, -1]

@@ -9,10 +9,10 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from models.base import Callback
+from models.ground.errors import TrainingCancelled, TreevizError
 from models.persist import load_model
 from models.tao.estimators import TAOClassifier, TAORegressor, auto_depth
 from models.tao.objective import objective
-from treeviz.errors import TrainingCancelled, TreevizError
 
 TINY = dict(depth=2, max_iter=3)
 

@@ -8,10 +8,10 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from models.base import Callback
+from models.ground.errors import TrainingCancelled, TreevizError
 from models.persist import load_model
 from models.tao import forest as forest_module
 from models.tao.forest import TAOForestClassifier, TAOForestRegressor
-from treeviz.errors import TrainingCancelled, TreevizError
 
 SMALL = dict(n_trees=5, depth=2, max_iter=2, l1_penalty=0.1, solver="sklearn")
 

@@ -12,9 +12,9 @@ from sklearn.preprocessing import StandardScaler
 
 from models import parallel
 from models.base import Callback
+from models.ground import threads
+from models.ground.errors import TrainingCancelled, TreevizError
 from models.tao.forest import TAOForestClassifier, TAOForestRegressor, _grow_tree
-from treeviz import threads
-from treeviz.errors import TrainingCancelled, TreevizError
 
 SMALL = dict(n_trees=4, depth=3, max_iter=2, l1_penalty=0.1, solver="sklearn", random_state=3)
 

@@ -9,9 +9,9 @@ import pytest
 from models import memory
 from models.dgt.bandit import DGTBanditClassifier
 from models.dgt.estimators import DGTClassifier
+from models.ground.errors import TreevizError
 from models.memory import check_tree_memory, tree_bytes
 from models.tao.estimators import TAOClassifier
-from treeviz.errors import TreevizError
 
 GB = 10**9
 

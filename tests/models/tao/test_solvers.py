@@ -21,11 +21,11 @@ import pytest
 import torch
 from sklearn.linear_model import LogisticRegression
 
+from models.ground.errors import TreevizError
 from models.tao.solvers.axis import axis_split_to_hyperplane, best_axis_split
 from models.tao.solvers.fista import l1_logistic_torch
 from models.tao.solvers.liblinear import l1_logistic_sklearn
 from models.tao.solvers.objectives import logistic_objective, weighted_01_loss
-from treeviz.errors import TreevizError
 
 cp = pytest.importorskip("cvxpy")
 

@@ -1,0 +1,110 @@
+"""Runs of every family on one data set, side by side: a leaderboard and the accuracy–size Pareto
+front (the Compare page).
+
+Runs compare when they were trained on the same data set (its fingerprint) and task. The score is
+the task's common test metric (:data:`SCORES`), so families whose own headline metric differs
+still line up; sizes are what every run records: decision nodes, nonzero weights and inference
+FLOPs per sample (:func:`treeviz.services.training.model_cost`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from treeviz.services.quantities import family_name, headline_text
+from treeviz.services.runs import RunRecord
+
+
+@dataclass(frozen=True)
+class Score:
+    """The metric runs of a task are ranked by: its key in ``RunRecord.metrics``, label and direction."""
+
+    key: str
+    label: str
+    higher_is_better: bool = True
+
+
+#: The common test metric of each task (the first one a run has is used, see :func:`score_of`).
+SCORES: dict[str, tuple[Score, ...]] = {
+    "classification": (Score("test_accuracy", "test accuracy"), Score("val_accuracy", "validation accuracy")),
+    "regression": (Score("test_r2", "test R²"), Score("test_rmse", "test RMSE", higher_is_better=False)),
+    "clustering": (Score("test_ari", "test adjusted Rand index"),
+                   Score("test_dendrogram_purity", "test dendrogram purity")),
+    "embedding": (Score("test_knn_accuracy", "test 5-NN accuracy in the embedding"),
+                  Score("test_trustworthiness", "test trustworthiness")),
+}
+#: The sizes a Pareto front is drawn against.
+SIZES = {"n_nonzero_weights": "nonzero weights", "n_decision_nodes": "decision nodes", "flops": "FLOPs / sample"}
+
+
+@dataclass(frozen=True)
+class DataGroup:
+    """Runs on one data set and task."""
+
+    fingerprint: str
+    dataset: str
+    task: str
+    runs: tuple[RunRecord, ...]
+
+    @property
+    def label(self) -> str:
+        return f"{self.dataset} · {self.task} · {len(self.runs)} run(s)"
+
+
+def groups(records: Sequence[RunRecord]) -> list[DataGroup]:
+    """The stored runs grouped by data set and task, the group with the most runs first."""
+    by_key: dict[tuple[str, str], list[RunRecord]] = {}
+    for r in records:
+        by_key.setdefault((r.dataset_fingerprint, r.task), []).append(r)
+    out = [DataGroup(fp, runs[0].dataset_name, task, tuple(runs)) for (fp, task), runs in by_key.items()]
+    return sorted(out, key=lambda g: (-len(g.runs), g.dataset, g.task))
+
+
+def score_of(task: str, runs: Sequence[RunRecord]) -> Score | None:
+    """The first of the task's scores that some run has."""
+    for score in SCORES.get(task, ()):
+        if any(isinstance(r.metrics.get(score.key), (int, float)) for r in runs):
+            return score
+    return None
+
+
+def leaderboard(runs: Sequence[RunRecord], score: Score | None) -> list[dict[str, Any]]:
+    """One row per run, best score first (runs without the score last): name, family, score, decision
+    nodes, nonzero weights, FLOPs per sample, fit seconds, device, status, run id."""
+    rows = []
+    for r in runs:
+        value = r.metrics.get(score.key) if score else None
+        rows.append({"run": r.name, "family": family_name(r.family), "score": value,
+                     "decision nodes": r.metrics.get("n_decision_nodes"),
+                     "nonzero weights": r.metrics.get("n_nonzero_weights"), "FLOPs / sample": r.metrics.get("flops"),
+                     "fit s": round(r.duration_s, 2), "device": r.device or "?", "status": r.status,
+                     "run_id": r.run_id})
+    sign = 1.0 if score is None or score.higher_is_better else -1.0
+    return sorted(rows, key=lambda row: (row["score"] is None, -sign * (row["score"] or 0.0)))
+
+
+def run_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
+    """One row per run for the Runs page's table: name, family, data set, task, headline metric,
+    nodes, depth, status, created, fit seconds and id."""
+    return [{"name": r.name, "family": family_name(r.family), "dataset": r.dataset_name, "task": r.task,
+             "metric": headline_text(r), "nodes": r.n_nodes, "depth": r.depth, "status": r.status,
+             "created": r.created_at.strftime("%Y-%m-%d %H:%M"), "seconds": round(r.duration_s, 2),
+             "id": r.run_id} for r in records]
+
+
+def pareto_mask(size: Sequence[float], score: Sequence[float], *, higher_is_better: bool = True) -> np.ndarray:
+    """Which points are on the Pareto front of small size and good score: no other point is at
+    least as small and at least as good, and strictly better in one of the two. NaN points never are."""
+    size = np.asarray(size, dtype=np.float64)
+    good = np.asarray(score, dtype=np.float64) * (1.0 if higher_is_better else -1.0)
+    ok = np.isfinite(size) & np.isfinite(good)
+    out = np.zeros(size.shape, dtype=bool)
+    for i in np.flatnonzero(ok):
+        others = ok & (size <= size[i]) & (good >= good[i]) & ((size < size[i]) | (good > good[i]))
+        out[i] = not others.any()
+    return out
+

@@ -1,0 +1,186 @@
+"""One export service: how a run's tree leaves treeviz as a file, decided once for every caller.
+
+The Tree explorer, the command line (``python -m treeviz export``) and the HTML report all export
+through this module, so they make the same decisions:
+
+* **Units.** Rules and code read rows in the data's own units when the run's preprocessing is
+  affine (no scaling or standard scaling) and the caller does not ask for model units: each
+  hyperplane is rewritten exactly (:meth:`models.ground.tree.Tree.in_input_units`). Otherwise they read
+  the model's prepared features, and :attr:`TreeExport.units_note` says why.
+* **Missing values.** Code in the data's units fills a missing value with the training median, as
+  the app does when it prepares rows.
+* **Output.** Code returns the leaf's prediction for families that predict from their leaves, and
+  the leaf id for the others (a head on top of the tree decides the prediction there).
+* **Every term.** Files hold every term of an oblique split (only a screen may fold them).
+
+:data:`TREE_FORMATS` is the table of the tree's file formats: adding one means one function and
+one row. A run as a zip is :func:`treeviz.services.run_archive.export_zip`; figures are exported by
+:mod:`treeviz.plots.export` (``FORMATS``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from models.ground.errors import TreevizError
+from models.ground.tree import Tree
+from treeviz.readers.codegen import python_source, sql_query
+from treeviz.readers.rules import rules
+from treeviz.services.data import PreparedData
+
+#: ``max_terms`` that keeps every term of any split (files never fold a rule).
+ALL_TERMS = 1 << 30
+
+
+@dataclass(frozen=True)
+class TreeExport:
+    """One tree of a run, ready to write: the tree in the export's units and what the file says.
+
+    ``units`` is ``"input"`` (the data's own units) or ``"model"`` (the prepared features; then
+    ``units_reason`` says why); ``fill_values`` are the training medians that code fills missing
+    values with (input units only); ``output`` is ``"prediction"`` or ``"leaf"``; ``notes`` are
+    the lines a code file starts with.
+    """
+
+    tree: Tree
+    units: str
+    units_reason: str = ""
+    fill_values: np.ndarray | None = None
+    output: str = "prediction"
+    notes: tuple[str, ...] = ()
+    index: int = 0
+    n_trees: int = 1
+    title: str = ""
+
+    @property
+    def units_note(self) -> str:
+        """One sentence: the units of every threshold in the file."""
+        if self.units == "input":
+            return "Thresholds are in the data's own units."
+        return f"Thresholds are in the model's units (after preprocessing; {self.units_reason})."
+
+    @property
+    def has_code(self) -> bool:
+        """Hard trees route each row to one leaf, so they can be written as code; soft trees cannot."""
+        return self.tree.routing != "soft"
+
+    @property
+    def output_note(self) -> str:
+        """What the code returns when it is not the prediction (empty otherwise)."""
+        if self.output == "leaf":
+            return "This family predicts from more than its leaves, so the code gives each row's leaf."
+        return ""
+
+
+def tree_exports(model: Any, prepared: PreparedData | None, *, indices: Sequence[int] | None = None,
+                 original_units: bool = True, leaf: bool = False, run_name: str = "", run_id: str = "",
+                 dataset_name: str = "", title: str = "Rules") -> list[TreeExport]:
+    """The exports of a fitted model's trees (``indices`` picks some of an ensemble's; default all).
+
+    ``prepared`` is the run's prepared data (None when it is not available: then model units);
+    ``original_units`` False asks for model units; ``leaf`` True makes code return leaf ids; the
+    run's name, id and data set name go into the code's first lines, ``title`` heads a rules file."""
+    trees = model.to_trees()
+    n_trees = len(trees)
+    chosen = list(range(n_trees)) if indices is None else [int(i) for i in indices]
+    for i in chosen:
+        if not 0 <= i < n_trees:
+            raise TreevizError(f"The model has {n_trees} tree(s); choose a tree from 0 to {n_trees - 1}.")
+    affine = prepared.affine_scaling() if prepared is not None else None
+    input_units = prepared is not None and original_units and affine is not None
+    if input_units:
+        reason = ""
+    elif prepared is None:
+        reason = "the run's data is not available"
+    elif not original_units:
+        reason = "as asked"
+    else:
+        reason = "the scaling is not affine, so it cannot be folded into the splits"
+    fill = prepared.imputer.statistics_ if input_units and prepared.imputer is not None else None
+    run = f"Run '{run_name}' ({run_id})" if run_id else (f"Run '{run_name}'" if run_name else "")
+    out = []
+    for i in chosen:
+        tree = model.to_tree() if i == 0 else trees[i]  # as RunView picks it
+        if input_units:
+            tree = tree.in_input_units(*affine)  # each hyperplane rewritten exactly in the data's units
+        output = "leaf" if leaf or tree.meta.get("prediction", "leaf_value") != "leaf_value" else "prediction"
+        notes = [f"{run}, trained on {dataset_name}." if run and dataset_name else f"{run}." if run else ""]
+        if n_trees > 1:
+            notes.append(f"Tree {i} of the {n_trees} of the ensemble.")
+        out.append(TreeExport(tree=tree, units="input" if input_units else "model", units_reason=reason,
+                              fill_values=fill, output=output, notes=tuple(n for n in notes if n), index=i,
+                              n_trees=n_trees, title=title))
+    return out
+
+
+def rules_lines(export: TreeExport, *, max_terms: int = ALL_TERMS) -> list[str]:
+    """Every root-to-leaf rule of the export's tree, every term of every split by default."""
+    return rules(export.tree, max_terms=max_terms)
+
+
+def rules_file(exports: Sequence[TreeExport], *, max_terms: int = ALL_TERMS) -> str:
+    """The rules of one or more trees as a text file: a header, then one IF ... THEN ... per leaf."""
+    if not exports:
+        raise TreevizError("There is no tree to write rules for.")
+    first = exports[0]
+    lines = [f"# {first.title}", f"# {first.units_note}"]
+    for export in exports:
+        if export.n_trees > 1:
+            lines.append(f"# tree {export.index} of {export.n_trees}")
+        lines += rules_lines(export, max_terms=max_terms)
+    return "\n".join(lines) + "\n"
+
+
+def _code(export: TreeExport, write: Callable[..., str], **kwargs: Any) -> str:
+    if not export.has_code:
+        raise TreevizError("A soft tree sends every row down every branch with some probability, so it has no "
+                           "if-then code; export its rules or the model file instead.")
+    return write(export.tree, output=export.output, fill_values=export.fill_values, units=export.units,
+                 notes=list(export.notes), **kwargs)
+
+
+def python_file(exports: Sequence[TreeExport], **_: Any) -> str:
+    """The first export's tree as a dependency-free Python ``predict(row)`` (:mod:`treeviz.readers.codegen`)."""
+    return _code(exports[0], python_source)
+
+
+def sql_file(exports: Sequence[TreeExport], *, table: str = "data", **_: Any) -> str:
+    """The first export's tree as one SQL ``CASE`` expression over ``table``."""
+    return _code(exports[0], lambda tree, **kw: sql_query(tree, table, **kw))
+
+
+@dataclass(frozen=True)
+class Format:
+    """One file format of a tree: its key, button label, file suffix, MIME type, help text and
+    builder (``build(exports, **options) -> text``); ``code`` formats need a hard tree."""
+
+    key: str
+    label: str
+    suffix: str
+    mime: str
+    help: str
+    build: Callable[..., str] = field(repr=False)
+    code: bool = False
+
+
+TREE_FORMATS: dict[str, Format] = {f.key: f for f in (
+    Format("rules", "Rules (.txt)", "_rules.txt", "text/plain",
+           "Every root-to-leaf rule, every term of every split.", rules_file),
+    Format("python", "Python function (.py)", ".py", "text/x-python",
+           "A dependency-free predict(row) that routes rows like this tree.", python_file, code=True),
+    Format("sql", "SQL CASE (.sql)", ".sql", "application/sql",
+           "SELECT CASE ... END AS prediction FROM data: the tree as one SQL expression.", sql_file, code=True),
+)}
+
+
+def render(key: str, exports: Sequence[TreeExport], **options: Any) -> str:
+    """The text of format ``key`` (see :data:`TREE_FORMATS`) for these exports."""
+    try:
+        fmt = TREE_FORMATS[key]
+    except KeyError:
+        raise TreevizError(f"Unknown export format {key!r}; use one of {', '.join(TREE_FORMATS)}.") from None
+    return fmt.build(list(exports), **options)

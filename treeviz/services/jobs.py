@@ -1,0 +1,411 @@
+"""Background work: jobs run in worker threads with progress, live records, cancel and errors.
+
+One :class:`JobManager` serves the whole app (the app keeps it with ``st.cache_resource``), so a
+job survives page reruns and every tab sees it. A job is a function ``fn(progress)``; the
+:class:`Progress` handle it receives is neutral (it knows nothing of estimators): ``begin(total)``
+starts a stage of work, ``record(values)`` reports one step and raises
+:class:`~models.ground.errors.TrainingCancelled` once :meth:`JobManager.cancel` was called, and
+``stages(n)`` announces several stages (a λ path fits several models). The adapter that turns an
+estimator's callbacks into these calls lives with the training glue
+(:class:`treeviz.services.training.ProgressCallback`). Cancellation is cooperative: the job ends
+"cancelled" when ``fn`` returns or raises after the request.
+
+Each job runs under the thread budget of :mod:`models.ground.threads`: the machine's cores shared
+between the ``max_workers`` jobs that may run at once, so two jobs never oversubscribe the CPU.
+With ``processes=True`` (the app's setting) each worker thread hands its jobs to its own
+persistent child process (:class:`treeviz.services.worker_process.WorkerProcess`), so two jobs do not
+contend for one Python interpreter lock either; a job function that cannot be pickled (a lambda,
+a closure) runs in the worker thread itself. The child is started on a worker's first job and
+stops when the worker retires after ``idle_s`` seconds without work.
+
+Nothing raised by ``fn`` leaves the worker thread: the job ends "failed" with a one-sentence
+``message`` (a :class:`~models.ground.errors.TreevizError`'s own text, else
+``"Training failed: <Type>: <text>"``) and the full ``traceback`` for logs.
+
+Every field of a :class:`Job` is read under its lock; :meth:`Job.snapshot` returns one
+consistent, immutable view for a page to render.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import secrets
+import threading
+import time
+import traceback as tb
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from models.ground import threads
+from models.ground.errors import TrainingCancelled, TreevizError
+from treeviz.services.worker_process import SUPPORTED, NotPicklable, RemoteFailure, WorkerProcess
+
+DONE_STATUSES = ("finished", "failed", "cancelled")
+
+
+@dataclass(frozen=True)
+class JobSnapshot:
+    """One consistent view of a job at an instant (safe to keep and render)."""
+
+    id: str
+    label: str
+    status: str
+    progress: float
+    total: int | None
+    epochs: int
+    records: tuple[dict[str, Any], ...]
+    message: str | None
+    result: Any
+    submitted: float
+    started: float | None
+    finished: float | None
+    elapsed: float
+    cancel_requested: bool
+
+    @property
+    def done(self) -> bool:
+        return self.status in DONE_STATUSES
+
+
+class Job:
+    """A unit of background work; created by :meth:`JobManager.submit`, never by hand."""
+
+    def __init__(self, job_id: str, label: str, fn: Callable[[Progress], Any],
+                 meta: dict[str, Any] | None = None) -> None:
+        self.id = job_id
+        self.label = label
+        self.meta = dict(meta or {})
+        self._fn = fn
+        self._lock = threading.Lock()
+        self._cancel = threading.Event()
+        self._done = threading.Event()
+        self._status = "queued"
+        self._total: int | None = None
+        self._epochs = 0
+        self._stage_epochs = 0
+        self._n_stages = 1  # fits this job will run (a sweep runs several)
+        self._stage_index = -1
+        self._records: list[dict[str, Any]] = []
+        self._message: str | None = None
+        self._traceback: str | None = None
+        self._result: Any = None
+        self.submitted = time.time()
+        self._started: float | None = None
+        self._finished: float | None = None
+
+    def __repr__(self) -> str:
+        return f"Job({self.id!r}, {self.label!r}, status={self.status!r})"
+
+    # ------------------------------------------------------------------ reading
+    def _get(self, name: str) -> Any:
+        with self._lock:
+            return getattr(self, name)
+
+    status = property(lambda self: self._get("_status"), doc="queued, running, or one of DONE_STATUSES.")
+    message = property(lambda self: self._get("_message"), doc="Why the job failed (a sentence).")
+    traceback = property(lambda self: self._get("_traceback"), doc="Full traceback, for logs only.")
+    result = property(lambda self: self._get("_result"), doc="What ``fn`` returned.")
+    started = property(lambda self: self._get("_started"))
+    finished = property(lambda self: self._get("_finished"))
+    total = property(lambda self: self._get("_total"), doc="Planned epochs of the current fit.")
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """A copy of the history records seen so far (thread-safe)."""
+        with self._lock:
+            return [dict(r) for r in self._records]
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self._cancel.is_set()
+
+    def _progress(self) -> float:
+        if self._status == "finished":
+            return 1.0
+        within = min(1.0, self._stage_epochs / self._total) if self._total else 0.0
+        if self._n_stages <= 1:
+            return within
+        done = min(max(self._stage_index, 0), self._n_stages - 1)
+        return min(1.0, (done + within) / self._n_stages)
+
+    @property
+    def progress(self) -> float:
+        """Fraction done in [0, 1]: epochs seen over the planned total (1.0 once finished)."""
+        with self._lock:
+            return self._progress()
+
+    def _elapsed(self) -> float:
+        if self._started is None:
+            return 0.0
+        return (self._finished or time.time()) - self._started
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds spent running (so far, or in total once done)."""
+        with self._lock:
+            return self._elapsed()
+
+    def snapshot(self) -> JobSnapshot:
+        """Every field at one instant, copied (records included)."""
+        with self._lock:
+            return JobSnapshot(
+                id=self.id, label=self.label, status=self._status, progress=self._progress(),
+                total=self._total, epochs=self._epochs,
+                records=tuple(dict(r) for r in self._records), message=self._message,
+                result=self._result, submitted=self.submitted, started=self._started,
+                finished=self._finished, elapsed=self._elapsed(),
+                cancel_requested=self._cancel.is_set(),
+            )
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the job is done (or ``timeout`` seconds pass); True if it is done."""
+        return self._done.wait(timeout)
+
+    # ------------------------------------------------------------------ updates (worker side)
+    def _begin_stage(self, total: int | None) -> None:
+        with self._lock:
+            self._total = int(total) if total else None
+            self._stage_epochs = 0
+            self._stage_index += 1
+
+    def _set_stages(self, n: int) -> None:
+        with self._lock:
+            self._n_stages = max(1, int(n))
+
+    def _add_record(self, record: dict[str, Any]) -> None:
+        with self._lock:
+            self._records.append(dict(record))
+            self._epochs += 1
+            self._stage_epochs += 1
+
+    def _request_cancel(self) -> bool:
+        """Set the cancel flag; a queued job ends at once. False if the job was already done."""
+        with self._lock:
+            if self._status in DONE_STATUSES:
+                return False
+            self._cancel.set()
+            if self._status == "queued":
+                self._finish("cancelled")
+            return True
+
+    def _finish(self, status: str, *, result: Any = None, message: str | None = None,
+                trace: str | None = None) -> None:
+        # caller holds the lock
+        self._status = status
+        self._result = result
+        self._message = message
+        self._traceback = trace
+        self._finished = time.time()
+        self._done.set()
+
+    def _run(self, process: Callable[[], WorkerProcess] | None = None) -> None:
+        """Run the job here, or in the child process ``process()`` gives when the function pickles."""
+        with self._lock:
+            if self._status != "queued":
+                return  # cancelled while queued
+            self._status = "running"
+            self._started = time.time()
+        try:
+            try:
+                if process is None:
+                    raise NotPicklable("no worker process")
+                result = process().run(self._fn, self)
+            except NotPicklable:
+                result = self._fn(Progress(self))
+        except TrainingCancelled:
+            with self._lock:
+                self._finish("cancelled", message="Training was cancelled.")
+        except BaseException as err:
+            trace = tb.format_exc()
+            if isinstance(err, TreevizError):
+                message = str(err)
+            elif isinstance(err, RemoteFailure):
+                message, trace = f"Training failed: {err.type_name}: {err.text}", err.trace
+            else:
+                message = f"Training failed: {type(err).__name__}: {err}"
+            with self._lock:
+                status = "cancelled" if self._cancel.is_set() else "failed"
+                self._finish(status, message=message, trace=trace)
+        else:
+            with self._lock:
+                self._finish("cancelled" if self._cancel.is_set() else "finished", result=result)
+        finally:
+            self._fn = None  # free the data the closure holds once the job is done
+
+
+class Progress:
+    """The handle a job function reports through; it knows nothing of estimators.
+
+    ``begin(total)`` starts a stage of ``total`` steps (None if unknown); ``record(values)``
+    reports one step with its numbers and raises :class:`TrainingCancelled` once the job was
+    asked to stop; ``stages(n)`` announces that ``n`` stages follow, so progress spans them all.
+    """
+
+    def __init__(self, job: Job) -> None:
+        self._job = job
+
+    @property
+    def cancelled(self) -> bool:
+        return self._job.cancel_requested
+
+    def stages(self, n: int) -> None:
+        self._job._set_stages(n)
+
+    def begin(self, total: int | None) -> None:
+        self._job._begin_stage(total)
+
+    def record(self, values: dict[str, Any]) -> None:
+        self._job._add_record(values)
+        if self._job.cancel_requested:
+            raise TrainingCancelled()
+
+
+_MANAGERS: weakref.WeakSet[JobManager] = weakref.WeakSet()
+
+
+class JobManager:
+    """Runs jobs in daemon worker threads, at most ``max_workers`` at a time (others queue).
+
+    Parameters
+    ----------
+    max_workers
+        How many jobs run at once. Daemon threads end with the process; a run being saved at
+        that moment is not damaged because the run store writes atomically.
+    keep
+        How many finished jobs to remember (older ones are forgotten on the next submit).
+    processes
+        Run each job whose function pickles in the worker's own child process (see the module
+        docstring); False runs every job in the worker thread, as does a platform without
+        child-process support (:data:`treeviz.services.worker_process.SUPPORTED`).
+    idle_s
+        Seconds a worker (and its child process) waits for a job before it retires.
+
+    Examples
+    --------
+    >>> manager = JobManager()
+    >>> job = manager.submit(lambda progress: 42, label="answer")
+    >>> job.wait(10) and job.result
+    42
+    """
+
+    def __init__(self, max_workers: int = 2, keep: int = 100, *, processes: bool = False,
+                 idle_s: float = 5.0) -> None:
+        if max_workers < 1:
+            raise TreevizError("A job manager needs at least one worker.")
+        self.max_workers = int(max_workers)
+        self.keep = int(keep)
+        self.processes = bool(processes) and SUPPORTED
+        self.idle_s = float(idle_s)
+        _MANAGERS.add(self)
+        self._lock = threading.Lock()
+        self._jobs: dict[str, Job] = {}
+        self._queue: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self._workers: list[threading.Thread] = []
+        self._ids = itertools.count(1)
+
+    def submit(self, fn: Callable[[Progress], Any], *, label: str,
+               meta: dict[str, Any] | None = None) -> Job:
+        """Queue ``fn(progress)`` to run in a worker thread and return its :class:`Job`.
+
+        ``meta`` is free-form (for example the browser session that started the job).
+        """
+        with self._lock:
+            job = Job(f"job-{next(self._ids)}-{secrets.token_hex(3)}", str(label), fn, meta)
+            self._jobs[job.id] = job
+            self._forget_old()
+            self._queue.put(job)
+            self._workers = [w for w in self._workers if w.is_alive()]
+            if len(self._workers) < self.max_workers:
+                worker = threading.Thread(target=self._work, name=f"treeviz-job-{len(self._workers)}",
+                                          daemon=True)
+                self._workers.append(worker)
+                worker.start()
+        return job
+
+    def _work(self) -> None:
+        budget = threads.job_budget(self.max_workers)
+        threads.apply_budget(budget)
+        child: list[WorkerProcess] = []  # this worker's child process, started on first use
+
+        def process() -> WorkerProcess:
+            if child and not child[0].alive:
+                child.pop().stop()
+            if not child:
+                child.append(WorkerProcess(budget))
+            return child[0]
+
+        try:
+            while True:
+                try:
+                    job = self._queue.get(timeout=self.idle_s)
+                except queue.Empty:
+                    with self._lock:  # idle: retire, unless a job slipped in meanwhile
+                        if self._queue.empty():
+                            self._workers = [w for w in self._workers if w is not threading.current_thread()]
+                            return
+                    continue
+                if job is None:  # shutdown
+                    return
+                job._run(process if self.processes else None)
+        finally:
+            for proc in child:
+                proc.stop()
+
+    def shutdown(self) -> None:
+        """Cancel what runs, stop the workers and their child processes (the manager stays usable)."""
+        for job in self.active():
+            job._request_cancel()
+        with self._lock:
+            workers = list(self._workers)
+            self._workers = []
+        for _ in workers:
+            self._queue.put(None)
+        for worker in workers:
+            worker.join(timeout=30)
+
+    @staticmethod
+    def shutdown_all() -> None:
+        """:meth:`shutdown` every manager of this process (tests call it between tests)."""
+        for manager in list(_MANAGERS):
+            manager.shutdown()
+
+    def _forget_old(self) -> None:
+        done = [j for j in self._jobs.values() if j.done]
+        for job in done[: max(0, len(done) - self.keep)]:
+            del self._jobs[job.id]
+
+    def get(self, job_id: str) -> Job:
+        """The job with this id; a TreevizError sentence if it is unknown."""
+        with self._lock:
+            job = self._jobs.get(job_id)
+        if job is None:
+            raise TreevizError(f"There is no training job {job_id!r}; it may have been cleared.")
+        return job
+
+    def jobs(self) -> list[Job]:
+        """Every remembered job, newest first."""
+        with self._lock:
+            return sorted(self._jobs.values(), key=lambda j: j.submitted, reverse=True)
+
+    def active(self) -> list[Job]:
+        """Jobs that are queued or running."""
+        return [j for j in self.jobs() if not j.done]
+
+    def cancel(self, job_id: str) -> bool:
+        """Ask a job to stop; True if the request was made (False if it was already done)."""
+        return self.get(job_id)._request_cancel()
+
+    def forget(self, job_id: str) -> None:
+        """Drop a finished job from the list (a running one must be cancelled first)."""
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is not None and not job.done:
+                raise TreevizError("A job that is still running cannot be removed; cancel it first.")
+            self._jobs.pop(job_id, None)

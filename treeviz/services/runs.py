@@ -1,0 +1,710 @@
+"""The run store: every trained model, with what is needed to reopen it after a restart.
+
+Layout under the store's root (:func:`default_root`)::
+
+    runs/<run_id>/run.json              RunRecord (family, params, metrics, data fingerprints, ...)
+    runs/<run_id>/history.json          the estimator's history_ (for training curves)
+    runs/<run_id>/config.json           }  the model file of :mod:`models.persist`, so a run
+    runs/<run_id>/weights.safetensors   }  folder (and its export zip) is also a model file
+    datasets/<fingerprint>/dataset.json         names, task, class names, provenance
+    datasets/<fingerprint>/arrays.safetensors   X and y
+
+Every write is atomic (:mod:`treeviz.services.atomic`): files go into a hidden temporary folder
+(``.tmp-*``) in the same parent, are fsynced, and the folder is renamed into place, so a crash
+leaves either nothing or a complete run. A data set's two files are its own stored form
+(:meth:`Dataset.to_files` / :meth:`Dataset.from_files`). Nothing is cached in memory: two
+``RunStore`` objects on one root (two browser tabs, two app processes) always see each other's
+runs. Nothing here pickles or unpickles. A run leaves the store as a zip through
+:mod:`treeviz.services.run_archive`, which holds that format.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import os
+import re
+import secrets
+import shutil
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from models.base import resolve_device
+from models.ground import __version__
+from models.ground.errors import TreevizError
+from models.ground.jsonio import dumps_json, jsonable
+from models.persist import CONFIG_NAME, WEIGHTS_NAME, load_model, model_bytes
+from models.registry import family_of_class, get_family, registered_class
+from models.schema import TASKS
+from treeviz.services.atomic import TMP_PREFIX, TRASH_PREFIX, discard_folder, publish_folder, replace_file
+from treeviz.services.data.dataset import ARRAYS, DATASET_JSON, Dataset
+from treeviz.services.data.preprocess import PreparedData, PrepConfig, prepare
+
+#: The files of a run folder (the last two are the model file of :mod:`models.persist`).
+RUN_JSON, HISTORY_JSON, CONFIG_JSON, WEIGHTS = "run.json", "history.json", CONFIG_NAME, WEIGHTS_NAME
+RUN_FORMAT = "treeviz.run"
+RUN_VERSION = 1
+STATUSES = ("finished", "cancelled")
+#: The lock file (in the store's root) held while a default run name is chosen.
+NAMING_LOCK = ".naming.lock"
+#: A hidden temporary folder older than this (seconds) is reported as left over by a crash.
+STALE_TMP_S = 600.0
+RUN_ID_RE = re.compile(r"^\d{8}-\d{6}-\d{6}-[0-9a-f]{6}$")
+FINGERPRINT_RE = re.compile(r"^[0-9a-f]{16}$")
+
+
+def default_root() -> Path:
+    """The store's root: ``$TREEVIZ_HOME``, else ``$XDG_DATA_HOME/treeviz``, else
+    ``~/.local/share/treeviz``."""
+    home = os.environ.get("TREEVIZ_HOME")
+    if home:
+        return Path(home).expanduser()
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "share"
+    return base / "treeviz"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """Everything about one stored run except the model's arrays (this is ``run.json``)."""
+
+    run_id: str
+    name: str
+    family: str
+    estimator: str
+    task: str
+    params: dict[str, Any]
+    dataset: dict[str, Any]
+    dataset_fingerprint: str
+    prep: dict[str, Any]
+    prepared_fingerprint: str
+    metrics: dict[str, Any]
+    n_nodes: int | None
+    n_leaves: int | None
+    depth: int | None
+    created: str
+    duration_s: float
+    status: str = "finished"
+    notes: tuple[str, ...] = ()
+    treeviz_version: str = ""
+    #: Set for runs of a parameter sweep (a λ path): {"id", "param", "value", "index", "size"}.
+    sweep: dict[str, Any] | None = None
+    #: Where it was trained: "cpu", "cuda", "cuda:N" ("" for runs saved before this was recorded).
+    device: str = ""
+
+    def __hash__(self) -> int:  # dict fields are unhashable; a run is identified by its id
+        return hash((self.run_id, self.name, self.status))
+
+    @property
+    def dataset_name(self) -> str:
+        return str(self.dataset.get("name", "?"))
+
+    @property
+    def created_at(self) -> datetime:
+        return datetime.fromisoformat(self.created)
+
+    @property
+    def prep_config(self) -> PrepConfig:
+        return PrepConfig.from_dict(self.prep)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"format": RUN_FORMAT, "version": RUN_VERSION, **asdict(self)}
+        out["notes"] = list(self.notes)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any) -> RunRecord:
+        """Parse and check a ``run.json`` dict; raises a TreevizError sentence if it is not one.
+
+        This is the one check every record passes: a run saved here (:meth:`RunStore.publish_run`),
+        one read from disk and one imported from a zip. Types, ranges (sizes non-negative and
+        bounded, a finite duration), text lengths, no control characters in any text, finite
+        numbers as metrics and JSON of bounded size for the free-form fields.
+        """
+        if not isinstance(data, dict) or data.get("format") != RUN_FORMAT:
+            raise TreevizError("run.json is not a treeviz run record.")
+        version = data.get("version")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise TreevizError("run.json has no valid version number.")
+        if version > RUN_VERSION:
+            raise TreevizError("This run was saved by a newer treeviz; upgrade treeviz to open it.")
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name not in data:
+                if f.name in _OPTIONAL_FIELDS:
+                    continue
+                raise TreevizError(f"run.json lacks the field '{f.name}'.")
+            values[f.name] = data[f.name]
+        for key, check in _FIELD_CHECKS.items():
+            if key in values:
+                values[key] = check(values[key], key)
+        return cls(**values)
+
+
+#: Limits of a run record's fields (see :meth:`RunRecord.from_dict`).
+MAX_NAME, MAX_TEXT, MAX_KEY, MAX_NOTES = 200, 4000, 200, 100
+MAX_COUNT = 10**9
+MAX_DURATION_S = 1e9
+MAX_EXACT_INT = 2**53
+MAX_JSON_DEPTH = 8
+MAX_FIELD_JSON = 256 * 1024
+#: C0 and C1 control characters, lone surrogates and the bidirectional overrides (which reorder
+#: what a terminal or a page shows).
+_UNSAFE_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+
+
+def _fail(key: str, what: str) -> TreevizError:
+    name = key.replace("_", " ") if key in _FIELD_CHECKS else key
+    return TreevizError(f"run.json has an invalid {name}: {what}.")
+
+
+def _text(value: Any, key: str, *, limit: int = MAX_TEXT, newlines: bool = False, empty: bool = True) -> str:
+    """A string of at most ``limit`` characters without control characters (and without line
+    breaks unless ``newlines``)."""
+    if not isinstance(value, str):
+        raise _fail(key, f"it must be text, not {type(value).__name__}")
+    if len(value) > limit:
+        raise _fail(key, f"it is longer than {limit} characters")
+    if not empty and not value.strip():
+        raise _fail(key, "it is empty")
+    bad = _UNSAFE_TEXT.search(value.replace("\n", "") if newlines else value)
+    if bad:
+        raise _fail(key, f"it holds the control character U+{ord(bad.group()):04X}")
+    return value
+
+
+def _pattern(regex: re.Pattern, what: str) -> Any:
+    def check(value: Any, key: str) -> str:
+        if not isinstance(value, str) or not regex.fullmatch(value):
+            raise _fail(key, f"it is not {what}")
+        return value
+    return check
+
+
+def _count(value: Any, key: str) -> int | None:
+    """None or a whole number in [0, MAX_COUNT]."""
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNT:
+        raise _fail(key, f"it must be a whole number from 0 to {MAX_COUNT}")
+    return value
+
+
+def _duration(value: Any, key: str) -> float:
+    if (not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value)
+            or not 0 <= value <= MAX_DURATION_S):
+        raise _fail(key, f"it must be a number of seconds from 0 to {MAX_DURATION_S:.0f}")
+    return float(value)
+
+
+def _number(value: Any, key: str) -> int | float:
+    """A finite number that every table can hold (integers within float precision)."""
+    if (not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value)
+            or (isinstance(value, int) and abs(value) > MAX_EXACT_INT)):
+        raise _fail(key, f"{_short(value)} is not a finite number")
+    return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _json(value: Any, key: str, depth: int = 0) -> Any:
+    """Plain JSON (no NaN, integers of 64 bits, safe text, nesting of at most 8 levels)."""
+    if depth > MAX_JSON_DEPTH:
+        raise _fail(key, f"it is nested more than {MAX_JSON_DEPTH} levels deep")
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value) or (isinstance(value, int) and abs(value) >= 2**63):
+            raise _fail(key, f"{_short(value)} is not a finite 64-bit number")
+        return value
+    if isinstance(value, str):
+        return _text(value, key, newlines=True)
+    if isinstance(value, list):
+        return [_json(v, key, depth + 1) for v in value]
+    if isinstance(value, dict):
+        for k in value:
+            _text(k, key, limit=MAX_KEY)
+        return {k: _json(v, key, depth + 1) for k, v in value.items()}
+    raise _fail(key, f"it holds a {type(value).__name__}")
+
+
+def _json_dict(value: Any, key: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _fail(key, "it must be a JSON object")
+    out = _json(value, key)
+    if len(json.dumps(out)) > MAX_FIELD_JSON:
+        raise _fail(key, f"it is larger than {MAX_FIELD_JSON // 1024} KiB")
+    return out
+
+
+def _metrics(value: Any, key: str) -> dict[str, Any]:
+    out = _json_dict(value, key)
+    for name, number in out.items():
+        if number is not None:
+            _number(number, f"metric '{name[:MAX_KEY]}'")
+    return out
+
+
+def _dataset(value: Any, key: str) -> dict[str, Any]:
+    out = _json_dict(value, key)
+    if "name" in out:
+        _text(out["name"], "data set name", limit=MAX_NAME)
+    for count in ("n_samples", "n_features", "n_classes", "missing_values"):
+        _count(out.get(count), f"data set {count}")
+    return out
+
+
+def _prep(value: Any, key: str) -> dict[str, Any]:
+    out = _json_dict(value, key)
+    if not isinstance(out.get("scaling", ""), str):
+        raise _fail(key, "its scaling must be text")
+    for name in ("test_size", "val_size"):
+        if name in out:
+            _number(out[name], f"preparation's {name}")
+    if "seed" in out and (not isinstance(out["seed"], int) or isinstance(out["seed"], bool)
+                          or not 0 <= out["seed"] < 2**32):
+        raise _fail(key, "its seed must be a whole number from 0 to 2**32 - 1")
+    try:
+        PrepConfig.from_dict(out)
+    except TreevizError as err:
+        raise _fail(key, str(err).rstrip(".")) from None
+    return out
+
+
+def _sweep(value: Any, key: str) -> dict[str, Any] | None:
+    """None, or a sweep tag with what the pages read of its kind: an ``id``; a λ path's ``param``
+    and ``value``; a feature-budget search's ``budget`` and ``index``."""
+    if value is None:
+        return None
+    out = _json_dict(value, key)
+    kind = out.get("kind", "lambda_path")
+    needed = {"lambda_path": ("id", "param", "value"), "budget_search": ("id", "budget", "index")}.get(kind, ("id",))
+    missing = [name for name in needed if name not in out]
+    if missing:
+        raise _fail(key, f"it lacks {', '.join(missing)}")
+    for name in ("id", "kind", "label", "param"):
+        if name in out:
+            _text(out[name], f"sweep {name}", limit=MAX_NAME, empty=name != "id")
+    for name in ("index", "size", "budget"):
+        if name in out:
+            _count(out[name], f"sweep {name}")
+    if "value" in out:
+        _number(out["value"], "sweep value")
+    if not isinstance(out.get("params", {}), dict):
+        raise _fail("sweep params", "they must be a JSON object")
+    return out
+
+
+def _notes(value: Any, key: str) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)) or len(value) > MAX_NOTES:
+        raise _fail(key, f"they must be a list of at most {MAX_NOTES} texts")
+    return tuple(_text(n, "note", newlines=True) for n in value)
+
+
+def _created(value: Any, key: str) -> str:
+    text = _text(value, key, limit=40)
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        raise _fail(key, "it is not an ISO date and time") from None
+    return text
+
+
+def _status(value: Any, key: str) -> str:
+    if value not in STATUSES:
+        raise TreevizError(f"run.json has an unknown status {_short(value)}.")
+    return value
+
+
+def _run_name(value: Any, key: str) -> str:
+    return _text(value, key, limit=MAX_NAME, empty=False)
+
+
+_OPTIONAL_FIELDS = ("status", "notes", "treeviz_version", "sweep", "device")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,99}")
+_FIELD_CHECKS = {
+    "run_id": _pattern(RUN_ID_RE, "a run id"),
+    "name": _run_name,
+    "family": _pattern(_IDENTIFIER, "a family key"),
+    "estimator": _pattern(_IDENTIFIER, "an estimator class name"),
+    "task": _pattern(re.compile("|".join(TASKS)), "a task"),
+    "params": _json_dict,
+    "dataset": _dataset,
+    "dataset_fingerprint": _pattern(FINGERPRINT_RE, "a data set fingerprint"),
+    "prep": _prep,
+    "prepared_fingerprint": _pattern(FINGERPRINT_RE, "a fingerprint of prepared data"),
+    "metrics": _metrics,
+    "n_nodes": _count,
+    "n_leaves": _count,
+    "depth": _count,
+    "created": _created,
+    "duration_s": _duration,
+    "status": _status,
+    "notes": _notes,
+    "treeviz_version": lambda v, k: _text(v, k, limit=64),
+    "sweep": _sweep,
+    "device": _pattern(re.compile(r"[a-z0-9:_-]{0,32}"), "a device name"),
+}
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """A unique id that sorts by creation time: ``YYYYMMDD-HHMMSS-micros-<6 hex>`` (UTC)."""
+    now = now or datetime.now(UTC)
+    return f"{now:%Y%m%d-%H%M%S}-{now.microsecond:06d}-{secrets.token_hex(3)}"
+
+
+def tree_size(estimator: Any) -> dict[str, int]:
+    """``n_nodes``, ``n_leaves`` and ``depth`` of the estimator's tree(s) (summed / max over an
+    ensemble)."""
+    trees = estimator.to_trees()
+    return {"n_nodes": int(sum(t.n_nodes for t in trees)),
+            "n_leaves": int(sum(t.n_leaves for t in trees)),
+            "depth": int(max(t.max_depth for t in trees))}
+
+
+def _device_used(params: Mapping[str, Any]) -> str:
+    """The device a fit with these parameters ran on: a torch family's resolved ``device``, else the CPU."""
+    device = params.get("device")
+    if not isinstance(device, str):
+        return "cpu"
+    try:
+        return resolve_device(device)
+    except TreevizError:
+        return device
+
+
+class RunStore:
+    """Runs and their data sets in a folder; safe to share between threads and processes.
+
+    Parameters
+    ----------
+    root
+        The store's folder; :func:`default_root` when None. Created on the first write.
+
+    Attributes
+    ----------
+    problems : list of str
+        Sentences about folders the last :meth:`list` skipped (damaged or left over by a crash).
+    """
+
+    def __init__(self, root: str | os.PathLike | None = None) -> None:
+        self.root = Path(root).expanduser() if root is not None else default_root()
+        self.runs_dir = self.root / "runs"
+        self.datasets_dir = self.root / "datasets"
+        self.problems: list[str] = []
+
+    def __repr__(self) -> str:
+        return f"RunStore({str(self.root)!r})"
+
+    # ------------------------------------------------------------------ saving
+    def save(self, estimator: Any, prepared: PreparedData, *, name: str | None = None,
+             family: str | None = None, task: str | None = None,
+             params: Mapping[str, Any] | None = None, metrics: Mapping[str, Any] | None = None,
+             duration_s: float = 0.0, status: str = "finished",
+             notes: Iterable[str] = (), sweep: Mapping[str, Any] | None = None) -> RunRecord:
+        """Store a fitted estimator with its data and return the new :class:`RunRecord`.
+
+        ``family`` defaults to the estimator's registry family, ``task`` to the data set's,
+        ``params`` to ``estimator.get_params()``. The data set is stored once per fingerprint.
+        ``sweep`` tags a run of a parameter sweep (see :mod:`treeviz.services.sweep`).
+        """
+        if status not in STATUSES:
+            raise TreevizError(f"Unknown run status {status!r}; use one of {', '.join(STATUSES)}.")
+        fam = get_family(family) if family else family_of_class(type(estimator))
+        # a user's subclass is stored as the registered estimator it derives from (its model file does
+        # the same); an unregistered class given with its family keeps its own name
+        try:
+            estimator_name = registered_class(type(estimator))[1].__name__
+        except TreevizError:
+            estimator_name = type(estimator).__name__
+        dataset = prepared.dataset
+        self.store_dataset(dataset)
+        now = datetime.now(UTC)
+        run_id = new_run_id(now)
+        params = dict(params if params is not None else estimator.get_params(deep=False))
+        record = RunRecord(
+            run_id=run_id, name="-", family=fam.key,
+            estimator=estimator_name, task=task or dataset.task,
+            params=jsonable(params), dataset=jsonable(dataset.summary()),
+            dataset_fingerprint=dataset.fingerprint,
+            prep=prepared.config.to_dict(), prepared_fingerprint=prepared.fingerprint,
+            metrics=_clean_metrics(metrics or {}), **tree_size(estimator),
+            created=now.isoformat(timespec="milliseconds"), duration_s=float(duration_s),
+            status=status, notes=tuple(str(n) for n in notes), treeviz_version=__version__,
+            sweep=None if sweep is None else jsonable(dict(sweep)),
+            device=str(getattr(estimator, "device_", "") or _device_used(params)),  # "auto" chose by size
+        )
+        context = {"run_id": run_id, "dataset_fingerprint": record.dataset_fingerprint,
+                   "prepared_fingerprint": record.prepared_fingerprint,
+                   "feature_names": list(dataset.feature_names), "dataset_name": dataset.name}
+        files = model_bytes(estimator, context=context)
+        files[HISTORY_JSON] = dumps_json(list(getattr(estimator, "history_", [])))
+        if name is not None:
+            return self.publish_run(replace(record, name=_clean_name(name)), files)
+        with self._naming_lock():  # another process may be choosing the same default name
+            name = self._default_name(fam.label, dataset.name)
+            return self.publish_run(replace(record, name=name), files)
+
+    def publish_run(self, record: RunRecord, files: dict[str, bytes]) -> RunRecord:
+        """Write a run folder from its record and files (a new id if the record's is taken).
+
+        The record is checked by :meth:`RunRecord.from_dict` first, exactly as an imported one.
+        """
+        record = RunRecord.from_dict(json.loads(dumps_json(record.to_dict())))
+        for _ in range(5):  # a clash of ids is all but impossible; never overwrite one anyway
+            files[RUN_JSON] = dumps_json(record.to_dict())
+            if publish_folder(files, self.runs_dir, record.run_id):
+                return record
+            record = replace(record, run_id=new_run_id())
+        raise TreevizError(f"Could not find a free run id in {self.runs_dir}.")  # pragma: no cover
+
+    @contextmanager
+    def _naming_lock(self) -> Iterator[None]:
+        """Held while a default name is chosen and its run published, so that two processes
+        saving at once never give two runs one name."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / NAMING_LOCK, "a+b") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def _default_name(self, family_label: str, dataset_name: str) -> str:
+        short = family_label.split(" (")[0]
+        prefix = f"{short} on {_clean_name(dataset_name)[:MAX_NAME // 2]} #"
+        taken = [r.name for r in self.list()]
+        n = 1 + sum(1 for t in taken if t.startswith(prefix))
+        while f"{prefix}{n}" in taken:
+            n += 1
+        return f"{prefix}{n}"
+
+    # ------------------------------------------------------------------ data sets
+    def store_dataset(self, dataset: Dataset) -> str:
+        """Store ``dataset`` under its fingerprint (once) and return the fingerprint."""
+        fp = dataset.fingerprint
+        final = self.datasets_dir / fp
+
+        def complete() -> bool:
+            return (final / DATASET_JSON).is_file() and (final / ARRAYS).is_file()
+
+        if complete():
+            return fp
+        files = dataset.to_files()
+        if final.exists() and not complete():  # damaged by hand: move it aside, never trust it
+            discard_folder(final, self.datasets_dir, missing_ok=True)
+        publish_folder(files, self.datasets_dir, fp)
+        return fp
+
+    def list_datasets(self) -> list[dict[str, Any]]:
+        """Summaries of the stored data sets, newest first (unreadable folders are skipped).
+
+        Each is ``{"fingerprint", "name", "task", "n_samples", "n_features", "source"}``.
+        """
+        out = []
+        entries = list(os.scandir(self.datasets_dir)) if self.datasets_dir.is_dir() else []
+        for entry in entries:
+            if not FINGERPRINT_RE.fullmatch(entry.name):
+                continue
+            try:
+                info = json.loads((Path(entry.path) / DATASET_JSON).read_bytes())
+                mtime = entry.stat().st_mtime
+                if not (Path(entry.path) / ARRAYS).is_file():
+                    continue
+            except (OSError, ValueError):
+                continue
+            out.append((mtime, {
+                "fingerprint": entry.name, "name": str(info.get("name", entry.name)),
+                "task": str(info.get("task", "")), "n_samples": info.get("n_samples", "?"),
+                "n_features": info.get("n_features", len(info.get("feature_names", []))),
+                "source": str(info.get("source", "")),
+            }))
+        return [summary for _, summary in sorted(out, key=lambda t: t[0], reverse=True)]
+
+    def dataset_files(self, fingerprint: str) -> dict[str, bytes] | None:
+        """The stored files of a data set (for archives), or None when it is not complete here."""
+        folder = self.datasets_dir / fingerprint
+        try:
+            return {n: (folder / n).read_bytes() for n in (DATASET_JSON, ARRAYS)}
+        except OSError:
+            return None
+
+    def load_dataset(self, fingerprint: str) -> Dataset:
+        """The stored data set with this fingerprint (checked against its arrays)."""
+        if not FINGERPRINT_RE.fullmatch(str(fingerprint)):
+            raise TreevizError(f"{fingerprint!r} is not a data set fingerprint.")
+        folder = self.datasets_dir / fingerprint
+        try:
+            info_bytes = (folder / DATASET_JSON).read_bytes()
+            arrays_bytes = (folder / ARRAYS).read_bytes()
+        except OSError:
+            raise TreevizError(
+                f"The data set {fingerprint} is not in the run store {self.root}; "
+                "import the run with its data, or load the data set again and retrain."
+            ) from None
+        return Dataset.from_files(info_bytes, arrays_bytes, fingerprint)
+
+    # ------------------------------------------------------------------ reading
+    def list(self) -> list[RunRecord]:
+        """Every readable run, newest first; skipped folders are described in :attr:`problems`."""
+        records, problems = [], []
+        try:
+            entries = sorted(os.scandir(self.runs_dir), key=lambda e: e.name)
+        except FileNotFoundError:
+            entries = []
+        now = time.time()
+        for entry in entries:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            if entry.name.startswith("."):
+                try:
+                    age = now - entry.stat(follow_symlinks=False).st_mtime
+                except OSError:
+                    continue
+                if entry.name.startswith((TMP_PREFIX, TRASH_PREFIX)) and age > STALE_TMP_S:
+                    problems.append(
+                        f"The folder {entry.name} was left by a save or delete that did not finish; "
+                        "it is ignored (RunStore.remove_leftovers() deletes it)."
+                    )
+                continue
+            try:
+                records.append(self._read_record(entry.name))
+            except TreevizError as err:
+                problems.append(f"The run folder {entry.name} was skipped: {err}")
+            except Exception as err:
+                problems.append(f"The run folder {entry.name} was skipped: it is unreadable "
+                                f"({type(err).__name__}).")
+        self.problems = problems
+        records.sort(key=lambda r: (r.created, r.run_id), reverse=True)
+        return records
+
+    def run_path(self, run_id: str) -> Path:
+        """The folder of an existing run (a TreevizError sentence if there is none)."""
+        return self._run_dir(run_id)
+
+    def _run_dir(self, run_id: str) -> Path:
+        if not isinstance(run_id, str) or not RUN_ID_RE.fullmatch(run_id):
+            raise TreevizError(f"{run_id!r} is not a run id.")
+        path = self.runs_dir / run_id
+        if not path.is_dir():
+            raise TreevizError(
+                f"There is no run {run_id} in {self.runs_dir}; it may have been deleted in another tab."
+            )
+        return path
+
+    def _read_record(self, run_id: str) -> RunRecord:
+        path = self._run_dir(run_id)
+        missing = [n for n in (RUN_JSON, CONFIG_JSON, WEIGHTS) if not (path / n).is_file()]
+        if missing:
+            raise TreevizError(f"it lacks {', '.join(missing)}.")
+        try:
+            data = json.loads((path / RUN_JSON).read_bytes().decode("utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            raise TreevizError("its run.json is not readable JSON.") from None
+        record = RunRecord.from_dict(data)
+        if record.run_id != run_id:
+            raise TreevizError(f"its run.json names another run ({record.run_id}).")
+        return record
+
+    def get(self, run_id: str) -> RunRecord:
+        """The record of one run; a TreevizError sentence if it is missing or damaged."""
+        try:
+            return self._read_record(run_id)
+        except TreevizError as err:
+            text = str(err)
+            if text[:1].islower():
+                raise TreevizError(f"The run {run_id} cannot be opened: {text}") from None
+            raise
+
+    def exists(self, run_id: str) -> bool:
+        return bool(isinstance(run_id, str) and RUN_ID_RE.fullmatch(run_id)
+                    and (self.runs_dir / run_id).is_dir())
+
+    def load_model(self, run_id: str) -> Any:
+        """The run's fitted estimator, loaded with :func:`models.persist.load_model`."""
+        return load_model(self._run_dir(run_id))
+
+    def history(self, run_id: str) -> list[dict[str, Any]]:
+        """The estimator's ``history_`` records (without loading the model)."""
+        try:
+            data = json.loads((self._run_dir(run_id) / HISTORY_JSON).read_bytes())
+        except (OSError, ValueError):
+            return []
+        return [r for r in data if isinstance(r, dict)] if isinstance(data, list) else []
+
+    def load_prepared(self, run_id: str) -> PreparedData:
+        """The run's data, split and preprocessed exactly as when it was trained."""
+        record = self.get(run_id)
+        dataset = self.load_dataset(record.dataset_fingerprint)
+        if record.dataset.get("name") and record.dataset["name"] != dataset.name:
+            dataset = replace(dataset, name=str(record.dataset["name"]))
+        prepared = prepare(dataset, PrepConfig.from_dict(record.prep))
+        if prepared.fingerprint != record.prepared_fingerprint:
+            raise TreevizError(
+                f"The data of run '{record.name}' cannot be rebuilt exactly (its preprocessing "
+                "fingerprint differs); retrain the model on the data set instead."
+            )
+        return prepared
+
+    # ------------------------------------------------------------------ changing
+    def rename(self, run_id: str, name: str) -> RunRecord:
+        """Give a run a new display name (atomic rewrite of its run.json)."""
+        record = replace(self.get(run_id), name=_clean_name(name))
+        try:
+            replace_file(self._run_dir(run_id) / RUN_JSON, dumps_json(record.to_dict()))
+        except FileNotFoundError:
+            raise TreevizError(f"The run {run_id} was deleted (perhaps in another tab).") from None
+        return record
+
+    def delete(self, run_id: str) -> None:
+        """Remove a run (its data set stays: other runs may share it)."""
+        discard_folder(self._run_dir(run_id), self.runs_dir)
+
+    def remove_leftovers(self, older_than_s: float = STALE_TMP_S) -> int:
+        """Delete hidden temporary folders left by crashed saves; returns how many."""
+        count, now = 0, time.time()
+        for parent in (self.runs_dir, self.datasets_dir):
+            for entry in (parent.iterdir() if parent.is_dir() else ()):
+                if (entry.name.startswith((TMP_PREFIX, TRASH_PREFIX)) and entry.is_dir()
+                        and now - entry.stat().st_mtime > older_than_s):
+                    shutil.rmtree(entry, ignore_errors=True)
+                    count += 1
+        return count
+
+
+# ---------------------------------------------------------------------- helpers
+def _clean_name(name: Any) -> str:
+    text = " ".join(str(name).split())
+    if not text:
+        raise TreevizError("A run name cannot be empty.")
+    if len(text) > MAX_NAME:
+        raise TreevizError(f"A run name can have at most {MAX_NAME} characters.")
+    bad = _UNSAFE_TEXT.search(text)
+    if bad:
+        raise TreevizError(f"A run name cannot hold control characters (it holds U+{ord(bad.group()):04X}).")
+    return text
+
+
+def _clean_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """Metric values as JSON numbers (NaN and infinities become None); text is refused."""
+    out: dict[str, Any] = {}
+    for key, value in metrics.items():
+        if value is None:
+            out[str(key)] = None
+            continue
+        try:
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            raise TreevizError(f"The metric '{key}' is {_short(value)}, not a number; a run stores "
+                               "numbers only.") from None
+        out[str(key)] = number if math.isfinite(number) else None
+    return out
