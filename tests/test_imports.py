@@ -68,19 +68,20 @@ def _contracts() -> list[dict]:
     return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
 
 
-def test_every_treeviz_module_sits_in_a_layer_and_every_service_in_the_no_streamlit_contract():
-    """The layer contract names treeviz's modules one by one, so a new module left out of it would
-    escape every import rule without a word: each top-level module or package of treeviz must be in
-    a layer, and each one in the services layer must also be forbidden Streamlit and plotly."""
+def test_every_module_sits_in_a_layer_folder_that_a_contract_names():
+    """The import contracts name packages, so a module is in its layer because of the folder it sits
+    in. That holds only if treeviz's top level holds nothing but its layer folders (a module left
+    beside them would escape every rule), and if the layers contract names exactly those folders."""
     contracts = _contracts()
-    layers = next(c for c in contracts if c["type"] == "layers")["layers"]
-    named = [{m.strip() for m in re.split(r"[|:]", layer)} for layer in layers]
-    modules = {f"treeviz.{p.stem}" for p in (ROOT / "treeviz").glob("*.py") if p.stem not in ("__init__", "__main__")}
-    modules |= {f"treeviz.{p.parent.name}" for p in (ROOT / "treeviz").glob("*/__init__.py")}
-    in_layers = set().union(*named)
-    assert sorted(modules - in_layers) == [], "add these modules to a layer in pyproject.toml"
-    services = next(layer for layer in named if "treeviz.services.training" in layer)
-    no_streamlit = next(c for c in contracts if c["type"] == "forbidden" and "streamlit" in c["forbidden_modules"]
-                        and "models" in c["source_modules"])
-    assert sorted(services - set(no_streamlit["source_modules"])) == [], \
-        "add these services to the 'no Streamlit or plotly' contract in pyproject.toml"
+    inner = next(c for c in contracts if c["type"] == "layers" and c.get("containers") == ["treeviz"])
+    layer_names = {m.strip() for layer in inner["layers"] for m in re.split(r"[|:]", layer)}
+    folders = {p.parent.name for p in (ROOT / "treeviz").glob("*/__init__.py")}
+    assert folders == layer_names, "each folder of treeviz is one layer in pyproject.toml's contract"
+    loose = {p.name for p in (ROOT / "treeviz").glob("*.py")} - {"__init__.py", "__main__.py"}
+    assert loose == set(), f"move {sorted(loose)} into the folder of its layer"
+    top = next(c for c in contracts if c["type"] == "layers" and not c.get("containers"))
+    packages = {m.strip() for layer in top["layers"] for m in re.split(r"[|:]", layer)}
+    roots = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests"}
+    assert roots == packages, "each top-level package is one layer of the top-level contract"
+    ground = next(c for c in contracts if c.get("source_modules") == ["models.ground"])
+    assert ground["forbidden_modules"] == ["models"]
