@@ -29,7 +29,7 @@ from sklearn.datasets import make_classification, make_regression
 from models import parallel
 from models.ground.errors import TrainingCancelled
 from models.registry import all_estimator_classes, get_family
-from treeviz.cli import ProgressBar, StopRequest
+from treeviz.cli.progress import ProgressBar, StopRequest
 from treeviz.services.bandit_view import _Publish, _SupervisedProgress
 from treeviz.services.data import PrepConfig, load_dataset, prepare
 from treeviz.services.jobs import JobManager

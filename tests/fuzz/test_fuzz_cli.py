@@ -1,6 +1,6 @@
-"""Fuzz: the command line's argument parsing, ``cli.main(argv)`` with random argument lists.
+"""Fuzz: the command line's argument parsing, ``main(argv)`` (:mod:`treeviz.cli.main`) with random argument lists.
 
-Each argument list is built from the real commands and options (read from ``cli.build_parser()``, so
+Each argument list is built from the real commands and options (read from ``build_parser()``, so
 a new option is fuzzed too) with random values: negative and huge numbers, empty and unicode text,
 control characters, run ids, and paths to files, folders, devices and missing ones inside a private
 folder. The property: the exit status is success (0), a refusal (1, one ``treeviz: error:``
@@ -30,7 +30,11 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from models.registry import families
-from treeviz import cli
+from treeviz.cli import common
+from treeviz.cli import grid as grid_command
+from treeviz.cli import sweep as sweep_command
+from treeviz.cli import train as train_command
+from treeviz.cli.main import build_parser, main
 from treeviz.services.data import CATALOGUE
 
 #: Families cheap enough to train for real in every example.
@@ -124,7 +128,7 @@ def _value(command: str, action: argparse.Action) -> st.SearchStrategy:
 
 
 def _commands() -> dict[str, argparse.ArgumentParser]:
-    parser = cli.build_parser()
+    parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return dict(sub.choices)
 
@@ -175,10 +179,10 @@ def argv_lists(draw) -> list[Any]:
 
 def _template(root: Path) -> str:
     """A run store with one CART run, in ``root/home``; returns the run id."""
-    code = cli.main(["train", "-q", "-d", "penguins", "-f", "cart", "-p", "max_depth=2", "--home", str(root / "home")])
+    code = main(["train", "-q", "-d", "penguins", "-f", "cart", "-p", "max_depth=2", "--home", str(root / "home")])
     assert code == 0
     (run_id,) = os.listdir(root / "home" / "runs")
-    assert cli.main(["export", run_id, "--home", str(root / "home"), "--out", str(root / "run.zip"), "-q"]) == 0
+    assert main(["export", run_id, "--home", str(root / "home"), "--out", str(root / "run.zip"), "-q"]) == 0
     (root / "table.csv").write_text("id,island,bill_length_mm,bill_depth_mm,flipper_length_mm,body_mass_g,sex,year\n"
                                     "=1+2,Biscoe,45.1,14.5,215,5000,female,2008\n7,Dream,-3,1e308,,,,\n")
     (root / "big.csv").write_text("a,b\n" + "1,2\n" * 20000)
@@ -264,7 +268,7 @@ def _outside(root: Path, seen: list[tuple[str, str]]) -> list[tuple[str, str]]:
 def cheap_training(monkeypatch):
     """Real fits for CART and the stump (short λ paths), :class:`ReachedTraining` for the rest; small
     size limits, so that reading a device to its limit is quick."""
-    train_run, run_sweep = cli.train_run, cli.run_sweep
+    train_run, run_sweep = train_command.train_run, sweep_command.run_sweep
 
     def train(family, *args, **kwargs):
         if family not in CHEAP:
@@ -279,12 +283,12 @@ def cheap_training(monkeypatch):
     def grid(*args, **kwargs):
         raise ReachedTraining("grid")
 
-    monkeypatch.setattr(cli, "train_run", train)
-    monkeypatch.setattr(cli, "run_sweep", sweep)
-    monkeypatch.setattr(cli, "run_grid", grid)
+    monkeypatch.setattr(train_command, "train_run", train)
+    monkeypatch.setattr(sweep_command, "run_sweep", sweep)
+    monkeypatch.setattr(grid_command, "run_grid", grid)
     monkeypatch.delenv("TREEVIZ_DASK_SCHEDULER", raising=False)
     monkeypatch.setenv("TREEVIZ_MAX_UPLOAD_MB", "0.1")  # big.csv is over it
-    monkeypatch.setattr(cli, "MAX_IMPORT_BYTES", 2**20)  # /dev/zero as a model file: refused after 1 MiB
+    monkeypatch.setattr(common, "MAX_IMPORT_BYTES", 2**20)  # /dev/zero as a model file: refused after 1 MiB
 
 
 @given(argv=argv_lists())
@@ -304,7 +308,7 @@ def test_the_command_line_accepts_or_refuses_every_argument_list(template, cheap
         args = [_resolve(token, tmp, run_id) for token in argv]
         _WATCH.update(root=tmp, seen=[])
         try:
-            code = cli.main(args)
+            code = main(args)
         except ReachedTraining:
             code = None
         finally:
@@ -313,7 +317,7 @@ def test_the_command_line_accepts_or_refuses_every_argument_list(template, cheap
         err = capsysbinary.readouterr().err.decode("utf-8", "replace")  # stdout may be a zip: bytes
         event(f"{argv[0]}: exit {'- (reached training)' if code is None else code}")
         assert _outside(tmp, seen) == [], (args, seen)
-        assert code in (None, cli.OK, cli.USER_ERROR, cli.USAGE), (args, code, err[-2000:])
+        assert code in (None, common.OK, common.USER_ERROR, common.USAGE), (args, code, err[-2000:])
         assert "Traceback" not in err, (args, err[-2000:])
-        if code == cli.USER_ERROR:
+        if code == common.USER_ERROR:
             assert re.match(r"treeviz: error: \S", err.rstrip("\n").splitlines()[-1]), (args, err[-2000:])

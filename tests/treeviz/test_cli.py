@@ -1,5 +1,5 @@
 """The command line (``python -m treeviz``): every command on sample data, in-process through
-``cli.main`` with a private ``TREEVIZ_HOME``, plus real subprocesses for exit codes, stderr and Ctrl-C."""
+``treeviz.cli.main.main`` with a private ``TREEVIZ_HOME``, plus real subprocesses for exit codes, stderr and Ctrl-C."""
 
 from __future__ import annotations
 
@@ -24,7 +24,9 @@ import pytest
 from models.ground.errors import TreevizError
 from models.persist import save_model
 from models.registry import families, get_family
-from treeviz import cli
+from treeviz.cli import common, predict, progress
+from treeviz.cli import train as train_command
+from treeviz.cli.main import main
 from treeviz.readers.rules import rules
 from treeviz.services.data import load_dataset, read_table
 from treeviz.services.data.table import FEATURE_SOURCES, table_to_features
@@ -39,8 +41,8 @@ PENGUINS = ROOT / "sample_data" / "penguins.csv"
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
-    """``cli.main(argv)``: its exit status, stdout and stderr."""
-    code = cli.main([str(a) for a in argv])
+    """``main(argv)``: its exit status, stdout and stderr."""
+    code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -64,7 +66,7 @@ def assert_clean_error(code: int, err: str, expected: int, words: str) -> None:
     assert code == expected
     assert "Traceback" not in err
     assert words in err
-    if expected == cli.USER_ERROR:
+    if expected == common.USER_ERROR:
         assert err.count("\n") == 1 and err.startswith("treeviz: error: ")
 
 
@@ -81,7 +83,7 @@ def test_help_lists_every_family_with_its_parameters_and_the_exit_codes(capsys):
             assert f"      {param.name}" in out
     assert "max_depth: int 1 to 64, or none (unlimited); default none (unlimited)" in out
     assert "Deepest level the tree may grow to." in out
-    for code_, _ in cli.EXIT_CODES:
+    for code_, _ in common.EXIT_CODES:
         assert f"  {code_} " in out
     code, top, _ = run(capsys, "--help")
     assert code == 0 and all(f"  {k}: " in top for k in families()) and "130" in top
@@ -96,22 +98,22 @@ def test_families_and_help_params_describe_one_family_per_task(capsys):
     (cart,) = json.loads(out)
     assert cart["key"] == "cart" and {p["name"] for p in cart["params"]} >= {"max_depth", "ccp_alpha"}
     code, out, err = run(capsys, "train", "--help-params")
-    assert_clean_error(code, err, cli.USAGE, "--help-params needs --family")
+    assert_clean_error(code, err, common.USAGE, "--help-params needs --family")
 
 
 def test_param_values_follow_the_schema():
     cart, tao = get_family("cart"), get_family("tao")
     depth = cart.param("max_depth")
-    assert cli.parse_param_value(depth, "unlimited") is None and cli.parse_param_value(depth, "None") is None
-    assert cli.parse_param_value(tao.param("warm_start"), "yes") is True
-    assert cli.parse_param_value(tao.param("warm_start"), "0") is False
-    assert cli.parse_param_value(tao.param("random_state"), "random") is None
+    assert common.parse_param_value(depth, "unlimited") is None and common.parse_param_value(depth, "None") is None
+    assert common.parse_param_value(tao.param("warm_start"), "yes") is True
+    assert common.parse_param_value(tao.param("warm_start"), "0") is False
+    assert common.parse_param_value(tao.param("random_state"), "random") is None
     with pytest.raises(TreevizError, match="true or false"):
-        cli.parse_param_value(tao.param("warm_start"), "maybe")
-    params = cli.model_params(cart, "classification", "quick", [("max_depth", "5"), ("criterion", "entropy")])
+        common.parse_param_value(tao.param("warm_start"), "maybe")
+    params = common.model_params(cart, "classification", "quick", [("max_depth", "5"), ("criterion", "entropy")])
     assert params["max_depth"] == 5 and params["criterion"] == "entropy"
     with pytest.raises(TreevizError, match="no preset"):
-        cli.model_params(cart, "classification", "nope", [])
+        common.model_params(cart, "classification", "nope", [])
 
 
 # ---------------------------------------------------------------------------- train
@@ -167,38 +169,38 @@ def test_train_reads_a_table_file_like_an_upload(home, capsys, tmp_path):
 
 def test_bad_arguments_get_one_clean_sentence_and_a_nonzero_status(home, capsys, tmp_path):
     code, _, err = run(capsys, "train", "-d", "iris", "-f", "nope")
-    assert_clean_error(code, err, cli.USAGE, "invalid choice: 'nope'")
+    assert_clean_error(code, err, common.USAGE, "invalid choice: 'nope'")
     code, _, err = run(capsys, "train", "-d", "iris", "-f", "cart", "-p", "max_depth")
-    assert_clean_error(code, err, cli.USAGE, "expected NAME=VALUE")
+    assert_clean_error(code, err, common.USAGE, "expected NAME=VALUE")
     code, _, err = run(capsys, "train", "-f", "cart")
-    assert_clean_error(code, err, cli.USAGE, "required: --data")
+    assert_clean_error(code, err, common.USAGE, "required: --data")
     code, _, err = run(capsys, "train", "-d", "iris", "-f", "cart", "-p", "depth=3")
-    assert_clean_error(code, err, cli.USER_ERROR, "has no parameter(s) depth")
+    assert_clean_error(code, err, common.USER_ERROR, "has no parameter(s) depth")
     code, _, err = run(capsys, "train", "-d", "iris", "-f", "cart", "-p", "max_depth=deep")
-    assert_clean_error(code, err, cli.USER_ERROR, "Parameter 'max_depth' must be a whole number")
+    assert_clean_error(code, err, common.USER_ERROR, "Parameter 'max_depth' must be a whole number")
     code, _, err = run(capsys, "train", "-d", "iris", "-f", "cart", "-p", "max_depth=0")
-    assert_clean_error(code, err, cli.USER_ERROR, "must be at least 1")
+    assert_clean_error(code, err, common.USER_ERROR, "must be at least 1")
     code, _, err = run(capsys, "train", "-d", "iris", "-f", "cart", "--preset", "huge")
-    assert_clean_error(code, err, cli.USER_ERROR, "has no preset 'huge'")
+    assert_clean_error(code, err, common.USER_ERROR, "has no preset 'huge'")
     code, _, err = run(capsys, "train", "-d", tmp_path / "missing.csv", "-f", "cart")
-    assert_clean_error(code, err, cli.USER_ERROR, "There is no file")
+    assert_clean_error(code, err, common.USER_ERROR, "There is no file")
     code, _, err = run(capsys, "train", "-d", "irises", "-f", "cart")
-    assert_clean_error(code, err, cli.USER_ERROR, "neither a table file, a built-in data set")
+    assert_clean_error(code, err, common.USER_ERROR, "neither a table file, a built-in data set")
     code, _, err = run(capsys, "train", "-d", "iris", "--target", "species", "-f", "cart")
-    assert_clean_error(code, err, cli.USER_ERROR, "--target applies only to a table file")
+    assert_clean_error(code, err, common.USER_ERROR, "--target applies only to a table file")
     code, _, err = run(capsys, "train", "-d", "iris", "-f", "cart", "--task", "clustering")
-    assert_clean_error(code, err, cli.USER_ERROR, "does not do clustering")
+    assert_clean_error(code, err, common.USER_ERROR, "does not do clustering")
     code, _, err = run(capsys, "train", "-d", "blobs", "-f", "cart")
-    assert_clean_error(code, err, cli.USER_ERROR, "does not do clustering")
+    assert_clean_error(code, err, common.USER_ERROR, "does not do clustering")
     unknown = "20200101-000000-000000-abcdef"
     for argv in (("export", unknown), ("export", unknown, "--rules"), ("report", unknown),
                  ("predict", unknown, PENGUINS)):
         code, _, err = run(capsys, *argv)
-        assert_clean_error(code, err, cli.USER_ERROR, f"There is no run {unknown}")
+        assert_clean_error(code, err, common.USER_ERROR, f"There is no run {unknown}")
     code, _, err = run(capsys, "export", "not-a-run")
-    assert_clean_error(code, err, cli.USER_ERROR, "is not a run id")
+    assert_clean_error(code, err, common.USER_ERROR, "is not a run id")
     code, _, err = run(capsys, "import", tmp_path / "none.zip")
-    assert_clean_error(code, err, cli.USER_ERROR, "There is no file")
+    assert_clean_error(code, err, common.USER_ERROR, "There is no file")
     assert RunStore(home).list() == []
 
 
@@ -207,7 +209,7 @@ def test_bad_arguments_get_one_clean_sentence_and_a_nonzero_status(home, capsys,
 
 def interrupt_at(monkeypatch, epoch: int, times: int = 1) -> None:
     """Make the progress bar receive SIGINT (as from Ctrl-C) ``times`` times at an epoch."""
-    original = cli.ProgressBar.on_epoch_end
+    original = progress.ProgressBar.on_epoch_end
 
     def on_epoch_end(self, estimator, **kwargs):
         if self.epochs + 1 == epoch:
@@ -215,13 +217,13 @@ def interrupt_at(monkeypatch, epoch: int, times: int = 1) -> None:
                 signal.raise_signal(signal.SIGINT)
         return original(self, estimator, **kwargs)
 
-    monkeypatch.setattr(cli.ProgressBar, "on_epoch_end", on_epoch_end)
+    monkeypatch.setattr(progress.ProgressBar, "on_epoch_end", on_epoch_end)
 
 
 def test_ctrl_c_stores_the_run_as_cancelled_and_exits_130(home, capsys, monkeypatch):
     interrupt_at(monkeypatch, epoch=2)
     code, out, err = run(capsys, "train", "-d", "iris", "-f", "tao", "-p", "depth=2", "-p", "max_iter=20", "-q")
-    assert code == cli.INTERRUPTED
+    assert code == common.INTERRUPTED
     (record,) = RunStore(home).list()
     assert out.strip() == record.run_id and record.status == "cancelled"
     assert len(RunStore(home).history(record.run_id)) == 2
@@ -232,13 +234,13 @@ def test_ctrl_c_stores_the_run_as_cancelled_and_exits_130(home, capsys, monkeypa
 def test_a_second_ctrl_c_stops_at_once_and_stores_nothing(home, capsys, monkeypatch):
     interrupt_at(monkeypatch, epoch=1, times=2)
     code, _, err = run(capsys, "train", "-d", "iris", "-f", "tao", "-p", "depth=2", "-p", "max_iter=20")
-    assert code == cli.INTERRUPTED and "interrupted" in err and "Traceback" not in err
+    assert code == common.INTERRUPTED and "interrupted" in err and "Traceback" not in err
     assert RunStore(home).list() == []
 
 
 def test_the_progress_bar_counts_epochs_and_shows_the_curves():
     buffer = io.StringIO()
-    bar = cli.ProgressBar(get_family("latent"), enabled=True, file=buffer)
+    bar = progress.ProgressBar(get_family("latent"), enabled=True, file=buffer)
     bar.on_train_begin(None, total=3)
     for loss in (0.9, 0.5, 0.25):
         bar.on_epoch_end(None, record={"epoch": 1, "loss": loss})
@@ -266,11 +268,11 @@ def test_sweep_stores_one_run_per_value_as_one_lambda_path(home, capsys):
     assert lines[0].startswith("λ path 'Decision stump on iris' over min_gain (3 of 3 points")
     assert lines[1].split()[:4] == ["min_gain", "run", "status", "headline"] and len(lines) == 5
     code, _, err = run(capsys, "sweep", "-d", "iris", "-f", "cart")
-    assert_clean_error(code, err, cli.USER_ERROR, "has no λ path")
+    assert_clean_error(code, err, common.USER_ERROR, "has no λ path")
     code, _, err = run(capsys, "sweep", "-d", "iris", "-f", "stump", "--values", "1", "--low", "0.1")
-    assert_clean_error(code, err, cli.USAGE, "either --values or --low/--high/--count")
+    assert_clean_error(code, err, common.USAGE, "either --values or --low/--high/--count")
     code, _, err = run(capsys, "sweep", "-d", "iris", "-f", "stump", "-p", "min_gain=0.1")
-    assert_clean_error(code, err, cli.USER_ERROR, "conflicts with the sweep")
+    assert_clean_error(code, err, common.USER_ERROR, "conflicts with the sweep")
 
 
 # ---------------------------------------------------------------------------- predict
@@ -303,7 +305,7 @@ def test_predict_encodes_raw_rows_as_at_upload_and_applies_the_runs_preprocessin
     assert code == 0, err
     assert len(pd.read_csv(tmp_path / "pred.csv")) == 3 and "never saw in training ('Atlantis')" in err
     code, _, err = run(capsys, "predict", penguin_run, tmp_path / "rows.csv", "--keep", "id")
-    assert_clean_error(code, err, cli.USER_ERROR, "--keep names column(s) 'id'")
+    assert_clean_error(code, err, common.USER_ERROR, "--keep names column(s) 'id'")
 
 
 def test_predict_from_a_run_zip_a_run_folder_and_a_plain_model_file(home, capsys, tmp_path, penguin_run):
@@ -337,7 +339,7 @@ def test_predict_maps_an_embedding_run_through_transform(home, capsys, tmp_path)
     expected = store.load_model(run_id).transform(prepared.transform(prepared.dataset.X[:5]))
     np.testing.assert_allclose(table[["z0", "z1"]].to_numpy(), expected, rtol=1e-9)
     code, _, err = run(capsys, "predict", run_id, tmp_path / "iris.csv", "--proba")
-    assert_clean_error(code, err, cli.USER_ERROR, "--proba needs a classifier")
+    assert_clean_error(code, err, common.USER_ERROR, "--proba needs a classifier")
 
 
 def test_table_to_features_follows_the_upload_encoding():
@@ -376,7 +378,7 @@ def test_export_a_zip_and_import_it_into_another_store(home, capsys, tmp_path, p
     (imported,) = RunStore(other).list()
     assert out.strip() == imported.run_id == penguin_run and imported.metrics == store.get(penguin_run).metrics
     code, _, err = run(capsys, "import", PENGUINS, "--home", other)
-    assert_clean_error(code, err, cli.USER_ERROR, "not a zip archive")
+    assert_clean_error(code, err, common.USER_ERROR, "not a zip archive")
 
 
 def test_export_rules_in_the_datas_own_units(home, capsys, penguin_run):
@@ -396,7 +398,7 @@ def test_export_rules_of_every_tree_of_a_forest(home, capsys):
     code, out, _ = run(capsys, "export", run_id, "--rules")
     assert code == 0 and "# tree 0 of 2" in out and "# tree 1 of 2" in out
     code, _, err = run(capsys, "export", run_id, "--rules", "--tree", "5")
-    assert_clean_error(code, err, cli.USER_ERROR, "choose --tree from 0 to 1")
+    assert_clean_error(code, err, common.USER_ERROR, "choose --tree from 0 to 1")
 
 
 def test_export_python_and_sql_predict_raw_rows_like_the_run(home, capsys, tmp_path, penguin_run):
@@ -420,7 +422,7 @@ def test_export_python_and_sql_predict_raw_rows_like_the_run(home, capsys, tmp_p
     got = [r[0] for r in db.execute((tmp_path / "tree.sql").read_text())]
     assert (np.asarray(got) == expected).all()
     code, _, err = run(capsys, "export", penguin_run, "--sql", "--rules")
-    assert_clean_error(code, err, cli.USAGE, "not allowed with argument")
+    assert_clean_error(code, err, common.USAGE, "not allowed with argument")
 
 
 def test_export_code_of_a_forest_tree_and_of_a_latent_tree_says_what_it_gives(home, capsys):
@@ -432,7 +434,7 @@ def test_export_code_of_a_forest_tree_and_of_a_latent_tree_says_what_it_gives(ho
     assert code == 0 and "the code gives each row's leaf" in err and "def leaf(row)" in source
     skinny = train(capsys, "-d", "iris", "-f", "skinny", *param_args(get_family("skinny").test_params))
     code, _, err = run(capsys, "export", skinny, "--sql")
-    assert code == cli.USER_ERROR and err.startswith("treeviz: error: ") and "Traceback" not in err
+    assert code == common.USER_ERROR and err.startswith("treeviz: error: ") and "Traceback" not in err
 
 
 def test_report_writes_the_runs_html_page(home, capsys, tmp_path, penguin_run):
@@ -519,7 +521,7 @@ def test_ctrl_c_in_a_real_process_stores_a_cancelled_run(tmp_path):
 ])
 def test_out_of_range_options_are_refused_with_a_sentence(home, capsys, argv, words):
     code, out, err = run(capsys, *argv)
-    assert_clean_error(code, err, cli.USAGE, words)
+    assert_clean_error(code, err, common.USAGE, words)
     assert out == "" and RunStore(home).list() == []
 
 
@@ -535,14 +537,14 @@ def test_a_home_that_is_not_a_folder_is_refused_with_a_sentence(capsys, tmp_path
     for home in (a_file, Path(os.devnull)):
         for argv in (("list",), ("datasets",), ("train", "-d", "iris", "-f", "cart")):
             code, _, err = run(capsys, *argv, "--home", home)
-            assert_clean_error(code, err, cli.USER_ERROR, f"The run store {home} is not a folder")
+            assert_clean_error(code, err, common.USER_ERROR, f"The run store {home} is not a folder")
     code, _, err = run(capsys, "train", "-d", "iris", "-f", "cart", "--home", a_file / "sub")
-    assert_clean_error(code, err, cli.USER_ERROR, "Not a directory")
+    assert_clean_error(code, err, common.USER_ERROR, "Not a directory")
 
 
 def test_a_home_it_may_not_write_to_is_refused_with_a_sentence(capsys):
     code, _, err = run(capsys, "train", "-d", "iris", "-f", "cart", "--home", "/proc/1")
-    assert code == cli.USER_ERROR and err.count("\n") == 1
+    assert code == common.USER_ERROR and err.count("\n") == 1
     assert err.startswith("treeviz: error: ") and "(/proc/1/" in err and "Traceback" not in err
 
 
@@ -550,9 +552,9 @@ def test_a_full_disk_is_a_sentence_not_a_traceback(home, capsys, monkeypatch):
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(home / "runs" / ".tmp-x"))
 
-    monkeypatch.setattr(cli, "train_run", full)
+    monkeypatch.setattr(train_command, "train_run", full)
     code, _, err = run(capsys, "train", "-d", "iris", "-f", "cart")
-    assert_clean_error(code, err, cli.USER_ERROR, "No space left on device")
+    assert_clean_error(code, err, common.USER_ERROR, "No space left on device")
     assert "free some space" in err and str(home) in err
 
 
@@ -561,25 +563,25 @@ def test_a_crash_has_its_own_exit_code_and_one_line_and_debug_adds_the_traceback
     def broken(data):
         raise zlib.error("Error -3 while decompressing data: invalid block type")
 
-    monkeypatch.setattr(cli, "load_model", broken)
+    monkeypatch.setattr(predict, "load_model", broken)
     model = tmp_path / "model.zip"
     model.write_bytes(b"PK\x03\x04 not really")
     code, out, err = run(capsys, "predict", model, PENGUINS)
-    assert code == cli.CRASH != cli.USER_ERROR and out == "" and "Traceback" not in err
+    assert code == common.CRASH != common.USER_ERROR and out == "" and "Traceback" not in err
     assert err.count("\n") == 1
     assert err.startswith("treeviz: internal error: error: Error -3 while decompressing data")
     assert "--debug" in err
     for argv in (("--debug", "predict", model, PENGUINS), ("predict", model, PENGUINS, "--debug")):
         code, _, err = run(capsys, *argv)
-        assert code == cli.CRASH and "Traceback" in err and "zlib.error" in err
+        assert code == common.CRASH and "Traceback" in err and "zlib.error" in err
 
 
 def test_the_crash_code_is_documented_in_the_help_and_the_readme(capsys):
     _, out, _ = run(capsys, "--help")
-    assert f"  {cli.CRASH} " in out and "--debug" in out
+    assert f"  {common.CRASH} " in out and "--debug" in out
     readme = (ROOT / "README.md").read_text()
     section = readme[readme.index("## Command line"):readme.index("### Sweeps on a cluster")]
-    for code_, _ in cli.EXIT_CODES:
+    for code_, _ in common.EXIT_CODES:
         assert re.search(rf"[ ;]{code_}\s", section), code_
     assert "--debug" in section and "delete --leftovers" in section
 
@@ -587,7 +589,7 @@ def test_the_crash_code_is_documented_in_the_help_and_the_readme(capsys):
 def test_a_malformed_scheduler_address_is_refused_before_the_data_is_read(home, capsys, tmp_path):
     code, _, err = run(capsys, "grid", "-d", tmp_path / "missing.csv", "-f", "cart", "-g", "max_depth=1,2",
                        "--scheduler", "notaurl")
-    assert_clean_error(code, err, cli.USER_ERROR, "'notaurl' is not a Dask scheduler address")
+    assert_clean_error(code, err, common.USER_ERROR, "'notaurl' is not a Dask scheduler address")
 
 
 def test_a_table_over_the_upload_limit_is_refused_before_it_is_read_whole(home, capsys, monkeypatch, tmp_path):
@@ -600,12 +602,12 @@ def test_a_table_over_the_upload_limit_is_refused_before_it_is_read_whole(home, 
     big.write_text("a,b\n" + "1,2\n" * 1000)
     for data in (big, "/dev/zero"):
         code, _, err = run(capsys, "train", "-d", data, "-f", "cart")
-        assert_clean_error(code, err, cli.USER_ERROR, "is larger than the upload limit of 0.001 MB")
+        assert_clean_error(code, err, common.USER_ERROR, "is larger than the upload limit of 0.001 MB")
     code, _, err = run(capsys, "predict", "20200101-000000-000000-abcdef", "/dev/zero")
-    assert code == cli.USER_ERROR  # the run is looked up first; the table is never read
-    monkeypatch.setattr(cli, "MAX_IMPORT_BYTES", 4096)
+    assert code == common.USER_ERROR  # the run is looked up first; the table is never read
+    monkeypatch.setattr(common, "MAX_IMPORT_BYTES", 4096)
     code, _, err = run(capsys, "import", "/dev/zero")
-    assert_clean_error(code, err, cli.USER_ERROR, "/dev/zero is larger than")
+    assert_clean_error(code, err, common.USER_ERROR, "/dev/zero is larger than")
 
 
 def test_predict_escapes_cells_a_spreadsheet_would_run_as_formulas(home, capsys, tmp_path, penguin_run):
@@ -618,7 +620,7 @@ def test_predict_escapes_cells_a_spreadsheet_would_run_as_formulas(home, capsys,
     table = pd.read_csv(io.StringIO(out), keep_default_na=False)
     assert list(table["id"]) == ["'=1+2", "'+SUM(A1)", "'-x", "'@cmd", "'\tq", "'=HYPERLINK(\"x\")", "plain"]
     assert table["score"].iloc[0] == -1.5  # numbers, negative ones too, are left as they are
-    frame = cli.spreadsheet_safe(pd.DataFrame({"=a": ["=b", "\rc", "d"], "n": [-1, 2, 3]}))
+    frame = predict.spreadsheet_safe(pd.DataFrame({"=a": ["=b", "\rc", "d"], "n": [-1, 2, 3]}))
     assert list(frame.columns) == ["'=a", "n"] and list(frame["'=a"]) == ["'=b", "'\rc", "d"]
     assert list(frame["n"]) == [-1, 2, 3]
 
@@ -630,7 +632,7 @@ def test_delete_removes_runs_even_damaged_ones_and_the_leftovers_of_crashes(home
     (store.run_path(second) / "run.json").write_text("{ crafted")  # the Runs page cannot open it
     unknown = "20200101-000000-000000-abcdef"
     code, _, err = run(capsys, "delete", first, unknown)
-    assert_clean_error(code, err, cli.USER_ERROR, f"There is no run {unknown}")
+    assert_clean_error(code, err, common.USER_ERROR, f"There is no run {unknown}")
     assert store.exists(first)  # every id is checked before any run is deleted
     code, out, err = run(capsys, "delete", first, second)
     assert code == 0, err
@@ -666,7 +668,7 @@ def test_predict_quotes_the_value_that_is_not_a_number(home, capsys, tmp_path, p
     rows.loc[2, "bill_length_mm"] = "long"
     rows.to_csv(tmp_path / "rows.csv", index=False)
     code, _, err = run(capsys, "predict", penguin_run, tmp_path / "rows.csv")
-    assert_clean_error(code, err, cli.USER_ERROR, "Column 'bill_length_mm' of 'rows.csv' holds text such as 'long'")
+    assert_clean_error(code, err, common.USER_ERROR, "Column 'bill_length_mm' of 'rows.csv' holds text such as 'long'")
 
 
 def test_predict_reads_features_whose_names_are_ambiguous_as_at_upload(home, capsys, tmp_path):

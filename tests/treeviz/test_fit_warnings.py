@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from treeviz import cli
+from treeviz.cli.main import main
 from treeviz.services.data import PrepConfig, load_dataset, prepare
 from treeviz.services.runs import RunStore
 from treeviz.services.training import WARNING, build_estimator, fit_warnings, run_warnings, train_run
@@ -77,7 +77,7 @@ def test_a_constant_classifier_is_no_better_than_the_majority_class(data):
 
 
 def test_the_command_line_prints_the_warning(home, capsys):
-    code = cli.main(["train", "-q", "--data", "diabetes", "--family", "dgt", "--param", "depth=3",
+    code = main(["train", "-q", "--data", "diabetes", "--family", "dgt", "--param", "depth=3",
                      "--param", "learning_rate=10", "--param", "max_epochs=5", "--param", "min_steps=0"])
     err = capsys.readouterr().err
     assert code == 0 and f"treeviz: {WARNING} the model is no better than always predicting the mean" in err

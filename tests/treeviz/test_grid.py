@@ -14,7 +14,7 @@ from distributed import LocalCluster
 
 from models.ground.errors import TrainingCancelled, TreevizError
 from models.registry import get_family
-from treeviz.cli import main
+from treeviz.cli.main import main
 from treeviz.services.data import PrepConfig, load_dataset, prepare
 from treeviz.services.grid import (
     SCHEDULER_ENV,

@@ -1,0 +1,111 @@
+"""``export``: a run as a zip, its rules as text, or its tree as a Python function or a SQL query."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from models.ground.errors import TreevizError
+from treeviz.cli.common import OK, PROG, note, open_store, whole_number, write_output
+from treeviz.services.export import ALL_TERMS, TreeExport, render, tree_exports
+from treeviz.services.run_archive import export_zip
+from treeviz.services.runs import RunRecord, RunStore
+
+#: The command's one-line help, also the first line of its ``--help``.
+HELP = ("Export a run: a zip (a model file the app can import), its rules as text, or its tree as a "
+        "Python function or a SQL CASE query.")
+
+
+def epilog() -> str:
+    """Examples, and the units of rules and code."""
+    return (f"examples:\n  {PROG} export RUN_ID --out run.zip\n  {PROG} export RUN_ID --rules\n"
+            f"  {PROG} export RUN_ID --python --out tree.py\n  {PROG} export RUN_ID --sql --table rows\n\n"
+            "Rules and code read raw rows in the data's own units when the run's scaling allows it (none or\n"
+            "standard); the code then fills missing values with the training medians, as the app does.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """What to export and where, beside the shared ``--home``."""
+    parser.add_argument("run_id", metavar="RUN_ID")
+    parser.add_argument("-o", "--out", metavar="FILE",
+                        help="where to write ('-': stdout; default: RUN_ID.zip for a zip, stdout for text)")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--rules", action="store_true", help="every root-to-leaf rule as text")
+    what.add_argument("--python", action="store_true",
+                      help="a dependency-free Python module with predict(row) (treeviz.readers.codegen)")
+    what.add_argument("--sql", action="store_true",
+                      help="a SQL SELECT with one CASE expression (treeviz.readers.codegen)")
+    parser.add_argument("--no-dataset", action="store_true", help="zip: leave the data set out")
+    parser.add_argument("--model-units", action="store_true",
+                        help="rules and code: the model's (preprocessed) units instead of the data's own")
+    parser.add_argument("--max-terms", type=whole_number(1), default=None,
+                        help="rules: fold each oblique split to its largest terms (default: every term)")
+    parser.add_argument("--tree", type=whole_number(0), metavar="INDEX",
+                        help="rules: only this tree of an ensemble; code: this tree (default 0)")
+    parser.add_argument("--leaf", action="store_true", help="code: return the leaf id instead of the prediction")
+    parser.add_argument("--table", type=sql_table, default="data", help="SQL: the table the query reads")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no notes on stderr")
+
+
+def sql_table(text: str) -> str:
+    """``--table``: a table name that is not blank."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected the name of a table, got an empty one")
+    return text
+
+
+def _exports(store: RunStore, run_id: str, args: argparse.Namespace, indices: Sequence[int] | None
+             ) -> tuple[RunRecord, list[TreeExport]]:
+    """The run's trees to export (:func:`treeviz.services.export.tree_exports`: the same decisions as the
+    Tree explorer), in the data's own units unless ``--model-units`` or the run's scaling says otherwise."""
+    record = store.get(run_id)
+    model = store.load_model(run_id)
+    n_trees = len(model.to_trees())
+    for i in indices if indices is not None else ():
+        if not 0 <= i < n_trees:
+            raise TreevizError(f"Run {run_id} has {n_trees} tree(s); choose --tree from 0 to {n_trees - 1}.")
+    try:
+        prepared = store.load_prepared(run_id)
+    except TreevizError as err:
+        prepared = None
+        note(args, f"note: {err} The export is in the model's units.")
+    exports = tree_exports(model, prepared, indices=indices, original_units=not args.model_units, leaf=args.leaf,
+                           run_name=record.name, run_id=record.run_id, dataset_name=record.dataset_name,
+                           title=f"Rules of run {run_id} '{record.name}' ({record.family}, {record.task}, "
+                                 f"{record.dataset_name})")
+    return record, exports
+
+
+def _rules_text(store: RunStore, run_id: str, args: argparse.Namespace) -> str:
+    """Every root-to-leaf rule of the run's tree(s) (``--tree`` picks one of an ensemble), every
+    term of every split unless ``--max-terms`` folds them."""
+    _, exports = _exports(store, run_id, args, None if args.tree is None else [args.tree])
+    return render("rules", exports, max_terms=args.max_terms or ALL_TERMS)
+
+
+def _code_text(store: RunStore, run_id: str, args: argparse.Namespace) -> str:
+    """The run's tree as a Python module or a SQL query, as the Tree explorer offers it."""
+    index = 0 if args.tree is None else args.tree
+    record, [export] = _exports(store, run_id, args, [index])
+    text = render("python", [export]) if args.python else render("sql", [export], table=args.table)
+    if export.n_trees > 1:
+        note(args, f"note: the code is tree {index} of the {export.n_trees} of this ensemble, not the ensemble's "
+                   "prediction; --tree picks another.")
+    if export.output == "leaf" and not args.leaf:
+        note(args, f"note: {record.family} predicts from more than its leaves, so the code gives each row's leaf.")
+    return text
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``export``: a run as a zip (default), its rules as text, or its tree as Python or SQL."""
+    store = open_store(args)
+    store.get(args.run_id)  # a sentence for an unknown run before anything else
+    if args.rules:
+        write_output(args.out, _rules_text(store, args.run_id, args), args, "rules")
+        return OK
+    if args.python or args.sql:
+        write_output(args.out, _code_text(store, args.run_id, args), args, "Python code" if args.python else "SQL")
+        return OK
+    data = export_zip(store, args.run_id, include_dataset=not args.no_dataset)
+    write_output(args.out or f"{args.run_id}.zip", data, args, "run zip")
+    return OK

@@ -1,0 +1,153 @@
+"""``predict``: a stored run's or a model file's predictions for the rows of a table, as CSV."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from models.ground.errors import TreevizError
+from models.persist import load_model
+from models.registry import get_family
+from treeviz.cli.common import OK, PROG, note, open_store, read_model_bytes, read_table_file, write_output
+from treeviz.services.data import Dataset, PreparedData, prepare
+from treeviz.services.data.dataset import ARRAYS, DATASET_JSON
+from treeviz.services.data.table import FEATURE_SOURCES, table_to_features
+from treeviz.services.data.upload import ENCODINGS
+from treeviz.services.run_archive import DATASET_PREFIX, read_run_zip
+from treeviz.services.runs import RUN_ID_RE, RUN_JSON, RunRecord, RunStore
+
+#: The command's one-line help, also the first line of its ``--help``.
+HELP = "Predict the rows of a table with a stored run or a model file."
+
+
+def epilog() -> str:
+    """Which columns the table needs, and an example."""
+    return ("The table's columns are those of the training data (one-hot and date columns are encoded as\n"
+            "at upload) or the model's feature names; other columns are ignored. A run (id, folder or\n"
+            "zip) also brings its preprocessing (imputation and scaling); a plain model file does not.\n\n"
+            f"example:\n  {PROG} predict 20250101-120000-000000-abcdef new_rows.csv --proba --out pred.csv")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model, the table and the output, beside the shared ``--home``."""
+    parser.add_argument("model", metavar="MODEL", help="a run id, a run folder, a run zip or a model file/folder")
+    parser.add_argument("table", metavar="TABLE", help="a CSV/TSV/Parquet file of rows to predict")
+    parser.add_argument("-o", "--out", metavar="FILE", help="write the CSV here (default: stdout)")
+    parser.add_argument("--proba", action="store_true", help="add one probability column per class (classifiers)")
+    parser.add_argument("--keep", action="append", default=[], metavar="COLUMN",
+                        help="copy this input column to the output, e.g. an id (repeatable)")
+    parser.add_argument("--encoding", choices=ENCODINGS, default="auto", help="the table's text encoding")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no notes on stderr")
+
+
+#: Text cells starting with one of these are formulas to a spreadsheet (OWASP's CSV injection list).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """The table with every text cell and column name that a spreadsheet would run as a formula
+    prefixed with a single quote (numbers, negative ones included, are left as they are)."""
+    def cell(value: Any) -> Any:
+        return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+
+    out = frame.rename(columns=lambda c: cell(str(c)))
+    for column in out.columns:
+        if not pd.api.types.is_numeric_dtype(out[column].dtype):
+            out[column] = out[column].map(cell)
+    return out
+
+
+def _run_folder_store(path: Path) -> RunStore | None:
+    """The store a run folder (``<root>/runs/<run_id>``) belongs to, or None for another folder."""
+    if (path / RUN_JSON).is_file() and path.parent.name == "runs" and RUN_ID_RE.fullmatch(path.name):
+        return RunStore(path.parent.parent)
+    return None
+
+
+def load_predictor(spec: str, args: argparse.Namespace) -> tuple[Any, PreparedData | None, str]:
+    """The model ``spec`` names, its prepared training data (None when unknown) and a description.
+
+    ``spec`` is a run id in the store, a run folder, a run zip (its data set inside rebuilds the
+    preprocessing) or a plain model file (folder or zip: no preprocessing is known).
+    """
+    path = Path(spec).expanduser()
+    if not path.exists():
+        if RUN_ID_RE.fullmatch(spec):
+            store = open_store(args)
+            record = store.get(spec)
+            return store.load_model(spec), store.load_prepared(spec), f"run {spec} '{record.name}'"
+        raise TreevizError(f"There is no run or model file {spec!r}; give a run id (`{PROG} list`) or the "
+                           "path of a model file or run zip.")
+    if path.is_dir():
+        store = _run_folder_store(path)
+        if store is not None:
+            record = store.get(path.name)
+            return store.load_model(path.name), store.load_prepared(path.name), f"run {path.name} '{record.name}'"
+        return load_model(path), None, f"model {path}"
+    data = read_model_bytes(path, "model file")
+    model = load_model(data)
+    try:
+        names = set(zipfile.ZipFile(io.BytesIO(data)).namelist())
+    except zipfile.BadZipFile:  # pragma: no cover - load_model read it as a zip already
+        names = set()
+    if RUN_JSON in names and DATASET_PREFIX + DATASET_JSON in names:
+        files = read_run_zip(data)
+        record = RunRecord.from_dict(json.loads(files[RUN_JSON].decode("utf-8")))
+        dataset = Dataset.from_files(files[DATASET_PREFIX + DATASET_JSON], files[DATASET_PREFIX + ARRAYS],
+                                     record.dataset_fingerprint)
+        prepared = prepare(dataset, record.prep_config)
+        if prepared.fingerprint != record.prepared_fingerprint:
+            raise TreevizError(f"The data in {path.name} cannot be rebuilt exactly (its preprocessing fingerprint "
+                               "differs), so its rows cannot be preprocessed as in training.")
+        return model, prepared, f"run zip {path.name} '{record.name}'"
+    return model, None, f"model {path.name}"
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    """``predict``: a model's predictions for the rows of a table, as CSV."""
+    model, prepared, what = load_predictor(args.model, args)
+    table_path = Path(args.table).expanduser()
+    df = read_table_file(table_path, args.encoding)
+    missing = [c for c in args.keep if c not in df.columns]
+    if missing:
+        raise TreevizError(f"--keep names column(s) {', '.join(repr(c) for c in missing)} that "
+                           f"{table_path.name} lacks.")
+    names = prepared.dataset.feature_names if prepared is not None else tuple(model.feature_names_)
+    sources = prepared.dataset.meta.get(FEATURE_SOURCES) if prepared is not None else None
+    X_raw, notes = table_to_features(df, names, name=table_path.name, sources=sources)
+    for text in notes:
+        note(args, f"note: {text}")
+    if prepared is None:
+        note(args, f"note: {what} carries no preprocessing, so the rows go to the model as they are; give the "
+                   "values it was trained on (scaled ones, if its data was scaled).")
+        X = X_raw
+    else:
+        X = prepared.transform(X_raw)
+    out = pd.DataFrame({c: df[c].to_numpy() for c in args.keep})
+    task = get_family(model.family_key).task_of_class(type(model))
+    try:
+        if hasattr(model, "predict"):
+            out["cluster" if task == "clustering" else "prediction"] = np.asarray(model.predict(X))
+        else:
+            Z = np.asarray(model.transform(X))
+            for j in range(Z.shape[1]):
+                out[f"z{j}"] = Z[:, j]
+        if args.proba:
+            if not (hasattr(model, "predict_proba") and hasattr(model, "classes_")):
+                raise TreevizError(f"--proba needs a classifier; {what} is a model for {task}.")
+            proba = np.asarray(model.predict_proba(X))
+            for j, name in enumerate(np.asarray(model.classes_).astype(str)):
+                out[f"proba_{name}"] = proba[:, j]
+    except TreevizError:
+        raise
+    except ValueError as err:  # the model's own input checks (for example NaN a family cannot route)
+        raise TreevizError(f"The model could not predict these rows ({err}).") from None
+    write_output(args.out, spreadsheet_safe(out).to_csv(index=False), args, "predictions")
+    return OK
