@@ -5,6 +5,13 @@ this repository would be, through ``TREEVIZ_FAMILIES``. So the contract test
 (``tests/test_contract.py``) and the app tests cover a family that the frame has never heard of:
 if a new family needed an edit in ``treeviz/``, ``app_pages/`` or ``models/registry.py``, the
 stump's tests would fail.
+
+The app's training jobs run in threads during the tests (``TREEVIZ_JOB_PROCESSES=0``, set by the
+``home`` fixture unless the variable is already set): one job manager for the whole session
+(:func:`treeviz.ui.state.thread_jobs`), so an app flow does not pay for starting a worker process
+(which imports torch) and stopping it again. After each test ``home`` cancels the jobs still
+running, waits for them and forgets every job, so no job of one test shows on another test's
+pages. A test that needs the real child processes asks for the ``jobs_in_processes`` fixture.
 """
 
 import os
@@ -14,6 +21,7 @@ import streamlit as st
 
 from models import registry
 from treeviz.services.jobs import JobManager
+from treeviz.ui import state
 
 STUMP_MODULE = "tests.families.stump.family"
 _extra = [m for m in os.environ.get(registry.PLUGINS_ENV, "").split(",") if m.strip()]
@@ -22,14 +30,45 @@ if STUMP_MODULE not in _extra:
 registry.reload()
 
 
+#: Seconds a cancelled job may take to end at the end of a test before the test fails.
+JOB_END_S = 60.0
+
+
+def end_jobs(manager: JobManager) -> None:
+    """Cancel the jobs of ``manager`` still queued or running, wait for them and forget every job;
+    fail if one did not end (it would still be running during the next test)."""
+    for job in manager.active():
+        manager.cancel(job.id)
+    stuck = [job.label for job in manager.active() if not job.wait(JOB_END_S)]
+    for job in manager.jobs():
+        if job.done:
+            manager.forget(job.id)
+    assert not stuck, f"jobs still running {JOB_END_S:g} s after their cancel: {stuck}"
+
+
 @pytest.fixture
 def home(tmp_path, monkeypatch):
-    """A private run store (``TREEVIZ_HOME``) for one test; Streamlit's caches cleared before and
-    after, so nothing leaks between tests."""
+    """A private run store (``TREEVIZ_HOME``) for one test, the app's jobs in the shared threads
+    (unless ``TREEVIZ_JOB_PROCESSES`` is set); Streamlit's caches cleared and the app's jobs ended
+    and forgotten after the test, so nothing leaks between tests."""
     root = tmp_path / "treeviz-home"
     monkeypatch.setenv("TREEVIZ_HOME", str(root))
+    if state.JOB_PROCESSES_ENV not in os.environ:
+        monkeypatch.setenv(state.JOB_PROCESSES_ENV, "0")
     st.cache_resource.clear()
     st.cache_data.clear()
     yield root
-    JobManager.shutdown_all()  # the app's job workers and their child processes end with the test
-    st.cache_resource.clear()
+    try:
+        end_jobs(state.thread_jobs())  # the shared manager's threads stay for the next test
+    finally:
+        # the app's process manager of this test (cached: a new one, without workers, otherwise)
+        # ends with it, its child processes too
+        state.process_jobs().shutdown()
+        st.cache_resource.clear()
+
+
+@pytest.fixture
+def jobs_in_processes(home, monkeypatch):
+    """The app runs its jobs in child processes, as it does outside the tests."""
+    monkeypatch.setenv(state.JOB_PROCESSES_ENV, "1")
+    return home

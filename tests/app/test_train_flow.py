@@ -56,12 +56,13 @@ def job_processes() -> list[int]:
     return found
 
 
-def test_cart_run_from_train_page_to_explorer_and_back_after_restart(home):
+def test_cart_run_from_train_page_to_explorer_and_back_after_restart(home, jobs_in_processes):
     at = train_cart_on_breast_cancer(new_app(), depth=6)
     store = RunStore(home)
     (record,) = store.list()
     assert record.family == "cart" and record.params["max_depth"] == 6
-    # the app trains in a worker process of its own, not in a thread of this one
+    # the app trains in a worker process of its own, not in a thread of this one (the one app flow
+    # on the app's real process path: the others run their jobs in threads, see tests/conftest.py)
     assert job_processes(), "no child process runs treeviz.services.worker_process"
     assert record.dataset["name"] == "breast_cancer"
 
@@ -109,6 +110,7 @@ def test_a_failing_training_shows_a_sentence_and_the_app_stays_usable(home, monk
 
         return fn
 
+    job_fn = treeviz.services.training.job_fn
     monkeypatch.setattr(treeviz.services.training, "job_fn", broken_job_fn)
     at = new_app()
     at.run()
@@ -119,7 +121,9 @@ def test_a_failing_training_shows_a_sentence_and_the_app_stays_usable(home, monk
     (error,) = texts(at.error)
     assert error == "Training failed: RuntimeError: the solver diverged"
     assert "Traceback" not in error
-    monkeypatch.undo()
+    # put back job_fn only: monkeypatch.undo() would also drop home's TREEVIZ_HOME and
+    # TREEVIZ_JOB_PROCESSES (the run would go to the user's store, the job to a child process)
+    monkeypatch.setattr(treeviz.services.training, "job_fn", job_fn)
     at.run()  # callbacks are bound to the previous run's script, so rerun once after the undo
     at.button(key="train.start").click().run()
     wait_for_job(at)

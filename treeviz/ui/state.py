@@ -14,10 +14,18 @@ Session-state keys (everything the app remembers per browser tab):
 
 Runs and jobs are process-wide (cached resources), so a second tab sees the same runs, and runs
 live on disk (:mod:`treeviz.services.runs`), so they survive an app restart.
+
+The app runs each training job in a child process of its own (:func:`process_jobs`), so two jobs
+do not contend for one interpreter lock. ``TREEVIZ_JOB_PROCESSES=0`` (also ``false``, ``no``,
+``off``) runs them in worker threads of the app's process instead (:func:`thread_jobs`): no child
+process to start (each imports torch, seconds), at the price of one interpreter lock shared with
+the pages. The tests run the app that way (``tests/conftest.py``); unset, empty or any other value
+means child processes.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import streamlit as st
@@ -41,6 +49,9 @@ DEVICE = "treeviz.device"
 FLASH = "treeviz.flash"
 NEXT_RUN_ID = "treeviz.next_run_id"
 DEFAULT_DATASET = "iris"
+#: Environment variable: "0", "false", "no" or "off" runs the app's jobs in threads (see above).
+JOB_PROCESSES_ENV = "TREEVIZ_JOB_PROCESSES"
+_THREADS_VALUES = ("0", "false", "no", "off")
 
 
 @st.cache_resource(show_spinner=False)
@@ -53,10 +64,32 @@ def store() -> RunStore:
     return _store(str(default_root()))
 
 
+def job_processes() -> bool:
+    """Whether the app runs its jobs in child processes: False when ``TREEVIZ_JOB_PROCESSES`` is
+    "0", "false", "no" or "off" (read at call time, any case), True otherwise."""
+    return os.environ.get(JOB_PROCESSES_ENV, "").strip().lower() not in _THREADS_VALUES
+
+
 @st.cache_resource(show_spinner=False)
-def jobs() -> JobManager:
-    """The process-wide background job manager."""
+def process_jobs() -> JobManager:
+    """The job manager whose workers run each job in a child process (the app's default)."""
     return JobManager(processes=True, idle_s=60.0)
+
+
+#: One per process, outside Streamlit's caches: ``st.cache_resource.clear()`` (which the tests
+#: call between tests) leaves it, so its worker threads are reused rather than started again.
+_THREAD_JOBS = JobManager(processes=False, idle_s=60.0)
+
+
+def thread_jobs() -> JobManager:
+    """The job manager whose workers run each job in their own thread of this process."""
+    return _THREAD_JOBS
+
+
+def jobs() -> JobManager:
+    """The process-wide background job manager: :func:`process_jobs`, or :func:`thread_jobs`
+    when ``TREEVIZ_JOB_PROCESSES`` says threads."""
+    return process_jobs() if job_processes() else thread_jobs()
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
