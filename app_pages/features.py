@@ -22,7 +22,7 @@ from treeviz.services.search import SELECTION, SearchJob, budget_size, stored_be
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
-from treeviz.ui.forms import family_select, param_form
+from treeviz.ui.forms import kept_select, offered_family, param_form
 from treeviz.ui.job_panel import job_panel, start, take_result
 
 SEARCH_ID = "features.search_id"
@@ -40,10 +40,9 @@ def metric_title(key: str) -> str:
 
 # ---------------------------------------------------------------- a new budget search
 with st.expander("Search for a feature budget", expanded=not state.searches()):
-    if not families:
-        st.info(f"No family that selects features handles {ds.task}; choose a classification or regression dataset.")
-    else:
-        family = family_select(families, key="features.family")
+    family = offered_family(families, key="features.family", none=f"No family that selects features handles "
+                            f"{ds.task}; choose a classification or regression dataset.")
+    if family is not None:
         key = family.key
         selection = family.feature_selection
         p = ds.n_features
@@ -95,11 +94,8 @@ with user_errors("showing the budget searches"):
     found = state.searches()
     if found:
         st.subheader("Budget searches")
-        ids = list(found)
-        label = {i: f"{found[i][0].sweep.get('label', i)} · {len(found[i])} trials · {i[:15]}" for i in ids}
-        if st.session_state.get(SEARCH_ID) not in ids:
-            st.session_state[SEARCH_ID] = ids[0]
-        search_id = st.selectbox("Search", ids, format_func=label.get, key=SEARCH_ID)
+        label = {i: f"{found[i][0].sweep.get('label', i)} · {len(found[i])} trials · {i[:15]}" for i in found}
+        search_id = kept_select("Search", label, key=SEARCH_ID)
         records = found[search_id]
         task, k = records[0].task, int(records[0].sweep["budget"])
         best = stored_best(records)

@@ -14,13 +14,15 @@ from treeviz.services.sweep import SweepJob, sweep_label, value_grid
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
-from treeviz.ui.forms import family_select, param_form
+from treeviz.ui.forms import kept_select, offered_family, param_form
 from treeviz.ui.job_panel import job_panel, page_job, start, take_result
 
 SWEEP_ID = "pruning.sweep_id"
 GRID_ID = "grid.grid_id"
 #: The depth parameter a grid varies, by the name a family gives it.
 DEPTH_PARAMS = ("depth", "max_depth")
+#: What the λ path and the grid say when no family offers a λ path for the data set's task.
+NO_LAMBDA_PATH = "No family with a λ path handles {task}; choose another dataset."
 
 
 def where_to_run() -> bool:
@@ -46,10 +48,8 @@ ds = state.current_dataset()
 families = families_offering("lambda_path", ds.task)
 
 with st.expander("Run a new λ path", expanded=not state.store().list()):
-    if not families:
-        st.info(f"No family with a λ path handles {ds.task}; choose another dataset.")
-    else:
-        family = family_select(families, key="pruning.family")
+    family = offered_family(families, key="pruning.family", none=NO_LAMBDA_PATH.format(task=ds.task))
+    if family is not None:
         key = family.key
         path = family.lambda_path
         lam_title = family.param(path.param, ds.task).title
@@ -84,10 +84,8 @@ take_result("pruning", SWEEP_ID)
 
 # ---------------------------------------------------------------- grids: λ × depth × seed, here or on Dask
 with st.expander("Grid (λ × depth × seed)"):
-    if not families:
-        st.info(f"No family with a λ path handles {ds.task}; choose another dataset.")
-    else:
-        gfamily = family_select(families, key="grid.family")
+    gfamily = offered_family(families, key="grid.family", none=NO_LAMBDA_PATH.format(task=ds.task))
+    if gfamily is not None:
         gkey = gfamily.key
         gpath = gfamily.lambda_path
         form_names = {p.name for p in gfamily.params_for(ds.task, form_only=True)}
@@ -126,13 +124,10 @@ with user_errors("showing the grids"):
     all_grids = grids(state.store())
     if all_grids:
         with st.expander("Grid results", expanded=page_job("grid") is not None):
-            gids = list(all_grids)
             glabel = {i: f"{all_grids[i][0].sweep.get('label', i)} · {len(all_grids[i])} of "
                          f"{all_grids[i][0].sweep.get('size', '?')} trials · {all_grids[i][0].sweep.get('where', '')}"
-                      for i in gids}
-            if st.session_state.get(GRID_ID) not in gids:
-                st.session_state[GRID_ID] = gids[0]
-            gid = st.selectbox("Grid", gids, format_func=glabel.get, key=GRID_ID)
+                      for i in all_grids}
+            gid = kept_select("Grid", glabel, key=GRID_ID)
             st.dataframe(pd.DataFrame(grid_rows(all_grids[gid])), hide_index=True)
             st.caption("Each trial is also a run of its own: open it from the sidebar or the Runs page.")
 
@@ -142,11 +137,8 @@ with user_errors("showing the λ paths"):
     if not all_sweeps:
         st.info("No λ path yet: run one above. Each point is also a normal run (Runs page).")
         st.stop()
-    ids = list(all_sweeps)
-    label = {i: f"{sweep_label(all_sweeps[i])} · {len(all_sweeps[i])} points · {i[:15]}" for i in ids}
-    if st.session_state.get(SWEEP_ID) not in ids:
-        st.session_state[SWEEP_ID] = ids[0]
-    sweep_id = st.selectbox("λ path", ids, format_func=label.get, key=SWEEP_ID)
+    label = {i: f"{sweep_label(all_sweeps[i])} · {len(all_sweeps[i])} points · {i[:15]}" for i in all_sweeps}
+    sweep_id = kept_select("λ path", label, key=SWEEP_ID)
     records = all_sweeps[sweep_id]
     rows = state.sweep_rows(sweep_id, tuple(r.run_id for r in records))
     param = str(records[0].sweep["param"])

@@ -54,6 +54,25 @@ def family_select(families: Sequence[Family], *, key: str, hide_single: bool = F
     return next(f for f in families if f.key == chosen)
 
 
+def offered_family(families: Sequence[Family], *, key: str, none: str) -> Family | None:
+    """:func:`family_select` over ``families``; when there are none, the sentence ``none`` (what to
+    choose instead) and ``None``."""
+    if not families:
+        st.info(none)
+        return None
+    return family_select(families, key=key)
+
+
+def kept_select(label: str, options: dict[str, str], *, key: str) -> str:
+    """A select box over the keys of ``options`` (shown by their values) whose choice lives in
+    ``st.session_state[key]``: a choice that is gone (deleted, or none yet) falls back to the first
+    option, so that the box never shows a stale id."""
+    ids = list(options)
+    if st.session_state.get(key) not in ids:
+        st.session_state[key] = ids[0]
+    return st.selectbox(label, ids, format_func=options.get, key=key)
+
+
 def param_form(family: Family, task: str, values: dict[str, Any], *, key: str,
                exclude: Iterable[str] = ()) -> dict[str, Any]:
     """Render one widget per hyperparameter of ``family`` for ``task``; return the chosen values.
