@@ -49,7 +49,7 @@ from __future__ import annotations
 import keyword
 import math
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -362,39 +362,54 @@ def _check_units(units: str | None) -> None:
         raise TreevizError(f"The units of the code are one of {', '.join(UNITS)} (or not said), not {units!r}.")
 
 
+# ------------------------------------------------------------------------ arithmetic, in any language
+# Python and SQL write sums alike; only how a number and a feature read differ (``number``, ``ref``).
+def _sum_text(terms: Sequence[tuple[int, float]], number: Callable[[float], str], ref: Callable[[int], str]) -> str:
+    """``w1 * x1 + w2 * x2 - ...`` in feature order (a - w*x equals a + (-w)*x exactly)."""
+    parts = []
+    for i, (j, w) in enumerate(terms):
+        if i == 0:
+            parts.append(f"{number(w)} * {ref(j)}")
+        else:
+            parts.append(f"{'-' if w < 0 else '+'} {number(abs(w))} * {ref(j)}")
+    return " ".join(parts)
+
+
+def _affine_text(a: _Affine, number: Callable[[float], str], ref: Callable[[int], str]) -> str:
+    """``const + (Σ w·x)``: the Tree adds the leaf's linear term to its constant."""
+    if not a.terms:
+        return number(a.const)
+    total = _sum_text(a.terms, number, ref)
+    if a.const == 0:
+        return total
+    return f"{number(a.const)} + {total if len(a.terms) == 1 else f'({total})'}"
+
+
+def _linear_left(split: _Split, number: Callable[[float], str], ref: Callable[[int], str], zero: str) -> str:
+    """``Σ w·x ± b <= zero``: a linear split's condition for going left."""
+    core = _sum_text(split.terms, number, ref)
+    if split.bias != 0:
+        core += f" {'-' if split.bias < 0 else '+'} {number(abs(split.bias))}"
+    return f"{core} <= {zero}"
+
+
 # -------------------------------------------------------------------------------------------- Python
 def _py_number(value: float) -> str:
     return repr(float(value))
 
 
-def _py_sum(terms: Sequence[tuple[int, float]]) -> str:
-    """``w1 * x1 + w2 * x2 - ...`` in feature order (a - w*x equals a + (-w)*x exactly)."""
-    parts = []
-    for i, (j, w) in enumerate(terms):
-        if i == 0:
-            parts.append(f"{_py_number(w)} * x{j}")
-        else:
-            parts.append(f"{'-' if w < 0 else '+'} {_py_number(abs(w))} * x{j}")
-    return " ".join(parts)
+def _py_ref(j: int) -> str:
+    return f"x{j}"
 
 
 def _py_affine(a: _Affine) -> str:
-    """``const + (Σ w·x)``: the Tree adds the leaf's linear term to its constant."""
-    if not a.terms:
-        return _py_number(a.const)
-    total = _py_sum(a.terms)
-    if a.const == 0:
-        return total
-    return f"{_py_number(a.const)} + {total if len(a.terms) == 1 else f'({total})'}"
+    return _affine_text(a, _py_number, _py_ref)
 
 
 def _py_left(plan: _Plan, split: _Split) -> str:
     """The condition under which a row goes left at ``split``."""
     if split.kind == "linear":
-        core = _py_sum(split.terms)
-        if split.bias != 0:
-            core += f" {'-' if split.bias < 0 else '+'} {_py_number(abs(split.bias))}"
-        core += " <= 0.0"
+        core = _linear_left(split, _py_number, _py_ref, "0.0")
     else:
         op = "<=" if split.kind == "le" else ">="
         core = f"x{split.features[0]} {op} {_py_number(split.threshold)}"
@@ -638,29 +653,12 @@ class _Sql:
             return self.columns[j]
         return f"COALESCE({self.columns[j]}, {_sql_number(self.plan.fill[j])})"
 
-    def sum(self, terms: Sequence[tuple[int, float]]) -> str:
-        parts = []
-        for i, (j, w) in enumerate(terms):
-            if i == 0:
-                parts.append(f"{_sql_number(w)} * {self.ref(j)}")
-            else:
-                parts.append(f"{'-' if w < 0 else '+'} {_sql_number(abs(w))} * {self.ref(j)}")
-        return " ".join(parts)
-
     def affine(self, a: _Affine) -> str:
-        if not a.terms:
-            return _sql_number(a.const)
-        total = self.sum(a.terms)
-        if a.const == 0:
-            return total
-        return f"{_sql_number(a.const)} + {total if len(a.terms) == 1 else f'({total})'}"
+        return _affine_text(a, _sql_number, self.ref)
 
     def left(self, split: _Split) -> str:
         if split.kind == "linear":
-            core = self.sum(split.terms)
-            if split.bias != 0:
-                core += f" {'-' if split.bias < 0 else '+'} {_sql_number(abs(split.bias))}"
-            core += " <= 0"
+            core = _linear_left(split, _sql_number, self.ref, "0")
         else:
             op = "<=" if split.kind == "le" else ">="
             core = f"{self.ref(split.features[0])} {op} {_sql_number(split.threshold)}"
