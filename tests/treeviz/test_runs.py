@@ -19,7 +19,7 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 
 from models.cart.estimators import CARTClassifier
 from models.ground.errors import TreevizError
-from models.persist import load_model
+from models.persist import load_model, zip_bytes
 from treeviz.services import run_archive
 from treeviz.services import runs as runs_mod
 from treeviz.services.data.dataset import Dataset
@@ -266,14 +266,6 @@ def test_export_import_round_trip(store, prepared, tmp_path):
         no_data.load_prepared(record.run_id)
 
 
-def make_zip(members: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for name, data in members.items():
-            zf.writestr(name, data)
-    return buf.getvalue()
-
-
 def members_of(data: bytes) -> dict[str, bytes]:
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         return {n: zf.read(n) for n in zf.namelist()}
@@ -298,20 +290,20 @@ def test_import_refuses_unsafe_zips(store, prepared, monkeypatch, tmp_path):
     }
     for label, (members, pattern) in cases.items():
         with pytest.raises(TreevizError, match=pattern) as info:
-            import_zip(target, make_zip(members))
+            import_zip(target, zip_bytes(members))
         assert str(info.value).endswith("."), label
     with pytest.raises(TreevizError, match="not a zip"):
         import_zip(target, b"\x80\x04 definitely a pickle")
     monkeypatch.setattr(run_archive, "MAX_IMPORT_BYTES", 1024 * 1024)
     with pytest.raises(TreevizError, match="too large"):
-        import_zip(target, make_zip({**good, "history.json": b" " * (2 * 1024 * 1024)}))
+        import_zip(target, zip_bytes({**good, "history.json": b" " * (2 * 1024 * 1024)}))
     assert target.list() == [] and not target.runs_dir.exists()
 
 
 def test_import_accepts_a_zipped_folder(store, prepared, tmp_path):
     _, record = save(store, prepared)
     good = members_of(export_zip(store, record.run_id))
-    wrapped = make_zip({f"my run/{n}": d for n, d in good.items()})
+    wrapped = zip_bytes({f"my run/{n}": d for n, d in good.items()})
     assert import_zip(RunStore(tmp_path / "t"), wrapped).run_id == record.run_id
 
 
@@ -350,7 +342,7 @@ def crafted(good: dict[str, bytes], *, record=None, drop=(), members=None) -> by
         run.pop(key)
     out = {**good, "run.json": json.dumps(run).encode()}
     out.update(members or {})
-    return make_zip(out)
+    return zip_bytes(out)
 
 
 @pytest.fixture()
@@ -479,11 +471,11 @@ LOCAL, CENTRAL = b"PK\x03\x04", b"PK\x01\x02"
     ("version needed 7.0", {LOCAL: 4, CENTRAL: 6}, b"\x46\x00", "damaged"),
 ])
 def test_import_refuses_odd_zip_headers(good_zip, target, what, offsets, value, pattern):
-    refused(target, patched(make_zip(good_zip), "run.json", offsets, value), pattern)
+    refused(target, patched(zip_bytes(good_zip), "run.json", offsets, value), pattern)
 
 
 def test_import_refuses_damaged_deflate_data(good_zip, target):
-    data = bytearray(make_zip(good_zip))
+    data = bytearray(zip_bytes(good_zip))
     at = data.find(b"PK\x03\x04")  # the first member, run.json: break its compressed bytes
     start = at + 30 + int.from_bytes(data[at + 26:at + 28], "little") + int.from_bytes(data[at + 28:at + 30], "little")
     data[start:start + 16] = b"\xff" * 16
