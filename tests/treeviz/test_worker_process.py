@@ -9,11 +9,13 @@ import sys
 import time
 import types
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from models.ground import threads
 from models.ground.errors import TreevizError
+from treeviz.services import worker_process
 from treeviz.services.jobs import JobManager
 
 
@@ -136,3 +138,11 @@ def test_functions_from_the_main_script_run_in_the_worker_thread(manager):
     fn.__module__ = "__main__"
     job = manager.submit(fn, label="main")
     assert job.wait(60) and job.result == os.getpid()
+
+
+def test_the_child_is_started_from_the_folder_that_holds_the_packages():
+    """The child runs ``python -m treeviz.services.worker_process`` with this folder on its path, so
+    it must be the repository root (it moved once with the module and pointed inside treeviz/)."""
+    root = Path(worker_process._ROOT)
+    assert (root / "treeviz" / "services" / "worker_process.py").is_file()
+    assert (root / "models" / "ground" / "__init__.py").is_file()

@@ -25,7 +25,7 @@ from models.ground.errors import TreevizError
 from treeviz.services.data.dataset import Dataset
 from treeviz.services.data.upload import TableOptions, read_table, table_to_dataset
 
-SAMPLE_DIR = Path(__file__).resolve().parents[2] / "sample_data"
+SAMPLE_DIR = Path(__file__).resolve().parents[3] / "sample_data"
 SEED = 0
 OBLIQUE_WEIGHT = {0: 1.0, 3: -2.0, 7: 1.5}
 """Nonzero weights of the ``oblique`` set's true hyperplane (feature index -> weight); bias 0.25."""
