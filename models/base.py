@@ -40,10 +40,12 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.model_selection import train_test_split
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
@@ -54,6 +56,9 @@ from models.ground.jsonio import decode_labels, encode_labels, plain
 from models.persist import save_model
 from models.registry import family_of_class, registered_class
 from models.sparse_input import X_METHODS, takes_sparse
+
+if TYPE_CHECKING:  # annotations only: torch is heavy, and only the torch families train on tensors
+    import torch
 
 
 class Callback:
@@ -233,6 +238,33 @@ def class_targets(estimator: BaseEstimator, X: Any, y: Any, eval_set: tuple[Any,
         known = np.isin(y_val, classes)
         ev = (X_val[known], np.searchsorted(classes, y_val[known]))
     return X, np.searchsorted(classes, y), ev
+
+
+@dataclass
+class TrainingTensors:
+    """The tensors a torch family trains on, on the training device: rows X, targets Y, optional
+    row weights W and an optional validation set (X_val, Y_val). Each family's training module
+    says what its X and Y hold."""
+
+    X: torch.Tensor
+    Y: torch.Tensor
+    W: torch.Tensor | None = None
+    X_val: torch.Tensor | None = None
+    Y_val: torch.Tensor | None = None
+
+
+def hold_out_rows(n: int, n_val: int, rng: np.random.Generator, stratify: np.ndarray | None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Split rows ``0 … n − 1`` into sorted training and held-out rows (``n_val`` of them), with a
+    seed drawn from ``rng``; stratified by ``stratify`` (class indices, or None) unless a class is
+    too small to stratify. The early-stopping split of the families that hold out rows."""
+    seed = int(rng.integers(2**31 - 1))
+    rows = np.arange(n)
+    try:
+        train, val = train_test_split(rows, test_size=n_val, random_state=seed, stratify=stratify)
+    except ValueError:  # a class too small to stratify
+        train, val = train_test_split(rows, test_size=n_val, random_state=seed)
+    return np.sort(train), np.sort(val)
 
 
 #: The methods that train: each class's own are wrapped by :func:`validated_fit`.

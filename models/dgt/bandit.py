@@ -90,7 +90,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import Tensor, nn
 
 from models.base import Callback, TreeEstimator, class_targets, resolve_device, seed_everything
-from models.dgt.estimators import DGTClassifier, DGTRegressor, _DGTBase, standardiser
+from models.dgt.estimators import DGTClassifier, DGTRegressor, ScaledTargets, _DGTBase, standardiser
 from models.dgt.network import DGTNetwork
 from models.ground import threads
 from models.ground.errors import TreevizError
@@ -922,7 +922,7 @@ class DGTBanditClassifier(ClassifierMixin, _DGTBanditBase):
     _output_names = DGTClassifier._output_names
 
 
-class DGTBanditRegressor(MultiOutputRegression, RegressorMixin, _DGTBanditBase):
+class DGTBanditRegressor(MultiOutputRegression, RegressorMixin, ScaledTargets, _DGTBanditBase):
     """A hard oblique tree learned from bandit feedback for regression: each round it plays a
     perturbed value (one-point) or two (two-point) and is told only their loss.
 
@@ -971,20 +971,8 @@ class DGTBanditRegressor(MultiOutputRegression, RegressorMixin, _DGTBanditBase):
         self._fit_bandit(X, Y, Y.shape[1], ev, callbacks, feature_names, rows)
         return self
 
-    _scale = DGTRegressor._scale
-    _leaf_values = DGTRegressor._leaf_values
     predict = DGTRegressor.predict
     _output_names = DGTRegressor._output_names
-
-    def _get_model_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        learned, arrays = super()._get_model_state()
-        arrays["target_min"], arrays["target_range"] = self.target_min_, self.target_range_
-        return learned, arrays
-
-    def _set_model_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        self.target_min_ = np.asarray(arrays["target_min"], dtype=np.float64)
-        self.target_range_ = np.asarray(arrays["target_range"], dtype=np.float64)
-        super()._set_model_state(learned, arrays)
 
 
 # ------------------------------------------------------------------------------ the linear baselines

@@ -33,10 +33,9 @@ import numpy as np
 import torch
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.metrics import r2_score
-from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from models.base import Callback, TreeEstimator, class_targets, resolve_device, seed_everything
+from models.base import Callback, TreeEstimator, class_targets, hold_out_rows, resolve_device, seed_everything
 from models.dgt.fast import TreeData, TreeJob, train_jobs
 from models.dgt.network import DGTNetwork, n_internal
 from models.dgt.train import TrainConfig
@@ -156,13 +155,7 @@ class _DGTBase(TreeEstimator):
         n_val = round(float(self.validation_fraction) * n)
         if n_val < 1 or n - n_val < 2:
             return X, Y, W, None
-        seed = int(rng.integers(2**31 - 1))
-        rows = np.arange(n)
-        try:
-            train, val = train_test_split(rows, test_size=n_val, random_state=seed, stratify=stratify)
-        except ValueError:  # a class too small to stratify
-            train, val = train_test_split(rows, test_size=n_val, random_state=seed)
-        train, val = np.sort(train), np.sort(val)
+        train, val = hold_out_rows(n, n_val, rng, stratify)
         return X[train], Y[train], None if W is None else W[train], (X[val], Y[val])
 
     def _run(self, job: TreeJob, callbacks: Iterable[Callback] | None) -> None:
@@ -375,7 +368,29 @@ class DGTClassifier(ClassifierMixin, _DGTBase):
         return [str(c) for c in self.classes_]
 
 
-class DGTRegressor(MultiOutputRegression, RegressorMixin, _DGTBase):
+class ScaledTargets:
+    """Regression targets min-max scaled to [0, 1] for training: ``target_min_`` and
+    ``target_range_`` map the leaves back to the data's units and are saved with the model. Placed
+    before the tree's base class, so that the model state methods extend the base's."""
+
+    def _scale(self, Y: np.ndarray) -> np.ndarray:
+        return (Y - self.target_min_) / self.target_range_
+
+    def _leaf_values(self) -> np.ndarray:
+        return self.leaves_ * self.target_range_ + self.target_min_
+
+    def _get_model_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        learned, arrays = super()._get_model_state()
+        arrays["target_min"], arrays["target_range"] = self.target_min_, self.target_range_
+        return learned, arrays
+
+    def _set_model_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        self.target_min_ = np.asarray(arrays["target_min"], dtype=np.float64)
+        self.target_range_ = np.asarray(arrays["target_range"], dtype=np.float64)
+        super()._set_model_state(learned, arrays)
+
+
+class DGTRegressor(MultiOutputRegression, RegressorMixin, ScaledTargets, _DGTBase):
     """DGT for regression (squared loss on targets min-max scaled to [0, 1]); parameters as
     :class:`DGTClassifier`. Leaves hold values in the data's units; ``target_min_`` and
     ``target_range_`` are the scaling."""
@@ -401,12 +416,6 @@ class DGTRegressor(MultiOutputRegression, RegressorMixin, _DGTBase):
 
         return self._prepare_tree(X, self._scale(Y), W, Y.shape[1], "mse", _regression_validation, ev, feature_names)
 
-    def _scale(self, Y: np.ndarray) -> np.ndarray:
-        return (Y - self.target_min_) / self.target_range_
-
-    def _leaf_values(self) -> np.ndarray:
-        return self.leaves_ * self.target_range_ + self.target_min_
-
     def predict(self, X: Any) -> np.ndarray:
         out = self._values(X)
         return self._as_y_shape(out)
@@ -414,13 +423,3 @@ class DGTRegressor(MultiOutputRegression, RegressorMixin, _DGTBase):
     def _output_names(self) -> list[str]:
         k = self.leaves_.shape[1]
         return ["target"] if k == 1 else [f"target {j}" for j in range(k)]
-
-    def _get_model_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        learned, arrays = super()._get_model_state()
-        arrays["target_min"], arrays["target_range"] = self.target_min_, self.target_range_
-        return learned, arrays
-
-    def _set_model_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        self.target_min_ = np.asarray(arrays["target_min"], dtype=np.float64)
-        self.target_range_ = np.asarray(arrays["target_range"], dtype=np.float64)
-        super()._set_model_state(learned, arrays)

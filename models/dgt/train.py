@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from models.base import TrainingTensors as Data
 from models.dgt.network import DGTNetwork
 from models.ground.errors import TreevizError
 
@@ -48,17 +49,6 @@ class TrainConfig:
     grad_clip: float = 0.01
     eta_min: float = 1e-4
     eps: float = 1e-5
-
-
-@dataclass
-class Data:
-    """Training (and optional validation) tensors on the training device."""
-
-    X: torch.Tensor
-    Y: torch.Tensor
-    W: torch.Tensor | None = None
-    X_val: torch.Tensor | None = None
-    Y_val: torch.Tensor | None = None
 
 
 def restart_period(epochs: int, steps_per_epoch: int) -> int:

@@ -31,11 +31,10 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 from sklearn.base import ClassifierMixin, ClusterMixin, RegressorMixin
-from sklearn.model_selection import train_test_split
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from models.base import Callback, TreeEstimator, resolve_device, seed_everything
+from models.base import Callback, TreeEstimator, hold_out_rows, resolve_device, seed_everything
 from models.ground.errors import TreevizError
 from models.ground.tree import Tree
 from models.latent import heap
@@ -165,13 +164,7 @@ class _LatentTreeBase(TreeEstimator):
         n_val = round(frac * n)
         if int(self.patience) == 0 or n_val < 1 or n - n_val < 2:
             return X, Y, W, None, None
-        seed = int(rng.integers(2**31 - 1))
-        rows = np.arange(n)
-        try:
-            train, val = train_test_split(rows, test_size=n_val, random_state=seed, stratify=stratify)
-        except ValueError:  # a class too small to stratify
-            train, val = train_test_split(rows, test_size=n_val, random_state=seed)
-        train, val = np.sort(train), np.sort(val)
+        train, val = hold_out_rows(n, n_val, rng, stratify)
         if W is None:
             return X[train], Y[train], None, (X[val], Y[val]), None
         return X[train], Y[train], W[train], (X[val], Y[val]), W[val]

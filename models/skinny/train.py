@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from models.base import TrainingTensors as Data
 from models.ground.errors import TreevizError
 from models.skinny.ensemble import SoftTreeEnsemble
 from models.skinny.prox import dense_to_sparse, group_soft_threshold, hard_threshold, l0_threshold
@@ -69,17 +70,6 @@ def prox_step(kernel: torch.Tensor, schedule: Schedule, step: int, learning_rate
             hard_threshold(kernel, threshold, schedule.min_keep)
     else:
         group_soft_threshold(kernel, threshold, schedule.min_keep)
-
-
-@dataclass
-class Data:
-    """Training (and optional validation) tensors on the training device."""
-
-    X: torch.Tensor
-    Y: torch.Tensor
-    W: torch.Tensor | None = None
-    X_val: torch.Tensor | None = None
-    Y_val: torch.Tensor | None = None
 
 
 def fit_ensemble(model: SoftTreeEnsemble, data: Data, loss: Loss, schedule: Schedule, *,
