@@ -146,7 +146,8 @@ class TAOTree:
             cur = np.full(n, self.root if start is None else int(start), dtype=np.int64)
         else:
             cur = np.array(start, dtype=np.int64)
-        return _apply_rows(_c_float64(X), cur, self.left, self.right, *self._sparse_weights(), self.bias)
+        return _apply_subset(_c_float64(X), np.arange(n, dtype=np.int64), cur, self.left, self.right,
+                             *self._sparse_weights(), self.bias)
 
     def apply_rows(self, X: np.ndarray, rows: np.ndarray, start: np.ndarray) -> np.ndarray:
         """The leaf that sample ``X[rows[k]]`` reaches from node ``start[k]``, for each k: as
@@ -217,19 +218,6 @@ def _route_rows(X, cur, left, right, indptr, cols, vals, bias, n_levels):
             d += 1
             out[d, r] = node
     return out
-
-
-@njit(cache=True)
-def _apply_rows(X, cur, left, right, indptr, cols, vals, bias):
-    for r in range(cur.size):
-        node = cur[r]
-        while left[node] >= 0:
-            acc = 0.0
-            for p in range(indptr[node], indptr[node + 1]):
-                acc += vals[p] * X[r, cols[p]]
-            node = right[node] if acc + bias[node] > 0.0 else left[node]
-        cur[r] = node
-    return cur
 
 
 @njit(cache=True)

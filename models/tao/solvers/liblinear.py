@@ -53,14 +53,9 @@ def l1_logistic_sklearn(
 
     Parameters
     ----------
-    X : array of shape (n, D)
-        Care points.
-    y : array of shape (n,)
-        Pseudolabels; ``> 0`` means right (+1), anything else left (−1).
-    v : array of shape (n,)
-        Non-negative weights (``sample_weight``).
-    lam : float
-        λ ≥ 0, sum form.
+    X, y, v, lam
+        The node's problem, as for :func:`models.tao.solvers.objectives.logistic_objective`
+        (``v`` is liblinear's ``sample_weight``).
     tol : float, default 1e-4
         liblinear's stopping tolerance.
     max_iter : int, default 1000
