@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import platform
@@ -10,6 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -24,6 +26,47 @@ def shared_data_dir() -> Path | None:
     """The papers' reference data (``../shared/data`` by default, or ``TREEVIZ_SHARED_DATA``)."""
     path = Path(os.environ.get("TREEVIZ_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
     return path if path.is_dir() else None
+
+
+def required_data_dir(needs: str) -> Path:
+    """:func:`shared_data_dir`, or a FileNotFoundError that says it is absent and what ``needs`` it
+    ("the dgt benchmark needs dgt/abalone, ...")."""
+    root = shared_data_dir()
+    if root is None:
+        raise FileNotFoundError(f"the shared reference data folder (../shared/data or TREEVIZ_SHARED_DATA) is "
+                                f"absent; {needs}")
+    return root
+
+
+def read_uci(root: Path, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Features (float64) and labels of ``<root>/uci/<name>.csv.gz`` (header row, last column ``label``)."""
+    path = root / "uci" / f"{name}.csv.gz"
+    with gzip.open(path, "rt") as fh:
+        header = fh.readline().strip().split(",")
+        data = np.loadtxt(fh, delimiter=",", dtype=str)
+    if header[-1] != "label":
+        raise ValueError(f"{path}: the last column is {header[-1]!r}, expected 'label'")
+    return data[:, :-1].astype(np.float64), data[:, -1]
+
+
+def read_npz_split(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(X_train, y_train, X_test, y_test) of one of the DGT paper's ``.npz`` splits, as float64, the
+    targets flat (the files store them as columns)."""
+    with np.load(path) as z:
+        Xtr, ytr, Xte, yte = (np.asarray(z[n], dtype=np.float64) for n in ("X_train", "y_train", "X_test", "y_test"))
+    return Xtr, ytr.reshape(-1), Xte, yte.reshape(-1)
+
+
+def mean_text(mean: float | None, spread: float | None = None) -> str:
+    """``0.9123 ± 0.012`` for a table cell (``—`` without a mean, no ``±`` without a spread)."""
+    if mean is None:
+        return "—"
+    return f"{mean:.4g}" + (f" ± {spread:.2g}" if spread else "")
+
+
+def yes_no(verdict: bool | None) -> str:
+    """A check for a table cell: yes, no, or ``—`` where there is nothing to check."""
+    return "—" if verdict is None else ("yes" if verdict else "no")
 
 
 def best_time(fn: Callable[[], Any], *, repeat: int = 5, min_time: float = 0.05) -> float:

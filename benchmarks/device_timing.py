@@ -31,7 +31,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -276,6 +276,28 @@ def epoch_options(quick: bool) -> dict[str, Any]:
     """Timing options of a fit timed per epoch. Quick (tests, CI's small shared machine): one
     thread, where torch's default threads fight other work."""
     return {"unit": "epoch", "repeat": 2 if quick else 3, "warmup": 1, **({"cpu_threads": 1} if quick else {})}
+
+
+class EpochFit(NamedTuple):
+    """A fit timed per epoch: the workload's name, its builder, epochs, parameters and data description."""
+
+    name: str
+    build: Callable[[str], Callable[[], Any]]
+    epochs: int
+    params: dict[str, Any]
+    data: str
+
+
+def small_and_large_fits(quick: bool, small: EpochFit, large: EpochFit) -> list[Workload]:
+    """The two fits a family's device mode times per epoch: the small one with one CPU thread, the
+    large one with its rounds bounded by 20 s (``max_seconds``) except when quick."""
+    options = epoch_options(quick)
+    return [
+        (small.name, small.build, {**options, "units": small.epochs, "cpu_threads": 1, "params": small.params,
+                                   "data": small.data}),
+        (large.name, large.build, {**options, "units": large.epochs, "max_seconds": None if quick else 20.0,
+                                   "params": large.params, "data": large.data}),
+    ]
 
 
 # ------------------------------------------------------------------------------------------ summary

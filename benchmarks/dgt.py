@@ -107,7 +107,6 @@ the paper.
 
 from __future__ import annotations
 
-import gzip
 import inspect
 import json
 import math
@@ -127,7 +126,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.tree import DecisionTreeRegressor
 
 from benchmarks import device_timing
-from benchmarks.common import results_dir, shared_data_dir
+from benchmarks.common import read_npz_split, read_uci, required_data_dir, results_dir, shared_data_dir
 from models.base import Callback
 from models.dgt.estimators import DGTClassifier, DGTRegressor
 from models.dgt.forest import DGTForestRegressor
@@ -253,11 +252,7 @@ def _jobs_for(s: dict[str, Any], device: str) -> int:
 
 # ------------------------------------------------------------------------------------------ data
 def _data_dir() -> Path:
-    root = shared_data_dir()
-    if root is None:
-        raise FileNotFoundError("the shared reference data folder (../shared/data or TREEVIZ_SHARED_DATA) is "
-                                "absent; the dgt benchmark needs dgt/abalone, dgt/cpuactiv and uci/*.csv.gz")
-    return root
+    return required_data_dir("the dgt benchmark needs dgt/abalone, dgt/cpuactiv and uci/*.csv.gz")
 
 
 @cache
@@ -265,23 +260,15 @@ def regression_split(dataset: str, k: int) -> tuple[np.ndarray, ...]:
     """Split ``k`` of Abalone / cpu_act: (X_train, y_train, X_val, y_val, X_test, y_test), the
     validation part a sixth of the shipped training part (seeded by ``k``)."""
     folder, stem = {"abalone": ("abalone", "abalone"), "cpu_act": ("cpuactiv", "cpu_act")}[dataset]
-    with np.load(_data_dir() / "dgt" / folder / f"{stem}{k}.npz") as z:
-        Xtr, ytr, Xte, yte = (np.asarray(z[n], dtype=np.float64) for n in ("X_train", "y_train", "X_test", "y_test"))
-    ytr, yte = ytr.reshape(-1), yte.reshape(-1)
+    Xtr, ytr, Xte, yte = read_npz_split(_data_dir() / "dgt" / folder / f"{stem}{k}.npz")
     Xa, Xv, ya, yv = train_test_split(Xtr, ytr, test_size=1 / 6, random_state=k)
     return Xa, ya, Xv, yv, Xte, yte
 
 
 @cache
 def load_uci(name: str) -> tuple[np.ndarray, np.ndarray]:
-    """Features (float64) and labels of ``uci/<name>.csv.gz`` (header row, last column ``label``)."""
-    path = _data_dir() / "uci" / f"{name}.csv.gz"
-    with gzip.open(path, "rt") as fh:
-        header = fh.readline().strip().split(",")
-        data = np.loadtxt(fh, delimiter=",", dtype=str)
-    if header[-1] != "label":
-        raise ValueError(f"{path}: the last column is {header[-1]!r}, expected 'label'")
-    return data[:, :-1].astype(np.float64), data[:, -1]
+    """Features (float64) and labels of ``uci/<name>.csv.gz``, read once per data set."""
+    return read_uci(_data_dir(), name)
 
 
 @cache

@@ -56,7 +56,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.semi_supervised import LabelSpreading, SelfTrainingClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from benchmarks.common import shared_data_dir
+from benchmarks.common import mean_text, shared_data_dir, yes_no
 from benchmarks.scale_table import make_table
 from models.graphs import nearest_neighbors
 from models.ground import threads
@@ -261,13 +261,11 @@ def run(quick: bool = False) -> dict[str, Any]:
         print(f"  MNIST 5k: {len(got)} row(s) in {time.perf_counter() - t0:.0f} s", flush=True)
     table = []
     for r in rows:
-        ours = "—" if r["ours_mean"] is None else f"{r['ours_mean']:.4g}" + (
-            f" ± {r['ours_std']:.2g}" if r.get("ours_std") else "")
         check = next((r[k] for k in ("laptao_best_among_tree_methods", "monotone", "meets_reference") if k in r),
                      None)
-        table.append({"row": r["name"], "metric": r["metric"], "ours (± std)": ours,
-                      "reference": "—" if r["paper_mean"] is None else f"{r['paper_mean']:.4g}",
-                      "check": "—" if check is None else ("yes" if check else "no")})
+        table.append({"row": r["name"], "metric": r["metric"],
+                      "ours (± std)": mean_text(r["ours_mean"], r.get("ours_std")),
+                      "reference": mean_text(r["paper_mean"]), "check": yes_no(check)})
     return {"rows": table, "results": {"rows": rows, "total_seconds": time.perf_counter() - start}}
 
 

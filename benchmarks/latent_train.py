@@ -184,16 +184,14 @@ def device_workloads(quick: bool, device: str) -> list[device_timing.Workload]:
     Xtr, ytr, Xva, yva, source = device_timing.standardised_holdout("letter", 600 if quick else 20000, 16, 26)
     big_epochs = 1 if quick else 2
     big = {"depth": 3 if quick else 8, "batch_size": 512, "max_epochs": big_epochs, "patience": big_epochs + 1}
-    options = device_timing.epoch_options(quick)
-    return [
-        (f"latent tree fit d={small['depth']} b=64", _fit_call(small, prepared.X_train, prepared.labels("train"),
-                                                              (prepared.X_val, prepared.labels("val"))),
-         {**options, "units": epochs, "cpu_threads": 1, "params": small,
-          "data": f"breast_cancer (treeviz prepare, seed 0: {prepared.X_train.shape[0]} training rows)"}),
-        (f"latent tree fit d={big['depth']} b=512", _fit_call(big, Xtr, ytr, (Xva, yva)),
-         {**options, "units": big_epochs, "max_seconds": None if quick else 20.0, "params": big,
-          "data": source}),
-    ]
+    return device_timing.small_and_large_fits(
+        quick,
+        device_timing.EpochFit(f"latent tree fit d={small['depth']} b=64",
+                               _fit_call(small, prepared.X_train, prepared.labels("train"),
+                                         (prepared.X_val, prepared.labels("val"))), epochs, small,
+                               f"breast_cancer (treeviz prepare, seed 0: {prepared.X_train.shape[0]} training rows)"),
+        device_timing.EpochFit(f"latent tree fit d={big['depth']} b=512", _fit_call(big, Xtr, ytr, (Xva, yva)),
+                               big_epochs, big, source))
 
 
 def run(quick: bool = False, device: str = "cpu") -> dict[str, Any]:

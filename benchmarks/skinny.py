@@ -54,7 +54,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from benchmarks import device_timing
-from benchmarks.common import best_time, shared_data_dir
+from benchmarks.common import best_time, mean_text, shared_data_dir, yes_no
 from benchmarks.tao_paper import load_uci
 from models.ground import threads
 from models.schema import SearchRange
@@ -431,15 +431,13 @@ def device_workloads(quick: bool, device: str) -> list[device_timing.Workload]:
                                                                                  6, seed=8)
     big_epochs = 1 if quick else 3
     big = {**TOY, "batch_size": 64, "max_epochs": big_epochs, **({"n_trees": 4, "depth": 2} if quick else {})}
-    options = device_timing.epoch_options(quick)
-    return [
-        (f"skinny fit m={toy['n_trees']} d={toy['depth']} b=16", _fit_call(toy, Xtr, ytr, (Xva, yva)),
-         {**options, "units": epochs, "cpu_threads": 1, "params": toy,
-          "data": f"breast_cancer, the authors' toy split ({Xtr.shape[0]} training rows)"}),
-        (f"skinny fit m={big['n_trees']} d={big['depth']} b=64", _fit_call(big, Xbig, ybig, (Xbig_val, ybig_val)),
-         {**options, "units": big_epochs, "max_seconds": None if quick else 20.0, "params": big,
-          "data": source}),
-    ]
+    return device_timing.small_and_large_fits(
+        quick,
+        device_timing.EpochFit(f"skinny fit m={toy['n_trees']} d={toy['depth']} b=16",
+                               _fit_call(toy, Xtr, ytr, (Xva, yva)), epochs, toy,
+                               f"breast_cancer, the authors' toy split ({Xtr.shape[0]} training rows)"),
+        device_timing.EpochFit(f"skinny fit m={big['n_trees']} d={big['depth']} b=64",
+                               _fit_call(big, Xbig, ybig, (Xbig_val, ybig_val)), big_epochs, big, source))
 
 
 def run(quick: bool = False, device: str = "cpu") -> dict[str, Any]:
@@ -456,14 +454,8 @@ def run(quick: bool = False, device: str = "cpu") -> dict[str, Any]:
         got = fn(quick)
         rows += got
         print(f"  {label}: {len(got)} row(s) in {time.perf_counter() - t0:.0f} s", flush=True)
-    table = []
-    for r in rows:
-        ours = "—" if r["ours_mean"] is None else f"{r['ours_mean']:.4g}" + (
-            f" ± {r['ours_se']:.2g}" if r.get("ours_se") else "")
-        paper = "—" if r["paper_mean"] is None else f"{r['paper_mean']:.4g}" + (
-            f" ± {r['paper_std']:.2g}" if r.get("paper_std") else "")
-        verdict = r.get("within_paper_se_or_better")
-        table.append({"row": r["name"], "metric": r["metric"], "ours (± SE)": ours, "paper": paper,
-                      "meets paper": "—" if verdict is None else ("yes" if verdict else "no")})
+    table = [{"row": r["name"], "metric": r["metric"], "ours (± SE)": mean_text(r["ours_mean"], r.get("ours_se")),
+              "paper": mean_text(r["paper_mean"], r.get("paper_std")),
+              "meets paper": yes_no(r.get("within_paper_se_or_better"))} for r in rows]
     results = {"rows": rows, "total_seconds": time.perf_counter() - start}
     return {"rows": table, "results": device_timing.carry_device_section(NAME, results, quick=quick)}

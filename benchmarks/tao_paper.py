@@ -45,7 +45,6 @@ a 2-tree forest; finishes in well under a minute. Its numbers are not comparable
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import time
@@ -61,7 +60,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
-from benchmarks.common import results_dir, shared_data_dir
+from benchmarks.common import read_npz_split, read_uci, required_data_dir, results_dir
 from models.tao.estimators import TAOClassifier, TAORegressor
 from models.tao.forest import TAOForestClassifier
 
@@ -110,22 +109,12 @@ TIMING = dict(depth=8, leaf="constant", l1_penalty=1.0, max_iter=3, init="random
 
 # ------------------------------------------------------------------------------------------ data
 def _data_dir() -> Path:
-    root = shared_data_dir()
-    if root is None:
-        raise FileNotFoundError("the shared reference data folder (../shared/data or TREEVIZ_SHARED_DATA) is "
-                                "absent; tao_paper needs uci/*.csv.gz and dgt/cpuactiv/*.npz")
-    return root
+    return required_data_dir("tao_paper needs uci/*.csv.gz and dgt/cpuactiv/*.npz")
 
 
 def load_uci(name: str) -> tuple[np.ndarray, np.ndarray]:
     """Features (float64) and labels of ``uci/<name>.csv.gz`` (header row, last column ``label``)."""
-    path = _data_dir() / "uci" / f"{name}.csv.gz"
-    with gzip.open(path, "rt") as fh:
-        header = fh.readline().strip().split(",")
-        data = np.loadtxt(fh, delimiter=",", dtype=str)
-    if header[-1] != "label":
-        raise ValueError(f"{path}: the last column is {header[-1]!r}, expected 'label'")
-    return data[:, :-1].astype(np.float64), data[:, -1]
+    return read_uci(_data_dir(), name)
 
 
 def uci_split(X: np.ndarray, y: np.ndarray, n_train: int, n_test: int, seed: int):
@@ -137,9 +126,7 @@ def uci_split(X: np.ndarray, y: np.ndarray, n_train: int, n_test: int, seed: int
 
 
 def cpu_act_split(k: int, quick: bool = False):
-    with np.load(_data_dir() / "dgt" / "cpuactiv" / f"cpu_act{k}.npz") as z:
-        Xtr, ytr, Xte, yte = (np.asarray(z[n], dtype=np.float64) for n in ("X_train", "y_train", "X_test", "y_test"))
-    ytr, yte = ytr.reshape(-1), yte.reshape(-1)
+    Xtr, ytr, Xte, yte = read_npz_split(_data_dir() / "dgt" / "cpuactiv" / f"cpu_act{k}.npz")
     if quick:
         Xtr, ytr, Xte, yte = Xtr[:1500], ytr[:1500], Xte[:800], yte[:800]
     return (*_standardise(Xtr, Xte), ytr, yte)
