@@ -11,7 +11,6 @@ initialisation and the optimiser's construction.
 
 Run with the system python and PYTHONPATH=<the treeviz checkout>.
 """
-import argparse
 import json
 import os
 import time
@@ -22,26 +21,18 @@ os.environ["TREEVIZ_THREADS"] = "1"
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from latent_args import arguments, epoch_times  # noqa: E402
 
 torch.set_num_threads(1)
 torch.set_num_interop_threads(1)
 
 from models.base import Callback  # noqa: E402
+from models.ground import threads  # noqa: E402
 from models.latent.estimators import LatentTreeClassifier  # noqa: E402
-from treeviz import threads  # noqa: E402
 
 threads.apply_budget(1)
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--split_file", required=True)
-ap.add_argument("--depth", type=int, default=4)
-ap.add_argument("--reg", type=float, default=1.0)
-ap.add_argument("--lr", type=float, default=1e-2)
-ap.add_argument("--batch", type=int, default=64)
-ap.add_argument("--epochs", type=int, default=30)
-ap.add_argument("--seed", type=int, default=0)
-ap.add_argument("--out", required=True)
-a = ap.parse_args()
+a = arguments(seed=0).parse_args()
 
 d = np.load(a.split_file)
 Xtr, ytr, Xva, yva, Xte, yte = (d[k] for k in ("x_train", "y_train", "x_val", "y_val", "x_test", "y_test"))
@@ -66,16 +57,11 @@ model = LatentTreeClassifier(**params)
 t0, c0 = time.perf_counter(), time.process_time()
 model.fit(Xtr, ytr, eval_set=(Xva, yva), callbacks=[clock])
 fit_s, fit_cpu_s = time.perf_counter() - t0, time.process_time() - c0
-epoch_s = [clock.marks[i][0] - clock.marks[i - 1][0] for i in range(1, len(clock.marks))]
-epoch_cpu_s = [clock.marks[i][1] - clock.marks[i - 1][1] for i in range(1, len(clock.marks))]
 res = {"impl": "treeviz", "split_file": a.split_file, "params": params, "epochs": a.epochs,
        "n_train": int(Xtr.shape[0]), "n_val": int(Xva.shape[0]), "n_test": int(Xte.shape[0]),
        "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
        "n_params": int(model.n_parameters_), "fit_s": fit_s, "fit_cpu_s": fit_cpu_s,
-       "epoch_s": epoch_s, "epoch_cpu_s": epoch_cpu_s,
-       "median_epoch_s": float(np.median(epoch_s[1:])), "mean_epoch_s": float(np.mean(epoch_s[1:])),
-       "median_epoch_cpu_s": float(np.median(epoch_cpu_s[1:])), "mean_epoch_cpu_s": float(np.mean(epoch_cpu_s[1:])),
-       "best_epoch": int(model.best_epoch_), "test_accuracy": float(model.score(Xte, yte)),
+       **epoch_times(clock.marks), "best_epoch": int(model.best_epoch_), "test_accuracy": float(model.score(Xte, yte)),
        "curve": {"val_loss": [r.get("val_loss") for r in model.history_],
                  "val_score": [r.get("val_score") for r in model.history_]}}
 json.dump(res, open(a.out, "w"), indent=1)

@@ -27,7 +27,6 @@ bias initialisation of the first batch.
 
 Run with the latent venv's python from $REF_HOME (the scratch copy with the compiled src/qp_fast).
 """
-import argparse
 import json
 import os
 import sys
@@ -39,20 +38,13 @@ for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from latent_args import arguments, epoch_times  # noqa: E402
 
 torch.set_num_threads(1)
 torch.set_num_interop_threads(1)
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--split_file", required=True)
-ap.add_argument("--depth", type=int, default=4)
-ap.add_argument("--reg", type=float, default=1.0)
-ap.add_argument("--lr", type=float, default=1e-2)
-ap.add_argument("--batch", type=int, default=64)
-ap.add_argument("--epochs", type=int, default=30)
-ap.add_argument("--seed", type=int, default=1225)
+ap = arguments(seed=1225)
 ap.add_argument("--src", default=os.environ.get("REF_HOME", ".") + "/latent_run")
-ap.add_argument("--out", required=True)
 a = ap.parse_args()
 
 sys.path.insert(0, a.src)
@@ -103,8 +95,6 @@ for e in range(a.epochs):
         LTBinaryClassifier.save_model(model, optimizer, state, save_dir, epoch=e, val_er=best_val)
     marks.append((time.perf_counter(), time.process_time()))
 train_s, train_cpu_s = time.perf_counter() - t0, time.process_time() - c0
-epoch_s = [marks[i][0] - marks[i - 1][0] for i in range(1, len(marks))]
-epoch_cpu_s = [marks[i][1] - marks[i - 1][1] for i in range(1, len(marks))]
 
 best = LTBinaryClassifier.load_model(save_dir)
 test_er = float(evaluate(testloader, best, {"ER": eval_criterion})["ER"])
@@ -113,9 +103,7 @@ res = {"impl": "ref", "split_file": a.split_file, "depth": a.depth, "reg": a.reg
        "epochs": a.epochs, "seed": a.seed, "n_train": int(X_train.shape[0]), "n_val": int(X_valid.shape[0]),
        "n_test": int(X_test.shape[0]), "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
        "n_params": int(sum(p.numel() for p in model.parameters())),
-       "train_s": train_s, "train_cpu_s": train_cpu_s, "epoch_s": epoch_s, "epoch_cpu_s": epoch_cpu_s,
-       "median_epoch_s": float(np.median(epoch_s[1:])), "mean_epoch_s": float(np.mean(epoch_s[1:])),
-       "median_epoch_cpu_s": float(np.median(epoch_cpu_s[1:])), "mean_epoch_cpu_s": float(np.mean(epoch_cpu_s[1:])),
+       "train_s": train_s, "train_cpu_s": train_cpu_s, **epoch_times(marks),
        "best_epoch": best_e + 1, "val_error_rate": float(best_val),
        "test_accuracy": 1.0 - test_er, "test_accuracy_last_epoch": 1.0 - last_test_er,
        "curve": {"val_error_rate": val_curve}}
