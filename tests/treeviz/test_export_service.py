@@ -9,8 +9,10 @@ import pytest
 
 from models.ground.errors import TreevizError
 from models.registry import get_family
+from treeviz.cli.main import main as cli_main
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.export import TREE_FORMATS, render, rules_file, tree_exports
+from treeviz.services.export import TREE_FORMATS, Format, render, rules_file, tree_exports
+from treeviz.services.runs import RunStore
 from treeviz.services.training import train_run
 
 
@@ -91,3 +93,18 @@ def test_bad_requests_get_sentences(tao):
         tree_exports(est, prep, indices=[3])
     assert set(TREE_FORMATS) == {"rules", "python", "sql"}
     assert all(f.label and f.suffix and f.mime and f.help for f in TREE_FORMATS.values())
+
+
+def test_a_new_row_in_the_table_is_a_new_flag_of_the_export_command(tmp_path, monkeypatch, capsys):
+    """Adding a format is one function and one row: the command line reads its flags from the table."""
+    def leaf_count(exports, **_):
+        return f"{exports[0].tree.n_leaves} leaves\n"
+
+    monkeypatch.setitem(TREE_FORMATS, "leaves", Format("leaves", "Leaf count (.txt)", "_leaves.txt", "text/plain",
+                                                       "How many leaves the tree has.", leaf_count, noun="leaf count"))
+    prep = prepare(load_dataset("iris"), PrepConfig(seed=0))
+    record = train_run("cart", "classification", {"max_depth": 2}, prep, store=RunStore(tmp_path))
+    assert cli_main(["export", record.run_id, "--leaves", "--home", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == f"{record.n_leaves} leaves\n"
+    assert cli_main(["export", record.run_id, "--leaves", "--home", str(tmp_path), "-o", str(tmp_path / "n.txt")]) == 0
+    assert "wrote the leaf count to" in capsys.readouterr().err

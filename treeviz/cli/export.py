@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from models.ground.errors import TreevizError
 from treeviz.cli.common import OK, PROG, note, open_store, whole_number, write_output
-from treeviz.services.export import ALL_TERMS, TreeExport, render, tree_exports
+from treeviz.services.export import ALL_TERMS, TREE_FORMATS, Format, TreeExport, render, tree_exports
 from treeviz.services.run_archive import export_zip
 from treeviz.services.runs import RunRecord, RunStore
 
@@ -30,11 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--out", metavar="FILE",
                         help="where to write ('-': stdout; default: RUN_ID.zip for a zip, stdout for text)")
     what = parser.add_mutually_exclusive_group()
-    what.add_argument("--rules", action="store_true", help="every root-to-leaf rule as text")
-    what.add_argument("--python", action="store_true",
-                      help="a dependency-free Python module with predict(row) (treeviz.readers.codegen)")
-    what.add_argument("--sql", action="store_true",
-                      help="a SQL SELECT with one CASE expression (treeviz.readers.codegen)")
+    for fmt in TREE_FORMATS.values():  # one flag per row of the export service's table
+        what.add_argument(f"--{fmt.key}", dest="tree_format", action="store_const", const=fmt.key,
+                          help=f"{fmt.help[0].lower()}{fmt.help[1:]}")
     parser.add_argument("--no-dataset", action="store_true", help="zip: leave the data set out")
     parser.add_argument("--model-units", action="store_true",
                         help="rules and code: the model's (preprocessed) units instead of the data's own")
@@ -76,18 +74,16 @@ def _exports(store: RunStore, run_id: str, args: argparse.Namespace, indices: Se
     return record, exports
 
 
-def _rules_text(store: RunStore, run_id: str, args: argparse.Namespace) -> str:
-    """Every root-to-leaf rule of the run's tree(s) (``--tree`` picks one of an ensemble), every
-    term of every split unless ``--max-terms`` folds them."""
-    _, exports = _exports(store, run_id, args, None if args.tree is None else [args.tree])
-    return render("rules", exports, max_terms=args.max_terms or ALL_TERMS)
-
-
-def _code_text(store: RunStore, run_id: str, args: argparse.Namespace) -> str:
-    """The run's tree as a Python module or a SQL query, as the Tree explorer offers it."""
+def _tree_text(store: RunStore, run_id: str, args: argparse.Namespace, fmt: Format) -> str:
+    """The run's tree(s) in one of the export service's formats, as the Tree explorer offers them:
+    rules cover every tree of an ensemble (``--tree`` picks one) with every term of every split
+    unless ``--max-terms`` folds them; code is one tree (``--tree``, default 0)."""
+    if not fmt.code:
+        _, exports = _exports(store, run_id, args, None if args.tree is None else [args.tree])
+        return render(fmt.key, exports, max_terms=args.max_terms or ALL_TERMS, table=args.table)
     index = 0 if args.tree is None else args.tree
     record, [export] = _exports(store, run_id, args, [index])
-    text = render("python", [export]) if args.python else render("sql", [export], table=args.table)
+    text = render(fmt.key, [export], max_terms=args.max_terms or ALL_TERMS, table=args.table)
     if export.n_trees > 1:
         note(args, f"note: the code is tree {index} of the {export.n_trees} of this ensemble, not the ensemble's "
                    "prediction; --tree picks another.")
@@ -100,11 +96,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     """``export``: a run as a zip (default), its rules as text, or its tree as Python or SQL."""
     store = open_store(args)
     store.get(args.run_id)  # a sentence for an unknown run before anything else
-    if args.rules:
-        write_output(args.out, _rules_text(store, args.run_id, args), args, "rules")
-        return OK
-    if args.python or args.sql:
-        write_output(args.out, _code_text(store, args.run_id, args), args, "Python code" if args.python else "SQL")
+    if args.tree_format:
+        fmt = TREE_FORMATS[args.tree_format]
+        write_output(args.out, _tree_text(store, args.run_id, args, fmt), args, fmt.noun or fmt.key)
         return OK
     data = export_zip(store, args.run_id, include_dataset=not args.no_dataset)
     write_output(args.out or f"{args.run_id}.zip", data, args, "run zip")

@@ -122,7 +122,7 @@ def rules_lines(export: TreeExport, *, max_terms: int = ALL_TERMS) -> list[str]:
     return rules(export.tree, max_terms=max_terms)
 
 
-def rules_file(exports: Sequence[TreeExport], *, max_terms: int = ALL_TERMS) -> str:
+def rules_file(exports: Sequence[TreeExport], *, max_terms: int = ALL_TERMS, **_: Any) -> str:
     """The rules of one or more trees as a text file: a header, then one IF ... THEN ... per leaf."""
     if not exports:
         raise TreevizError("There is no tree to write rules for.")
@@ -155,8 +155,10 @@ def sql_file(exports: Sequence[TreeExport], *, table: str = "data", **_: Any) ->
 
 @dataclass(frozen=True)
 class Format:
-    """One file format of a tree: its key, button label, file suffix, MIME type, help text and
-    builder (``build(exports, **options) -> text``); ``code`` formats need a hard tree."""
+    """One file format of a tree: its key (also the command line's flag, ``--<key>``), button
+    label, file suffix, MIME type, help text and builder (``build(exports, **options) -> text``;
+    options a builder does not use are ignored); ``code`` formats need a hard tree and export one
+    tree of an ensemble; ``noun`` names the file in messages ("wrote the <noun> to ...")."""
 
     key: str
     label: str
@@ -165,15 +167,18 @@ class Format:
     help: str
     build: Callable[..., str] = field(repr=False)
     code: bool = False
+    noun: str = ""
 
 
 TREE_FORMATS: dict[str, Format] = {f.key: f for f in (
     Format("rules", "Rules (.txt)", "_rules.txt", "text/plain",
-           "Every root-to-leaf rule, every term of every split.", rules_file),
+           "Every root-to-leaf rule, every term of every split.", rules_file, noun="rules"),
     Format("python", "Python function (.py)", ".py", "text/x-python",
-           "A dependency-free predict(row) that routes rows like this tree.", python_file, code=True),
+           "A dependency-free predict(row) that routes rows like this tree.", python_file, code=True,
+           noun="Python code"),
     Format("sql", "SQL CASE (.sql)", ".sql", "application/sql",
-           "SELECT CASE ... END AS prediction FROM data: the tree as one SQL expression.", sql_file, code=True),
+           "SELECT CASE ... END AS prediction FROM data: the tree as one SQL expression.", sql_file, code=True,
+           noun="SQL"),
 )}
 
 
