@@ -73,9 +73,45 @@ def expected_failed_checks(estimator) -> dict[str, str]:
     return out
 
 
-@parametrize_with_checks([small(f, t) for f, t, _ in CASES], expected_failed_checks=expected_failed_checks)
+#: scikit-learn checks the fast tier runs over every estimator (the contract's essentials: it
+#: constructs, fits, refits, predicts in the right shape and refuses what it must); the full tier
+#: runs every check.
+ESSENTIAL_CHECKS = frozenset({
+    "check_no_attributes_set_in_init", "check_parameters_default_constructible", "check_get_params_invariance",
+    "check_set_params", "check_estimators_unfitted", "check_fit2d_predict1d", "check_estimators_dtypes",
+    "check_fit_score_takes_y", "check_estimators_fit_returns_self", "check_n_features_in_after_fitting",
+    "check_dont_overwrite_parameters", "check_fit_check_is_fitted",
+})
+
+
+def _check_name(check) -> str:
+    return getattr(check, "func", check).__name__
+
+
+def _tiered(checks):
+    """scikit-learn's parametrisation, with every check outside :data:`ESSENTIAL_CHECKS` marked slow."""
+    argnames, params = checks.mark.args
+    tiered = []
+    for param in params:
+        values, marks, param_id = (param.values, list(param.marks), param.id) if hasattr(param, "values") \
+            else (tuple(param), [], None)
+        if _check_name(values[1]) not in ESSENTIAL_CHECKS:
+            marks.append(pytest.mark.slow)
+        tiered.append(pytest.param(*values, marks=marks, id=param_id))
+    return pytest.mark.parametrize(argnames, tiered, **checks.mark.kwargs)
+
+
+@_tiered(parametrize_with_checks([small(f, t) for f, t, _ in CASES], expected_failed_checks=expected_failed_checks))
 def test_scikit_learn_checks(estimator, check):
     check(estimator)
+
+
+def test_the_essential_checks_are_scikit_learns():
+    """Every name in the fast tier's list is a check scikit-learn runs on these estimators (a
+    renamed check would silently leave the fast tier)."""
+    _, params = parametrize_with_checks([small(*CASES[0][:2])]).mark.args
+    names = {_check_name((p.values if hasattr(p, "values") else p)[1]) for p in params}
+    assert ESSENTIAL_CHECKS <= names, sorted(ESSENTIAL_CHECKS - names)
 
 
 @pytest.mark.parametrize(("family", "task", "cls"), CASES, ids=IDS)
@@ -163,6 +199,7 @@ def test_the_form_round_trips_the_defaults(family, task, cls):
     assert family.validate_params(values, task) == family.defaults(task)
 
 
+@pytest.mark.slow  # presets are full-size settings: about a minute for all of them
 @pytest.mark.parametrize(("family", "task", "cls"), CASES, ids=IDS)
 def test_every_preset_fits_on_a_small_sample(family, task, cls):
     prepared = prepared_for(task)
