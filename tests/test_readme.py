@@ -37,7 +37,6 @@ def run_block(code: str, tmp_path: Path) -> subprocess.CompletedProcess:
     return done
 
 
-@pytest.mark.slow  # minutes-scale; runs in the slow tier (scripts/test.sh --slow)
 def test_the_readme_feature_selection_example_runs(tmp_path):
     (code,) = [b for b in readme_blocks("python") if "budget_search" in b]
     printed = run_block(code, tmp_path).stdout.splitlines()
