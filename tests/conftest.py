@@ -16,12 +16,31 @@ pages. A test that needs the real child processes asks for the ``jobs_in_process
 
 import os
 
-import pytest
-import streamlit as st
 
-from models import registry
-from treeviz.services.jobs import JobManager
-from treeviz.ui import state
+def _pin_this_test_worker() -> None:
+    """Under pytest-xdist (``-n N``), keep this worker process to its own share of the cores, as
+    if it ran on a machine of its own: the thread budget (:mod:`models.ground.threads`) reads the
+    cores a process may run on, so each worker's torch, OpenMP and numba pools then fit its share
+    instead of every worker starting a thread per core and all of them oversubscribing the CPU.
+    Must run before torch or any OpenMP runtime is loaded, hence at the top of this module."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    if not worker.startswith("gw") or count < 2 or not hasattr(os, "sched_setaffinity"):
+        return
+    cores = sorted(os.sched_getaffinity(0))
+    share = cores[int(worker[2:]) % count::count]
+    if len(cores) >= count and share:
+        os.sched_setaffinity(0, share)
+
+
+_pin_this_test_worker()
+
+import pytest  # noqa: E402  after the pinning above, which must precede torch and OpenMP
+import streamlit as st  # noqa: E402
+
+from models import registry  # noqa: E402
+from treeviz.services.jobs import JobManager  # noqa: E402
+from treeviz.ui import state  # noqa: E402
 
 STUMP_MODULE = "tests.families.stump.family"
 _extra = [m for m in os.environ.get(registry.PLUGINS_ENV, "").split(",") if m.strip()]
