@@ -4,9 +4,11 @@
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh tests/treeviz -x`.
 #
 # Tiers (the first argument may choose one):
-#   (none)   what CI runs: every test not marked `slow`; the fuzz tests at their small CI count
-#   --fast   the quick loop: also leaves out the browser tests (`e2e`)
-#   --slow   everything, `slow` tests included, and the fuzz tests at 2 000 examples each
+#   (none)   what CI runs: every test, the `slow` ones included, with the fuzz tests at their small
+#            CI count, in one pytest-xdist worker per core (TREEVIZ_TEST_WORKERS overrides: a number,
+#            or 0 for one process)
+#   --fast   the quick loop: the tests not marked `slow` (`pytest -m "not slow"`)
+#   --deep   every test, and the fuzz tests at 2 000 examples each
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -22,10 +24,11 @@ $PY -c "import sys; from importlinter.cli import lint_imports_command; sys.exit(
 TIER=ci
 case "${1:-}" in
   --fast) TIER=fast; shift ;;
-  --slow) TIER=slow; shift ;;
+  --deep) TIER=deep; shift ;;
 esac
+WORKERS=(-n "${TREEVIZ_TEST_WORKERS:-auto}")
 case "$TIER" in
-  fast) exec $PY -m pytest -m "not slow and not e2e" "$@" ;;
-  slow) TREEVIZ_FUZZ_PROFILE=slow exec $PY -m pytest "$@" ;;
-  *) exec $PY -m pytest -m "not slow" "$@" ;;
+  fast) exec $PY -m pytest "${WORKERS[@]}" -m "not slow" "$@" ;;
+  deep) TREEVIZ_FUZZ_PROFILE=slow exec $PY -m pytest "${WORKERS[@]}" "$@" ;;
+  *) exec $PY -m pytest "${WORKERS[@]}" "$@" ;;
 esac

@@ -28,7 +28,7 @@ from treeviz.services.training import train_run
 
 SAMPLES = ("penguins", "cars", "seattle_weather")
 #: The two largest tables (5 000 and 1 461 rows): even the test parameters take 30-45 s per family
-#: there for the latent tree and Skinny Trees on a 2-core machine, so they run in the slow tier.
+#: there for the latent tree and Skinny Trees on a 2-core machine, so they run in the full tier only (marked slow).
 SLOW_TABLES = ("many_levels", "seattle_weather")
 CASES = [
     pytest.param(kind, name, id=name, marks=[pytest.mark.slow] if name in SLOW_TABLES else [])
@@ -38,7 +38,7 @@ CASES = [
 TABLE_TASKS = ("classification", "regression")
 #: Families whose defaults take more than 10 s on their smallest sample on a 2-core machine (the
 #: latent tree and the TAO forest about 40 s on penguins, Skinny Trees over a minute), or are
-#: expected to (the DGT family's epochs and forests, the tree embedding): slow tier.
+#: expected to (the DGT family's epochs and forests, the tree embedding): marked slow, full tier only.
 SLOW_DEFAULTS = frozenset({"latent", "tao_forest", "skinny", "dgt", "dgt_forest", "dgt_bandit", "tree_embedding"})
 DEFAULT_CASES = [
     pytest.param(family.key, task, id=f"{family.key}-{task}",
@@ -71,6 +71,7 @@ def assert_finite_scores(metrics: dict[str, float], *context) -> None:
     assert all(math.isfinite(v) for v in scores.values()), (*context, scores)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @pytest.mark.parametrize(("kind", "name"), CASES)
 def test_an_accepted_table_trains_with_every_familys_test_params(kind, name, monkeypatch):
     dataset = dataset_for(kind, name, monkeypatch)
@@ -88,6 +89,7 @@ def test_an_accepted_table_trains_with_every_familys_test_params(kind, name, mon
             assert_finite_scores(metrics, family.key, scaling)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @pytest.mark.parametrize(("family_key", "task"), DEFAULT_CASES)
 def test_every_family_trains_with_its_defaults_on_the_smallest_sample(family_key, task):
     assert get_family(family_key) in families_for_task(task)

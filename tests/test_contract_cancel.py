@@ -123,6 +123,7 @@ def check_returned(job, requested: float | None, family, estimator, X) -> None:
     assert usable(estimator, X[:20]).shape[0] == 20
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @pytest.mark.parametrize(("family", "task", "cls"), CASES, ids=IDS)
 def test_cancel_returns_within_the_limit_with_a_usable_model(manager, family, task, cls):
     check_cancel(manager, family, task, {**LONG.get(family.key, family.test_params), **IN_TURN.get(family.key, {})})
@@ -174,6 +175,7 @@ def slow_worker_start(tmp_path, monkeypatch):
 WORKER_FORESTS = [case for case in FORESTS if case[0].key != "dgt_forest"]
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @pytest.mark.parametrize(("family", "task", "cls"), WORKER_FORESTS,
                          ids=[f"{f.key}-{t}" for f, t, _ in WORKER_FORESTS])
 def test_cancel_while_the_worker_processes_start(manager, slow_worker_start, family, task, cls):
@@ -209,6 +211,7 @@ def slow_call(monkeypatch, owner, name: str, started: threading.Event) -> None:
 EIGEN_PARAMS: dict[str, dict] = {"laptao": {"solver": "eigen"}}
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @pytest.mark.parametrize(("key", "task", "owner", "name"), [
     ("tree_embedding", "embedding", scipy.linalg, "eigh"),
     ("laptao", "classification", np.linalg, "eigh"),

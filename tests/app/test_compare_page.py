@@ -2,12 +2,15 @@
 
 import json
 
+import pytest
+
 from tests.app.conftest import assert_clean, chart_specs, new_app, open_page
 from treeviz.services.data import PrepConfig, load_dataset, prepare
 from treeviz.services.runs import RunStore
 from treeviz.services.training import train_run
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_compare_three_families_on_one_data_set(home):
     store = RunStore(home)
     iris = prepare(load_dataset("iris"), PrepConfig(seed=0))
@@ -42,6 +45,7 @@ def test_compare_three_families_on_one_data_set(home):
     assert any("Train a second model" in i.value for i in at.info)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_run_with_text_metrics_is_skipped_with_a_note(home):
     store = RunStore(home)
     iris = prepare(load_dataset("iris"), PrepConfig(seed=0))

@@ -49,6 +49,7 @@ def still_usable(at):
     assert texts(at.title) == ["Train"]
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @pytest.mark.parametrize("name", sorted(BAD_INPUTS))
 def test_every_bad_input_gets_a_sentence_and_the_app_stays_usable(home, monkeypatch, name):
     for key, value in BAD_INPUT_ENV.get(name, {}).items():
@@ -83,6 +84,7 @@ def test_every_bad_input_gets_a_sentence_and_the_app_stays_usable(home, monkeypa
     still_usable(at)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_sample_datasets_and_their_figures(home):
     at = new_app().run()
     assert_clean(at)
@@ -96,6 +98,7 @@ def test_sample_datasets_and_their_figures(home):
     assert any("Distribution of" in s["layout"]["title"]["text"] for s in chart_specs(at))
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_uploaded_csv_is_used_and_saved(home):
     from pathlib import Path
 
@@ -111,6 +114,7 @@ def test_uploaded_csv_is_used_and_saved(home):
     assert "penguins.csv" in at.selectbox(key="data.saved").format_func(at.selectbox(key="data.saved").value)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_preprocessing_choices_are_kept(home):
     at = new_app().run()
     at.selectbox(key="data.scaling").set_value("quantile").run()

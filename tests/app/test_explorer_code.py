@@ -1,5 +1,7 @@
 """The explorer offers every hard tree as rules, a Python function and a SQL CASE; a soft tree says why not."""
 
+import pytest
+
 from tests.app.conftest import assert_clean, new_app, open_page
 from treeviz.services.data import PrepConfig, load_dataset, prepare
 from treeviz.services.runs import RunStore
@@ -15,6 +17,7 @@ def explorer_for(home, family, task, data, params):
     return at
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_hard_tree_downloads_as_rules_python_and_sql(home):
     at = explorer_for(home, "cart", "classification", "iris", {"max_depth": 2})
     keys = {b.key for b in at.get("download_button")}
@@ -22,12 +25,14 @@ def test_a_hard_tree_downloads_as_rules_python_and_sql(home):
     assert any("the data's own units" in c.value for c in at.caption)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_latent_tree_exports_its_leaves(home):
     at = explorer_for(home, "latent", "classification", "iris", {"depth": 2, "max_epochs": 3})
     assert "explorer.python_download" in {b.key for b in at.get("download_button")}
     assert any("the code gives each row's leaf" in c.value for c in at.caption)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_soft_tree_says_why_it_has_no_code(home):
     at = explorer_for(home, "skinny", "classification", "iris", {"n_trees": 2, "depth": 2, "max_epochs": 3})
     assert "explorer.python_download" not in {b.key for b in at.get("download_button")}

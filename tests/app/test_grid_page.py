@@ -41,6 +41,7 @@ def assert_no_address_field(at) -> None:
     assert grid_fields and all(k.split(".")[1] in ("lambda", "depth", "seed") for k in grid_fields), grid_fields
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_tiny_grid_runs_from_the_lambda_path_page(home, monkeypatch):
     monkeypatch.setenv(SCHEDULER_ENV, "")
     at = new_app().run()
@@ -68,6 +69,7 @@ def test_a_tiny_grid_runs_from_the_lambda_path_page(home, monkeypatch):
     assert table["test_accuracy"].notna().all()
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_bad_value_is_a_sentence(home, monkeypatch):
     monkeypatch.setenv(SCHEDULER_ENV, "tcp://10.0.0.9:8786")
     at = new_app().run()
@@ -83,6 +85,7 @@ def test_a_bad_value_is_a_sentence(home, monkeypatch):
     assert RunStore(home).list() == []
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_malformed_configured_scheduler_is_a_sentence_and_the_grid_runs_here(home, monkeypatch):
     monkeypatch.setenv(SCHEDULER_ENV, "notaurl")
     at = new_app().run()

@@ -10,12 +10,14 @@ import), with its own curves, headline metric and λ path.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tests.app.conftest import assert_clean, chart_specs, new_app, open_page, texts, wait_for_job, wait_for_sweep
 from treeviz.services.run_archive import export_zip
 from treeviz.services.runs import RunStore
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_the_stump_trains_from_the_train_page_and_shows_everywhere(home):
     at = new_app().run()
     at.selectbox(key="data.sample").set_value("breast_cancer").run()
@@ -41,6 +43,7 @@ def test_the_stump_trains_from_the_train_page_and_shows_everywhere(home):
     assert labels["Nodes"] == "3" and "test accuracy" in labels
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_the_stumps_lambda_path_and_run_zip(home):
     at = new_app().run()
     at.selectbox(key="data.sample").set_value("breast_cancer").run()

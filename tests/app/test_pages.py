@@ -41,6 +41,7 @@ def test_every_page_renders_with_a_run(home, page):
         assert chart_specs(at), f"{page} shows figures for {record.name}"
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_explorer_node_panel_path_and_zoom(home):
     record = make_run(home, depth=4)
     at = app_on("explorer")
@@ -76,6 +77,7 @@ def test_explorer_node_panel_path_and_zoom(home):
     assert len(node_trace(spec)["customdata"]) == tree.n_nodes
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_explorer_rules_switch_between_units(home):
     make_run(home, key="iris", depth=2)
     at = app_on("explorer")
@@ -87,6 +89,7 @@ def test_explorer_rules_switch_between_units(home):
     assert float(raw_rule.split()[-1].strip("`")) > 0
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_explorer_shows_weight_images_for_image_data(home):
     make_run(home, key="digits", depth=5)
     at = app_on("explorer")
@@ -97,6 +100,7 @@ def test_explorer_shows_weight_images_for_image_data(home):
     assert z.shape == (8, 8) and np.count_nonzero(z) == 1
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_explorer_regression_run_and_run_switching(home):
     make_run(home, key="diabetes", depth=3, name="diabetes tree")
     second = make_run(home, key="iris", depth=2, name="iris tree")
@@ -111,6 +115,7 @@ def test_explorer_regression_run_and_run_switching(home):
     assert_clean(at)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_routing_page_flows_and_regression_message(home):
     record = make_run(home, key="wine", depth=3)
     at = app_on("routing")
@@ -129,6 +134,7 @@ def test_routing_page_flows_and_regression_message(home):
     assert any("Class routing follows the classes" in i for i in texts(at.info))
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_runs_page_rename_delete_download_and_import(home):
     record = make_run(home, key="iris", depth=2, name="first")
     at = app_on("runs")
@@ -153,6 +159,7 @@ def test_runs_page_rename_delete_download_and_import(home):
     assert [r.name for r in RunStore(home).list()] == ["renamed"]
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_runs_page_refuses_a_foreign_zip_with_a_sentence(home):
     make_run(home, key="iris", depth=2)
     at = app_on("runs")
@@ -162,6 +169,7 @@ def test_runs_page_refuses_a_foreign_zip_with_a_sentence(home):
     assert at.error and "Traceback" not in at.error[0].value
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_damaged_run_folder_is_reported_not_fatal(home):
     record = make_run(home, key="iris", depth=2)
     (RunStore(home).runs_dir / record.run_id / "run.json").write_text("{broken")
@@ -179,6 +187,7 @@ def damage_record(home, run_id, **fields):
     path.write_text(json.dumps({**json.loads(path.read_text()), **fields}))
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_run_with_a_huge_depth_is_skipped_with_a_note(home):
     bad = make_run(home, key="iris", depth=2)
     damage_record(home, bad.run_id, depth=10**30)  # once broke the table on every load

@@ -38,12 +38,14 @@ def outside_address() -> str | None:
     return None if address.startswith("127.") or address == "0.0.0.0" else address
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_the_configured_server_address_is_localhost():
     shown = subprocess.run([sys.executable, "-m", "streamlit", "config", "show"], cwd=ROOT, env=streamlit_env(),
                            capture_output=True, text=True, timeout=60, check=True).stdout
     assert 'address = "localhost"' in shown.splitlines()
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_the_app_answers_on_loopback_and_not_on_the_network(tmp_path):
     outside = outside_address()
     if outside is None:

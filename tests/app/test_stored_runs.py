@@ -48,6 +48,7 @@ def test_every_stored_run_loads_gives_its_tree_and_predicts(old_home):
             assert np.all(np.isfinite(np.asarray(out, dtype=float))), record.name
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @pytest.mark.parametrize("page", list(PAGES))
 def test_every_page_opens_with_each_stored_run(old_home, page):
     runs = RunStore(old_home).list()

@@ -5,6 +5,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 import streamlit as st
 from sklearn.tree import DecisionTreeClassifier
 
@@ -56,6 +57,7 @@ def job_processes() -> list[int]:
     return found
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_cart_run_from_train_page_to_explorer_and_back_after_restart(home, jobs_in_processes):
     at = train_cart_on_breast_cancer(new_app(), depth=6)
     store = RunStore(home)
@@ -93,6 +95,7 @@ def test_cart_run_from_train_page_to_explorer_and_back_after_restart(home, jobs_
         np.testing.assert_array_equal(model.predict_proba(X), ref.predict_proba(X))
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_open_in_explorer_button_switches_page(home):
     at = train_cart_on_breast_cancer(new_app(), depth=3)
     at.button(key="train.open").click().run()
@@ -101,6 +104,7 @@ def test_open_in_explorer_button_switches_page(home):
     assert chart_specs(at)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_failing_training_shows_a_sentence_and_the_app_stays_usable(home, monkeypatch):
     import treeviz.services.training
 
@@ -131,6 +135,7 @@ def test_a_failing_training_shows_a_sentence_and_the_app_stays_usable(home, monk
     assert at.success
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_cancel_stops_a_running_job(home, monkeypatch):
     import threading
 

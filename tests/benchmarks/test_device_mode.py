@@ -126,6 +126,7 @@ def test_auto_without_a_gpu_is_the_usual_cpu_run(fake_benchmarks, monkeypatch):
     assert calls == [("fake_dev", False, "cpu"), ("fake_plain", False, None)]
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @pytest.mark.parametrize("name", TORCH_FAMILIES)
 def test_device_workloads_run_on_the_cpu_and_give_rows(name, monkeypatch):
     module = __import__(f"benchmarks.{name}", fromlist=["device_workloads"])
@@ -206,6 +207,7 @@ def test_uci_or_synthetic_falls_back_to_data_of_the_same_shape(tmp_path, monkeyp
     assert source.startswith("synthetic")
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_the_device_mode_needs_no_optional_package():
     """What a bare GPU machine lacks (cvxpy, XGBoost, LightGBM, UMAP, Streamlit, plotly) is never imported."""
     code = (

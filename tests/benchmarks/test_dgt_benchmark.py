@@ -26,6 +26,7 @@ def _require_shared_data():
         pytest.skip(f"shared reference data incomplete at {root}: missing {', '.join(missing)}")
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_quick_dgt_benchmark_parts_write_rows_and_merge(tmp_path, monkeypatch, capsys):
     _require_shared_data()
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))

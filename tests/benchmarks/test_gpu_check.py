@@ -60,6 +60,7 @@ def test_workloads_past_the_budget_become_skipped_rows():
     assert "budget" in rows[0]["error"]
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_without_a_gpu_the_check_refuses_and_names_the_reason(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("checks the machine without a GPU")
@@ -69,7 +70,7 @@ def test_without_a_gpu_the_check_refuses_and_names_the_reason(tmp_path):
     assert proc.returncode == 2 and "torch sees no GPU here" in proc.stdout
 
 
-@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
+@pytest.mark.slow  # a heavy end-to-end run; the full tier runs it, the fast one (-m "not slow") leaves it out
 def test_the_dry_run_goes_through_the_script_on_the_cpu(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
@@ -99,7 +100,7 @@ def test_a_smoke_run_keeps_the_gpu_measurements(tmp_path, monkeypatch):
     assert results[device_timing.SECTION] == gpu and results["last_smoke_run"]["device"] == "cpu"
 
 
-@pytest.mark.slow  # minutes-scale; runs in the slow tier (scripts/test.sh --slow)
+@pytest.mark.slow  # minutes-scale; the full tier runs it, the fast one leaves it out
 def test_device_scale_needs_no_optional_package():
     """What a bare GPU machine lacks (cvxpy, XGBoost, LightGBM, UMAP, Streamlit, plotly) is never imported."""
     code = (

@@ -9,6 +9,7 @@ from benchmarks import run
 from benchmarks.common import format_table
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_quick_cart_benchmark_prints_a_table_and_writes_json(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     assert run.main(["cart_tree", "--quick"]) == 0

@@ -7,12 +7,15 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from benchmarks import run, scale
 from benchmarks.scale_table import make_table
 
 KEYS = {"family", "n", "fit_s", "wall_s", "peak_mb", "accuracy", "targets", "meets", "misses"}
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_quick_scale_benchmark_writes_a_row_per_fit_with_a_verdict(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     assert scale.QUICK_FAMILIES[0] == "cart" and len(scale.QUICK_FAMILIES) >= 2
@@ -54,6 +57,7 @@ def test_verdicts_hold_each_row_to_its_targets_and_to_carts_accuracy():
     assert "dgt_bandit" in scale.FAMILIES and scale.FAMILIES[0] == "cart"
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_runaway_fit_is_stopped_by_its_cpu_time():
     code = "from benchmarks.scale_table import limit_cpu\nlimit_cpu(1)\nwhile True:\n    pass\n"
     proc = subprocess.run([sys.executable, "-c", code], timeout=120)

@@ -25,6 +25,7 @@ def _require_shared_data():
         pytest.skip(f"shared reference data incomplete at {root}: missing {', '.join(missing)}")
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_quick_tao_paper_benchmark_writes_rows_with_the_required_fields(tmp_path, monkeypatch, capsys):
     _require_shared_data()
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
@@ -51,6 +52,7 @@ def test_quick_tao_paper_benchmark_writes_rows_with_the_required_fields(tmp_path
     assert next(t for t in timing if t["name"].endswith("sklearn-cpu"))["ratio_to_sklearn"] == 1.0
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_quick_tao_solvers_benchmark_writes_gaps_and_ratios(tmp_path, monkeypatch, capsys):
     # falls back to sklearn's digits when Letter is absent, so it never needs the shared data
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
@@ -94,6 +96,7 @@ def test_tao_paper_runs_chosen_rows_and_merges_them_into_the_stored_results(tmp_
         tao_paper.run(quick=True)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_heavy_tailed_table_is_badly_conditioned_and_the_quick_benchmark_times_both_solvers(tmp_path, monkeypatch):
     import numpy as np
 

@@ -5,7 +5,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # a browser and a server: the full tier
 
 
 IDLE = "() => !document.querySelector('[data-testid=\"stStatusWidgetRunningIcon\"]')"
@@ -70,7 +70,7 @@ def test_pick_a_sample_train_cart_and_see_the_tree(app_url, page):
     assert node_input.input_value() != "0"
 
 
-@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
+@pytest.mark.slow  # a heavy end-to-end run; the full tier runs it, the fast one (-m "not slow") leaves it out
 def test_train_skinny_trees_and_see_the_features_page(app_url, page):
     open_train_page_on_breast_cancer(page, app_url)
     choose(page, "Model family", "Skinny Trees (feature selection)")
@@ -88,7 +88,7 @@ def test_train_skinny_trees_and_see_the_features_page(app_url, page):
     assert page.get_by_test_id("stMetricValue").filter(has_text=re.compile(r"^\d+ / 30$")).count() == 1
 
 
-@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
+@pytest.mark.slow  # a heavy end-to-end run; the full tier runs it, the fast one (-m "not slow") leaves it out
 def test_download_a_figure_and_a_run_report(app_url, page, tmp_path):
     open_train_page_on_breast_cancer(page, app_url)
     settle(page)
@@ -127,7 +127,7 @@ def test_download_a_figure_and_a_run_report(app_url, page, tmp_path):
     assert "CART on breast_cancer" in text and int(re.search(r'data-figures="(\d+)"', text)[1]) >= 4
 
 
-@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
+@pytest.mark.slow  # a heavy end-to-end run; the full tier runs it, the fast one (-m "not slow") leaves it out
 def test_the_bandit_page_runs_dgt_bandit_against_the_linear_baseline(app_url, page, tmp_path):
     """The Bandit feedback page in chromium: on wine, DGT-Bandit, the linear baseline and the supervised
     tree run in the background, then the three figures and the final table appear."""

@@ -10,7 +10,7 @@ from treeviz.services.runs import RunStore
 from treeviz.services.training import train_run
 from treeviz.ui.report import run_report
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # a browser and a server: the full tier
 
 RENDERED = "() => [...document.querySelectorAll('.js-plotly-plot')].filter(d => d.querySelector('.main-svg')).length"
 

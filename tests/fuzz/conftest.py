@@ -2,7 +2,7 @@
 examples per test.
 
 Two profiles, chosen by ``scripts/test.sh``: ``ci`` (the default, a small count that keeps CI
-short) and ``slow`` (``bash scripts/test.sh --slow``: at least 2 000 examples per test). The
+short) and ``slow`` (``bash scripts/test.sh --deep``: at least 2 000 examples per test). The
 property every fuzz test checks is the same: an input is either accepted (and then it trains or
 loads), or refused with a :class:`models.ground.errors.TreevizError`; nothing else escapes, and nothing
 is written outside the run store.

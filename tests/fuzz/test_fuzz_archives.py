@@ -109,6 +109,7 @@ edits = st.lists(st.tuples(st.integers(0, 2**31), st.integers(0, 255)), min_size
 cuts = st.one_of(st.none(), st.integers(0, 2**31))
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @given(edits=edits, cut=cuts)
 def test_byte_mutated_run_zips_are_refused_or_usable(source, edits, cut):
     data = mutate(source.zip_bytes, edits, None if cut is None else cut % (len(source.zip_bytes) + 1))
@@ -183,6 +184,7 @@ def build(members: list[list]) -> bytes:
     return bytes(out)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @given(ops=st.lists(operations, min_size=1, max_size=4))
 def test_structurally_mutated_run_zips_are_refused_or_usable(source, ops):
     members = [[n, source.members[n], 8, None, None] for n in NAMES]
@@ -225,6 +227,7 @@ changes = st.tuples(st.sampled_from(FIELDS), st.none() | st.sampled_from(SUBKEYS
                     json_values | st.just(DROP))
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @given(edits=st.lists(changes, min_size=1, max_size=3))
 def test_records_with_random_fields_are_refused_or_usable(source, edits):
     run = json.loads(source.members["run.json"])

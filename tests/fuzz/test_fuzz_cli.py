@@ -291,6 +291,7 @@ def cheap_training(monkeypatch):
     monkeypatch.setattr(common, "MAX_IMPORT_BYTES", 2**20)  # /dev/zero as a model file: refused after 1 MiB
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @given(argv=argv_lists())
 def test_the_command_line_accepts_or_refuses_every_argument_list(template, cheap_training, monkeypatch,
                                                                   capsysbinary, tmp_path, argv):

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
@@ -128,6 +129,7 @@ def check_accepted_or_refused(df: pd.DataFrame, options: dict) -> None:
         np.testing.assert_array_equal(X, dataset.X)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @given(tables(), OPTIONS, st.data())
 def test_any_table_is_accepted_and_trains_or_refused_with_a_sentence(df, options, data):
     names = [str(c).strip() for c in df.columns]
@@ -135,6 +137,7 @@ def test_any_table_is_accepted_and_trains_or_refused_with_a_sentence(df, options
     check_accepted_or_refused(df, {**options, "target": target})
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @given(csv_files(), OPTIONS)
 def test_any_csv_bytes_are_read_and_train_or_refused_with_a_sentence(file, options):
     filename, data = file

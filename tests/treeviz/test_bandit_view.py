@@ -37,6 +37,7 @@ def iris_rows(iris):
                          supervised_params=SUPERVISED_QUICK, device="cpu")
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_rows_per_method_and_seed_on_one_grid_of_queries(iris_rows):
     curves = [r for r in iris_rows if "queries" in r]
     refs = [r for r in iris_rows if "reference" in r]
@@ -88,6 +89,7 @@ def test_the_final_table_and_the_figures(iris_rows):
     assert "No rounds" in str(bandit_score_figure([], task="classification").to_dict()["layout"]["annotations"])
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_the_same_seeds_give_the_same_rows(iris, iris_rows):
     again = bandit_curves("dgt_bandit", "classification", QUICK, iris, seeds=(0, 1),
                           supervised_params=SUPERVISED_QUICK, device="cpu")

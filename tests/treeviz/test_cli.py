@@ -467,7 +467,7 @@ def treeviz(*argv: str, home: Path, **kwargs) -> subprocess.CompletedProcess:
                           text=True, timeout=120, **kwargs)
 
 
-@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
+@pytest.mark.slow  # a heavy end-to-end run; the full tier runs it, the fast one (-m "not slow") leaves it out
 def test_python_m_treeviz_exit_codes_and_stderr(tmp_path):
     ok = treeviz("train", "-d", "iris", "-f", "cart", "-p", "max_depth=2", "-q", home=tmp_path)
     assert ok.returncode == 0 and ok.stderr == ""
@@ -479,7 +479,7 @@ def test_python_m_treeviz_exit_codes_and_stderr(tmp_path):
     assert refused.stderr == "treeviz: error: Parameter 'max_depth' must be at least 1; got '0'.\n"
 
 
-@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
+@pytest.mark.slow  # a heavy end-to-end run; the full tier runs it, the fast one (-m "not slow") leaves it out
 def test_ctrl_c_in_a_real_process_stores_a_cancelled_run(tmp_path):
     env = {**os.environ, "TREEVIZ_HOME": str(tmp_path)}
     argv = [sys.executable, "-m", "treeviz", "train", "-d", "iris", "-f", "latent", "-p", "max_epochs=100000",
@@ -649,6 +649,7 @@ def test_delete_removes_runs_even_damaged_ones_and_the_leftovers_of_crashes(home
     assert not leftover.exists() and recent.exists()  # a save still under way is left alone
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_output_into_a_device_is_written_into_it_not_replaced(home, capsys, tmp_path, penguin_run):
     device = tmp_path / "null"
     try:  # a private copy of /dev/null (character device 1, 3), so the real one is never at risk

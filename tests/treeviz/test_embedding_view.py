@@ -32,6 +32,7 @@ def test_the_embedding_task_scores_every_split_through_the_tree():
     assert {"val_knn_accuracy", "val_trustworthiness", "n_leaves", "n_nonzero_weights"} <= set(metrics)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_the_comparison_scores_every_embedding_with_the_models_objective():
     prepared, model, _ = fitted()
     result = compare_embeddings(model, prepared, include_umap=True)

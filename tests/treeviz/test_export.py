@@ -43,12 +43,14 @@ def test_html_is_standalone_with_plotly_inlined():
     assert '"filename": "small"' in html
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @pytest.mark.parametrize("fmt, magic", [("png", b"\x89PNG\r\n\x1a\n"), ("pdf", b"%PDF-")])
 def test_images_have_their_formats_magic_bytes(fmt, magic):
     data = ex.figure_image(small_figure(), fmt)
     assert data.startswith(magic) and len(data) > 1000
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_svg_is_parseable_xml_with_the_figures_text():
     data = ex.figure_image(small_figure(), "svg")
     root = ET.fromstring(data)
@@ -56,6 +58,7 @@ def test_svg_is_parseable_xml_with_the_figures_text():
     assert "A small figure" in data.decode("utf-8")
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_png_size_follows_the_figure_and_the_scale():
     fig = small_figure()
     fig.update_layout(width=400, height=300)
@@ -64,6 +67,7 @@ def test_png_size_follows_the_figure_and_the_scale():
     assert (width, height) == (800, 600)  # scale 2
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_tree_of_two_thousand_nodes_exports_and_says_what_it_leaves_out():
     tree = big_tree()
     assert tree.n_nodes == 2047

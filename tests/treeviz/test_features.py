@@ -30,6 +30,7 @@ def test_the_feature_table_of_a_cart_tree_counts_its_splits(prepared):
         feature_table([])
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_importance_baselines_keep_the_top_k_and_refit(prepared):
     results = importance_baselines(prepared, 4, "classification", seed=0)
     assert [r.method for r in results] == ["random forest importance", "gradient boosting importance"]
@@ -43,6 +44,7 @@ def test_importance_baselines_keep_the_top_k_and_refit(prepared):
         importance_baselines(prepared, 31, "classification")
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_importance_baselines_for_regression():
     prepared = prepare(load_dataset("diabetes"), PrepConfig(seed=0))
     results = importance_baselines(prepared, 3, "regression")

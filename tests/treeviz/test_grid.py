@@ -142,6 +142,7 @@ def test_without_a_store_trials_keep_their_estimators(prepared):
     assert all(t.run_id is None and t.metrics["depth"] == t.params["max_depth"] for t in result.trials)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_an_unreachable_scheduler_is_one_sentence(prepared):
     address = f"tcp://127.0.0.1:{free_port()}"
     with pytest.raises(TreevizError) as err:
@@ -166,6 +167,7 @@ def test_a_malformed_scheduler_is_refused_before_any_connection(prepared, monkey
     assert RunStore(tmp_path).list() == []
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_one_thread_cluster_runs_the_trials_on_its_worker(tmp_path, prepared):
     store = RunStore(tmp_path)
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as one:
@@ -177,7 +179,7 @@ def test_a_one_thread_cluster_runs_the_trials_on_its_worker(tmp_path, prepared):
     assert {r.sweep["where"] for r in stored} == {one.scheduler_address}
 
 
-@pytest.mark.slow  # minutes-scale; runs in the slow tier (scripts/test.sh --slow)
+@pytest.mark.slow  # minutes-scale; the full tier runs it, the fast one leaves it out
 def test_a_grid_on_a_dask_cluster_stores_what_the_local_joblib_run_stores(tmp_path, prepared, cluster):
     on_dask, here = RunStore(tmp_path / "dask"), RunStore(tmp_path / "local")
     seen = []
@@ -199,6 +201,7 @@ def test_a_grid_on_a_dask_cluster_stores_what_the_local_joblib_run_stores(tmp_pa
     assert [t.metrics for t in remote.trials] == [t.metrics for t in local.trials]
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @pytest.mark.parametrize("where", ["local", "dask"])
 def test_a_cancel_stops_the_grid_and_keeps_the_trials_stored_before(tmp_path, prepared, where, request):
     scheduler = request.getfixturevalue("cluster") if where == "dask" else None
@@ -214,6 +217,7 @@ def test_a_cancel_stops_the_grid_and_keeps_the_trials_stored_before(tmp_path, pr
     assert stored.sweep["kind"] == "grid" and stored.sweep["size"] == 6
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_the_grid_job_runs_on_the_cluster(tmp_path, prepared, cluster, monkeypatch):
     class Handle:  # a job's progress handle
         cancelled = False
@@ -255,6 +259,7 @@ def test_a_grid_job_takes_no_address_only_the_configured_scheduler(tmp_path, pre
         GridJob(*args, on_cluster="tcp://attacker.example:8786")
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_the_command_line_runs_a_grid_here_and_on_the_cluster(tmp_path, capsys, monkeypatch, cluster):
     home = str(tmp_path)
     args = ["grid", "--home", home, "--data", "iris", "--family", "tao", "--param", "max_iter=3",
@@ -277,6 +282,7 @@ def test_the_command_line_runs_a_grid_here_and_on_the_cluster(tmp_path, capsys, 
     assert len(capsys.readouterr().out.split()) == 4
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_the_command_line_refuses_bad_grids_in_one_sentence(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv(SCHEDULER_ENV, raising=False)
     base = ["grid", "--home", str(tmp_path), "--data", "iris", "--family", "tao"]

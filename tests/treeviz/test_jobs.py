@@ -212,6 +212,7 @@ def test_old_finished_jobs_are_forgotten():
     assert len(manager.jobs()) <= 3 and jobs[0] not in manager.jobs()
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_many_readers_while_a_job_writes(manager):
     est = SlowFake(epochs=300, pause=0.0)
     job = manager.submit(lambda cbs: est.fit(progress=cbs), label="busy")

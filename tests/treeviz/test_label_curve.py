@@ -18,6 +18,7 @@ def moons():
     return prepare(load_dataset("moons"), PrepConfig(seed=0))
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_every_method_is_scored_on_the_same_labelled_subsets(moons):
     rows = label_curve("laptao", "classification", QUICK, moons, fractions=(0.2, 0.05), seeds=(0, 1))
     methods = ["LapTAO", "LapTAO (its unlabelled training points)", SUPERVISED, PROPAGATION]

@@ -370,6 +370,7 @@ def test_bad_options(digits):
         tree_figure(tree, pruned="gone")
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_plots_import_neither_torch_nor_streamlit():
     code = ("import sys, treeviz.plots, treeviz.readers.layout; "
             "bad = [m for m in ('torch', 'streamlit') if m in sys.modules]; assert not bad, bad")

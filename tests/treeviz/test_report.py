@@ -38,6 +38,7 @@ def test_a_cart_report_has_every_section_and_its_numbers(store):
     assert "in the data's own units" in html
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_point_of_a_lambda_path_shows_the_path_and_image_weights(store):
     prepared = prepare(load_dataset("digits"), PrepConfig(seed=0))
     results = run_sweep("tao", "classification", {"depth": 2, "max_iter": 2}, prepared, [0.01, 1.0], store=store)

@@ -170,6 +170,7 @@ def test_a_failed_save_leaves_no_run(store, prepared, monkeypatch):
     assert [p.name for p in store.runs_dir.iterdir() if p.name.startswith(".")] == []
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_crash_mid_save_is_ignored_and_reported(store, prepared, monkeypatch):
     """Kill a real process inside the rename: its temporary folder must not become a run."""
     _, kept = save(store, prepared)
@@ -482,6 +483,7 @@ def test_import_refuses_damaged_deflate_data(good_zip, target):
     refused(target, bytes(data), "damaged")
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_two_processes_saving_at_once_get_different_default_names(store, prepared, monkeypatch):
     """Each save lists the runs, then publishes; both must not pick '#1'."""
     import threading

@@ -82,7 +82,7 @@ def test_a_search_without_a_store_returns_models_and_refines_the_best(prepared):
             [random.params["lambda0"] * 0.9, random.params["lambda0"] * 0.5], rel=1e-3)
 
 
-@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
+@pytest.mark.slow  # a heavy end-to-end run; the full tier runs it, the fast one (-m "not slow") leaves it out
 def test_a_stored_search_is_one_tagged_group_and_its_best_is_recomputed(prepared, tmp_path):
     store = RunStore(tmp_path)
     result = budget_search("skinny", "classification", prepared, budget=10, n_trials=3, params=TINY, seed=2,
@@ -132,6 +132,7 @@ def _same_trials(a, b):
             assert value == pytest.approx(y.metrics[key], rel=1e-4, abs=1e-5), key
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_trials_of_one_shape_train_together_as_they_would_alone(prepared, monkeypatch):
     """A batched search (trials of one shape fitted together through the estimator class's
     fit_together hook) gives the trials of the one-at-a-time search with the same seed: the same
@@ -155,6 +156,7 @@ def test_trials_of_one_shape_train_together_as_they_would_alone(prepared, monkey
     assert (together.best.index if together.best else None) == (alone.best.index if alone.best else None)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_stored_trials_trained_together_are_the_same_runs(prepared, tmp_path):
     kw = dict(budget=10, n_trials=4, params={**TINY, "batch_size": 32}, seed=2, refine=0)
     together = budget_search("skinny", "classification", prepared, store=RunStore(tmp_path / "a"), **kw)

@@ -28,6 +28,7 @@ def test_job_budget_shares_the_cores_or_takes_the_environment(monkeypatch):
     assert threads.job_budget(1) == cores
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_apply_budget_holds_for_every_runtime_in_a_fresh_process():
     """In a new interpreter (the order in which the runtimes start matters), one call leaves torch,
     every OpenMP / BLAS pool and numba on one thread, and a numba kernel run afterwards does not

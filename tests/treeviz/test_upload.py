@@ -828,6 +828,7 @@ def test_many_one_row_classes_get_a_warning():
     assert any("60 of the 60 classes" in n and "a single row" in n for n in ds.notes), ds.notes
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_feature_matrix_too_large_is_refused_before_it_is_built():
     rng = np.random.default_rng(0)
     levels = np.array([f"v{i}" for i in range(50)])

@@ -51,6 +51,7 @@ def manager():
     manager.shutdown()
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_job_runs_in_a_child_process_under_the_budget_with_its_records(manager):
     job = manager.submit(Steps(4), label="steps")
     assert job.wait(120), job.status
@@ -61,13 +62,14 @@ def test_a_job_runs_in_a_child_process_under_the_budget_with_its_records(manager
     assert [r["epoch"] for r in snap.records] == [1, 2, 3, 4] and snap.progress == 1.0
 
 
-@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
+@pytest.mark.slow  # a heavy end-to-end run; the full tier runs it, the fast one (-m "not slow") leaves it out
 def test_two_jobs_run_at_once_in_two_processes(manager):
     jobs = [manager.submit(Steps(3, pause=0.3), label=str(i)) for i in range(2)]
     assert all(j.wait(120) for j in jobs)
     assert len({j.result["pid"] for j in jobs}) == 2
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_the_child_process_is_reused_between_jobs():
     # One worker thread: with two, the second job may start the second worker (and its own child)
     # and be taken by it, which made this test fail now and then.
@@ -82,6 +84,7 @@ def test_the_child_process_is_reused_between_jobs():
         manager.shutdown()
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_cancel_reaches_the_child(manager):
     job = manager.submit(Steps(200, pause=0.05), label="slow")
     deadline = time.monotonic() + 120
@@ -92,7 +95,7 @@ def test_cancel_reaches_the_child(manager):
     assert job.status == "cancelled" and len(job.records) < 200
 
 
-@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
+@pytest.mark.slow  # a heavy end-to-end run; the full tier runs it, the fast one (-m "not slow") leaves it out
 def test_errors_come_back_as_the_same_sentences(manager):
     mine = manager.submit(Steps(1, fail="treeviz"), label="treeviz")
     other = manager.submit(Steps(1, fail="value"), label="value")
@@ -102,7 +105,7 @@ def test_errors_come_back_as_the_same_sentences(manager):
     assert "ValueError" in other.traceback
 
 
-@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
+@pytest.mark.slow  # a heavy end-to-end run; the full tier runs it, the fast one (-m "not slow") leaves it out
 def test_a_dead_child_fails_its_job_and_the_next_job_gets_a_new_one():
     manager = JobManager(max_workers=1, processes=True)
     try:
@@ -115,11 +118,13 @@ def test_a_dead_child_fails_its_job_and_the_next_job_gets_a_new_one():
         manager.shutdown()
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_functions_that_cannot_be_pickled_run_in_the_worker_thread(manager):
     job = manager.submit(lambda progress: os.getpid(), label="lambda")
     assert job.wait(60) and job.result == os.getpid()
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_the_child_does_not_run_the_parents_main_script(manager, tmp_path, monkeypatch):
     # Under `streamlit run app.py` (and in Streamlit's test harness) __main__ is the app's script;
     # a child started by multiprocessing's spawn would run it again. This one imports only itself.
@@ -133,6 +138,7 @@ def test_the_child_does_not_run_the_parents_main_script(manager, tmp_path, monke
     assert job.result["pid"] != os.getpid()
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_functions_from_the_main_script_run_in_the_worker_thread(manager):
     fn = types.FunctionType((lambda progress: os.getpid()).__code__, {"os": os}, "from_main")
     fn.__module__ = "__main__"

@@ -4,6 +4,8 @@ family's own app tests; the page helpers come from tests/app/conftest.py."""
 
 import time
 
+import pytest
+
 from tests.app.conftest import assert_clean, chart_specs, new_app, open_page
 
 FORM = "bandit.dgt_bandit.{task}.defaults.{name}"
@@ -25,6 +27,7 @@ def wait_for_results(at, timeout: float = 60.0):
     raise AssertionError("the bandit comparison did not finish in time")
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_the_bandit_page_compares_dgt_bandit_with_the_baselines_on_iris(home):
     at = new_app().run()
     open_page(at, "bandit")
@@ -49,6 +52,7 @@ def test_the_bandit_page_compares_dgt_bandit_with_the_baselines_on_iris(home):
     assert any("Exploration rate" in c.value for c in at.caption)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_regression_offers_the_estimators_and_losses_and_reports_rmse(home):
     at = new_app().run()
     open_page(at, "bandit")
@@ -70,6 +74,7 @@ def test_regression_offers_the_estimators_and_losses_and_reports_rmse(home):
     assert at.dataframe[-1].value["held-out RMSE"].iloc[0] > 10  # in the target's units
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_clustering_data_set_falls_back_to_a_built_in_one(home):
     at = new_app().run()
     at.selectbox(key="data.sample").set_value("blobs").run()

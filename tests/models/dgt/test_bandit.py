@@ -281,6 +281,7 @@ def t16(classification):
     return model.fit(X, y, eval_set=(X_test, y_test), comparator=oblique_tree(seed=0))
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_t16_bandit_feedback_teaches_the_tree(t16):
     history = t16.history_
     assert len(history) == 20 and history[0]["round"] == 1000 and history[-1]["round"] == N_TRAIN
@@ -312,6 +313,7 @@ def test_the_fitted_tree_is_the_network_of_the_last_record(t16, classification):
     assert any("20000 loss queries" in note for note in tree.meta["notes"])
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_the_tree_beats_the_linear_baseline_on_the_same_query_budget(classification):
     """Same protocol, estimator, optimiser and 20k queries; lr 1e-2 for both (at the paper's 1e-3 the
     tree is still learning at 20k rounds)."""
@@ -324,6 +326,7 @@ def test_the_tree_beats_the_linear_baseline_on_the_same_query_budget(classificat
     assert np.mean(linear.predict(X_test) == y_test) == pytest.approx(linear.history_[-1]["val_score"], abs=1e-3)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_two_point_regression_beats_the_linear_baseline_and_reports_rmse_in_data_units():
     X, y, X_test, y_test = split("regression")
     y, y_test = 10 * y + 3, 10 * y_test + 3  # data units other than [0, 1]
@@ -341,6 +344,7 @@ def test_two_point_regression_beats_the_linear_baseline_and_reports_rmse_in_data
 
 
 # ------------------------------------------------------------------ determinism, cancel, model files
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @pytest.mark.parametrize("cls", [DGTBanditClassifier, DGTBanditRegressor, LinearBanditRegressor])
 def test_the_same_seed_gives_identical_records_and_models(cls):
     task = "classification" if cls is DGTBanditClassifier else "regression"

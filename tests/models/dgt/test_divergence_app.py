@@ -1,6 +1,8 @@
 """A diverged fit says so in the app: the Train page's finished job and the sidebar of every page
 showing the run carry its warning; a normal fit shows none."""
 
+import pytest
+
 from tests.app.conftest import new_app, open_page, texts, wait_for_job
 from treeviz.services.runs import RunStore
 from treeviz.services.training import WARNING
@@ -25,6 +27,7 @@ def warnings_shown(at) -> list[str]:
     return [w for w in texts(at.warning) if w.startswith(WARNING)]
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_diverged_dgt_fit_is_shown_with_its_warning_on_the_train_page_and_the_run_views(home):
     at = train_dgt_on_diabetes(10.0)
     (record,) = RunStore(home).list()
@@ -37,6 +40,7 @@ def test_a_diverged_dgt_fit_is_shown_with_its_warning_on_the_train_page_and_the_
     assert "[warning]" in at.sidebar.selectbox(key="treeviz.run_id").format_func(record.run_id)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_normal_dgt_fit_shows_no_warning(home):
     at = train_dgt_on_diabetes(1e-2)
     assert at.success and not warnings_shown(at), texts(at.warning)

@@ -23,6 +23,7 @@ def test_cart_cannot_recover_the_oblique_tree(problem):
     assert max(scores) < 0.80
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @pytest.mark.parametrize("seed", [0, 1])
 def test_dgt_of_height_four_recovers_it(problem, seed):
     """The over-complete tree (h = 4, L = 1, momentum 0.3, 200 epochs) reaches ≥ 90 % held-out

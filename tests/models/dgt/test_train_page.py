@@ -2,6 +2,7 @@
 its curves on the Runs page; the forest and the bandit learner through the same frame."""
 
 import numpy as np
+import pytest
 
 from tests.app.conftest import assert_clean, chart_specs, new_app, node_trace, open_page, wait_for_job
 from treeviz.services.data import PrepConfig, load_dataset, prepare
@@ -9,6 +10,7 @@ from treeviz.services.runs import RunStore
 from treeviz.services.training import train_run
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_train_dgt_then_see_its_hard_tree_in_every_tree_view(home):
     at = new_app().run()
     at.selectbox(key="data.sample").set_value("iris").run()
@@ -36,6 +38,7 @@ def test_train_dgt_then_see_its_hard_tree_in_every_tree_view(home):
     assert any(c.value.startswith("IF ") for c in at.code)  # rules of the hard tree
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_forest_and_bandit_runs_give_trees_and_curves(home):
     prepared = prepare(load_dataset("iris"), PrepConfig(seed=0))
     store = RunStore(home)

@@ -21,6 +21,7 @@ from treeviz.services.training import train_run
 QUICK = {"depth": 2, "n_mu": 3, "free_iter": 150, "z_iter": 20, "tao_iter": 3}
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_train_a_tree_embedding_from_the_train_page_and_see_its_map(home):
     at = new_app().run()
     at.selectbox(key="data.sample").set_value("wine").run()
@@ -56,7 +57,7 @@ def test_train_a_tree_embedding_from_the_train_page_and_see_its_map(home):
     assert_clean(at)
 
 
-@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
+@pytest.mark.slow  # a heavy end-to-end run; the full tier runs it, the fast one (-m "not slow") leaves it out
 def test_the_comparison_runs_in_the_background_and_scores_every_embedding(home):
     prepared = prepare(load_dataset("iris"), PrepConfig(seed=0))
     record = train_run("tree_embedding", "embedding", {**QUICK, "perplexity": 10.0}, prepared, store=RunStore(home))
@@ -79,6 +80,7 @@ def test_the_comparison_runs_in_the_background_and_scores_every_embedding(home):
     assert objective["direct TAO fit F0(X)"] == pytest.approx(model.direct_fit_objective_, rel=1e-9)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_classification_run_gets_a_sentence_not_a_map(home):
     prepared = prepare(load_dataset("iris"), PrepConfig(seed=0))
     record = train_run("cart", "classification", {"max_depth": 2}, prepared, store=RunStore(home))

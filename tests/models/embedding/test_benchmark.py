@@ -10,7 +10,7 @@ from benchmarks import run
 FIELDS = {"name", "metric", "ours_mean", "ours_std", "paper_mean", "paper_std", "protocol"}
 
 
-@pytest.mark.slow  # minutes-scale; runs in the slow tier (scripts/test.sh --slow)
+@pytest.mark.slow  # minutes-scale; the full tier runs it, the fast one leaves it out
 def test_quick_embeddings_benchmark_writes_rows(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     assert run.main(["embeddings", "--quick"]) == 0
@@ -26,7 +26,7 @@ def test_quick_embeddings_benchmark_writes_rows(tmp_path, monkeypatch, capsys):
     assert payload["results"]["history"][0]["step"] == 0
 
 
-@pytest.mark.slow  # minutes-scale; runs in the slow tier (scripts/test.sh --slow)
+@pytest.mark.slow  # minutes-scale; the full tier runs it, the fast one leaves it out
 def test_quick_embeddings_scale_benchmark_writes_rows(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     assert run.main(["embeddings_scale", "--quick"]) == 0

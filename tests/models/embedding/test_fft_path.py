@@ -183,6 +183,7 @@ def test_fft_path_on_a_3d_embedding(P):
     assert float(auto.value(Z3)) == pytest.approx(float(TSNE(P, path="chunked").value(Z3)), rel=1e-12)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_spectral_direction_descends_on_the_fft_path(P):
     objective = TSNE(P, path="fft")
     start = spread(80.0)

@@ -312,6 +312,7 @@ def test_z_step_with_mu_zero_is_the_free_embedding_optimiser(data):
     assert free.value == direct.values[-1] and free.warmup is None
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @pytest.mark.parametrize("kind", ["ee100", "tsne"])
 def test_conjugate_gradient_run_reaches_the_exact_solvers_objective(data, kind):
     """The large-N optimiser (inexact CG directions) against the exact spectral direction from the
@@ -357,6 +358,7 @@ def test_free_embedding_is_deterministic_and_offers_its_options(data):
         free_embedding(X, perplexity=60)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_free_tsne_of_breast_cancer_is_near_the_reference_objective():
     data = load_breast_cancer()
     X = StandardScaler().fit_transform(data.data)

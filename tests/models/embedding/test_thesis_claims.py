@@ -25,6 +25,7 @@ def fitted(X):
     return TreeEmbedding(**SETTINGS).fit(X)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_breast_cancer_tree_embedding_beats_its_direct_fit(fitted):
     free, direct, tree = fitted.free_objective_, fitted.direct_fit_objective_, fitted.objective_
     assert free <= tree < direct
@@ -33,6 +34,7 @@ def test_breast_cancer_tree_embedding_beats_its_direct_fit(fitted):
     assert curve[0] == direct and curve[-1] == tree and curve[-1] < curve[0]
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_the_thesis_fixed_penalty_keeps_lambda_at_every_step(X):
     model = TreeEmbedding(**{**SETTINGS, "n_mu": 3, "penalty_mode": "fixed"}).fit(X[::3])
     assert [r["tree_penalty"] for r in model.history_] == [SETTINGS["l1_penalty"]] * 4

@@ -30,6 +30,7 @@ def fitted(X):
     return TreeEmbedding(**SMALL).fit(X)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_learning_curve_starts_at_the_direct_fit(X, fitted):
     first = fitted.history_[0]
     assert first["step"] == 0 and first["E_tree"] == fitted.direct_fit_objective_
@@ -76,6 +77,7 @@ def test_tree_penalty_is_lambda_at_mu0_and_scales_as_one_over_mu(fitted):
     assert last["l1_norm"] == pytest.approx(fitted.tao_tree_.l1_norm())
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_path_ends_below_the_direct_fit_on_digits():
     # 200 digits, depth 3, λ = 3: with the thesis's fixed λ the penalty traded against E is μλ and
     # grows along the path; E(F(X)) then went 0.744 → 0.736 → 1.016 (above the direct fit). With
@@ -91,6 +93,7 @@ def test_path_ends_below_the_direct_fit_on_digits():
     assert model.free_objective_ <= E[-1]
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_above_the_exact_size_the_fit_runs_on_the_fft_path_and_reports_exact_objectives(monkeypatch):
     # shrink the switch (and the cutoff, so that 200 points are sparse enough for near pairs)
     monkeypatch.setattr(objectives, "EXACT_MAX_POINTS", 100)
@@ -108,6 +111,7 @@ def test_above_the_exact_size_the_fit_runs_on_the_fft_path_and_reports_exact_obj
     assert approx != model.free_objective_ and approx == pytest.approx(model.free_objective_, rel=1e-3)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_transform_of_the_training_points_is_the_embedding(X, fitted):
     np.testing.assert_array_equal(fitted.transform(X), fitted.embedding_)
     assert fitted.embedding_.shape == (X.shape[0], 2)
@@ -129,6 +133,7 @@ def test_to_tree_is_a_valid_tree_that_predicts_like_transform(X, fitted):
     np.testing.assert_allclose(tree.predict_value(new), fitted.transform(new), atol=1e-9)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_same_random_state_gives_the_same_embedding(X, fitted):
     again = TreeEmbedding(**SMALL).fit(X)
     np.testing.assert_array_equal(again.embedding_, fitted.embedding_)

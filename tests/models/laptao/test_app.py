@@ -22,6 +22,7 @@ from treeviz.services.training import train_run
 QUICK = {"depth": 3, "n_mu": 4, "tao_iter": 3}
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_train_laptao_with_hidden_labels_and_see_the_labelled_points(home):
     at = new_app().run()
     at.selectbox(key="data.sample").set_value("moons").run()
@@ -58,7 +59,7 @@ def test_train_laptao_with_hidden_labels_and_see_the_labelled_points(home):
     assert any("semi-supervised" in c.value for c in at.caption)
 
 
-@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
+@pytest.mark.slow  # a heavy end-to-end run; the full tier runs it, the fast one (-m "not slow") leaves it out
 def test_error_against_the_labelled_fraction_runs_in_the_background(home):
     prepared = prepare(load_dataset("moons"), PrepConfig(seed=0))
     record = train_run("laptao", "classification", {**QUICK, "labelled_fraction": 0.05}, prepared,
@@ -82,6 +83,7 @@ def test_error_against_the_labelled_fraction_runs_in_the_background(home):
     assert ((table["test error (mean)"] >= 0) & (table["test error (mean)"] <= 1)).all()
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_run_of_another_family_gets_a_sentence(home):
     prepared = prepare(load_dataset("iris"), PrepConfig(seed=0))
     record = train_run("cart", "classification", {"max_depth": 2}, prepared, store=RunStore(home))

@@ -3,12 +3,15 @@ comparison needs (numbers are not asserted: they belong in the full benchmark)."
 
 import json
 
+import pytest
+
 from benchmarks import run
 from benchmarks.laptao import METHODS
 
 FIELDS = {"name", "metric", "ours_mean", "ours_std", "paper_mean", "paper_std", "protocol"}
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_quick_laptao_benchmark_writes_rows(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     assert run.main(["laptao", "--quick"]) == 0

@@ -36,6 +36,7 @@ def moons(seed, n=300, n_labelled=None):
 
 
 # --------------------------------------------------------------------------- the semi-supervised gain
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_two_moons_one_percent_labels_beats_a_tree_on_the_labelled_points():
     lap_err, sup_err, lp_err = [], [], []
     for seed in range(3):
@@ -104,6 +105,7 @@ def test_parameters_are_checked_at_fit_with_sentences():
     assert small.perplexity_ == pytest.approx(10.0)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_labelled_fraction_hides_a_stratified_share_of_the_labels_and_records_it():
     X, y = make_blobs(n_samples=[90, 50, 20], centers=[[0, 0], [4, 0], [0, 4]], random_state=0)
     given = y.copy()

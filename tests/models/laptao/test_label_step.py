@@ -480,6 +480,7 @@ def test_augmented_lagrangian_decreases_within_each_mu(digits_problem):
         assert after_tree <= after_z + 1e-9 * abs(after_z)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @pytest.mark.parametrize(("step", "limit"), [(1, 0.01), (2, 0.002)])
 def test_linear_laptao_reaches_the_closed_form_optimum(digits_problem, step, limit):
     # (Xaᵀ J Xa + α R + γ Xaᵀ Lap Xa) θ* = Xaᵀ J y is the optimum of E; 10 alternations per μ,

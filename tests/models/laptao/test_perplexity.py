@@ -95,6 +95,7 @@ def test_classes_with_one_label_are_not_held_out_and_one_label_per_class_falls_b
     assert select_perplexity(X, Y1, labelled1, 0.1, groups=np.argmax(Y1, axis=1), n_neighbors=12)[0] == 10.0
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_the_chosen_graph_propagates_digits_labels_better_than_the_fixed_default():
     X, y = load_digits(return_X_y=True)
     X = X / 16

@@ -121,6 +121,7 @@ def _default_path_peak(n):
     return peak
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_the_default_graph_and_label_steps_above_the_exact_size_form_no_n_by_n_array(monkeypatch):
     """Above the exact paths' size the dense and direct routes are never taken, and memory grows
     linearly with N (about 11 kB a point with the 90 neighbours of the largest candidate), not as N²."""

@@ -4,6 +4,7 @@ The family's own app tests; the page helpers come from tests/app/conftest.py."""
 
 
 import numpy as np
+import pytest
 
 from tests.app.conftest import (
     assert_clean,
@@ -21,6 +22,7 @@ from treeviz.services.runs import RunStore
 from treeviz.services.training import train_run
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_train_a_latent_tree_from_the_train_page(home):
     at = new_app().run()
     at.selectbox(key="data.sample").set_value("breast_cancer").run()
@@ -48,6 +50,7 @@ def test_train_a_latent_tree_from_the_train_page(home):
     assert spec["layout"]["meta"]["color_by"] == "active"
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_explorer_hides_or_dashes_pruned_nodes(home):
     prepared = prepare(load_dataset("xor"), PrepConfig(seed=0))
     # a deep tree on 2-D data: many nodes end pruned (a_t = 0)
@@ -71,6 +74,7 @@ def test_explorer_hides_or_dashes_pruned_nodes(home):
     assert not set(pruned) & shown_nodes()
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_pruning_page_runs_and_shows_a_lambda_path(home):
     at = new_app().run()
     at.selectbox(key="data.sample").set_value("breast_cancer").run()
@@ -99,6 +103,7 @@ def test_pruning_page_runs_and_shows_a_lambda_path(home):
     assert texts(at.title) == ["Tree explorer"]
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_clustering_page_shows_the_dendrogram_and_purity(home):
     prepared = prepare(load_dataset("blobs"), PrepConfig(seed=0))
     record = train_run("latent", "clustering", {"depth": 3, "max_epochs": 20, "target_features": "0"},

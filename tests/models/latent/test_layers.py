@@ -120,6 +120,7 @@ def test_folded_rule_has_the_sign_of_the_split_in_eval_mode(activation):
         torch.testing.assert_close(s, affine)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_xor_smoke_end_to_end():
     """XOR, depth 3, linear splits, linear head on [x; z], full batch, Adam: fits and prunes."""
     rng = np.random.default_rng(0)

@@ -286,6 +286,7 @@ def _instances_T4(seed: int = 4):
     return out
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_T4_general_and_fast_solver_match_osqp():
     worst_a = worst_z = worst_fast = 0.0
     n_consistent = 0
@@ -487,6 +488,7 @@ def _feasible_binary_a(depth: int) -> np.ndarray:
     return np.array(rows, dtype=float)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_T10_relaxation_approaches_mip_for_large_lambda():
     """[ICML] Fig. 9 setting: the mean gap between the relaxed (a, z) and the exact mixed-integer
     solution. The property is gap(lam=100) < gap(lam=1); the mean gaps of an independent
@@ -533,6 +535,7 @@ def _gradcheck_cases(seed: int, count: int):
         yield random_scores(rng, n, depth).requires_grad_(), lam
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @pytest.mark.parametrize("solver", ["fast", "general"])
 def test_T11_gradcheck_scores_to_a_and_z(solver):
     for S, lam in _gradcheck_cases(11 if solver == "fast" else 12, 8):
@@ -548,6 +551,7 @@ def test_T11_gradcheck_scores_to_a_and_z(solver):
             assert torch.autograd.gradcheck(to_z, (S,), eps=1e-6, atol=1e-5)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_T11_gradcheck_eta_and_q_preprint():
     rng = np.random.default_rng(111)
     for _trial in range(10):

@@ -16,6 +16,7 @@ from treeviz.services.search import stored_best
 from treeviz.services.training import train_run
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_train_skinny_trees_then_see_the_selected_features(home):
     at = new_app().run()
     at.selectbox(key="data.sample").set_value("breast_cancer").run()
@@ -57,6 +58,7 @@ def test_train_skinny_trees_then_see_the_selected_features(home):
     assert at.selectbox(key=f"explorer.tree_index.{record.run_id}").options[0] == "tree 0"
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_selected_pixels_of_digits_as_an_image(home):
     prepared = prepare(load_dataset("digits"), PrepConfig(seed=0))
     record = train_run("skinny", "classification", {"n_trees": 4, "depth": 2, "max_epochs": 8, "lambda0": 3000.0},
@@ -73,7 +75,7 @@ def test_selected_pixels_of_digits_as_an_image(home):
     assert mask["layout"]["meta"]["kept"] == record.metrics["n_features"] < 64
 
 
-@pytest.mark.slow  # a heavy end-to-end run; the slow tier (scripts/test.sh --slow) keeps it
+@pytest.mark.slow  # a heavy end-to-end run; the full tier runs it, the fast one (-m "not slow") leaves it out
 def test_a_budget_search_runs_in_the_background_and_chooses_within_the_budget(home):
     at = new_app().run()
     at.selectbox(key="data.sample").set_value("breast_cancer").run()

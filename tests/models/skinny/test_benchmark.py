@@ -11,7 +11,7 @@ from benchmarks.common import shared_data_dir
 FIELDS = {"name", "metric", "ours_mean", "ours_std", "paper_mean", "paper_std", "protocol"}
 
 
-@pytest.mark.slow  # minutes-scale; runs in the slow tier (scripts/test.sh --slow)
+@pytest.mark.slow  # minutes-scale; the full tier runs it, the fast one leaves it out
 def test_quick_skinny_benchmark_writes_rows_beside_the_paper(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     assert run.main(["skinny", "--quick"]) == 0

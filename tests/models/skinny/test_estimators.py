@@ -101,6 +101,7 @@ def test_the_feature_count_never_increases_as_lambda0_grows():
     assert counts == sorted(counts, reverse=True) and counts[0] > counts[-1]
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_the_synthetic_sparse_regression_support_is_recovered_exactly():
     """The paper's Table 1 setting σ = 0.5, p = 256, N = 1000: the eight true columns and no other."""
     data = sparse_regression(1000, 256, 0.5, seed=1)

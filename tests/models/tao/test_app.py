@@ -4,6 +4,7 @@ The family's own app tests; the page helpers come from tests/app/conftest.py."""
 
 
 import numpy as np
+import pytest
 
 from tests.app.conftest import assert_clean, chart_specs, new_app, open_page, wait_for_job, wait_for_sweep
 from treeviz.services.data import PrepConfig, load_dataset, prepare
@@ -13,6 +14,7 @@ from treeviz.services.sweep import run_sweep
 from treeviz.services.training import train_run
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_train_a_tao_tree_and_see_its_weights_as_images(home):
     at = new_app().run()
     at.selectbox(key="data.sample").set_value("digits").run()
@@ -49,6 +51,7 @@ def test_train_a_tao_tree_and_see_its_weights_as_images(home):
     assert image["data"][0]["zmin"] == -image["data"][0]["zmax"]
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_tao_lambda_path_on_the_pruning_page(home):
     at = new_app().run()
     at.selectbox(key="data.sample").set_value("breast_cancer").run()
@@ -77,6 +80,7 @@ def test_tao_lambda_path_on_the_pruning_page(home):
     assert int(labels["Decision nodes"]) == tree.decision_nodes.size
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_forest_summary_and_tree_picker_in_the_explorer(home):
     prepared = prepare(load_dataset("wine"), PrepConfig(seed=0))
     record = train_run("tao_forest", "classification", {"n_trees": 3, "depth": 2, "max_iter": 3}, prepared,
@@ -96,6 +100,7 @@ def test_forest_summary_and_tree_picker_in_the_explorer(home):
     assert int(labels["Nonzero weights"]) == model.to_trees()[2].n_nonzero_weights()
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_tao_forest_run_exported_from_runs_is_imported_back(home):
     """A forest's family key is its own ("tao_forest"), so its run zip is accepted on import
     (it used to be refused: "describes a TAOForestClassifier but its model is a TAOForestClassifier")."""
@@ -118,6 +123,7 @@ def test_a_tao_forest_run_exported_from_runs_is_imported_back(home):
     assert np.array_equal(before, after)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_the_lambda_path_keeps_its_name_when_a_run_is_renamed(home):
     """The λ path page names a sweep from its stored label, not by parsing a run's display name."""
     prepared = prepare(load_dataset("breast_cancer"), PrepConfig(seed=0))

@@ -191,6 +191,7 @@ def test_reduced_problem_equivalence(task, seed):
 
 
 # ---------------------------------------------------------------------------- monotonicity
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @pytest.mark.parametrize("order", ["reverse_bfs", "bfs"])
 @pytest.mark.parametrize("lam", [0.01, 1.0, 10.0])
 def test_monotone_objective_guarded(cancer, order, lam):
@@ -438,6 +439,7 @@ def test_depth1_random_init_never_crashes(seed):
     assert model.score(X, y) == 1.0 or tree.n_nodes == 1  # 0 error, or collapsed to one leaf
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_nnz_decreases_with_lambda():
     # pixels in [0, 1] as the thesis uses them (standardised pixels make liblinear very slow at
     # λ = 1e-3); 8 iterations instead of 15 to keep the test fast

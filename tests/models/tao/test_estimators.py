@@ -191,6 +191,7 @@ def test_zero_weights_equal_removed_rows(cancer):
     assert np.all(np.isfinite(a.predict_proba(X)))
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_regression_with_2d_targets():
     X, y = load_diabetes(return_X_y=True)
     X = StandardScaler().fit_transform(X)
@@ -245,6 +246,7 @@ def one_torch_thread():
     torch.set_num_threads(before)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_torch_and_sklearn_solvers_agree(cancer, one_torch_thread):
     X, y = cancer
     errors = {}

@@ -65,6 +65,7 @@ def test_tao_l_averages_probabilities(iris):
     assert np.any(np.abs(f.predict_proba(X) * 5 - np.round(f.predict_proba(X) * 5)) > 1e-6)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_regression_forest_averages_the_trees():
     X, y = load_diabetes(return_X_y=True)
     X = StandardScaler().fit_transform(X)
@@ -118,6 +119,7 @@ def test_forest_is_reproducible(iris):
     assert not all(s.equals(t) for s, t in zip(a.to_trees(), c.to_trees()))
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_forest_beats_its_best_tree_on_digits():
     X, y = load_digits(return_X_y=True)
     X = X / 16.0

@@ -47,7 +47,7 @@ class Recorder(Callback):
         self.ended += 1
 
 
-@pytest.mark.slow  # minutes-scale; runs in the slow tier (scripts/test.sh --slow)
+@pytest.mark.slow  # minutes-scale; the full tier runs it, the fast one leaves it out
 def test_the_forest_is_the_same_in_one_process_and_in_two(iris):
     X, y = iris
     one, two = Recorder(), Recorder()
@@ -145,6 +145,7 @@ def test_a_forest_trained_in_a_joblib_worker_keeps_its_trees_in_that_worker(iris
         TAOForestClassifier(**SMALL, n_jobs=2).fit(X, y)
 
 
+@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_joblib_parallel_still_works_after_a_forest_used_the_pool(iris):
     """The forest's pool is the process's one reusable loky pool, which joblib's Parallel shares:
     it must stay joblib's kind, or the next Parallel fails."""
