@@ -17,6 +17,7 @@ from treeviz.services.data import (
     table_to_dataset,
 )
 from treeviz.services.data.preprocess import MISSING_VALUE_POLICY, SCALINGS
+from treeviz.services.data.split_check import class_counts_by_split, split_warnings
 from treeviz.services.data.upload import ENCODINGS
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
@@ -169,6 +170,12 @@ with user_errors("preparing the dataset"):
                + (f" · image {ds.image_shape[0]}×{ds.image_shape[1]}" if ds.image_shape else ""))
     for note in prepared.notes:
         st.info(note)
+    for warning in split_warnings(prepared):  # what in this split makes scores meaningless
+        st.warning(warning)
+    counts = class_counts_by_split(prepared)
+    if counts:
+        with st.expander(f"Rows per class and split ({len(counts)} classes)"):
+            st.dataframe(pd.DataFrame(counts), hide_index=True)
     left, right = st.columns(2)
     with left:
         if ds.class_names is not None and ds.y is not None:

@@ -1,10 +1,12 @@
 """Train page: pick a family and its hyperparameters, train in the background, watch progress."""
 
+import pandas as pd
 import streamlit as st
 
 from models.registry import families_for_task
 from models.schema import ANY_DATA_TASKS
 from treeviz.plots import training_curves
+from treeviz.services.data.split_check import class_counts_by_split, split_warnings
 from treeviz.services.quantities import curve_layout
 from treeviz.services.training import job_fn, run_warnings
 from treeviz.ui import pages, state
@@ -49,6 +51,21 @@ def start_training() -> None:
         st.session_state[state.JOB_ID] = job.id
 
 
+def split_check() -> None:
+    """Rows per class and split, and what in the split makes scores meaningless, before training
+    (training stays allowed)."""
+    with user_errors("preparing the dataset"):
+        prepared = state.current_prepared()
+        warnings = split_warnings(prepared)
+        rows = class_counts_by_split(prepared)
+        for warning in warnings:
+            st.warning(warning)
+        if rows:
+            with st.expander(f"Rows per class and split ({len(rows)} classes)", expanded=bool(warnings)):
+                st.dataframe(pd.DataFrame(rows), hide_index=True)
+
+
+split_check()
 st.button("Train", type="primary", on_click=start_training, key="train.start")
 
 
