@@ -37,6 +37,7 @@ import inspect
 import numbers
 import os
 import shutil
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -188,11 +189,21 @@ def device_choice(device: str | None, *, work: tuple[str | None, float | None] |
     return DeviceChoice(device, "asked for")
 
 
+#: Files that exist when an NVIDIA driver is loaded; without one CUDA cannot be available.
+NVIDIA_DRIVER_FILES = ("/proc/driver/nvidia/version", "/dev/nvidiactl", "/dev/nvidia0")
+
+
 def available_devices() -> list[str]:
-    """Devices a user can choose from on this machine, ``"auto"`` first."""
+    """Devices a user can choose from on this machine, ``"auto"`` first.
+
+    Without an NVIDIA driver (none of :data:`NVIDIA_DRIVER_FILES`) this is ``["auto", "cpu"]``
+    without importing torch: every page's sidebar asks, and importing torch (over a second) on the
+    app's first page would only say what the missing driver already says."""
+    out = ["auto", "cpu"]
+    if "torch" not in sys.modules and not any(os.path.exists(f) for f in NVIDIA_DRIVER_FILES):
+        return out
     import torch  # deferred: torch is heavy
 
-    out = ["auto", "cpu"]
     if torch.cuda.is_available():
         out += ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
     return out

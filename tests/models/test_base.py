@@ -1,9 +1,15 @@
 """Shared estimator machinery: device choice, seeds, history records."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
+from models import base
 from models.base import TreeEstimator, available_devices, device_choice, resolve_device, seed_everything
 from models.devices import CROSSOVERS, DeviceChoice, step_size
 from models.ground.errors import TreevizError
@@ -183,3 +189,21 @@ def test_every_torch_fit_asks_for_its_device_with_its_problem(family_key, monkey
     if family_key in ("latent", "skinny", "dgt", "dgt_forest"):
         assert all(size is not None and size > 0 for _, size in asked)
     assert est.device_reason_ == "recorded by the test" and est.device_ == "cpu"
+
+
+def test_without_an_nvidia_driver_the_device_list_does_not_import_torch(tmp_path, monkeypatch):
+    """Every page's sidebar asks for the devices: on a machine without an NVIDIA driver the answer
+    must not cost a torch import (the app's first page would wait over a second for it)."""
+    if any(os.path.exists(f) for f in base.NVIDIA_DRIVER_FILES):
+        pytest.skip("this machine has an NVIDIA driver")
+    code = ("import sys; from models.base import available_devices; "
+            "print(available_devices(), 'torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.stdout.strip() == "['auto', 'cpu'] False"
+    # with a driver present, torch is asked (here it finds no GPU, so the answer is the same)
+    driver = tmp_path / "version"
+    driver.write_text("NVRM version: test")
+    monkeypatch.setattr(base, "NVIDIA_DRIVER_FILES", (str(driver),))
+    gpus = ["cuda", *(f"cuda:{i}" for i in range(torch.cuda.device_count()))] if torch.cuda.is_available() else []
+    assert available_devices() == ["auto", "cpu", *gpus]
