@@ -2,7 +2,8 @@
 file name, and a download menu beside it offering standalone HTML (offline), PNG, SVG and PDF.
 
 The files are made only when a button is clicked (Streamlit calls the ``data`` function then), so
-drawing a page costs nothing extra. Where image export is not available (no kaleido, or no
+drawing a page costs nothing extra. Files leave out the selection ring, and a PDF's title is the
+figure's readable name (treeviz.plots.export). Where image export is not available (no kaleido, or no
 Chromium for it), the menu says what to install and still offers HTML.
 """
 
@@ -24,13 +25,15 @@ def show_figure(fig: go.Figure, *, key: str, name: str | tuple[str, ...], where:
     view) names the files (see :func:`treeviz.plots.export.export_name`). Returns what
     ``st.plotly_chart`` returns."""
     box = where if where is not None else st
-    filename = export_name(*((name,) if isinstance(name, str) else name))
+    parts = (name,) if isinstance(name, str) else tuple(name)
+    filename = export_name(*parts)
+    title = " · ".join(str(p) for p in parts if str(p)) or filename  # a PDF's title: the readable name
     config = {**camera_config(filename), **chart.pop("config", {})}
     event = box.plotly_chart(fig, key=key, config=config, **chart)
     with box.popover("Download", icon=":material/download:", help="Save this figure as a file."):
         missing = image_support()
         for fmt in ("html", *IMAGE_FORMATS):
-            st.download_button(LABELS[fmt], data=_maker(fig, fmt, filename), file_name=f"{filename}.{fmt}",
+            st.download_button(LABELS[fmt], data=_maker(fig, fmt, filename, title), file_name=f"{filename}.{fmt}",
                                mime=MIME[fmt], key=f"{key}.download.{fmt}", on_click="ignore",
                                disabled=fmt != "html" and missing is not None)
         if missing:
@@ -38,6 +41,6 @@ def show_figure(fig: go.Figure, *, key: str, name: str | tuple[str, ...], where:
     return event
 
 
-def _maker(fig: go.Figure, fmt: str, filename: str):
+def _maker(fig: go.Figure, fmt: str, filename: str, title: str):
     """The function Streamlit calls on a click to make the file (it runs outside the script)."""
-    return lambda: figure_bytes(fig, fmt, name=filename)
+    return lambda: figure_bytes(fig, fmt, name=filename, title=title)

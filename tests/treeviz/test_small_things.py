@@ -1,0 +1,114 @@
+"""Small things a researcher sees: the upload limit the widget states, one file-name style, a PDF's
+title, exports without the selection ring, stable family colours, bands within a metric's range,
+the forest heatmap's colour scale, the SQL export's row key."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import plotly.graph_objects as go
+import pytest
+from sklearn.datasets import load_iris
+
+from models.cart.estimators import CARTClassifier
+from treeviz.plots import export as ex
+from treeviz.plots import tree_figure
+from treeviz.services.data.upload import MAX_UPLOAD_MB
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# ---------------------------------------------------------------------------- upload limit
+
+def test_the_upload_widget_states_the_apps_own_limit():
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["maxUploadSize"] == MAX_UPLOAD_MB
+
+
+# ---------------------------------------------------------------------------- file names
+
+def test_every_download_name_has_one_style():
+    run = "TAO sparse on iris #1"
+    assert ex.export_name(run) == "tao-sparse-on-iris-1"
+    assert ex.export_name(run, "report") == "tao-sparse-on-iris-1_report"
+    assert ex.export_name(run, "tree") == "tao-sparse-on-iris-1_tree"
+
+
+def test_the_runs_page_names_its_zip_like_its_report():
+    page = (ROOT / "app_pages" / "runs.py").read_text()
+    names = re.findall(r"file_name=(.+),", page)
+    assert names and all("export_name(" in n for n in names), names
+
+
+# ---------------------------------------------------------------------------- selection ring
+
+def ringed_figure() -> go.Figure:
+    return go.Figure([go.Scatter(x=[0, 1], y=[0, 1], name="nodes"),
+                      go.Scatter(x=[0], y=[0], name=ex.SELECTION_TRACE, showlegend=False)])
+
+
+def test_exports_leave_out_the_selection_ring_and_the_page_keeps_it():
+    fig = ringed_figure()
+    out = ex.without_selection(fig)
+    assert [t.name for t in out.data] == ["nodes"]
+    assert [t.name for t in fig.data] == ["nodes", ex.SELECTION_TRACE]  # the shown figure is untouched
+    html = ex.figure_html(fig, name="x")
+    assert '"name":"selected"' not in html.replace(" ", "")
+
+
+def test_a_legend_entry_named_selected_is_not_a_ring():
+    fig = go.Figure([go.Scatter(x=[0], y=[0], name=ex.SELECTION_TRACE, showlegend=True)])
+    assert ex.without_selection(fig) is fig
+
+
+def test_the_tree_diagrams_ring_is_the_one_exports_drop():
+    X, y = load_iris(return_X_y=True)
+    fig = tree_figure(CARTClassifier(max_depth=2).fit(X, y).to_tree(), X=X, y=y, selected=0)
+    assert any(ex._is_selection(t) for t in fig.data)
+    assert not any(ex._is_selection(t) for t in ex.without_selection(fig).data)
+
+
+# ---------------------------------------------------------------------------- PDF title
+
+KALEIDO_PDF = (b"%PDF-1.4\n1 0 obj\n<</Title (Kaleido-fier)\n/Producer (Skia/PDF m156)>>\nendobj\n"
+               b"2 0 obj\n<</Type /Catalog>>\nendobj\nxref\n0 3\n0000000000 65535 f \n0000000009 00000 n \n"
+               b"0000000073 00000 n \ntrailer\n<</Size 3\n/Root 2 0 R\n/Info 1 0 R>>\nstartxref\n110\n%%EOF\n")
+
+
+def pdf_title(data: bytes) -> str:
+    """The title of the last info dictionary in ``data`` (what a reader shows)."""
+    [*_, last] = re.findall(rb"/Title\s*(<FEFF[0-9A-F]*>|\((?:\\.|[^\\)])*\))", data)
+    if last.startswith(b"<"):
+        return bytes.fromhex(last[5:-1].decode()).decode("utf-16-be")
+    return last[1:-1].decode("latin-1")
+
+
+def test_a_pdf_gets_the_figures_name_as_its_title():
+    out = ex.pdf_with_title(KALEIDO_PDF, "TAO forest on iris #1 · tree")
+    assert out.startswith(KALEIDO_PDF)  # an incremental update: the original bytes stay as they were
+    assert pdf_title(out) == "TAO forest on iris #1 · tree"
+    assert b"/Producer (Skia/PDF m156)" in out[len(KALEIDO_PDF):]  # the other entries are kept
+    # The new cross-reference section is where startxref says, and its entry points at the new object.
+    xref = int(re.findall(rb"startxref\s*(\d+)", out)[-1])
+    assert out[xref:].startswith(b"xref\n1 1\n")
+    offset = int(out[xref + 9:xref + 19])
+    assert out[offset:].startswith(b"1 0 obj\n")
+    assert b"/Prev 110" in out[xref:] and b"/Root 2 0 R" in out[xref:]
+
+
+def test_a_pdf_it_cannot_read_comes_back_as_it_was():
+    assert ex.pdf_with_title(b"%PDF-1.7 with an xref stream", "x") == b"%PDF-1.7 with an xref stream"
+
+
+@pytest.mark.slow  # seconds on a 2-core machine: kaleido starts Chromium
+def test_a_rendered_pdf_is_titled_and_has_no_ring():
+    if ex.image_support():
+        pytest.skip(ex.image_support())
+    fig = ringed_figure()
+    pdf = ex.figure_bytes(fig, "pdf", name="run_tree", title="My run · tree")
+    assert pdf_title(pdf) == "My run · tree"
+    assert b"Kaleido-fier" not in pdf[pdf.rindex(b"obj"):]
+    svg = ex.figure_bytes(fig, "svg").decode()
+    assert svg.count('class="trace scatter') == 1
