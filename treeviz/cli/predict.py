@@ -9,17 +9,23 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from models.ground.errors import TreevizError
 from models.persist import load_model
-from models.registry import get_family
 from treeviz.cli.common import OK, PROG, note, open_store, read_model_bytes, read_table_file, write_output
 from treeviz.services.data import Dataset, PreparedData, prepare
 from treeviz.services.data.dataset import ARRAYS, DATASET_JSON
-from treeviz.services.data.table import FEATURE_SOURCES, table_to_features
 from treeviz.services.data.upload import ENCODINGS
+from treeviz.services.predict import (  # noqa: F401 - spreadsheet_safe and FORMULA_STARTS: also this module's API
+    FORMULA_STARTS,
+    model_outputs,
+    model_task,
+    offers_proba,
+    predictions_csv,
+    spreadsheet_safe,
+    table_features,
+)
 from treeviz.services.run_archive import DATASET_PREFIX, read_run_zip
 from treeviz.services.runs import RUN_ID_RE, RUN_JSON, RunRecord, RunStore
 
@@ -45,23 +51,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="copy this input column to the output, e.g. an id (repeatable)")
     parser.add_argument("--encoding", choices=ENCODINGS, default="auto", help="the table's text encoding")
     parser.add_argument("-q", "--quiet", action="store_true", help="no notes on stderr")
-
-
-#: Text cells starting with one of these are formulas to a spreadsheet (OWASP's CSV injection list).
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
-    """The table with every text cell and column name that a spreadsheet would run as a formula
-    prefixed with a single quote (numbers, negative ones included, are left as they are)."""
-    def cell(value: Any) -> Any:
-        return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
-
-    out = frame.rename(columns=lambda c: cell(str(c)))
-    for column in out.columns:
-        if not pd.api.types.is_numeric_dtype(out[column].dtype):
-            out[column] = out[column].map(cell)
-    return out
 
 
 def _run_folder_store(path: Path) -> RunStore | None:
@@ -111,7 +100,7 @@ def load_predictor(spec: str, args: argparse.Namespace) -> tuple[Any, PreparedDa
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    """``predict``: a model's predictions for the rows of a table, as CSV."""
+    """``predict``: a model's predictions for the rows of a table, as CSV (:mod:`treeviz.services.predict`)."""
     model, prepared, what = load_predictor(args.model, args)
     table_path = Path(args.table).expanduser()
     df = read_table_file(table_path, args.encoding)
@@ -119,35 +108,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if missing:
         raise TreevizError(f"--keep names column(s) {', '.join(repr(c) for c in missing)} that "
                            f"{table_path.name} lacks.")
-    names = prepared.dataset.feature_names if prepared is not None else tuple(model.feature_names_)
-    sources = prepared.dataset.meta.get(FEATURE_SOURCES) if prepared is not None else None
-    X_raw, notes = table_to_features(df, names, name=table_path.name, sources=sources)
+    X, notes = table_features(df, model, prepared, name=table_path.name, what=what)
     for text in notes:
         note(args, f"note: {text}")
-    if prepared is None:
-        note(args, f"note: {what} carries no preprocessing, so the rows go to the model as they are; give the "
-                   "values it was trained on (scaled ones, if its data was scaled).")
-        X = X_raw
-    else:
-        X = prepared.transform(X_raw)
+    if args.proba and not offers_proba(model):
+        raise TreevizError(f"--proba needs a classifier; {what} is a model for {model_task(model)}.")
     out = pd.DataFrame({c: df[c].to_numpy() for c in args.keep})
-    task = get_family(model.family_key).task_of_class(type(model))
-    try:
-        if hasattr(model, "predict"):
-            out["cluster" if task == "clustering" else "prediction"] = np.asarray(model.predict(X))
-        else:
-            Z = np.asarray(model.transform(X))
-            for j in range(Z.shape[1]):
-                out[f"z{j}"] = Z[:, j]
-        if args.proba:
-            if not (hasattr(model, "predict_proba") and hasattr(model, "classes_")):
-                raise TreevizError(f"--proba needs a classifier; {what} is a model for {task}.")
-            proba = np.asarray(model.predict_proba(X))
-            for j, name in enumerate(np.asarray(model.classes_).astype(str)):
-                out[f"proba_{name}"] = proba[:, j]
-    except TreevizError:
-        raise
-    except ValueError as err:  # the model's own input checks (for example NaN a family cannot route)
-        raise TreevizError(f"The model could not predict these rows ({err}).") from None
-    write_output(args.out, spreadsheet_safe(out).to_csv(index=False), args, "predictions")
+    for column, values in model_outputs(model, X, proba=args.proba, what=what).items():
+        out[column] = values
+    write_output(args.out, predictions_csv(out), args, "predictions")
     return OK

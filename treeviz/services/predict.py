@@ -1,0 +1,229 @@
+"""Predictions for the rows of a new table: the one service behind ``treeviz predict`` and the Predict page.
+
+A table laid out like the run's training data (or with the model's feature names as columns) is
+encoded as at upload (:func:`~treeviz.services.data.table.table_to_features`), preprocessed as the run
+was (imputation and scaling of its :class:`~treeviz.services.data.PreparedData`), and given to the
+model. The output frame holds the columns kept from the input (an id), then what the model gives:
+``prediction`` (classifiers and regressors), ``cluster`` (clustering: the cluster/leaf id) or ``z0``,
+``z1``, ... (embeddings: the coordinates of ``transform``), then one ``proba_<class>`` column per
+class when asked for and the model has them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from models.ground.errors import TreevizError
+from models.registry import get_family
+from treeviz.services.data import PreparedData
+from treeviz.services.data.table import FEATURE_SOURCES, table_to_features
+
+#: The column of 1-based row numbers when the table has no id column to keep.
+ROW_COLUMN = "row"
+#: Column names taken for an id without asking (compared lower-case, spaces and dashes as underscores).
+ID_NAMES = ("id", "row_id", "rowid", "sample_id", "record_id", "index", "key")
+#: Text cells starting with one of these are formulas to a spreadsheet (OWASP's CSV injection list).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+@dataclass(frozen=True)
+class Predictions:
+    """What :func:`predict_table` returns.
+
+    Attributes
+    ----------
+    frame : pandas.DataFrame
+        The kept columns (or ``row``), then the model's outputs, one row per input row.
+    notes : list of str
+        Sentences about the input: ignored columns, levels never seen in training, no preprocessing.
+    output : {"prediction", "cluster", "embedding"}
+        What the model's columns are.
+    outputs : tuple of str
+        The names of the model's columns in ``frame`` (probabilities included).
+    """
+
+    frame: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+    output: str = "prediction"
+    outputs: tuple[str, ...] = ()
+
+
+def model_task(model: Any) -> str:
+    """The task of a fitted model ("classification", "regression", "clustering", "embedding", ...)."""
+    return get_family(model.family_key).task_of_class(type(model))
+
+
+def output_kind(model: Any) -> str:
+    """What the model gives for a row: "prediction", "cluster" (clustering) or "embedding" (no
+    ``predict``, only ``transform``: coordinates)."""
+    if not hasattr(model, "predict"):
+        return "embedding"
+    return "cluster" if model_task(model) == "clustering" else "prediction"
+
+
+def offers_proba(model: Any) -> bool:
+    """Whether the model gives class probabilities (a classifier with ``predict_proba`` and ``classes_``)."""
+    return hasattr(model, "predict_proba") and hasattr(model, "classes_")
+
+
+def _id_name(column: Any) -> str:
+    return re.sub(r"[\s\-]+", "_", str(column).strip().lower())
+
+
+def default_id_column(columns: Sequence[Any]) -> str | None:
+    """The column to keep as the rows' id without asking: the first named like an id (``id``,
+    ``ID``, ``row_id``, ``Sample ID``, ...), else the first ending in ``_id``; None when none is.
+
+    Examples
+    --------
+    >>> default_id_column(["x", "Row ID", "y"])
+    'Row ID'
+    >>> default_id_column(["x", "patient_id"])
+    'patient_id'
+    >>> default_id_column(["x", "idea"]) is None
+    True
+    """
+    names = [_id_name(c) for c in columns]
+    for wanted in ID_NAMES:
+        if wanted in names:
+            return str(columns[names.index(wanted)])
+    return next((str(c) for c, n in zip(columns, names) if n.endswith("_id")), None)
+
+
+def table_features(df: pd.DataFrame, model: Any, prepared: PreparedData | None, *,
+                   name: str = "table", what: str = "the model") -> tuple[np.ndarray, list[str]]:
+    """The table's rows as the model's inputs: encoded as at upload, then preprocessed as in training.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The rows (e.g. from :func:`treeviz.services.data.upload.read_table`); extra columns are ignored.
+    model : estimator
+        The fitted model (its ``feature_names_`` name the columns when ``prepared`` is None).
+    prepared : PreparedData or None
+        The run's prepared training data (its features and preprocessing); None for a plain model
+        file, whose rows then go to the model as they are.
+    name, what : str
+        How messages name the table and the model.
+
+    Returns
+    -------
+    X : numpy.ndarray
+        ``(n_rows, n_features)`` inputs for the model.
+    notes : list of str
+        Sentences about the input.
+    """
+    names = prepared.dataset.feature_names if prepared is not None else tuple(model.feature_names_)
+    sources = prepared.dataset.meta.get(FEATURE_SOURCES) if prepared is not None else None
+    X_raw, notes = table_to_features(df, names, name=name, sources=sources)
+    if prepared is None:
+        notes = [*notes, f"{what} carries no preprocessing, so the rows go to the model as they are; give the "
+                         "values it was trained on (scaled ones, if its data was scaled)."]
+        return X_raw, notes
+    return prepared.transform(X_raw), notes
+
+
+def model_outputs(model: Any, X: np.ndarray, *, proba: bool = False, what: str = "the model") -> dict[str, np.ndarray]:
+    """The model's columns for inputs ``X``, by name, in order (see the module's docstring).
+
+    Raises
+    ------
+    TreevizError
+        When ``proba`` is asked of a model without class probabilities, or the model refuses the rows
+        (its own input checks, e.g. a missing value a family cannot route).
+    """
+    if proba and not offers_proba(model):
+        raise TreevizError(f"Class probabilities need a classifier; {what} is a model for {model_task(model)}.")
+    out: dict[str, np.ndarray] = {}
+    try:
+        kind = output_kind(model)
+        if kind == "embedding":
+            Z = np.asarray(model.transform(X))
+            out.update({f"z{j}": Z[:, j] for j in range(Z.shape[1])})
+        else:
+            out[kind] = np.asarray(model.predict(X))
+        if proba:
+            P = np.asarray(model.predict_proba(X))
+            out.update({f"proba_{c}": P[:, j] for j, c in enumerate(np.asarray(model.classes_).astype(str))})
+    except TreevizError:
+        raise
+    except ValueError as err:  # the model's own input checks (for example NaN a family cannot route)
+        raise TreevizError(f"The model could not predict these rows ({err}).") from None
+    return out
+
+
+def predict_table(df: pd.DataFrame, model: Any, prepared: PreparedData | None, *, keep: Sequence[str] = (),
+                  row_numbers: bool = False, proba: bool = False, name: str = "table",
+                  what: str = "the model") -> Predictions:
+    """The model's outputs for every row of ``df``, beside the columns ``keep`` names.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The rows to predict, laid out like the training table (the label column may be absent).
+    model, prepared
+        As for :func:`table_features`.
+    keep : sequence of str
+        Input columns copied to the front of the output (e.g. an id), in order.
+    row_numbers : bool
+        Put a ``row`` column of 1-based row numbers first (when the table has no id to keep).
+    proba : bool
+        Add one ``proba_<class>`` column per class (classifiers only).
+    name, what : str
+        How messages name the table and the model.
+
+    Returns
+    -------
+    Predictions
+
+    Raises
+    ------
+    TreevizError
+        When ``keep`` names a column the table lacks, a feature's column is missing or unreadable, or
+        the model cannot predict the rows.
+
+    Examples
+    --------
+    >>> from treeviz.services.data import PrepConfig, load_dataset, prepare
+    >>> from treeviz.services.training import train_run
+    >>> prepared = prepare(load_dataset("iris"), PrepConfig())
+    >>> model, _ = train_run("cart", "classification", {"max_depth": 2}, prepared)
+    >>> rows = pd.DataFrame(prepared.dataset.X[:2], columns=list(prepared.dataset.feature_names))
+    >>> list(predict_table(rows, model, prepared, row_numbers=True, proba=True).frame.columns)[:2]
+    ['row', 'prediction']
+    """
+    missing = [c for c in keep if c not in df.columns]
+    if missing:
+        raise TreevizError(f"{name} has no column {', '.join(repr(c) for c in missing)} to keep.")
+    X, notes = table_features(df, model, prepared, name=name, what=what)
+    frame = pd.DataFrame({c: df[c].to_numpy() for c in keep})
+    if row_numbers:
+        frame.insert(0, ROW_COLUMN, np.arange(1, len(df) + 1))
+    outputs = model_outputs(model, X, proba=proba, what=what)
+    for column, values in outputs.items():
+        frame[column] = values
+    return Predictions(frame=frame, notes=notes, output=output_kind(model), outputs=tuple(outputs))
+
+
+def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """The table with every text cell and column name that a spreadsheet would run as a formula
+    prefixed with a single quote (numbers, negative ones included, are left as they are)."""
+    def cell(value: Any) -> Any:
+        return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+
+    out = frame.rename(columns=lambda c: cell(str(c)))
+    for column in out.columns:
+        if not pd.api.types.is_numeric_dtype(out[column].dtype):
+            out[column] = out[column].map(cell)
+    return out
+
+
+def predictions_csv(frame: pd.DataFrame) -> str:
+    """The predictions as CSV text, safe to open in a spreadsheet (:func:`spreadsheet_safe`)."""
+    return spreadsheet_safe(frame).to_csv(index=False)
