@@ -16,12 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sklearn.ensemble import (
-    GradientBoostingClassifier,
-    GradientBoostingRegressor,
-    RandomForestClassifier,
-    RandomForestRegressor,
-)
 from sklearn.metrics import r2_score
 
 from models.ground.errors import TreevizError
@@ -29,12 +23,23 @@ from models.ground.tree import Tree
 from treeviz.readers.metrics import class_auc, feature_weight_norms, features_used
 from treeviz.services.data import PreparedData
 
+
+def _ensemble(name: str, **params: Any) -> Any:
+    """A scikit-learn ensemble by class name; imported on first use, since every page's state
+    imports this module and the ensembles are a quarter second to import."""
+    import sklearn.ensemble  # deferred: heavy, and only the Features page's baselines need it
+
+    return getattr(sklearn.ensemble, name)(**params)
+
+
 #: The importance-based selectors, by name: (classifier, regressor) factories taking a seed.
 BASELINES = {
-    "random forest importance": (lambda seed: RandomForestClassifier(n_estimators=200, random_state=seed, n_jobs=1),
-                                 lambda seed: RandomForestRegressor(n_estimators=200, random_state=seed, n_jobs=1)),
-    "gradient boosting importance": (lambda seed: GradientBoostingClassifier(random_state=seed),
-                                     lambda seed: GradientBoostingRegressor(random_state=seed)),
+    "random forest importance": (lambda seed: _ensemble("RandomForestClassifier", n_estimators=200, random_state=seed,
+                                                        n_jobs=1),
+                                 lambda seed: _ensemble("RandomForestRegressor", n_estimators=200, random_state=seed,
+                                                        n_jobs=1)),
+    "gradient boosting importance": (lambda seed: _ensemble("GradientBoostingClassifier", random_state=seed),
+                                     lambda seed: _ensemble("GradientBoostingRegressor", random_state=seed)),
 }
 
 
