@@ -7,15 +7,14 @@ from treeviz.plots import (
     class_balance_figure,
     forest_summary_figure,
     node_from_selection,
-    top_weights_figure,
     tree_figure,
-    weight_image_figure,
     weight_images_grid,
     weights_heatmap,
 )
 from treeviz.plots.export import export_name
+from treeviz.plots.node_info import node_panel
 from treeviz.readers.rules import leaf_summary, node_rule, rules
-from treeviz.services.export import TREE_FORMATS, render, tree_exports
+from treeviz.services.export import ALL_TERMS, TREE_FORMATS, render, tree_exports
 from treeviz.services.quantities import family_name, run_headline
 from treeviz.services.run_view import PARTS
 from treeviz.ui import state
@@ -107,11 +106,18 @@ with user_errors("opening the run"):
         levels = 1
     affine = view.prepared.affine_scaling() is not None and view.prepared.config.scaling != "none"
     original_units = st.checkbox(
-        "Rules in the data's own units", value=True, key="explorer.units", disabled=not affine,
-        help="Splits are learned on standardised features; this rewrites each hyperplane exactly in "
-             "the original units. Not available after a quantile transform.",
+        "Units: the data's own (untick for the model's scaled units)", value=True, key="explorer.units",
+        disabled=not affine,
+        help="One unit system for the diagram, the node panel (rule, bias, bars, image), the weights and the "
+             "rules. Splits are learned on scaled features; the data's own units rewrite each hyperplane "
+             "exactly (w/σ per feature). Not available after a quantile transform.",
     )
+    # the one tree every rule, bar, bias and image below is read from
     shown = view.rules_tree(original_units)
+    in_data_units = original_units and affine
+    units_note = ("Weights in the data's own units (w/σ per feature): their sizes depend on each feature's "
+                  "spread." if in_data_units else
+                  "Weights act on the model's (scaled) features, so their sizes compare across features.")
     root = int(st.session_state.get(ROOT, 0))
     if not 0 <= root < tree.n_nodes:
         root = 0
@@ -144,6 +150,9 @@ with user_errors("opening the run"):
     st.subheader("Node")
     node = int(st.number_input("Selected node", 0, tree.n_nodes - 1, key=NODE,
                                help="Click a node in the diagram, or type its number."))
+    image_shape = view.prepared.dataset.image_shape
+    # rule, bias, bars and image of this node all come from `shown`, so they agree
+    panel = None if tree.is_leaf[node] else node_panel(shown, node, image_shape, k=10)
     left, right = st.columns(2)
     with left:
         kind = "leaf" if tree.is_leaf[node] else "decision node"
@@ -156,11 +165,10 @@ with user_errors("opening the run"):
                 facts["target std"] = round(float(view.stats.value_std[node]), 4)
         st.dataframe(pd.DataFrame({"": list(facts), "value": [str(v) for v in facts.values()]}),
                      hide_index=True)
-        if tree.is_leaf[node]:
+        if panel is None:
             st.markdown(f"**Predicts:** {leaf_summary(shown, node)}")
         else:
-            st.markdown(f"**Right if** `{node_rule(shown, node, True)}`  \n**Left if** "
-                        f"`{node_rule(shown, node, False)}`")
+            st.markdown(f"**Right if** `{panel.right_rule}`  \n**Left if** `{panel.left_rule}`")
         path_rules = [node_rule(shown, a, b == tree.children_right[a])
                       for a, b in zip(tree.ancestors(node)[:-1], tree.ancestors(node)[1:])]
         if path_rules:
@@ -170,24 +178,26 @@ with user_errors("opening the run"):
             show_figure(class_balance_figure(view.stats.class_counts[node], tree.output_names,
                                              title=f"Node {node}: {part} rows per class", height=260),
                         key="explorer.node_mix", name=(record.name, "node mix"))
-    if not tree.is_leaf[node]:
+    if panel is not None:
         w_left, w_right = st.columns(2)
-        show_figure(top_weights_figure(tree, node, k=10),
-                    key="explorer.top_weights", name=(record.name, "top weights"), where=w_left)
-        w_left.caption("Weights act on the model's (scaled) features, so their sizes compare across features.")
-        image_shape = view.prepared.dataset.image_shape
-        if image_shape is not None:
-            # images in the pixels' own units when the rules are (w/σ per pixel; σ = 1 for constant pixels)
-            show_figure(weight_image_figure(shown, node, image_shape),
-                        key="explorer.weight_image", name=(record.name, "weight image"), where=w_right)
-            w_right.caption("Blue pushes a sample right, red left; white pixels have zero weight."
-                            + (" Weights in the data's own pixel units." if original_units and affine else ""))
+        show_figure(panel.bars, key="explorer.top_weights", name=(record.name, "top weights"), where=w_left)
+        w_left.caption(units_note)
+        if panel.image is not None:
+            show_figure(panel.image, key="explorer.weight_image", name=(record.name, "weight image"),
+                        where=w_right)
+            w_right.caption("Blue pushes a sample right, red left; white pixels have zero weight. "
+                            + ("Weights in the data's own pixel units (σ = 1 for constant pixels)."
+                               if in_data_units else "Weights on the model's scaled pixels."))
 
     with st.expander("Weights of all decision nodes"):
-        show_figure(weights_heatmap(tree), key="explorer.heatmap", name=(record.name, "heatmap"))
-        image_shape = view.prepared.dataset.image_shape
+        show_figure(weights_heatmap(shown), key="explorer.heatmap", name=(record.name, "heatmap"))
+        st.caption(units_note)
         if image_shape is not None:
-            show_figure(weight_images_grid(shown, image_shape),
+            shared_scale = st.toggle(
+                "One colour scale for all nodes", value=False, key="explorer.shared_scale",
+                help="Off: each image on its own scale ±max|w| of that node, so every node's pattern shows. "
+                     "On: one scale, so colours compare across nodes (the root's large weights wash out the rest).")
+            show_figure(weight_images_grid(shown, image_shape, shared_scale=shared_scale),
                         key="explorer.weight_grid", name=(record.name, "weight grid"))
 
     # ---------------------------------------------------------- sample path details
@@ -206,8 +216,12 @@ with user_errors("opening the run"):
                 language=None, wrap_lines=True)
 
     with st.expander(f"All {tree.n_leaves} rules"):
-        all_rules = rules(shown)  # folded to the largest terms on screen; the files hold every term
-        st.code("\n".join(all_rules[:500]) + ("\n…" if len(all_rules) > 500 else ""), language=None)
+        every_term = st.toggle("Show every term", value=False, key="explorer.all_terms",
+                               help="Oblique splits are folded to their 4 largest terms on screen; the "
+                                    "downloaded rules and the report always hold every term.")
+        all_rules = rules(shown, max_terms=ALL_TERMS if every_term else 4)
+        st.code("\n".join(all_rules[:500]) + (f"\n… ({len(all_rules) - 500} more rules in the download)"
+                                              if len(all_rules) > 500 else ""), language=None, wrap_lines=True)
         [export] = tree_exports(view.model, view.prepared, indices=[tree_index], original_units=original_units,
                                 run_name=record.name, run_id=record.run_id, dataset_name=record.dataset_name,
                                 title=f"Rules of run {record.run_id} '{record.name}'")

@@ -1,11 +1,17 @@
-"""Per-node facts that figures show: subtree sizes, class mix, node values and hover text."""
+"""Per-node facts that figures show: subtree sizes, class mix, node values, hover text, and the
+explorer's node panel (rule, bias, top-weight bars and weight image, all read from one tree)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 import numpy as np
+import plotly.graph_objects as go
 
 from models.ground.tree import NodeStats, Tree
 from treeviz.plots import style
+from treeviz.plots.weights import top_weights_figure, weight_image_figure
 from treeviz.readers.rules import node_rule
 
 
@@ -82,3 +88,47 @@ def hover_text(tree: Tree, v: int, stats: NodeStats | None, root_count: float,
     if cut_below:
         lines.append(f"▼ {cut_below} more nodes below (outside the window)")
     return "<br>".join(lines)
+
+
+@dataclass(frozen=True, eq=False)
+class NodePanel:
+    """What the explorer shows for one decision node, every piece read from the same ``tree``.
+
+    ``tree`` is either the model's tree (scaled features) or its rewrite in the data's own units
+    (``Tree.in_input_units``); mixing the two would show a rule whose largest terms are not the
+    largest bars, and a bias that is not the rule's constant.
+    """
+
+    tree: Tree
+    node: int
+    right_rule: str
+    left_rule: str
+    bias: float
+    top_features: list[int]  # by |weight|, largest first: the bars top-down and the rule's term order
+    bars: go.Figure
+    image: go.Figure | None
+
+
+def node_panel(tree: Tree, node: int, image_shape: Sequence[int] | None = None, *, k: int = 10,
+               max_terms: int = 4) -> NodePanel:
+    """The rule (right and left), bias, top-``k`` weight bars and (for image data) weight image of
+    decision node ``node``, all from ``tree``.
+
+    Parameters
+    ----------
+    tree : Tree
+        The tree in the units the panel shows (pass ``tree.in_input_units(mean, scale)`` for the
+        data's own units).
+    node : int
+        A decision node.
+    image_shape : (H, W), optional
+        Draw the weights as an image too (pixels in row-major order).
+    k, max_terms : int
+        Bars shown; terms of an oblique rule shown before it folds the rest.
+    """
+    node = style.check_node(tree, node, decision=True)
+    bars = top_weights_figure(tree, node, k=k)
+    image = None if image_shape is None else weight_image_figure(tree, node, image_shape)
+    return NodePanel(tree, node, node_rule(tree, node, True, max_terms=max_terms),
+                     node_rule(tree, node, False, max_terms=max_terms), float(tree.bias[node]),
+                     list(bars.layout.meta["features"]), bars, image)

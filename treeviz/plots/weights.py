@@ -209,9 +209,10 @@ def weight_images_grid(
     nodes: Sequence[int] | None = None,
     max_nodes: int = 16,
     *,
+    shared_scale: bool = False,
     height: int | None = None,
 ) -> go.Figure:
-    """Weight images of several decision nodes side by side, on one shared colour scale.
+    """Weight images of several decision nodes side by side, each on its own colour scale by default.
 
     Parameters
     ----------
@@ -221,12 +222,16 @@ def weight_images_grid(
         Decision nodes (default: all, root first, level by level).
     max_nodes : int
         At most this many images (the first ones).
+    shared_scale : bool
+        False (default): each image has its own limits ``±max|w|`` of that node, so the pattern of
+        every node shows even when the root's weights are far larger than the others'. True: one
+        colour bar, limits symmetric around 0 over all shown nodes, so colours compare across nodes.
 
     Returns
     -------
     go.Figure
-        One heatmap per node in a grid of subplots titled ``"node i"``; one colour bar with
-        limits symmetric around 0 over all shown nodes.
+        One heatmap per node in a grid of subplots titled ``"node i"``; zero is white in both
+        modes. ``fig.layout.meta`` holds the node ids, ``shared_scale`` and each node's ``±max|w|``.
     """
     h, w = _image_shape(tree, image_shape)
     if nodes is None:
@@ -238,25 +243,36 @@ def weight_images_grid(
         return style.message_figure("This tree has no decision nodes to show.", title="Weight images")
     cols = min(4, math.ceil(math.sqrt(len(nodes))))
     rows = math.ceil(len(nodes) / cols)
+    limits = [style.symmetric_limit(tree.weight[v]) for v in nodes]
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"node {v}" for v in nodes],
                         horizontal_spacing=0.03, vertical_spacing=0.08 if rows > 1 else 0.1)
-    lim = style.symmetric_limit(tree.weight[nodes])
     names = _pixel_names(tree, h, w)
     for i, v in enumerate(nodes):
         r, c = divmod(i, cols)
+        # per node: own symmetric limits and no colour bar (one bar per image would crowd the grid;
+        # the hover gives the value and the node's limit)
+        scale = (dict(coloraxis="coloraxis") if shared_scale else
+                 dict(zmin=-limits[i], zmax=limits[i], zmid=0.0, colorscale=style.DIVERGING, showscale=False))
         fig.add_trace(go.Heatmap(
-            z=tree.weight[v].reshape(h, w).tolist(), coloraxis="coloraxis", customdata=names.tolist(),
-            name=f"node {v}",
+            z=tree.weight[v].reshape(h, w).tolist(), customdata=names.tolist(), name=f"node {v}", **scale,
             hovertemplate=f"node {v}<br>row %{{y}}, column %{{x}}<br>%{{customdata}}<br>"
-                          "weight: %{z:.4g}<extra></extra>",
+                          "weight: %{z:.4g}" + ("" if shared_scale else
+                                                 f" (scale ±{style.fmt_num(limits[i], 3)})")
+                          + "<extra></extra>",
         ), row=r + 1, col=c + 1)
     sub = f"{len(nodes)} of {total} decision nodes" if total > len(nodes) else f"{total} decision nodes"
+    sub += (" · one colour scale for all nodes" if shared_scale else
+            " · each node on its own scale ±max|w| of that node")
     style.apply_style(fig, title="Node weights as images", subtitle=sub + " · blue pushes right, red left",
                       height=height or int(np.clip(120 + 200 * rows, 300, 1100)))
-    fig.update_layout(coloraxis=dict(colorscale=style.DIVERGING, cmin=-lim, cmax=lim, cmid=0.0,
-                                     colorbar=dict(title=dict(text=WEIGHT_AXIS_TITLE, side="right"),
-                                                   thickness=14)),
-                      meta=dict(nodes=nodes, image_shape=[h, w]), margin=style.MARGIN_SUBPLOTS)
+    if shared_scale:
+        lim = style.symmetric_limit(tree.weight[nodes])
+        fig.update_layout(coloraxis=dict(colorscale=style.DIVERGING, cmin=-lim, cmax=lim, cmid=0.0,
+                                         colorbar=dict(title=dict(text=WEIGHT_AXIS_TITLE, side="right"),
+                                                       thickness=14)))
+    fig.update_layout(meta=dict(nodes=nodes, image_shape=[h, w], shared_scale=bool(shared_scale),
+                                limits=[float(lim) for lim in limits]),
+                      margin=style.MARGIN_SUBPLOTS)
     fig.update_annotations(font=dict(size=12))
     fig.update_xaxes(showgrid=False, zeroline=False, showticklabels=False, constrain="domain", **style.FRAME)
     for i in range(len(nodes)):
