@@ -20,8 +20,6 @@ from treeviz.ui.view_run import offering
 PREFIX = "bandit"
 TASKS = ("classification", "regression")
 CURRENT = "(current)"
-#: The form's starting values over the family's defaults: quick enough to watch (a few seconds a seed).
-PAGE_DEFAULTS = {"n_rounds": 10_000}
 MAX_SEEDS = 10
 #: What the bandit families compare with, as they declare it.
 _COMPARISONS = [f.comparison("bandit") for f in families_offering("bandit")]
@@ -84,7 +82,7 @@ family = family_select(families, key="bandit.family", hide_single=True)
 family_key = family.key
 
 # ---------------------------------------------------------------------- the settings
-sources: dict[str, str] = {"defaults": f"defaults ({PAGE_DEFAULTS['n_rounds']:,} rounds)"}
+sources: dict[str, str] = {"defaults": "the family's defaults (as on the Train page)"}
 sources.update({f"preset:{name}": f"preset: {name}" for name in family.presets_for(ds.task)})
 with user_errors("listing the stored runs"):
     stored = [r for r in state.store().list() if r.family == family.key and r.task == ds.task]
@@ -93,11 +91,9 @@ source = st.selectbox("Start from", list(sources), format_func=sources.get, key=
                       help="The values below start from the family's defaults, a preset or a stored run's settings; "
                            "edit any of them.")
 values = family.defaults(ds.task)
-if source == "defaults":
-    values.update(PAGE_DEFAULTS)
-elif source.startswith("preset:"):
+if source.startswith("preset:"):
     values = family.defaults(ds.task, source.removeprefix("preset:"))
-else:
+elif source.startswith("run:"):
     record = next(r for r in stored if f"run:{r.run_id}" == source)
     values.update({k: v for k, v in record.params.items() if k in values})
 params = param_form(family, ds.task, values, key=f"bandit.{family.key}.{ds.task}.{source}", exclude=("random_state",))

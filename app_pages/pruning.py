@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from models.registry import families_offering, get_family
+from models.schema import Param
 from treeviz.plots import PATH_FIGURES, tree_figure
 from treeviz.services.grid import SCHEDULER_ENV, GridJob, default_scheduler, grid_rows, grids, parse_values
 from treeviz.services.quantities import SIZE_HELP, format_size, headline, size_label
@@ -23,6 +24,18 @@ GRID_ID = "grid.grid_id"
 DEPTH_PARAMS = ("depth", "max_depth")
 #: What the λ path and the grid say when no family offers a λ path for the data set's task.
 NO_LAMBDA_PATH = "No family with a λ path handles {task}; choose another dataset."
+#: Said above the shared parameters: they start where the Train page's form does.
+SAME_DEFAULTS = "Every parameter starts at the family's defaults, as on the Train page; edit any of them."
+
+
+def value_text(param: Param, extra: int = 0) -> str:
+    """The grid's starting values of ``param``: its declared default (its optional label for None)
+    and, for a whole-number default, the ``extra`` next values."""
+    if param.default is None:
+        return str(param.optional_label or "none")
+    if param.kind in ("int", "seed") and extra:
+        return ", ".join(str(int(param.default) + i) for i in range(extra + 1))
+    return f"{param.default:g}" if isinstance(param.default, float) else str(param.default)
 
 
 def where_to_run() -> bool:
@@ -62,8 +75,9 @@ with st.expander("Run a new λ path", expanded=not state.store().list()):
         count = c3.slider("Points", 2, 12, path.count, key=f"pruning.count.{key}")
         warm = c4.checkbox("Warm start", value=path.warm_start, key=f"pruning.warm.{key}")
         with st.expander("Other parameters (shared by every point)"):
-            values = family.defaults(ds.task, "quick" if "quick" in family.presets else None)
-            params = param_form(family, ds.task, values, key=f"pruning.{family.key}", exclude=(path.param,))
+            st.caption(SAME_DEFAULTS)
+            params = param_form(family, ds.task, family.defaults(ds.task), key=f"pruning.{family.key}",
+                                exclude=(path.param,))
 
         def start_sweep() -> None:
             with user_errors("starting the λ path"):
@@ -98,14 +112,19 @@ with st.expander("Grid (λ × depth × seed)"):
         texts = {gpath.param: cols[0].text_input(f"{gfamily.param(gpath.param, ds.task).title} values", lam_default,
                                                   key=f"grid.lambda.{gkey}")}
         if depth is not None:
-            texts[depth] = cols[1].text_input(f"{gfamily.param(depth, ds.task).title} values", "3, 4",
-                                              key=f"grid.depth.{gkey}")
+            dparam = gfamily.param(depth, ds.task)
+            texts[depth] = cols[1].text_input(f"{dparam.title} values", value_text(dparam), key=f"grid.depth.{gkey}",
+                                              help="Starts at the family's default; add others, comma-separated.")
         if seed is not None:
-            texts[seed] = cols[2].text_input("Seeds (random_state)", "0, 1", key=f"grid.seed.{gkey}")
+            sparam = gfamily.param(seed, ds.task)
+            texts[seed] = cols[2].text_input("Seeds (random_state)", value_text(sparam, extra=1),
+                                             key=f"grid.seed.{gkey}",
+                                             help="The family's default seed and the next one.")
         on_cluster = where_to_run()
         with st.expander("Other parameters (shared by every trial)"):
-            gvalues = gfamily.defaults(ds.task, "quick" if "quick" in gfamily.presets else None)
-            gparams = param_form(gfamily, ds.task, gvalues, key=f"grid.{gkey}", exclude=tuple(texts))
+            st.caption(SAME_DEFAULTS)
+            gparams = param_form(gfamily, ds.task, gfamily.defaults(ds.task), key=f"grid.{gkey}",
+                                 exclude=tuple(texts))
 
         def start_grid() -> None:
             with user_errors("starting the grid"):
