@@ -6,6 +6,7 @@ import streamlit as st
 from treeviz.plots import training_curves
 from treeviz.plots.export import export_name
 from treeviz.services.compare import run_rows
+from treeviz.services.data.preprocess import describe_prep
 from treeviz.services.quantities import curve_layout
 from treeviz.services.run_archive import export_zip, import_zip
 from treeviz.ui import pages, state
@@ -13,7 +14,32 @@ from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
 from treeviz.ui.report import run_report
 
+NONE = "—"  # what a table cell with no value shows (not "None")
+
+
+def value_text(value) -> str:
+    """A parameter or metric value for people: "—" for none, 4 significant digits, lists joined."""
+    if value is None:
+        return NONE
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(value_text(v) for v in value) or NONE
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={value_text(v)}" for k, v in value.items()) or NONE
+    return str(value)
+
+
+def readable(table: pd.DataFrame) -> pd.DataFrame:
+    """The table with "—" in place of missing values (columns holding one become text)."""
+    for column in table.columns:
+        if table[column].isna().any():
+            table[column] = [NONE if pd.isna(v) else value_text(v) for v in table[column]]
+    return table
+
+
 st.title("Runs")
+state.show_flash()  # "Renamed ...", "Deleted ...", "Imported ..." after the rerun that redraws the sidebar
 store = state.store()
 st.caption(f"Runs are kept in {store.root} (set TREEVIZ_HOME to use another folder). This app has no "
            "accounts: everyone who can open it sees, exports and deletes every run and data set stored here.")
@@ -23,7 +49,9 @@ with st.expander("Import a run (.zip exported from treeviz)"):
     if upload is not None and st.button("Import", key="runs.import_go"):
         with user_errors("importing the run"):
             record = import_zip(store, upload.getvalue())
-            st.success(f"Imported '{record.name}'.")
+            state.select_run_next(record.run_id)
+            st.session_state[state.FLASH] = f"Imported '{record.name}'."
+            st.rerun()  # the sidebar, drawn before this page, lists the new run
 
 runs = store.list()
 for problem in store.problems:
@@ -32,7 +60,7 @@ if not runs:
     st.info("No runs yet. Train a model on the Train page; it is saved here automatically.")
     st.stop()
 
-table = pd.DataFrame(run_rows(runs))
+table = readable(pd.DataFrame(run_rows(runs)))
 st.dataframe(table, hide_index=True)
 
 ids = [r.run_id for r in runs]
@@ -72,25 +100,25 @@ with c3.popover("Rename or delete"):
     new_name = st.text_input("New name", value=rec.name, key=f"runs.name.{run_id}")
     if st.button("Rename", key="runs.rename"):
         with user_errors("renaming the run"):
-            store.rename(run_id, new_name)
-            st.rerun()
+            renamed = store.rename(run_id, new_name)
+            st.session_state[state.FLASH] = f"Renamed '{rec.name}' to '{renamed.name}'."
+            st.rerun()  # the sidebar, drawn before this page, shows the new name
     confirm = st.checkbox("Yes, delete this run for good", key=f"runs.confirm.{run_id}")
     if st.button("Delete", key="runs.delete", disabled=not confirm):
         with user_errors("deleting the run"):
             store.delete(run_id)
-            st.rerun()
+            st.session_state[state.FLASH] = f"Deleted '{rec.name}'."
+            st.rerun()  # the sidebar, drawn before this page, drops the run
 
 left, right = st.columns(2)
 with left:
-    st.markdown("**Parameters**")
-    st.dataframe(pd.DataFrame({"parameter": list(rec.params), "value": [str(v) for v in rec.params.values()]}),
-                 hide_index=True)
+    st.markdown(f"**Preparation:** {describe_prep(rec.prep)}")
+    st.markdown("**Parameters:** " + (" · ".join(f"{k}: {value_text(v)}" for k, v in rec.params.items())
+                                      or NONE))
     st.markdown("**Metrics**")
     st.dataframe(pd.DataFrame({"metric": list(rec.metrics),
-                               "value": [f"{v:.4g}" if isinstance(v, float) else str(v)
-                                         for v in rec.metrics.values()]}), hide_index=True)
-    st.caption(f"Dataset {rec.dataset_name} (fingerprint {rec.dataset_fingerprint}); "
-               f"preprocessing {rec.prep}.")
+                               "value": [value_text(v) for v in rec.metrics.values()]}), hide_index=True)
+    st.caption(f"Dataset {rec.dataset_name} (fingerprint {rec.dataset_fingerprint}).")
     for note in rec.notes:
         st.info(note)
 with right, user_errors("reading the training history"):

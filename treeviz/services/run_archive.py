@@ -80,7 +80,8 @@ def import_zip(store: RunStore, data: bytes) -> RunRecord:
     model must load, be the record's class and family, with the record's parameters and size; the
     data set (in the zip, or already in the store) must be the one the model was trained on, and
     its preparation must rebuild the record's prepared data exactly. The run keeps its id unless
-    the store already has it (then it gets a new one).
+    the store already has it (then it gets a new one), and its name unless another run has it
+    (then it becomes "name (2)", "name (3)", ...).
     """
     files = read_run_zip(data)
     record = RunRecord.from_dict(_json_member(files, RUN_JSON))
@@ -99,7 +100,7 @@ def import_zip(store: RunStore, data: bytes) -> RunRecord:
         record = replace(record, run_id=new_run_id())
     out = {n: files[n] for n in (CONFIG_JSON, WEIGHTS)}
     out[HISTORY_JSON] = dumps_json(history)
-    return store.publish_run(record, out)
+    return store.publish_unique(record, out)  # the same zip imported twice gets "name (2)"
 
 
 def _json_member(files: dict[str, bytes], name: str) -> Any:

@@ -479,6 +479,25 @@ class RunStore:
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
+    def free_name(self, name: str, *, run_id: str | None = None) -> str:
+        """``name`` if no run other than ``run_id`` has it, else the first of "name (2)",
+        "name (3)", ... that none has (call under the naming lock, as :meth:`publish_unique` and
+        :meth:`rename` do, so two processes never pick the same one)."""
+        name = _clean_name(name)
+        taken = {r.name for r in self.list() if r.run_id != run_id}
+        n, candidate = 1, name
+        while candidate in taken:
+            n += 1
+            suffix = f" ({n})"
+            candidate = name[:MAX_NAME - len(suffix)] + suffix
+        return candidate
+
+    def publish_unique(self, record: RunRecord, files: dict[str, bytes]) -> RunRecord:
+        """:meth:`publish_run` under a name no other run has (an imported run whose name is taken,
+        e.g. the same zip imported twice, becomes "name (2)")."""
+        with self._naming_lock():
+            return self.publish_run(replace(record, name=self.free_name(record.name)), files)
+
     def _default_name(self, family_label: str, dataset_name: str) -> str:
         short = family_label.split(" (")[0]
         prefix = f"{short} on {_clean_name(dataset_name)[:MAX_NAME // 2]} #"
@@ -657,12 +676,14 @@ class RunStore:
 
     # ------------------------------------------------------------------ changing
     def rename(self, run_id: str, name: str) -> RunRecord:
-        """Give a run a new display name (atomic rewrite of its run.json)."""
-        record = replace(self.get(run_id), name=_clean_name(name))
-        try:
-            replace_file(self._run_dir(run_id) / RUN_JSON, dumps_json(record.to_dict()))
-        except FileNotFoundError:
-            raise TreevizError(f"The run {run_id} was deleted (perhaps in another tab).") from None
+        """Give a run a new display name (atomic rewrite of its run.json); a name another run has
+        becomes "name (2)" (see :meth:`free_name`), so the returned record says the name given."""
+        with self._naming_lock():
+            record = replace(self.get(run_id), name=self.free_name(name, run_id=run_id))
+            try:
+                replace_file(self._run_dir(run_id) / RUN_JSON, dumps_json(record.to_dict()))
+            except FileNotFoundError:
+                raise TreevizError(f"The run {run_id} was deleted (perhaps in another tab).") from None
         return record
 
     def delete(self, run_id: str) -> None:

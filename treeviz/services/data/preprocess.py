@@ -81,6 +81,21 @@ class PrepConfig:
         return cls(**known)
 
 
+def describe_prep(prep: dict[str, Any]) -> str:
+    """One line for people: "scaling: standard · test 20 % · validation 10 % · seed 0" (a stored
+    run's ``prep`` dict; keys it lacks are left out, unknown keys are appended as ``key: value``)."""
+    parts = []
+    if "scaling" in prep:
+        parts.append(f"scaling: {prep['scaling']}")
+    for key, label in (("test_size", "test"), ("val_size", "validation")):
+        if isinstance(prep.get(key), (int, float)):
+            parts.append(f"{label} {100 * prep[key]:.3g} %")
+    if "seed" in prep:
+        parts.append(f"seed {prep['seed']}")
+    parts += [f"{k}: {v}" for k, v in prep.items() if k not in ("scaling", "test_size", "val_size", "seed")]
+    return " · ".join(parts) or "—"
+
+
 @dataclass(frozen=True, eq=False)
 class PreparedData:
     """A Dataset split and preprocessed; arrays are what the estimators see."""
