@@ -13,7 +13,7 @@ from treeviz.plots import (
 )
 from treeviz.plots.export import export_name
 from treeviz.plots.node_info import node_panel
-from treeviz.readers.rules import leaf_summary, node_rule, rules
+from treeviz.readers.rules import leaf_summary, node_rule, path_conditions, rules
 from treeviz.services.export import ALL_TERMS, TREE_FORMATS, render, tree_exports
 from treeviz.services.quantities import family_name, run_headline
 from treeviz.services.run_view import PARTS
@@ -169,8 +169,7 @@ with user_errors("opening the run"):
             st.markdown(f"**Predicts:** {leaf_summary(shown, node)}")
         else:
             st.markdown(f"**Right if** `{panel.right_rule}`  \n**Left if** `{panel.left_rule}`")
-        path_rules = [node_rule(shown, a, b == tree.children_right[a])
-                      for a, b in zip(tree.ancestors(node)[:-1], tree.ancestors(node)[1:])]
+        path_rules = path_conditions(shown, node)  # one interval per feature's thresholds, as the rules
         if path_rules:
             st.caption("Reached when: " + " AND ".join(path_rules))
     with right:

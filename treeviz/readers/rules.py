@@ -3,6 +3,9 @@
 Every function takes a :class:`~models.ground.tree.Tree` first and only reads it, so rules can be shown
 for any family. A split ``weight @ x + bias > 0`` on one feature reads as a threshold
 ("petal width > 0.8"); an oblique split lists its largest terms ("0.5·a − 1.5·b + 0.25 > 0").
+Along a root-to-leaf path (:func:`rules`, :func:`rule_text`, :func:`path_conditions`), the
+threshold conditions on one feature merge into one interval ("0.2 < a ≤ 1.5"), written where the
+feature is first tested; oblique conditions stay as they are. :func:`node_rule` reads one split.
 To read rules in the data's own units, pass ``tree.in_input_units(mean, scale)``.
 """
 
@@ -15,7 +18,7 @@ import numpy as np
 
 from models.ground.tree import Tree
 
-__all__ = ["leaf_summary", "node_rule", "rule_text", "rules"]
+__all__ = ["leaf_summary", "node_rule", "path_conditions", "rule_text", "rules"]
 
 
 def _number(value: float, precision: int) -> str:
@@ -32,6 +35,73 @@ def _threshold_rule(name: str, coef: float, bias: float, goes_right: bool, preci
     else:
         op = "≤" if right_is_greater else "≥"
     return f"{name} {op} {_number(threshold, precision)}"
+
+
+def _bound(tree: Tree, node: int, goes_right: bool) -> tuple[int, float, bool, bool] | None:
+    """A one-feature split as a bound on that feature: ``(feature, threshold, is_lower, strict)``.
+
+    ``coef * x + bias > 0`` is ``x > t`` when ``coef > 0`` and ``x < t`` when ``coef < 0`` (``t =
+    -bias/coef``); the left branch (``<= 0``) is the non-strict opposite. None for other splits.
+    """
+    w = tree.weight[node]
+    nonzero = np.flatnonzero(w)
+    if nonzero.size != 1:
+        return None
+    j = int(nonzero[0])
+    coef = float(w[j])
+    threshold = -float(tree.bias[node]) / coef
+    is_lower = (coef > 0) == goes_right
+    return j, threshold, is_lower, goes_right
+
+
+def _tighter(new: tuple[float, bool], old: tuple[float, bool] | None, lower: bool) -> tuple[float, bool]:
+    """The tighter of two bounds (value, strict) on one side; at equal values the strict one."""
+    if old is None:
+        return new
+    if new[0] == old[0]:
+        return new[0], new[1] or old[1]
+    return new if (new[0] > old[0]) == lower else old
+
+
+def _interval_text(name: str, lower: tuple[float, bool] | None, upper: tuple[float, bool] | None,
+                   precision: int) -> str:
+    lo_op = {True: "<", False: "≤"}
+    if lower is not None and upper is not None:
+        return (f"{_number(lower[0], precision)} {lo_op[lower[1]]} {name} {lo_op[upper[1]]} "
+                f"{_number(upper[0], precision)}")
+    if lower is not None:
+        return f"{name} {'>' if lower[1] else '≥'} {_number(lower[0], precision)}"
+    assert upper is not None
+    return f"{name} {lo_op[upper[1]]} {_number(upper[0], precision)}"
+
+
+def _merged(tree: Tree, steps: list[tuple[int, bool, str | None]], max_terms: int, precision: int) -> list[str]:
+    """The conditions of a path of ``(node, goes_right, fixed text or None)`` steps, with each
+    feature's threshold conditions merged into one interval at the place of its first test."""
+    out: list[str | int] = []  # condition text, or a feature index standing for its interval
+    bounds: dict[int, list[tuple[float, bool] | None]] = {}
+    for node, goes_right, fixed in steps:
+        bound = None if fixed is not None else _bound(tree, node, goes_right)
+        if bound is None:
+            out.append(fixed if fixed is not None else
+                       node_rule(tree, node, goes_right, max_terms=max_terms, precision=precision))
+            continue
+        j, threshold, is_lower, strict = bound
+        if j not in bounds:
+            bounds[j] = [None, None]
+            out.append(j)
+        side = 0 if is_lower else 1
+        bounds[j][side] = _tighter((threshold, strict), bounds[j][side], is_lower)
+    return [c if isinstance(c, str) else _interval_text(tree.feature_names[c], *bounds[c], precision)
+            for c in out]
+
+
+def path_conditions(tree: Tree, node: int, *, max_terms: int = 4, precision: int = 4) -> list[str]:
+    """The conditions that send a sample from the root to ``node`` (each feature's thresholds
+    merged into one interval; oblique splits as :func:`node_rule` writes them)."""
+    path = tree.ancestors(int(node))
+    steps = [(int(a), bool(child == tree.children_right[a]), None) for a, child in pairwise(path)]
+    return _merged(tree, steps, max_terms, precision)
 
 
 def _hyperplane_rule(
@@ -98,29 +168,23 @@ def _missing_condition(tree: Tree, node: int, x: np.ndarray) -> str:
     return " and ".join(tree.feature_names[j] for j in used) + " missing"
 
 
-def rule_text(tree: Tree, x: Any) -> str:
+def rule_text(tree: Tree, x: Any, *, max_terms: int = 4, precision: int = 4) -> str:
     """The decision path of one sample as an IF ... THEN ... rule.
 
-    A step decided by a missing value reads "<feature> missing" rather than a threshold.
+    A step decided by a missing value reads "<feature> missing" rather than a threshold; the
+    other threshold steps on one feature merge into one interval.
     """
     steps = tree.sample_path(x)
     x = np.asarray(x, dtype=np.float64).reshape(-1)
     leaf = int(tree.apply(x)[0])
-    conditions = [
-        _missing_condition(tree, s.node, x) if np.isnan(s.value) else node_rule(tree, s.node, s.goes_right)
-        for s in steps
-    ]
-    return _if_then(conditions, leaf_summary(tree, leaf))
+    path = [(s.node, s.goes_right, _missing_condition(tree, s.node, x) if np.isnan(s.value) else None)
+            for s in steps]
+    return _if_then(_merged(tree, path, max_terms, precision), leaf_summary(tree, leaf))
 
 
-def rules(tree: Tree, *, max_terms: int = 4) -> list[str]:
-    """Every root-to-leaf path as an IF ... THEN ... rule (leaves in id order)."""
-    out = []
-    for leaf in tree.leaves:
-        path = tree.ancestors(int(leaf))
-        conditions = [
-            node_rule(tree, a, bool(child == tree.children_right[a]), max_terms=max_terms)
-            for a, child in pairwise(path)
-        ]
-        out.append(_if_then(conditions, leaf_summary(tree, int(leaf))))
-    return out
+def rules(tree: Tree, *, max_terms: int = 4, precision: int = 4) -> list[str]:
+    """Every root-to-leaf path as an IF ... THEN ... rule (leaves in id order), each feature's
+    threshold conditions merged into one interval."""
+    return [_if_then(path_conditions(tree, int(leaf), max_terms=max_terms, precision=precision),
+                     leaf_summary(tree, int(leaf)))
+            for leaf in tree.leaves]
