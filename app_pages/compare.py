@@ -7,7 +7,7 @@ import streamlit as st
 
 from treeviz.plots import class_flow_figure, pareto_figure, tree_figure
 from treeviz.services.compare import SIZES, groups, leaderboard, pareto_mask, score_of
-from treeviz.services.quantities import family_name
+from treeviz.services.quantities import family_index, family_name
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
@@ -47,8 +47,8 @@ if score is not None:
         value = [r.metrics.get(score.key) for r in group.runs]
         front = pareto_mask([np.nan if s is None else s for s in size], [np.nan if v is None else v for v in value],
                             higher_is_better=score.higher_is_better)
-        points = [{"size": s, "score": v, "family": family_name(r.family), "name": r.name, "front": bool(f)}
-                  for r, s, v, f in zip(group.runs, size, value, front)]
+        points = [{"size": s, "score": v, "family": family_name(r.family), "family_index": family_index(r.family),
+                   "name": r.name, "front": bool(f)} for r, s, v, f in zip(group.runs, size, value, front)]
         with user_errors("drawing the Pareto front"):
             show_figure(pareto_figure(points, size_label=SIZES[size_key], score_label=score.label,
                                       higher_is_better=score.higher_is_better),

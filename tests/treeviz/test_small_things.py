@@ -5,17 +5,27 @@ the forest heatmap's colour scale, the SQL export's row key."""
 from __future__ import annotations
 
 import re
+import sqlite3
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import plotly.graph_objects as go
 import pytest
 from sklearn.datasets import load_iris
 
 from models.cart.estimators import CARTClassifier
+from models.ground.errors import TreevizError
+from models.registry import families
+from treeviz.cli.main import main
 from treeviz.plots import export as ex
-from treeviz.plots import tree_figure
+from treeviz.plots import pareto_figure, tree_figure
+from treeviz.plots.forest import agreement_range, forest_summary_figure
+from treeviz.plots.style import family_color, line_color
+from treeviz.readers.codegen import sql_query
+from treeviz.services.bandit_view import curve_bands, final_table, reference_band
 from treeviz.services.data.upload import MAX_UPLOAD_MB
+from treeviz.services.quantities import family_index
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -112,3 +122,96 @@ def test_a_rendered_pdf_is_titled_and_has_no_ring():
     assert b"Kaleido-fier" not in pdf[pdf.rindex(b"obj"):]
     svg = ex.figure_bytes(fig, "svg").decode()
     assert svg.count('class="trace scatter') == 1
+
+
+# ---------------------------------------------------------------------------- family colours
+
+def pareto_colours(points):
+    fig = pareto_figure(points, size_label="leaves", score_label="accuracy")
+    return {t.name: t.marker.color for t in fig.data if t.name != "Pareto front"}
+
+
+def test_a_family_keeps_its_colour_whichever_runs_are_shown():
+    keys = list(families())
+    a, b = keys[0], keys[3]
+    both = [{"size": 3, "score": 0.9, "family": a, "family_index": family_index(a), "name": "r1"},
+            {"size": 5, "score": 0.8, "family": b, "family_index": family_index(b), "name": "r2"}]
+    alone = [both[1]]
+    assert pareto_colours(both)[b] == pareto_colours(alone)[b] == line_color(3)
+    assert pareto_colours(both)[a] == line_color(0)
+    assert family_index("no-such-family") is None
+
+
+def test_without_an_index_the_colour_comes_from_the_name():
+    assert family_color("My family") == family_color("My family")
+    assert family_color("x", 2) == line_color(2)
+
+
+# ---------------------------------------------------------------------------- bandit bands
+
+def test_bandit_bands_stay_within_the_metrics_range():
+    rows = [{"method": "m", "seed": s, "queries": 10, "val_score": v, "avg_reward": v, "val_rmse": 0.01 * v,
+             "regret": -v} for s, v in enumerate([1.0, 0.3, 1.0])]
+    [score] = curve_bands(rows, "val_score")
+    assert score["low"][0] >= 0.0 and score["high"][0] <= 1.0
+    assert score["high"][0] == 1.0  # the t interval reaches past 1 and is clipped
+    [rmse] = curve_bands(rows, "val_rmse")
+    assert rmse["low"][0] == 0.0
+    [regret] = curve_bands(rows, "regret")
+    assert regret["high"][0] > 0  # regret has no bound
+    refs = [{"method": "ref", "seed": s, "reference": v} for s, v in enumerate([0.99, 0.5, 1.0])]
+    band = reference_band(rows + refs)
+    assert 0.0 <= band["low"] and band["high"] <= 1.0
+    assert reference_band(refs, "regression")["high"] > 1.0
+    table = final_table(rows + refs, "classification")
+    assert table[-1]["± (95% CI)"] >= 0
+
+
+# ---------------------------------------------------------------------------- forest heatmap
+
+def test_the_agreement_heatmap_spans_the_datas_range():
+    matrix = np.array([[0.99, 0.95], [0.95, 0.97]])
+    assert agreement_range(matrix) == (0.95, 0.99)
+    low, high = agreement_range(np.ones((2, 2)))
+    assert low < high == 1.0
+    X, y = load_iris(return_X_y=True)
+    trees = [CARTClassifier(max_depth=d).fit(X, y).to_tree() for d in (2, 3)]
+    fig = forest_summary_figure(trees, X)
+    [heat] = [t for t in fig.data if t.type == "heatmap"]
+    shown = np.asarray(heat.z, dtype=float)
+    assert heat.zmin == shown.min() and heat.zmax == shown.max()
+
+
+# ---------------------------------------------------------------------------- SQL row key
+
+@pytest.fixture(scope="module")
+def iris_tree():
+    X, y = load_iris(return_X_y=True)
+    return CARTClassifier(max_depth=2).fit(X, y).to_tree(), X
+
+
+def test_the_sql_query_selects_the_row_key_first(iris_tree):
+    tree, X = iris_tree
+    plain = sql_query(tree)
+    assert '"id"' not in plain
+    keyed = sql_query(tree, key="id")
+    assert 'SELECT\n  "id",\n  CASE' in keyed
+    db = sqlite3.connect(":memory:")
+    names = list(tree.feature_names)
+    db.execute("CREATE TABLE data (id INTEGER, " + ", ".join(f'"{n}" REAL' for n in names) + ")")
+    db.executemany(f"INSERT INTO data VALUES (?, {', '.join('?' * len(names))})",
+                   [[i, *map(float, row)] for i, row in enumerate(X)])
+    got = dict(db.execute(keyed).fetchall())
+    assert sorted(got) == list(range(len(X)))
+    assert [str(got[i]) for i in range(len(X))] == [r[0] for r in db.execute(plain)]
+    with pytest.raises(TreevizError, match="output column"):
+        sql_query(tree, key="prediction")
+
+
+def test_the_cli_passes_key_through(home, capsys):
+    assert main(["train", "-q", "-d", "iris", "-f", "cart", "-p", "max_depth=2"]) == 0
+    run_id = capsys.readouterr().out.strip()
+    assert main(["export", run_id, "--sql", "--key", "row_id"]) == 0
+    assert 'SELECT\n  "row_id",\n' in capsys.readouterr().out
+    assert main(["export", run_id, "--sql"]) == 0
+    assert '"row_id"' not in capsys.readouterr().out

@@ -42,6 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="rules: only this tree of an ensemble; code: this tree (default 0)")
     parser.add_argument("--leaf", action="store_true", help="code: return the leaf id instead of the prediction")
     parser.add_argument("--table", type=sql_table, default="data", help="SQL: the table the query reads")
+    parser.add_argument("--key", metavar="COLUMN", type=sql_key, default=None,
+                        help="SQL: the table's row id column, selected first so predictions join back (default: none)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no notes on stderr")
 
 
@@ -49,6 +51,13 @@ def sql_table(text: str) -> str:
     """``--table``: a table name that is not blank."""
     if not text.strip():
         raise argparse.ArgumentTypeError("expected the name of a table, got an empty one")
+    return text
+
+
+def sql_key(text: str) -> str:
+    """``--key``: a column name that is not blank."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected the name of a column, got an empty one")
     return text
 
 
@@ -80,10 +89,10 @@ def _tree_text(store: RunStore, run_id: str, args: argparse.Namespace, fmt: Form
     unless ``--max-terms`` folds them; code is one tree (``--tree``, default 0)."""
     if not fmt.code:
         _, exports = _exports(store, run_id, args, None if args.tree is None else [args.tree])
-        return render(fmt.key, exports, max_terms=args.max_terms or ALL_TERMS, table=args.table)
+        return render(fmt.key, exports, max_terms=args.max_terms or ALL_TERMS, table=args.table, row_key=args.key)
     index = 0 if args.tree is None else args.tree
     record, [export] = _exports(store, run_id, args, [index])
-    text = render(fmt.key, [export], max_terms=args.max_terms or ALL_TERMS, table=args.table)
+    text = render(fmt.key, [export], max_terms=args.max_terms or ALL_TERMS, table=args.table, row_key=args.key)
     if export.n_trees > 1:
         note(args, f"note: the code is tree {index} of the {export.n_trees} of this ensemble, not the ensemble's "
                    "prediction; --tree picks another.")

@@ -13,7 +13,9 @@ from treeviz.plots import style
 
 def pareto_figure(points: Sequence[Mapping[str, Any]], *, size_label: str, score_label: str,
                   higher_is_better: bool = True, log_x: bool = True) -> go.Figure:
-    """Each run as a point (``size``, ``score``), one colour per ``family``, hover ``name``; the
+    """Each run as a point (``size``, ``score``), one colour per ``family`` (its ``family_index``, the
+    registry's order, when the points carry one: see :func:`treeviz.plots.style.family_color`, so a
+    family keeps its colour whichever runs are shown), hover ``name``; the
     points with ``front`` True joined by the Pareto front's staircase (the best score reachable at
     each size). Runs without a size or a score are left out and counted in the subtitle."""
     title = f"{score_label} against {size_label}"
@@ -33,12 +35,13 @@ def pareto_figure(points: Sequence[Mapping[str, Any]], *, size_label: str, score
             ys.append(float(p["score"]))
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="Pareto front", hoverinfo="skip",
                                  line=dict(color=style.EDGE, width=2, dash="dot")))
-    for i, family in enumerate(families):
+    for family in families:
         mine = [p for p in usable if str(p["family"]) == family]
+        color = style.family_color(family, mine[0].get("family_index"))
         fig.add_trace(go.Scatter(
             x=[float(p["size"]) for p in mine], y=[float(p["score"]) for p in mine], mode="markers", name=family,
             text=[str(p["name"]) for p in mine],
-            marker=dict(color=style.line_color(i), size=[13 if p.get("front") else 9 for p in mine],
+            marker=dict(color=color, size=[13 if p.get("front") else 9 for p in mine],
                         symbol=["star" if p.get("front") else "circle" for p in mine],
                         line=dict(width=1, color="white")),
             hovertemplate=f"%{{text}}<br>{size_label} %{{x:,.4g}}<br>{score_label} %{{y:.4g}}<extra>{family}</extra>"))

@@ -47,15 +47,31 @@ def forest_summary_figure(trees: Sequence[Tree], X: Any, *, height: int | None =
     if agree is not None:
         matrix = agree["pairwise"].copy()
         np.fill_diagonal(matrix, agree["with_ensemble"])
-        fig.add_trace(go.Heatmap(z=matrix.tolist(), x=names, y=names, zmin=0.0, zmax=1.0, colorscale="Blues",
+        zmin, zmax = agreement_range(matrix)
+        fig.add_trace(go.Heatmap(z=matrix.tolist(), x=names, y=names, zmin=zmin, zmax=zmax, colorscale="Blues",
                                  colorbar=dict(title=dict(text="agreement", side="right"), thickness=12, x=1.02),
                                  hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>"), row=1, col=2)
         fig.update_yaxes(autorange="reversed", row=1, col=2)
         sub = (f"{len(trees)} trees · mean pairwise agreement {agree['mean_pairwise']:.3f} · "
-               f"diagonal: agreement with the ensemble's vote")
+               f"diagonal: agreement with the ensemble's vote · colours span {zmin:.3f} to {zmax:.3f}")
     else:
         sub = f"{len(trees)} trees"
     style.apply_style(fig, title="Forest summary", subtitle=sub, margin=style.MARGIN_SUBPLOTS,
                       height=height or 400)
     fig.update_layout(barmode="group", meta=dict(n_trees=len(trees)))
     return fig
+
+
+def agreement_range(matrix: np.ndarray) -> tuple[float, float]:
+    """The colour scale's ends for an agreement matrix: the smallest and largest value shown
+    (pairwise off the diagonal, agreement with the ensemble on it), not 0 and 1. Trees of one
+    forest mostly agree on 90-100% of samples, and on a 0-1 scale every cell looks the same. Equal
+    values get a span of up to 0.01 around them, within [0, 1]."""
+    values = np.asarray(matrix, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return 0.0, 1.0
+    low, high = float(values.min()), float(values.max())
+    if high - low < 1e-9:
+        low, high = max(0.0, low - 0.005), min(1.0, high + 0.005)
+    return low, high

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -75,6 +76,15 @@ def class_color(k: int) -> str:
 def line_color(i: int) -> str:
     """The colour of the ``i``-th curve."""
     return LINE_PALETTE[int(i) % len(LINE_PALETTE)]
+
+
+def family_color(family: str, index: int | None = None) -> str:
+    """The colour of a model family, the same on every visit and in every figure: the family's
+    position in the registry's display order when given (``index``), else one picked by a checksum
+    of its name (stable across processes, unlike ``hash``)."""
+    if index is None:
+        index = zlib.crc32(str(family).encode("utf-8"))
+    return line_color(index)
 
 
 def class_colors(n: int) -> list[str]:

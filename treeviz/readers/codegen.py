@@ -9,7 +9,8 @@ that latent trees' hard routing reaches.
   ``leaf(row)`` / ``leaf_by_position(values)`` for the leaf id.
 * :func:`sql_expression` writes one SQL ``CASE`` expression over the features as columns
   (``SELECT <expression> AS prediction FROM t``); :func:`sql_query` a whole ``SELECT`` with a
-  header comment, one column per output.
+  header comment, one column per output, after the row key column when one is named (``key="id"``)
+  so that the predictions join back onto the table.
 
 What the code returns: the class name (as text) for classification, the arg max of the leaf's
 scores with ties to the first class as :func:`numpy.argmax`; the value for one output; a tuple of
@@ -763,12 +764,13 @@ def _output_index(plan: _Plan, output_index: int | None) -> int | None:
 
 
 def sql_query(tree: Tree, table: str = "data", *, output: str = "prediction", fill_values: Any = None,
-              units: str | None = None, notes: Sequence[str] = ()) -> str:
+              units: str | None = None, notes: Sequence[str] = (), key: str | None = None) -> str:
     """A whole ``SELECT`` statement over ``table``, with a header comment saying what it assumes.
 
     One column per output: ``"prediction"`` (classes or one value), ``"leaf"`` (leaf ids), or the
     output names (``"z1"``, ``"z2"`` for an embedding). Parameters as :func:`python_source` and
-    :func:`sql_expression`; ``table`` is quoted as one identifier.
+    :func:`sql_expression`; ``table`` is quoted as one identifier. ``key``, a column of ``table``
+    (the row id), comes first, so each prediction joins back onto its row; by default none.
     """
     _check_units(units)
     plan = _Plan(tree, output, fill_values)
@@ -777,5 +779,12 @@ def sql_query(tree: Tree, table: str = "data", *, output: str = "prediction", fi
     else:
         columns = [(_Sql(plan, _output_index(plan, None)).node(0, "  "), "leaf" if output == "leaf" else "prediction")]
     selected = ",\n".join(f"  {expr} AS {_sql_ident(name)}" for expr, name in columns)
+    if key is not None:
+        if not str(key).strip():
+            raise TreevizError("The SQL key column needs a name; leave it out for no key.")
+        if key in {name for _, name in columns}:
+            raise TreevizError(f"The key column {key!r} has the name of an output column; the query would "
+                               "return two columns of that name.")
+        selected = f"  {_sql_ident(key)},\n{selected}"
     lines = _header(plan, "sql", units, notes, "The query")
     return "\n".join([*lines, "SELECT", selected, f"FROM {_sql_ident(table)};"]) + "\n"

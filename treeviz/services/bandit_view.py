@@ -65,6 +65,17 @@ def curve_keys(task: str) -> dict[str, str]:
     return {"score": "val_rmse", "reward": "avg_loss", "regret": "regret"}
 
 
+#: The values each curve can take: a confidence band is clipped to them (a t interval over a few seeds
+#: near 100% accuracy would otherwise reach past it). Regret has no bound.
+RANGES: dict[str, tuple[float, float]] = {"val_score": (0.0, 1.0), "avg_reward": (0.0, 1.0),
+                                          "val_rmse": (0.0, math.inf), "avg_loss": (0.0, math.inf)}
+
+
+def metric_range(key: str) -> tuple[float, float]:
+    """The smallest and largest value curve ``key`` can take (see :data:`RANGES`)."""
+    return RANGES.get(key, (-math.inf, math.inf))
+
+
 def metric_name(task: str) -> str:
     """What the held-out curve shows."""
     return "held-out accuracy" if task == "classification" else "held-out RMSE"
@@ -259,6 +270,11 @@ def _interval(values: np.ndarray) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
+def _clipped(stats: tuple[float, float, float], bounds: tuple[float, float]) -> tuple[float, float, float]:
+    mean, low, high = stats
+    return mean, min(max(low, bounds[0]), bounds[1]), max(min(high, bounds[1]), bounds[0])
+
+
 def methods(rows: Iterable[Mapping[str, Any]]) -> list[str]:
     """The bandit methods with curve rows, in order of appearance."""
     return list(dict.fromkeys(str(r["method"]) for r in rows if "queries" in r))
@@ -267,7 +283,8 @@ def methods(rows: Iterable[Mapping[str, Any]]) -> list[str]:
 def curve_bands(rows: Iterable[Mapping[str, Any]], key: str) -> list[dict[str, Any]]:
     """Per method, ``key`` against the loss queries: ``method``, ``queries``, ``mean``, ``low``,
     ``high`` (the 95% confidence interval of the mean across seeds) and ``n`` (seeds at that
-    point; fewer while a job runs or after a cancel). Rows without ``key`` are skipped."""
+    point; fewer while a job runs or after a cancel). Rows without ``key`` are skipped. The interval
+    is clipped to the values ``key`` can take (:func:`metric_range`)."""
     rows = [r for r in rows if "queries" in r and r.get(key) is not None and math.isfinite(float(r[key]))]
     out = []
     for method in methods(rows):
@@ -276,21 +293,27 @@ def curve_bands(rows: Iterable[Mapping[str, Any]], key: str) -> list[dict[str, A
             if r["method"] == method:
                 points.setdefault(int(r["queries"]), []).append(float(r[key]))
         queries = sorted(points)
-        stats = [_interval(np.asarray(points[q])) for q in queries]
+        stats = [_clipped(_interval(np.asarray(points[q])), metric_range(key)) for q in queries]
         out.append({"method": method, "queries": queries, "mean": [s[0] for s in stats],
                     "low": [s[1] for s in stats], "high": [s[2] for s in stats],
                     "n": [len(points[q]) for q in queries]})
     return out
 
 
-def reference_band(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+def reference_band(rows: Iterable[Mapping[str, Any]], task: str | None = None) -> dict[str, Any] | None:
     """The reference's held-out score across seeds: ``method``, ``mean``, ``low``, ``high``,
-    ``n``; None before the first one is known."""
+    ``n``; None before the first one is known. The interval is clipped to the score's range: at
+    least 0 (accuracy and RMSE both), at most 1 for a classification ``task`` (by default, the task
+    whose score the curve rows carry)."""
+    rows = list(rows)
     refs = [r for r in rows if "reference" in r]
     values = np.asarray([float(r["reference"]) for r in refs])
     if values.size == 0:
         return None
-    mean, low, high = _interval(values)
+    if task is None:
+        task = "classification" if any("val_score" in r for r in rows) else "regression"
+    key = curve_keys(task)["score"]
+    mean, low, high = _clipped(_interval(values), metric_range(key))
     return {"method": str(refs[0]["method"]), "mean": mean, "low": low, "high": high, "n": int(values.size)}
 
 
@@ -317,7 +340,7 @@ def final_table(rows: Sequence[Mapping[str, Any]], task: str) -> list[dict[str, 
         out.append({"method": method, "seeds": len(finals), "loss queries": mean_of("queries"), score: mean,
                     "± (95% CI)": None if mean is None else mean - low, reward: mean_of(keys["reward"]),
                     "regret": mean_of("regret")})
-    ref = reference_band(rows)
+    ref = reference_band(rows, task)
     if ref is not None:
         out.append({"method": ref["method"], "seeds": ref["n"], "loss queries": None, score: ref["mean"],
                     "± (95% CI)": ref["mean"] - ref["low"], reward: None, "regret": None})

@@ -148,9 +148,11 @@ def python_file(exports: Sequence[TreeExport], **_: Any) -> str:
     return _code(exports[0], python_source)
 
 
-def sql_file(exports: Sequence[TreeExport], *, table: str = "data", **_: Any) -> str:
-    """The first export's tree as one SQL ``CASE`` expression over ``table``."""
-    return _code(exports[0], lambda tree, **kw: sql_query(tree, table, **kw))
+def sql_file(exports: Sequence[TreeExport], *, table: str = "data", row_key: str | None = None, **_: Any) -> str:
+    """The first export's tree as one SQL ``CASE`` expression over ``table``, after the row key
+    column ``row_key`` when one is given (see :func:`treeviz.readers.codegen.sql_query`; the option
+    is not called ``key`` because :func:`render`'s first argument is the format's key)."""
+    return _code(exports[0], lambda tree, **kw: sql_query(tree, table, key=row_key, **kw))
 
 
 @dataclass(frozen=True)

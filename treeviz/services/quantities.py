@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from models.ground.errors import TreevizError
-from models.registry import get_family
+from models.registry import families, get_family
 from models.schema import DEFAULT_METRICS
 
 SPLITS = ("test", "val", "train")
@@ -126,6 +126,12 @@ def headline_text(record: Any) -> str:
     """The run's headline as a short text ("test acc 0.953"), or "" when it has none."""
     found = run_headline(record)
     return found.text() if found else ""
+
+
+def family_index(key: str) -> int | None:
+    """A family's position in the registry's display order (what fixes its colour in figures), or
+    None for an unknown family."""
+    return next((i for i, k in enumerate(families()) if k == key), None)
 
 
 def family_name(key: str) -> str:
