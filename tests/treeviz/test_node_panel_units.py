@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from tests.app.conftest import assert_clean, chart_specs, new_app, open_page, texts
-from treeviz.plots import style
+from tests.treeviz.test_tree import small_tree
+from treeviz.plots import style, tree_figure
 from treeviz.plots.node_info import node_panel
 from treeviz.plots.weights import weight_images_grid
 from treeviz.services.data import PrepConfig, load_dataset, prepare
@@ -129,3 +130,13 @@ def test_explorer_page_panel_agrees(home, units):
     names, const = rule_terms(rule)
     assert names == top_names[: len(names)]
     assert f"bias = {style.fmt_num(const)}" in json.dumps(bars["layout"]["title"], ensure_ascii=False)
+
+
+def test_tree_diagram_names_every_node_in_labels_and_hover():
+    tree = small_tree()
+    d = tree_figure(tree).to_dict()
+    nodes = next(t for t in d["data"] if t.get("name") == "nodes")
+    ids = [int(c[0]) for c in nodes["customdata"]]
+    assert sorted(ids) == list(range(tree.n_nodes))
+    assert nodes["text"] == [str(v) for v in ids] and "text" in nodes["mode"]
+    assert nodes["hovertemplate"].startswith("<b>node %{customdata[0]}</b>")

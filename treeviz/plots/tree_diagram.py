@@ -32,6 +32,7 @@ COLOR_MODES = ("auto", "class", "value", "active")
 PRUNED_MODES = ("dashed", "hidden")
 MAX_MIX_NODES = 100  # class-mix bars are drawn up to this many shown nodes
 MAX_LABEL_LEAVES = 40  # leaf labels are drawn up to this many shown leaves
+MAX_ID_LABELS = 127  # node ids are written beside the nodes up to this many shown nodes (depth 6)
 _N_WIDTH_BUCKETS = 7  # plus one bucket for edges into empty nodes = at most 8 edge traces
 
 
@@ -266,8 +267,13 @@ def tree_figure(
     depth = tree.node_depth[nodes].tolist()
     hover = [hover_text(tree, v, stats, root_count, names, int(cut[i])) for i, v in enumerate(node_list)]
     node_trace = len(traces)
+    # node ids beside the markers, so "node 12" in a heatmap or a table can be found in the tree (the
+    # hover always names the node; past MAX_ID_LABELS nodes the labels would overlap)
+    labelled = m <= MAX_ID_LABELS
     traces.append(_scatter(
-        x=x.tolist(), y=ny.tolist(), mode="markers", name=NODE_TRACE_NAME,
+        x=x.tolist(), y=ny.tolist(), mode="markers+text" if labelled else "markers", name=NODE_TRACE_NAME,
+        **(dict(text=[str(v) for v in node_list], textposition="top right") if labelled else {}),
+        textfont=dict(size=9, color=style.EDGE),
         customdata=[[v, d, c] for v, d, c in zip(node_list, depth, counts)],
         hovertext=hover,
         hovertemplate="<b>node %{customdata[0]}</b> · depth %{customdata[1]}<br>%{hovertext}<extra></extra>",
