@@ -42,6 +42,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("semi_supervised", "app_pages/semi_supervised.py", "Semi-supervised", ":material/label:",
              view="semi_supervised"),
     PageSpec("bandit", "app_pages/bandit.py", "Bandit feedback", ":material/casino:", view="bandit"),
+    PageSpec("predict", "app_pages/predict.py", "Predict", ":material/online_prediction:"),
     PageSpec("compare", "app_pages/compare.py", "Compare", ":material/leaderboard:"),
     PageSpec("runs", "app_pages/runs.py", "Runs", ":material/history:"),
 )
