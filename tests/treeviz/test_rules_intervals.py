@@ -10,7 +10,9 @@ from tests.treeviz.test_tree import small_tree
 from treeviz.readers.rules import node_rule, path_conditions, rule_text, rules
 from treeviz.services.data import PrepConfig, load_dataset, prepare
 from treeviz.services.export import ALL_TERMS, rules_file, tree_exports
+from treeviz.services.runs import RunStore
 from treeviz.services.training import train_run
+from treeviz.ui.report import run_report
 
 NUM = r"-?\d+(?:\.\d*)?(?:e[+-]?\d+)?|-?inf"
 INTERVAL = re.compile(rf"^({NUM}) (<|≤) (.+) (<|≤) ({NUM})$")
@@ -81,7 +83,7 @@ def test_cart_rules_one_interval_per_feature_and_route_identically(cart):
         assert holds(rule_text(tree, x, precision=17), x, names)
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # trains a small TAO tree (seconds)
 def test_rules_file_holds_every_term():
     prepared = prepare(load_dataset("breast_cancer"), PrepConfig(scaling="standard"))
     model, _ = train_run("tao", "classification", {"depth": 2, "max_iter": 3}, prepared)
@@ -92,3 +94,16 @@ def test_rules_file_holds_every_term():
     assert n_terms > 4
     assert rules(export.tree, max_terms=ALL_TERMS)[0].count("·") >= n_terms
     assert "more)" in rules(export.tree)[0]  # the screen's default folds them
+
+
+@pytest.mark.slow  # trains a small TAO tree and writes its report (seconds)
+def test_report_rules_hold_every_term(tmp_path):
+    store = RunStore(tmp_path)
+    prepared = prepare(load_dataset("breast_cancer"), PrepConfig(scaling="standard"))
+    record = train_run("tao", "classification", {"depth": 2, "max_iter": 3}, prepared, store=store)
+    html = run_report(store, record.run_id)
+    section = html.split(">Rules</h", 1)[1]
+    pre = section.split("<pre>", 1)[1].split("</pre>", 1)[0]
+    assert "more)" not in pre
+    tree = store.load_model(record.run_id).to_tree()
+    assert pre.splitlines()[0].count("·") >= int(np.count_nonzero(tree.weight[0])) > 4
