@@ -244,7 +244,7 @@ class LapTAOClassifier(ClassifierMixin, _LapTAOBase):
 
     Parameters
     ----------
-    labelled_fraction : float, default 1.0
+    labelled_fraction : float, default 0.1
         The fraction of the given labels used in training; the rest are hidden (treated as −1),
         drawn at random with ``random_state``, stratified by class with at least one label per
         class. ``labelled_`` records which points kept their labels.
@@ -296,7 +296,7 @@ class LapTAOClassifier(ClassifierMixin, _LapTAOBase):
             "the check uses leave a single class",
     }
 
-    def __init__(self, *, labelled_fraction=1.0, gamma=0.1, perplexity=None, n_neighbors=None, depth=None,
+    def __init__(self, *, labelled_fraction=0.1, gamma=0.1, perplexity=None, n_neighbors=None, depth=None,
                  l1_penalty=0.01, leaf="constant", mu0=1e-3, mu_factor=1.5, n_mu=20, n_inner=1, tol=1e-4, tao_iter=15,
                  multiplier_step=1, penalty_mode="fixed", leaf_solve=True, init="auto", solver="auto",
                  device="auto", random_state=0):
@@ -370,7 +370,7 @@ class LapTAORegressor(MultiOutputRegression, RegressorMixin, _LapTAOBase):
 
     _task = "regression"
 
-    def __init__(self, *, labelled_fraction=1.0, gamma=0.1, perplexity=None, n_neighbors=None, depth=4,
+    def __init__(self, *, labelled_fraction=0.1, gamma=0.1, perplexity=None, n_neighbors=None, depth=4,
                  l1_penalty=0.01, leaf="constant", mu0=1e-3, mu_factor=1.5, n_mu=20, n_inner=1, tol=1e-4, tao_iter=15,
                  multiplier_step=1, penalty_mode="fixed", leaf_solve=True, init="auto", solver="auto",
                  device="auto", random_state=0):

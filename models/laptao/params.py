@@ -14,7 +14,7 @@ from models.schema import Param, device_param, seed_param
 PENALTY_MODES = ("fixed", "over_mu")
 
 PARAMS = (
-    Param("labelled_fraction", "float", 1.0,
+    Param("labelled_fraction", "float", 0.1,
           "Fraction of the given labels that training uses; the others are treated as unlabelled (drawn at "
           "random, stratified by class, with at least one label per class). For studying learning from few "
           "labels on a fully labelled data set. Labels given as −1 (classes) or NaN (targets) are always "
