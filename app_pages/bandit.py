@@ -8,7 +8,14 @@ import streamlit as st
 
 from models.registry import families_offering
 from treeviz.plots import bandit_regret_figure, bandit_reward_figure, bandit_score_figure
-from treeviz.services.bandit_view import BanditCurveJob, curve_bands, curve_keys, final_table, reference_band
+from treeviz.services.bandit_view import (
+    BanditCurveJob,
+    curve_bands,
+    curve_keys,
+    final_table,
+    metric_name,
+    reference_band,
+)
 from treeviz.services.data import list_datasets
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
@@ -119,6 +126,19 @@ c3.button("Start", type="primary", on_click=start_job, key="bandit.start")
 
 
 # ---------------------------------------------------------------------- the job and its results
+def exploration_caption(row: dict, rate: float) -> str:
+    """What the exploration rate does, and whether this run's average reward (rounds played, exploration
+    included) is below its held-out accuracy (the tree's own predictions), from the table's numbers."""
+    text = (f"Exploration rate δ = {rate:g}: about that share of the rounds play a class drawn at random, which "
+            "lowers the average reward against the held-out accuracy of the tree's own predictions.")
+    reward, score = row.get("average reward"), row.get(metric_name("classification"))
+    if reward is None or score is None:
+        return text
+    verdict = "below it" if reward < score else "not below it here"
+    return text + (f" On this run {row['method']}'s average reward is {reward:.3f} and its held-out accuracy "
+                   f"{score:.3f}: {verdict}.")
+
+
 def score_figure(rows, task):
     return bandit_score_figure(curve_bands(rows, curve_keys(task)["score"]), task=task, reference=reference_band(rows))
 
@@ -160,11 +180,11 @@ if job is not None and job.done:
                         name=(*name, "reward"), where=left)
             show_figure(bandit_regret_figure(curve_bands(rows, keys["regret"])), key="bandit.regret",
                         name=(*name, "regret"), where=right)
-            st.dataframe(pd.DataFrame(final_table(rows, task)), hide_index=True)
+            table = final_table(rows, task)
+            st.dataframe(pd.DataFrame(table), hide_index=True)
             settings = meta.get("settings", {})
             if task == "classification" and "exploration" in settings:
-                st.caption(f"Exploration rate δ = {settings['exploration']:g}: about that share of the rounds play a "
-                           "class drawn at random, so the average reward stays below the held-out accuracy.")
+                st.caption(exploration_caption(table[0], settings["exploration"]))
             else:
-                st.caption("The loss played includes the perturbation ±δ of every value played, so it stays above "
-                           "the loss of the tree's own predictions.")
+                st.caption("The loss played includes the perturbation ±δ of every value played: it is the loss of "
+                           "what was played, not of the tree's own predictions (the held-out score above).")

@@ -4,6 +4,8 @@ thesis's finding is attributed to the thesis."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.app.conftest import assert_clean, new_app, open_page
@@ -49,3 +51,25 @@ def test_the_caption_says_when_they_tie(home):
     text = caption_under_the_curve(home, rows({(SEMI, 0.05): 0.2501, (SUP, 0.05): 0.2499}))
     assert "At 5 % labels the test error is 0.250 for" in text and "they tie" in text
     assert f"{SEMI} is lower at 0 of 1 labelled fraction." in text
+
+
+@pytest.mark.slow  # runs a short bandit comparison (a few seconds)
+def test_the_bandit_caption_reports_this_runs_reward_and_accuracy(home):
+    form = "bandit.dgt_bandit.classification.defaults.{}"
+    at = new_app().run()
+    open_page(at, "bandit")
+    at.checkbox(key=form.format("n_rounds__none")).uncheck().run()  # the default is 10 passes
+    at.number_input(key=form.format("n_rounds")).set_value(300).run()
+    at.number_input(key="bandit.seeds").set_value(1).run()
+    at.checkbox(key="bandit.baseline").uncheck().run()
+    at.button(key="bandit.start").click().run()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any("On this run" in c.value for c in at.caption):
+        time.sleep(0.3)
+        at.run()
+    assert_clean(at)
+    text = next(c.value for c in at.caption if "On this run" in c.value)
+    table = at.dataframe[-1].value
+    reward, accuracy = table["average reward"].iloc[0], table["held-out accuracy"].iloc[0]
+    assert f"average reward is {reward:.3f} and its held-out accuracy {accuracy:.3f}" in text
+    assert ("below it." if reward < accuracy else "not below it here.") in text
