@@ -67,6 +67,7 @@ def test_the_id_column_is_kept_in_front_and_other_columns_are_ignored_with_a_not
     assert list(result.frame.columns) == ["id", "prediction"]
     assert result.frame["id"].tolist() == ["a", "b", "c", "d"]
     assert any("comment" in n for n in result.notes)
+    assert not any("'id'" in n for n in result.notes)  # kept, so not "ignored"
 
 
 def test_a_table_missing_a_feature_or_the_kept_column_is_refused_with_a_sentence(iris_cart):

@@ -96,6 +96,17 @@ def default_id_column(columns: Sequence[Any]) -> str | None:
     return next((str(c) for c, n in zip(columns, names) if n.endswith("_id")), None)
 
 
+def _may_feed(column: str, model: Any, prepared: PreparedData | None) -> bool:
+    """Whether ``column`` may be read for a feature: one of that name, a one-hot level (``column=level``),
+    a date part (``column (year)``) or the column a recorded feature source names."""
+    names = prepared.dataset.feature_names if prepared is not None else tuple(model.feature_names_)
+    if any(n == column or n.startswith((f"{column}=", f"{column} (")) for n in names):
+        return True
+    sources = prepared.dataset.meta.get(FEATURE_SOURCES) if prepared is not None else None
+    return isinstance(sources, list) and any(isinstance(s, (list, tuple)) and len(s) > 1 and s[1] == column
+                                             for s in sources)
+
+
 def table_features(df: pd.DataFrame, model: Any, prepared: PreparedData | None, *,
                    name: str = "table", what: str = "the model") -> tuple[np.ndarray, list[str]]:
     """The table's rows as the model's inputs: encoded as at upload, then preprocessed as in training.
@@ -201,7 +212,9 @@ def predict_table(df: pd.DataFrame, model: Any, prepared: PreparedData | None, *
     missing = [c for c in keep if c not in df.columns]
     if missing:
         raise TreevizError(f"{name} has no column {', '.join(repr(c) for c in missing)} to keep.")
-    X, notes = table_features(df, model, prepared, name=name, what=what)
+    # a kept column the model does not read is not "ignored" (the note would say so): leave it out
+    unread = [c for c in keep if not _may_feed(c, model, prepared)]
+    X, notes = table_features(df.drop(columns=unread), model, prepared, name=name, what=what)
     frame = pd.DataFrame({c: df[c].to_numpy() for c in keep})
     if row_numbers:
         frame.insert(0, ROW_COLUMN, np.arange(1, len(df) + 1))
