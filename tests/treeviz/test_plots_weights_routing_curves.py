@@ -176,7 +176,8 @@ def test_class_flow_link_values_sum_to_class_counts(digits):
     # link colours are the class colours, semi-transparent
     for lab, col in zip(link["label"], link["color"]):
         assert col == rgba(class_color(names.index(lab)), 0.45)
-    assert sk["node"]["label"][0] == f"node 0 (n={len(y):,})"
+    assert sk["node"]["label"][0] == "node 0"  # its samples are in the hover
+    assert "samples" in sk["node"]["hovertemplate"]
     for s, t in zip(link["source"], link["target"]):
         assert tree.parent[nodes[t]] == nodes[s]
 

@@ -187,7 +187,11 @@ def embedding_panels(panels: Sequence[Mapping[str, Any]], *, classes: Any = None
     n_panels = len(panels)
     cols = max(1, min(int(columns), n_panels))
     rows = math.ceil(n_panels / cols)
-    titles = [f"{p['title']}<br><sup>{p.get('note', '')}</sup>" for p in panels]
+    # a note's parts (" · ") each take a line: three panels share a narrow page's width
+    notes = [str(p.get("note", "")).split(" · ") for p in panels]
+    titles = [f"{p['title']}" + (f"<br><sup>{'<br>'.join(part for part in note if part)}</sup>"
+                                 if any(note) else "")
+              for p, note in zip(panels, notes, strict=True)]
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.05,
                         vertical_spacing=0.12 if rows > 1 else 0.0)
     names: list[str] = []
@@ -196,7 +200,10 @@ def embedding_panels(panels: Sequence[Mapping[str, Any]], *, classes: Any = None
         codes, names = _class_codes(classes, Z.shape[0], class_names)
         _points(fig, Z, codes, names, label="train", show_legend=i == 0, row=i // cols + 1, col=i % cols + 1,
                 size=_marker_size(Z.shape[0]) - 1)
-    style.apply_style(fig, title=title, subtitle=subtitle, height=340 * rows + 80, margin=style.MARGIN_SUBPLOTS,
+    # panel titles with a note take two lines: the top margin leaves them room under the subtitle
+    top = style.MARGIN_SUBPLOTS["t"] + 26 * max(len([part for part in note if part]) for note in notes)
+    style.apply_style(fig, title=title, subtitle=subtitle, height=340 * rows + 80 + top - style.MARGIN_SUBPLOTS["t"],
+                      margin=dict(style.MARGIN_SUBPLOTS, t=top),
                       meta={"panels": [str(p["title"]) for p in panels]})
     fig.update_xaxes(showticklabels=False, zeroline=False)
     fig.update_yaxes(showticklabels=False, zeroline=False)

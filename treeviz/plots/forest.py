@@ -58,7 +58,10 @@ def forest_summary_figure(trees: Sequence[Tree], X: Any, *, height: int | None =
         sub = f"{len(trees)} trees"
     style.apply_style(fig, title="Forest summary", subtitle=sub, margin=style.MARGIN_SUBPLOTS,
                       height=height or 400)
-    fig.update_layout(barmode="group", meta=dict(n_trees=len(trees)))
+    # the bars' legend goes under the bars: on the right it would lie over the heatmap's colour bar
+    fig.update_layout(barmode="group", meta=dict(n_trees=len(trees)),
+                      legend=dict(orientation="h", x=0.0, xanchor="left", y=-0.16, yanchor="top"),
+                      margin=dict(style.MARGIN_SUBPLOTS, b=90))
     return fig
 
 

@@ -32,6 +32,19 @@ def _class_stats(tree: Tree, X: Any, y: Any, stats: NodeStats | None) -> NodeSta
     return stats
 
 
+#: Vertical room between two Sankey nodes: at least one label's height (11 px text), so the labels
+#: of two nodes that hold one sample each still do not overlap.
+LABEL_PAD = 16
+
+
+def _flow_height(tree: Tree, nodes: Sequence[int]) -> int:
+    """A height that gives every node of the most crowded level a label's room (plotly shrinks the
+    padding between nodes when they do not fit, and their labels then overlap)."""
+    per_level = np.bincount(np.asarray(tree.node_depth)[list(nodes)]) if len(nodes) else np.zeros(1)
+    crowded = int(per_level.max())
+    return int(np.clip(150 + (LABEL_PAD + 8) * crowded, 420, 2000))
+
+
 def class_flow_figure(
     tree: Tree,
     X: Any,
@@ -75,8 +88,12 @@ def class_flow_figure(
     nodes.sort(key=lambda v: (tree.node_depth[v], v))
     index = {v: i for i, v in enumerate(nodes)}
     labels, node_colors = [], []
+    deepest = max(int(tree.node_depth[v]) for v in nodes)
     for v in nodes:
-        labels.append(f"node {v} (n={style.fmt_count(float(count[v]))})")
+        # the id alone, and none on the deepest level shown when it is level 3 or below: plotly
+        # writes that level's labels left of its nodes, into the gap the level before it labels,
+        # where they collide on a narrow page; its ids are in the hover
+        labels.append("" if deepest >= 3 and tree.node_depth[v] == deepest else f"node {v}")
         node_colors.append(style.class_color(int(np.argmax(cc[v]))))
     src, tgt, val, link_colors, link_labels = [], [], [], [], []
     for v in nodes:
@@ -91,19 +108,20 @@ def class_flow_figure(
             link_labels.append(names[k])
     fig = go.Figure(go.Sankey(
         arrangement="snap",
-        node=dict(label=labels, color=node_colors, customdata=nodes, pad=12, thickness=16, align="left",
+        node=dict(label=labels, color=node_colors, customdata=nodes, pad=LABEL_PAD, thickness=16, align="left",
                   line=dict(color="white", width=0.5),
-                  hovertemplate="<b>%{label}</b><br>%{value:,.4~g} samples<extra></extra>"),
+                  hovertemplate="<b>node %{customdata}</b><br>%{value:,.4~g} samples<extra></extra>"),
         link=dict(source=src, target=tgt, value=val, color=link_colors, label=link_labels,
                   hovertemplate="<b>%{label}</b>: %{value:,.4~g} samples<br>"
-                                "%{source.label} → %{target.label}<extra></extra>"),
+                                "node %{source.customdata} → node %{target.customdata}<extra></extra>"),
         textfont=dict(family=style.FONT_FAMILY, size=11, color=style.INK),
     ))
     depth = min(int(max_levels), tree.max_depth)
     style.apply_style(fig, title="Class flow through the tree",
                       subtitle=f"depths 0–{depth} · {style.fmt_count(float(count[0]))} samples · "
-                               "link width = samples of one class",
-                      height=height or int(np.clip(120 + 40 * max(len(nodes) / max(depth, 1), 6), 420, 900)))
+                               "link width = samples of one class"
+                               + (f" · depth {depth}'s node ids are in the hover" if depth >= 3 else ""),
+                      height=height or _flow_height(tree, nodes))
     # Legend of class colours (the Sankey trace has none of its own).
     for k in sorted({int(k) for k in np.flatnonzero(cc[0] > 0)})[:20]:
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=names[k], hoverinfo="skip",

@@ -115,7 +115,7 @@ def lambda_path_figure(rows: Sequence[dict[str, Any]], *, param: str, selected: 
     x = [float(r["value"]) for r in rows]
     err_keys, err_title, as_error = _error_keys(rows)
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08,
-                        subplot_titles=("Error", "Nonzero weights", "Decision nodes and FLOPs / sample"))
+                        subplot_titles=("Error", "Nonzero weights", "Decision nodes<br>and FLOPs / sample"))
 
     def err(r: dict[str, Any], key: str) -> float | None:
         v = r.get(key)
@@ -147,7 +147,11 @@ def lambda_path_figure(rows: Sequence[dict[str, Any]], *, param: str, selected: 
             fig.add_vline(x=float(selected), line=dict(color=style.HIGHLIGHT, width=2, dash="dot"), row=1, col=col)
     style.apply_style(fig, title="λ path", subtitle=f"{len(rows)} values of {param} · one tree per λ",
                       margin=style.MARGIN_SUBPLOTS, height=height or 380)
-    fig.update_xaxes(type="log" if min(x) > 0 else "linear", title="λ")
+    # the x labels stand off a little, so the first one clears the y axis's "0" at the corner
+    log = min(x) > 0
+    fig.update_xaxes(type="log" if log else "linear", title="λ", ticklabelstandoff=6)
+    if log:  # decades only: the 2 and 5 between them crowd a third of a narrow page
+        fig.update_xaxes(dtick=1)
     fig.update_yaxes(title=err_title, row=1, col=1, rangemode="tozero")
     fig.update_yaxes(title="nonzero weights", row=1, col=2, rangemode="tozero")
     fig.update_yaxes(title="count", row=1, col=3, rangemode="tozero")
