@@ -13,6 +13,7 @@ from treeviz.ui import pages, sidebar
 
 st.set_page_config(page_title="treeviz", page_icon=":material/account_tree:", layout="wide")
 
-navigation = st.navigation(pages.navigation_pages())
+# expanded: past twelve pages Streamlit folds the list behind "View N more", hiding the last ones
+navigation = st.navigation(pages.navigation_pages(), expanded=True)
 sidebar.render()
 navigation.run()
