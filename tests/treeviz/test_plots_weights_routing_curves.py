@@ -94,7 +94,7 @@ def test_weight_image_errors(digits):
 
 def test_weight_images_grid(digits):
     tree, _, _ = digits
-    d = weight_images_grid(tree, (8, 8), max_nodes=4).to_dict()
+    d = weight_images_grid(tree, (8, 8), max_nodes=4, shared_scale=True).to_dict()  # the shared option
     assert len(d["data"]) == 4
     titles = [a["text"] for a in d["layout"]["annotations"]]
     assert titles == [f"node {v}" for v in d["layout"]["meta"]["nodes"]]
