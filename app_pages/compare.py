@@ -72,7 +72,8 @@ for side, box, run_id in zip(("left", "right"), (c1, c2), chosen):
         record = next(r for r in group.runs if r.run_id == run_id)
         st.caption(f"{tree.n_nodes} nodes · depth {tree.max_depth} · {tree.n_nonzero_weights()} nonzero weights · "
                    f"{view.part} split routed")
-        show_figure(tree_figure(tree, stats=view.stats, max_levels=min(tree.max_depth, 5) or None),
+        show_figure(tree_figure(tree, stats=view.stats, max_levels=min(tree.max_depth, 5) or None,
+                                family_label=family_name(record.family)),
                     key=f"compare.tree.{side}", name=(record.name, "tree"))
         if routing and tree.task == "classification" and view.stats is not None:
             show_figure(class_flow_figure(tree, None, None, stats=view.stats, max_levels=min(tree.max_depth, 3) or 1),

@@ -137,7 +137,7 @@ with user_errors("opening the run"):
         st.session_state[NODE] = 0  # e.g. another run with fewer nodes was picked
     selected = int(st.session_state.get(NODE, 0))
     fig = tree_figure(shown, stats=view.stats, root=root, max_levels=levels, color_by=color_by,
-                      highlight=highlight, selected=selected, pruned=pruned)
+                      highlight=highlight, selected=selected, pruned=pruned, family_label=family_name(record.family))
     show_figure(fig, key="explorer.tree", on_select=on_tree_select, selection_mode="points",
                 config={"scrollZoom": True}, name=(record.name, "tree"))
     nav = st.columns([1, 1, 3])

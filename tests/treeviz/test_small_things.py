@@ -24,8 +24,10 @@ from treeviz.plots.forest import agreement_range, forest_summary_figure
 from treeviz.plots.style import family_color, line_color
 from treeviz.readers.codegen import sql_query
 from treeviz.services.bandit_view import curve_bands, final_table, reference_band
+from treeviz.services.data import PrepConfig, load_dataset, prepare
 from treeviz.services.data.upload import MAX_UPLOAD_MB
-from treeviz.services.quantities import family_index
+from treeviz.services.quantities import family_index, family_name
+from treeviz.services.training import train_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -215,3 +217,13 @@ def test_the_cli_passes_key_through(home, capsys):
     assert 'SELECT\n  "row_id",\n' in capsys.readouterr().out
     assert main(["export", run_id, "--sql"]) == 0
     assert '"row_id"' not in capsys.readouterr().out
+
+
+def test_a_tree_diagram_is_titled_with_its_familys_own_name():
+    """Titles read "TAO forest tree", not "Tao forest tree": the page passes the family's label."""
+    prepared = prepare(load_dataset("iris"), PrepConfig(seed=0))
+    model, _ = train_run("cart", "classification", {"max_depth": 2}, prepared)
+    tree = model.to_tree()
+    assert tree_figure(tree, family_label=family_name("tao_forest")).layout.title.text.startswith("TAO forest tree")
+    assert tree_figure(tree, family_label=family_name("dgt_bandit")).layout.title.text.startswith("DGT-Bandit tree")
+    assert tree_figure(tree).layout.title.text.startswith("cart tree")  # no label: the Tree's family key

@@ -161,6 +161,7 @@ def tree_figure(
     pruned: str = "dashed",
     show_mix: bool = True,
     height: int | None = None,
+    family_label: str | None = None,
 ) -> go.Figure:
     """Draw a tree (or a depth window of it) as an interactive node-link diagram.
 
@@ -188,6 +189,9 @@ def tree_figure(
         Draw a stacked bar of the class mix under each node (class colouring, at most 100 nodes).
     height : int, optional
         Figure height in pixels (default grows with the number of levels shown).
+    family_label : str, optional
+        The family's display name for the title ("TAO forest tree"); the Tree's family key when
+        not given.
 
     Returns
     -------
@@ -337,7 +341,8 @@ def tree_figure(
     if len(leaves) > MAX_LABEL_LEAVES:
         window += f" · leaf labels only up to {MAX_LABEL_LEAVES} leaves"
     mode_text = {"class": "majority class", "value": "mean target", "active": "node activity a_t"}[mode]
-    family = tree.family.upper() if len(tree.family) <= 4 else tree.family.replace("_", " ").capitalize()
+    # the family's own name comes from the caller (plots read no registry); the key is the fallback
+    family = family_label or tree.family
     title = f"{family + ' tree' if family else 'Tree'} · depth {tree.max_depth}"
     fig = go.Figure(data=traces)
     style.apply_style(fig, title=title, subtitle=f"{window} · colour: {mode_text}",

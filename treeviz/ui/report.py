@@ -157,7 +157,7 @@ def _model(rep: _Report, store: RunStore, record: RunRecord) -> None:
     tree = view.tree
     rep.section("Tree" if len(trees) == 1 else f"Trees ({len(trees)}; the first is drawn)")
     levels = None if tree.max_depth <= MAX_LEVELS else MAX_LEVELS
-    rep.figure(tree_figure(tree, stats=view.stats, max_levels=levels),
+    rep.figure(tree_figure(tree, stats=view.stats, max_levels=levels, family_label=family_name(record.family)),
                "Training split routed through the tree." + (f" Drawn to depth {MAX_LEVELS} of {tree.max_depth}."
                                                             if levels else ""))
     for note in tree.meta.get("notes", ()):
