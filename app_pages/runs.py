@@ -8,6 +8,7 @@ from treeviz.plots.export import export_name
 from treeviz.services.compare import run_rows
 from treeviz.services.data.preprocess import describe_prep
 from treeviz.services.quantities import curve_layout
+from treeviz.services.records import plot_records
 from treeviz.services.run_archive import export_zip, import_zip
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
@@ -122,5 +123,6 @@ with left:
     for note in rec.notes:
         st.info(note)
 with right, user_errors("reading the training history"):
-    show_figure(training_curves(store.history(run_id), **curve_layout(rec.family)),
+    # thinned like the Train page's chart: a stream that recorded every round stays quick to draw
+    show_figure(training_curves(plot_records(store.history(run_id)), **curve_layout(rec.family)),
                 key="runs.curves", name=(rec.name, "curves"))

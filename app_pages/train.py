@@ -7,7 +7,8 @@ from models.registry import families_for_task
 from models.schema import ANY_DATA_TASKS
 from treeviz.plots import training_curves
 from treeviz.services.data.split_check import class_counts_by_split, split_warnings
-from treeviz.services.quantities import curve_layout
+from treeviz.services.quantities import curve_layout, run_headline
+from treeviz.services.records import MAX_PLOTTED_RECORDS, plot_records
 from treeviz.services.training import job_fn, run_warnings
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
@@ -73,6 +74,28 @@ def open_run(run_id: str) -> None:
     state.select_run(run_id)
 
 
+SPLIT_LABELS = {"train": "Train", "val": "Validation", "test": "Test"}
+
+
+def metric_cards(record) -> None:
+    """The run's headline metric on each split and its size as cards; every metric in a table below."""
+    found = run_headline(record)
+    cards = []
+    if found is not None:
+        cards += [(f"{label} {found.metric.replace('_', ' ')}", f"{record.metrics[f'{split}_{found.metric}']:.4g}")
+                  for split, label in SPLIT_LABELS.items()
+                  if isinstance(record.metrics.get(f"{split}_{found.metric}"), (int, float))]
+    cards += [(label, str(value)) for label, value in
+              (("Nodes", record.n_nodes), ("Leaves", record.n_leaves), ("Depth", record.depth)) if value is not None]
+    for col, (label, value) in zip(st.columns(max(1, len(cards))), cards, strict=False):
+        col.metric(label, value)
+    numbers = {k: v for k, v in record.metrics.items() if isinstance(v, (int, float))}
+    if numbers:
+        with st.expander(f"All metrics ({len(numbers)})"):
+            st.dataframe(pd.DataFrame({"metric": list(numbers), "value": [f"{v:.4g}" for v in numbers.values()]}),
+                         hide_index=True)
+
+
 def show_job() -> None:
     job = state.current_job()
     if job is None:
@@ -81,8 +104,14 @@ def show_job() -> None:
     st.subheader(snap.label)
     st.progress(min(1.0, snap.progress), text=f"{snap.status} · {snap.elapsed:.1f} s")
     if snap.records:
+        # thinned: this chart is redrawn at every poll and after the end, so its size must not grow
+        # with a stream that records every round (the stored run keeps every record)
         layout = curve_layout(str(job.meta.get("family", "")))
-        show_figure(training_curves(snap.records, **layout), key="train.curves", name=(snap.label, "curves"))
+        show_figure(training_curves(plot_records(snap.records), **layout), key="train.curves",
+                    name=(snap.label, "curves"))
+        if len(snap.records) > MAX_PLOTTED_RECORDS:
+            st.caption(f"{len(snap.records)} records, {MAX_PLOTTED_RECORDS} of them drawn; the saved run "
+                       "keeps them all.")
     if snap.status in ("queued", "running"):
         st.button("Cancel", on_click=state.jobs().cancel, args=(snap.id,), key="train.cancel")
         return
@@ -99,9 +128,7 @@ def show_job() -> None:
         st.success(f"Finished: saved as '{record.name}'.")
     for warning in run_warnings(record):  # a fit that diverged or learned nothing says so
         st.warning(warning)
-    shown = {k: round(v, 4) for k, v in record.metrics.items() if isinstance(v, (int, float))}
-    st.json(shown | {"nodes": record.n_nodes, "leaves": record.n_leaves, "depth": record.depth},
-            expanded=False)
+    metric_cards(record)
     if st.button("Open in Tree explorer", key="train.open", on_click=open_run, args=(record.run_id,)):
         pages.switch_to("explorer")
 
@@ -110,7 +137,7 @@ current = state.current_job()
 active = current is not None and not current.done
 
 
-@st.fragment(run_every=0.5 if active else None)
+@st.fragment(run_every=1.0 if active else None)  # each poll redraws the chart: not faster
 def job_panel() -> None:
     show_job()
     job = state.current_job()

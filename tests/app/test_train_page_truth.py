@@ -3,9 +3,12 @@ split's warnings before the Train button; metric cards after it; and a long hist
 the finished page redraw every record."""
 
 import numpy as np
+import pytest
 
-from tests.app.conftest import assert_clean, new_app, open_page, texts
+from tests.app.conftest import assert_clean, chart_specs, new_app, open_page, texts, wait_for_job
 from treeviz.services.data import Dataset
+from treeviz.services.records import MAX_PLOTTED_RECORDS
+from treeviz.services.runs import RunStore
 from treeviz.ui import state
 
 
@@ -47,3 +50,33 @@ def test_data_page_shows_the_split_warnings(home):
     at.run()
     assert_clean(at)
     assert any("absent from the test split" in w for w in texts(at.warning))
+
+
+def chart_points(at) -> int:
+    """The most points any trace of the page's charts has."""
+    return max((len(t.get("x") or []) for spec in chart_specs(at) for t in spec["data"]), default=0)
+
+
+@pytest.mark.slow  # a 2 000-round bandit stream: seconds
+def test_finished_bandit_page_does_not_draw_every_record(home):
+    """A stream that records every round: the finished Train page draws at most MAX_PLOTTED_RECORDS
+    points per curve (the page once redrew every record at each rerun), and shows metric cards."""
+    at = new_app()
+    at.run()
+    open_page(at, "train")
+    at.selectbox(key="train.family").set_value("dgt_bandit").run()
+    prefix = "train.dgt_bandit.defaults"
+    for name, value in (("n_rounds", 2000), ("eval_every", 1)):
+        at.checkbox(key=f"{prefix}.{name}__none").uncheck().run()
+        at.number_input(key=f"{prefix}.{name}").set_value(value).run()
+    at.button(key="train.start").click().run()
+    wait_for_job(at)
+    assert_clean(at)
+    assert "Finished" in at.success[0].value
+    record = RunStore(home).list()[0]
+    assert len(RunStore(home).history(record.run_id)) >= 2000  # the stored run keeps every record
+    assert 0 < chart_points(at) <= MAX_PLOTTED_RECORDS
+    assert any("records" in c.value and "drawn" in c.value for c in at.caption)
+    labels = [m.label for m in at.metric]
+    assert "Test accuracy" in labels and "Leaves" in labels
+    assert not at.json  # no collapsed {...}

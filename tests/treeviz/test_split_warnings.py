@@ -5,6 +5,7 @@ import numpy as np
 
 from treeviz.services.data import Dataset, PrepConfig, load_dataset, prepare
 from treeviz.services.data.split_check import class_counts_by_split, split_warnings
+from treeviz.services.records import plot_records
 
 
 def classes_table(counts: list[int]) -> Dataset:
@@ -55,3 +56,12 @@ def test_regression_small_split_warns_without_class_rows():
     warnings = split_warnings(prepared)
     assert any("validation split has only 3 rows" in w for w in warnings)
     assert any("test split has only 6 rows" in w for w in warnings)
+
+
+def test_plot_records_keeps_first_last_and_at_most_the_limit():
+    records = [{"round": i, "loss": float(i)} for i in range(20_000)]
+    thinned = plot_records(records, limit=400)
+    assert len(thinned) <= 400
+    assert thinned[0] is records[0] and thinned[-1] is records[-1]
+    assert [r["round"] for r in thinned] == sorted(r["round"] for r in thinned)
+    assert plot_records(records[:10], limit=400) == records[:10]
