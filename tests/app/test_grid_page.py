@@ -63,7 +63,7 @@ def test_a_tiny_grid_runs_from_the_lambda_path_page(home, monkeypatch):
     assert {r.sweep["where"] for r in records} == {"local"}
     assert [r.sweep["params"] for r in records] == [{"l1_penalty": 0.1, "depth": 2, "random_state": 0},
                                                     {"l1_penalty": 1.0, "depth": 2, "random_state": 0}]
-    assert all(r.family == "tao" and r.params["max_iter"] == 10 for r in records)  # the quick preset's
+    assert all(r.family == "tao" and r.params["max_iter"] == 20 for r in records)  # the family's default
     table = next(pd.DataFrame(d.value) for d in at.dataframe if "l1_penalty" in pd.DataFrame(d.value).columns)
     assert list(table["run_id"]) == [r.run_id for r in records]
     assert table["test_accuracy"].notna().all()

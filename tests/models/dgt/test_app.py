@@ -33,6 +33,7 @@ def test_the_bandit_page_compares_dgt_bandit_with_the_baselines_on_iris(home):
     open_page(at, "bandit")
     assert_clean(at)
     assert at.selectbox(key="bandit.dataset").value == "iris"
+    at.checkbox(key=FORM.format(task="classification", name="n_rounds__none")).uncheck().run()  # default: 10 passes
     at.number_input(key=FORM.format(task="classification", name="n_rounds")).set_value(600).run()
     at.number_input(key="bandit.seeds").set_value(2).run()
     at.button(key="bandit.start").click().run()
@@ -60,6 +61,7 @@ def test_regression_offers_the_estimators_and_losses_and_reports_rmse(home):
     assert_clean(at)
     at.selectbox(key=FORM.format(task="regression", name="estimator")).set_value("one_point").run()
     at.selectbox(key=FORM.format(task="regression", name="loss")).set_value("huber").run()
+    at.checkbox(key=FORM.format(task="regression", name="n_rounds__none")).uncheck().run()  # default: 10 passes
     at.number_input(key=FORM.format(task="regression", name="n_rounds")).set_value(400).run()
     at.number_input(key="bandit.seeds").set_value(1).run()
     at.checkbox(key="bandit.baseline").uncheck().run()

@@ -116,14 +116,15 @@ def test_labelled_fraction_hides_a_stratified_share_of_the_labels_and_records_it
     for c in range(3):  # every class keeps round(0.1 · its labels), at least one
         assert lab[given == c].sum() == max(1, round(0.1 * np.sum(given == c)))
     # the hidden labels are not used: the model equals a fit on the kept labels alone
-    alone = LapTAOClassifier(**FAST).fit(X, np.where(lab, y, -1))
+    alone = LapTAOClassifier(labelled_fraction=1.0, **FAST).fit(X, np.where(lab, y, -1))
     np.testing.assert_array_equal(alone.labelled_, lab)
     np.testing.assert_array_equal(alone.decision_function(X), model.decision_function(X))
     again = LapTAOClassifier(labelled_fraction=0.1, **FAST).fit(X, given)
     other = LapTAOClassifier(labelled_fraction=0.1, random_state=1, **FAST).fit(X, given)
     np.testing.assert_array_equal(again.labelled_, lab)
     assert not np.array_equal(other.labelled_, lab)
-    np.testing.assert_array_equal(LapTAOClassifier(**FAST).fit(X, given).labelled_, given != -1)
+    np.testing.assert_array_equal(LapTAOClassifier(labelled_fraction=1.0, **FAST).fit(X, given).labelled_,
+                                  given != -1)
 
 
 # --------------------------------------------------------------------------- T-L3: the alternation
@@ -158,7 +159,7 @@ def test_several_alternations_per_mu_decrease_the_lagrangian_at_every_stage(pena
 # --------------------------------------------------------------------------- T-L6: limits
 def test_all_labelled_and_tiny_gamma_behaves_like_supervised_tao():
     Xtr, ytr, _, _, Xte, yte = moons(4, n=200)
-    lap = LapTAOClassifier(gamma=1e-8, depth=4, **FAST).fit(Xtr, ytr)
+    lap = LapTAOClassifier(gamma=1e-8, depth=4, labelled_fraction=1.0, **FAST).fit(Xtr, ytr)
     sup = TAOClassifier(depth=4).fit(Xtr, ytr)
     err_lap, err_sup = np.mean(lap.predict(Xte) != yte), np.mean(sup.predict(Xte) != yte)
     assert abs(err_lap - err_sup) <= 0.05, (err_lap, err_sup)
@@ -168,8 +169,8 @@ def test_all_labelled_and_tiny_gamma_behaves_like_supervised_tao():
 def test_row_order_does_not_matter():
     Xtr, _, ypart, _, Xte, _ = moons(5, n=150, n_labelled=6)
     perm = np.random.default_rng(0).permutation(150)
-    a = LapTAOClassifier(depth=3, **FAST).fit(Xtr, ypart)
-    b = LapTAOClassifier(depth=3, **FAST).fit(Xtr[perm], ypart[perm])
+    a = LapTAOClassifier(depth=3, labelled_fraction=1.0, **FAST).fit(Xtr, ypart)
+    b = LapTAOClassifier(depth=3, labelled_fraction=1.0, **FAST).fit(Xtr[perm], ypart[perm])
     np.testing.assert_array_equal(a.predict(Xte), b.predict(Xte))
     np.testing.assert_allclose(a.label_propagation_[perm], b.label_propagation_, atol=1e-10)
 

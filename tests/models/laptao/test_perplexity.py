@@ -119,15 +119,15 @@ def test_the_chosen_graph_propagates_digits_labels_better_than_the_fixed_default
 
 def test_estimators_tune_the_perplexity_by_default_and_keep_an_explicit_one():
     X, _, partial = moons()
-    auto = LapTAOClassifier(**FAST).fit(X, partial)
+    auto = LapTAOClassifier(labelled_fraction=1.0, **FAST).fit(X, partial)
     assert auto.perplexity is None and set(auto.perplexity_scores_) == set(PERPLEXITY_GRID)
     assert auto.perplexity_ == min(auto.perplexity_scores_, key=auto.perplexity_scores_.get)
-    fixed = LapTAOClassifier(perplexity=7.0, **FAST).fit(X, partial)
+    fixed = LapTAOClassifier(perplexity=7.0, labelled_fraction=1.0, **FAST).fit(X, partial)
     assert fixed.perplexity_ == 7.0 and fixed.perplexity_scores_ == {}
     learned, arrays = auto._learned_state()
     copy = LapTAOClassifier()
     copy._restore_state(learned, arrays)
     assert copy.perplexity_scores_ == auto.perplexity_scores_ and copy.perplexity_ == auto.perplexity_
     target = np.where(partial >= 0, np.sin(3 * X[:, 0]), np.nan)
-    reg = LapTAORegressor(**FAST).fit(X, target)
+    reg = LapTAORegressor(labelled_fraction=1.0, **FAST).fit(X, target)
     assert reg.perplexity_ == min(reg.perplexity_scores_, key=reg.perplexity_scores_.get)
