@@ -15,6 +15,7 @@ from treeviz.plots import (
 )
 from treeviz.readers.metrics import class_counts_by_node
 from treeviz.services.embedding_view import ComparisonJob, objective_name
+from treeviz.services.quantities import family_name
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
@@ -78,7 +79,8 @@ with user_errors("drawing the embedding"):
                 key="embeddings.map", name=(record.name, "map"), where=left)
     left.caption("Leaves partition the input space, not the plane, so two leaves' regions can overlap "
                  "(the thesis notes it too). A linear leaf maps its points by its own linear map.")
-    show_figure(tree_figure(tree, stats=view.stats, max_levels=min(tree.max_depth, 6) or None),
+    show_figure(tree_figure(tree, stats=view.stats, max_levels=min(tree.max_depth, 6) or None,
+                            family_label=family_name(record.family)),
                 key="embeddings.tree", name=(record.name, "tree"), where=right)
     right.caption("Open the run in the Tree explorer for each node's rule and weights.")
     if classes is not None:

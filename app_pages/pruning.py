@@ -10,7 +10,7 @@ from models.registry import families_offering, get_family
 from models.schema import Param
 from treeviz.plots import PATH_FIGURES, tree_figure
 from treeviz.services.grid import SCHEDULER_ENV, GridJob, default_scheduler, grid_rows, grids, parse_values
-from treeviz.services.quantities import SIZE_HELP, format_size, headline, size_label
+from treeviz.services.quantities import SIZE_HELP, family_name, format_size, headline, size_label
 from treeviz.services.sweep import SweepJob, sweep_label, value_grid
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
@@ -184,9 +184,11 @@ with user_errors("showing the λ paths"):
     levels = min(view.tree.max_depth, 6) or None
     if spec.tree_view == "activity":
         hide = st.radio("Pruned nodes", ("dashed", "hidden"), horizontal=True, key="pruning.pruned")
-        figure = tree_figure(view.rules_tree(), stats=view.stats, color_by="active", pruned=hide, max_levels=levels)
+        figure = tree_figure(view.rules_tree(), stats=view.stats, color_by="active", pruned=hide, max_levels=levels,
+                             family_label=family_name(records[0].family))
     else:
-        figure = tree_figure(view.rules_tree(), stats=view.stats, max_levels=levels)
+        figure = tree_figure(view.rules_tree(), stats=view.stats, max_levels=levels,
+                             family_label=family_name(records[0].family))
     show_figure(figure, key="pruning.tree", name=(records[0].name, "tree"))
     st.caption(f"λ = {chosen:g}. {spec.note}")
 
