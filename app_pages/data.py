@@ -1,5 +1,7 @@
 """Data page: choose a sample, upload a file, or reopen a saved dataset; set preprocessing."""
 
+import math
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -89,7 +91,8 @@ def upload_form() -> None:
         f"CSV, TSV or Parquet, up to {max_upload_mb():g} MB. One row per sample, one column per "
         "feature; pick the target column below (none for clustering)."
     )
-    upload = st.file_uploader("Data file", key="data.upload")
+    upload = st.file_uploader("Data file", key="data.upload",
+                              max_upload_size=math.ceil(max_upload_mb()))  # the widget states this limit
     encoding = st.selectbox("Text encoding", ENCODINGS, key="data.encoding",
                             help="'auto' reads UTF-8 (with or without BOM) and UTF-16 with BOM.")
     if upload is None:

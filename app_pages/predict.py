@@ -4,6 +4,8 @@ The page is thin: reading, encoding, preprocessing and predicting are :mod:`tree
 the service ``treeviz predict`` uses too, so the page and the command line give the same numbers.
 """
 
+import math
+
 import streamlit as st
 
 from treeviz.services.data import max_upload_mb, read_table
@@ -63,7 +65,8 @@ if kind == "embedding":
 
 # ------------------------------------------------------------------ the table
 st.caption(f"CSV, TSV or Parquet, up to {max_upload_mb():g} MB, one row per sample.")
-upload = st.file_uploader("Rows to predict", key="predict.upload")
+upload = st.file_uploader("Rows to predict", key="predict.upload",
+                          max_upload_size=math.ceil(max_upload_mb()))  # the widget states this limit
 encoding = st.selectbox("Text encoding", ENCODINGS, key="predict.encoding",
                         help="'auto' reads UTF-8 (with or without BOM) and UTF-16 with a BOM.")
 if upload is None:

@@ -126,3 +126,17 @@ def test_an_embedding_run_says_it_does_not_predict_and_gives_coordinates(home):
     assert any("does not predict" in i for i in texts(at.info))
     assert list(preview(at).columns) == ["ID", "z0", "z1"]
     assert not [c for c in at.checkbox if c.key == "predict.proba"]
+
+
+def test_the_upload_widgets_state_the_apps_own_limit(home, monkeypatch):
+    """With TREEVIZ_MAX_UPLOAD_MB set, the Data and Predict pages' upload widgets take that limit
+    (not only their captions): the browser's widget then says the same number."""
+    monkeypatch.setenv("TREEVIZ_MAX_UPLOAD_MB", "7")
+    train_run("cart", "classification", {"max_depth": 2}, prepare(load_dataset("iris"), PrepConfig(seed=0)),
+              store=RunStore(home))  # the Predict page asks for a file once there is a run
+    for page in ("data", "predict"):
+        at = open_page(new_app().run(), page)
+        if page == "data":
+            at.radio(key="data.source").set_value("Upload a file").run()
+        limits = [u.proto.max_upload_size_mb for u in at.get("file_uploader")]
+        assert limits == [7], (page, limits)
