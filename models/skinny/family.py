@@ -76,7 +76,7 @@ SKINNY = Family(
         "single tree": {"n_trees": 1, "depth": 4, "schedule": "fixed", "lambda0": 30.0, "max_epochs": 200},
         "group lasso (baseline)": {"penalty": "group_lasso", "lambda1": 1.0},
     },
-    metrics={"classification": ("auc", "accuracy"), "regression": ("r2", "rmse")},
+    metrics={"classification": ("accuracy", "auc"), "regression": ("r2", "rmse")},  # one headline per task
     lambda_path=LambdaPath(
         param="lambda0", low=30.0, high=3000.0, count=5, warm_start=False, figure="sparsity",
         sizes=("n_features", "n_nonzero_weights"), tree_view="structure",

@@ -12,6 +12,7 @@ from models.ground.errors import TreevizError
 from models.persist import load_model, save_model
 from models.registry import families, families_for_task, family_of_class, get_family
 from models.tao.estimators import TAOClassifier
+from treeviz.services.quantities import METRIC_LABELS
 from models.tao.forest import TAOForestClassifier
 
 
@@ -142,3 +143,13 @@ def test_a_subclass_with_its_own_fit_is_checked_once_before_it_runs(monkeypatch)
 def test_a_class_that_is_no_treeviz_estimator_is_refused_with_a_sentence():
     with pytest.raises(TreevizError, match="not a registered treeviz estimator"):
         family_of_class(dict)
+
+
+def test_one_headline_metric_for_classification_across_families():
+    """Runs of every family are listed by the same classification score (accuracy), so a list of
+    runs compares like with like; AUC stays a second metric, and its label says how it averages
+    over more than two classes."""
+    heads = {key: get_family(key).metrics["classification"][0]
+             for key in registry.families() if "classification" in get_family(key).tasks}
+    assert set(heads.values()) == {"accuracy"}, heads
+    assert "one-vs-one" in METRIC_LABELS["auc"][1]

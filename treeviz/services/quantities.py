@@ -20,7 +20,7 @@ SPLITS = ("test", "val", "train")
 #: Short and long names of the metrics :func:`treeviz.services.training.evaluate` computes.
 METRIC_LABELS: Mapping[str, tuple[str, str]] = {
     "accuracy": ("acc", "accuracy"),
-    "auc": ("AUC", "ROC AUC"),
+    "auc": ("AUC", "ROC AUC (two classes; for more, the one-vs-one macro average)"),
     "r2": ("R²", "R²"),
     "rmse": ("RMSE", "RMSE"),
     "dendrogram_purity": ("DP", "dendrogram purity"),
