@@ -50,6 +50,9 @@ _TREE_PARAMS = (
 )
 _PAPER = "Zharmagambetov, Learning Tree-Based Models with Manifold Regularization (PhD thesis, 2022)"
 _SIZE = ("n_nonzero", "n_decision_nodes", "n_leaves")
+#: Sizes are recorded each iteration, before the final pruning of branches no point reaches, so the
+#: stored tree (and its metrics) can be smaller: the panel's title says so.
+SIZE_PANEL = "Size while training<br>(before the final pruning)"
 
 TAO = Family(
     key="tao",
@@ -93,7 +96,7 @@ TAO = Family(
     curves=Curves(x="iteration", panels=(
         Panel("Objective", ("objective",)),
         Panel("Score", ("train_score", "val_score")),
-        Panel("Size", _SIZE),
+        Panel(SIZE_PANEL, _SIZE),
     )),
     test_params={"depth": 2, "max_iter": 3},
     order=20,

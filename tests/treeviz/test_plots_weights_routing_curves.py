@@ -10,6 +10,7 @@ from models.cart.estimators import CARTClassifier
 from models.ground.errors import TreevizError
 from models.ground.tree import Tree
 from models.registry import get_family
+from models.tao.family import SIZE_PANEL
 from treeviz.plots import (
     class_flow_figure,
     class_split_bars,
@@ -303,9 +304,9 @@ def test_a_familys_declared_panels_are_drawn_in_order():
     est = get_family("tao").make("classification", {"depth": 2, "max_iter": 3}).fit(X, y, eval_set=(X, y))
     d = training_curves(est.history_, **curve_layout("tao")).to_dict()
     groups = d["layout"]["meta"]["groups"]
-    assert list(groups) == ["Objective", "Score", "Size"]
+    assert list(groups) == ["Objective", "Score", SIZE_PANEL]  # sizes say they precede the final pruning
     assert groups["Score"] == ["train_score", "val_score"]
-    assert groups["Size"] == ["n_nonzero", "n_decision_nodes", "n_leaves"]
+    assert groups[SIZE_PANEL] == ["n_nonzero", "n_decision_nodes", "n_leaves"]
     assert d["layout"]["meta"]["x"] == "iteration"
     names = {t["name"] for t in d["data"]}
     assert not names & {"iteration", "time_s", "n_changed", "n_rejected"}
