@@ -44,7 +44,12 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
     """`streamlit run app.py` on 127.0.0.1 with a private run store; yields its URL."""
-    home = tmp_path_factory.mktemp("treeviz-home")
+    yield from serve_store(tmp_path_factory.mktemp("treeviz-home"))
+
+
+def serve_store(home: Path):
+    """`streamlit run app.py` on 127.0.0.1 with the run store ``home`` (a test may fill it first);
+    yields its URL and stops the server afterwards. Its log goes to ``tests/e2e/artifacts/``."""
     port = _free_port()
     env = {**os.environ, "TREEVIZ_HOME": str(home), "PYTHONUNBUFFERED": "1"}
     log_path = ARTIFACTS / f"streamlit-{port}.log"

@@ -8,13 +8,12 @@ screenshots to tests/e2e/artifacts/.
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import _LOGS, ARTIFACTS, _free_port, _serve
+from tests.e2e.conftest import ARTIFACTS, serve_store
 from tests.e2e.test_browser import settle
 from treeviz.plots import style
 from treeviz.services.data import PrepConfig, load_dataset, prepare
@@ -42,13 +41,7 @@ def explorer_url(tmp_path_factory):
     for key, name in (("breast_cancer", "TAO cancer"), ("digits", "TAO digits")):
         prepared = prepare(load_dataset(key), PrepConfig(scaling="standard"))
         train_run("tao", prepared.dataset.task, TAO, prepared, store=store, name=name)
-    port = _free_port()
-    env = {**os.environ, "TREEVIZ_HOME": str(home), "PYTHONUNBUFFERED": "1"}
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    log_path = ARTIFACTS / f"streamlit-{port}.log"
-    _LOGS.append(log_path)
-    with open(log_path, "w") as log:
-        yield from _serve(log, log_path, port, env)
+    yield from serve_store(home)
 
 
 def open_explorer(page, url: str, run_name: str) -> None:

@@ -1,14 +1,13 @@
 """In chromium: open the Predict page, upload penguins without their species, see the preview and
 download the predictions with the rows' id and the class probabilities."""
 
-import os
 import re
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from tests.e2e.conftest import _LOGS, ARTIFACTS, _free_port, _serve
+from tests.e2e.conftest import ARTIFACTS, ROOT, serve_store
 from tests.e2e.test_browser import choose, settle
 from treeviz.services.data import PrepConfig, TableOptions, prepare, read_table, table_to_dataset
 from treeviz.services.runs import RunStore
@@ -16,7 +15,7 @@ from treeviz.services.training import train_run
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # a browser and a server: the full tier
 
-PENGUINS = ARTIFACTS.parents[2] / "sample_data" / "penguins.csv"
+PENGUINS = ROOT / "sample_data" / "penguins.csv"
 
 
 @pytest.fixture(scope="module")
@@ -28,13 +27,7 @@ def served(tmp_path_factory):
     prepared = prepare(table_to_dataset(df, PENGUINS.name, TableOptions(target="species")), PrepConfig())
     train_run("cart", "classification", {"max_depth": 3}, prepared, store=RunStore(home),
                        name="penguin tree")
-    port = _free_port()
-    env = {**os.environ, "TREEVIZ_HOME": str(home), "PYTHONUNBUFFERED": "1"}
-    log_path = ARTIFACTS / f"streamlit-{port}.log"
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    _LOGS.append(log_path)
-    with open(log_path, "w") as log:
-        yield from _serve(log, log_path, port, env)
+    yield from serve_store(home)
 
 
 def test_upload_rows_without_labels_and_download_predictions(served, page, tmp_path):
