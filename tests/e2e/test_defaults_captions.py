@@ -15,6 +15,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # a browser and a server: the 
 def open_page(page, app_url: str, title: str) -> None:
     page.goto(app_url)
     page.get_by_role("heading", name="Data", exact=True).wait_for()
+    settle(page)  # a click during the first rerun can be lost
     page.get_by_test_id("stSidebarNav").get_by_role("link", name=title).click()
     page.get_by_role("heading", name=title, exact=True).wait_for()
     settle(page)
@@ -43,6 +44,7 @@ def test_the_semi_supervised_caption_describes_the_run(app_url, page):
     page.goto(app_url)
     page.get_by_role("heading", name="Data", exact=True).wait_for()
     choose(page, "Sample dataset", "Two moons")
+    settle(page)  # the data set's rerun must end before the page switch, or the click is lost
     page.get_by_test_id("stSidebarNav").get_by_role("link", name="Train").click()
     page.get_by_role("heading", name="Train", exact=True).wait_for()
     choose(page, "Model family", "LapTAO")
