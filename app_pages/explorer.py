@@ -87,9 +87,11 @@ with user_errors("opening the run"):
                           help="Nonzero weights met on the root-to-leaf path, averaged over the split.")
     for note in tree.meta.get("notes", ()):  # what the family wants said about this tree
         st.caption(note)
-    if tree.meta.get("prediction", "leaf_value") != "leaf_value":
-        st.info("This family predicts from a head on the tree's node memberships, not from the leaf "
-                "values; leaf colours show the data that reaches each leaf.")
+    if tree.head_decides:
+        st.info("A head on the inputs and the path through the tree predicts, not the leaves: leaf colours and "
+                "labels show the training rows that reach each leaf, pruned leaves have no class, and each rule "
+                "says how often the model agrees with its leaf. Parameters and FLOPs count the head "
+                f"({tree.meta.get('head', {}).get('parameters', '?')} parameters).")
 
     # ---------------------------------------------------------- view controls
     color_options = {"classification": ["auto", "class", "active"],
@@ -166,7 +168,7 @@ with user_errors("opening the run"):
         st.dataframe(pd.DataFrame({"": list(facts), "value": [str(v) for v in facts.values()]}),
                      hide_index=True)
         if panel is None:
-            st.markdown(f"**Predicts:** {leaf_summary(shown, node)}")
+            st.markdown(f"**{'Leaf' if shown.head_decides else 'Predicts'}:** {leaf_summary(shown, node)}")
         else:
             st.markdown(f"**Right if** `{panel.right_rule}`  \n**Left if** `{panel.left_rule}`")
         path_rules = path_conditions(shown, node)  # one interval per feature's thresholds, as the rules
@@ -218,12 +220,12 @@ with user_errors("opening the run"):
         every_term = st.toggle("Show every term", value=False, key="explorer.all_terms",
                                help="Oblique splits are folded to their 4 largest terms on screen; the "
                                     "downloaded rules and the report always hold every term.")
-        all_rules = rules(shown, max_terms=ALL_TERMS if every_term else 4)
-        st.code("\n".join(all_rules[:500]) + (f"\n… ({len(all_rules) - 500} more rules in the download)"
-                                              if len(all_rules) > 500 else ""), language=None, wrap_lines=True)
         [export] = tree_exports(view.model, view.prepared, indices=[tree_index], original_units=original_units,
                                 run_name=record.name, run_id=record.run_id, dataset_name=record.dataset_name,
                                 title=f"Rules of run {record.run_id} '{record.name}'")
+        all_rules = rules(shown, max_terms=ALL_TERMS if every_term else 4, agreement=export.agreement)
+        st.code("\n".join(all_rules[:500]) + (f"\n… ({len(all_rules) - 500} more rules in the download)"
+                                              if len(all_rules) > 500 else ""), language=None, wrap_lines=True)
         base = export_name(record.name, f"tree {tree_index}" if len(trees) > 1 else "tree")
         for column, fmt in zip(st.columns(len(TREE_FORMATS)), TREE_FORMATS.values(), strict=True):
             if fmt.code and not export.has_code:

@@ -24,6 +24,11 @@ Conventions (one for every family)
   by counts (0 = pruned). It
   does not change routing: a family whose prediction depends on pruning (latent trees predict
   from a head on ``[x; z]``) says so in ``meta["prediction"]``.
+* A **head** (``meta["prediction"] == "head"``) is a learned predictor on top of the tree; its
+  size is ``meta["head"]`` (``parameters``, ``nonzero_weights``, ``flops`` per row). The size and
+  cost counts include it, and such a tree's leaf values are no parameters (they only describe the
+  rows that reach each leaf). ``meta["empty_leaves"]`` lists leaves no training row reached: their
+  values are placeholders.
 """
 
 from __future__ import annotations
@@ -632,22 +637,35 @@ class Tree:
     def _counted(self) -> np.ndarray:
         return self.active > 0
 
+    @property
+    def head_decides(self) -> bool:
+        """True when the model predicts from a head on top of the tree, not from the leaf values."""
+        return self.meta.get("prediction", "leaf_value") == "head"
+
+    def _head(self, key: str) -> int:
+        head = self.meta.get("head") if self.head_decides else None
+        return int(head.get(key, 0)) if isinstance(head, dict) else 0
+
     def n_nonzero_weights(self) -> int:
-        """Nonzero split weights over active decision nodes (leaf weights excluded)."""
+        """Nonzero split weights over active decision nodes (leaf weights excluded), plus a head's
+        nonzero weights (``meta["head"]``)."""
         nodes = self.decision_nodes[self._counted()[self.decision_nodes]]
-        return int(np.count_nonzero(self.weight[nodes]))
+        return int(np.count_nonzero(self.weight[nodes])) + self._head("nonzero_weights")
 
     def n_params(self) -> int:
         """Parameter count following the TAO thesis (Zharmagambetov 2022), Appendix A.
 
         Decision node: nonzero weights + 1 bias (axis-aligned = 2). Constant leaf: n_outputs.
         Linear leaf: nonzero leaf weights + n_outputs. Only active nodes count. Feature indexes of
-        sparse weights are not counted (one per nonzero weight, :meth:`n_nonzero_weights`).
+        sparse weights are not counted (one per nonzero weight, :meth:`n_nonzero_weights`). Where a
+        head decides, its parameters count and the leaf values (descriptions, no parameters) do not.
         """
         counted = self._counted()
         dec = self.decision_nodes[counted[self.decision_nodes]]
         leaves = self.leaves[counted[self.leaves]]
         total = int(np.count_nonzero(self.weight[dec])) + dec.size
+        if self.head_decides:
+            return int(total) + self._head("parameters")
         total += leaves.size * self.n_outputs
         if self.leaf_weight is not None:
             total += int(np.count_nonzero(self.leaf_weight[leaves]))
@@ -658,17 +676,19 @@ class Tree:
 
         Sum over decision nodes on the sample's path of nnz(weight), plus nnz(leaf weights) for a
         linear leaf; axis-aligned nodes count 1 and constant leaves 0. Soft trees visit every
-        node, so each sample pays for the whole tree.
+        node, so each sample pays for the whole tree. A head adds its own count per row
+        (``meta["head"]["flops"]``: one multiply-add per nonzero weight).
         """
         X = self._check_X(X)
         nnz_node = np.count_nonzero(self.weight, axis=1).astype(np.float64)
         if self.leaf_weight is not None:
             nnz_node = nnz_node + np.count_nonzero(self.leaf_weight.reshape(self.n_nodes, -1), axis=1)
+        head = float(self._head("flops"))
         if self.routing == "soft":
-            return float(nnz_node.sum())
+            return float(nnz_node.sum()) + head
         paths = self.paths(X)
         per_sample = np.where(paths >= 0, nnz_node[np.maximum(paths, 0)], 0.0).sum(axis=1)
-        return float(per_sample.mean()) if per_sample.size else 0.0
+        return float(per_sample.mean()) + head if per_sample.size else 0.0
 
     def in_input_units(self, mean: Any, scale: Any) -> Tree:
         """The same tree for inputs before an affine scaling ``x_model = (x - mean) / scale``.

@@ -245,6 +245,8 @@ class _LatentTreeBase(TreeEstimator):
             output_names=tuple(output_names), task=self._task, family=self.family_key,
             meta={
                 "prediction": "head",
+                "head": self._head_size(),
+                "empty_leaves": self._empty_leaves(left),
                 "prune_strength": float(self.prune_strength),
                 "readout": self.readout,
                 "formulation": self.formulation,
@@ -256,6 +258,23 @@ class _LatentTreeBase(TreeEstimator):
                 "notes": self._pruning_notes(n_nodes),
             },
         )
+
+    def _head_size(self) -> dict[str, Any]:
+        """The head's size and cost per row, as the Tree counts them (``meta["head"]``): its
+        parameters, its nonzero weights, and one multiply-add per nonzero weight."""
+        head = self._inference_net().head
+        nonzero = sum(int(torch.count_nonzero(m.weight)) for m in head.modules() if isinstance(m, torch.nn.Linear))
+        inputs = "[x; z]" if self._inference_net().head_input == "xz" else "z"
+        return {"inputs": inputs, "parameters": count_parameters(head), "nonzero_weights": nonzero,
+                "flops": nonzero}
+
+    def _empty_leaves(self, children_left: np.ndarray) -> list[int]:
+        """Leaves no training row reached (their values are placeholders); unknown (none listed)
+        for a model file written before the counts were kept."""
+        rows = getattr(self, "leaf_rows_", None)
+        if rows is None:
+            return []
+        return [int(v) for v in np.flatnonzero((np.asarray(children_left) < 0) & (rows == 0))]
 
     def _pruning_notes(self, n_nodes: int) -> tuple[str, ...]:
         """What the explorer says about pruning: the frozen tree's pruned nodes beside the mean per
@@ -272,8 +291,16 @@ class _LatentTreeBase(TreeEstimator):
     def _input_columns(self) -> np.ndarray:
         return np.arange(self.n_features_in_)
 
+    def _set_leaf_values(self, X: np.ndarray, stats_targets: np.ndarray | None, n_out: int) -> None:
+        """``leaf_value_`` (display only) and ``leaf_rows_``: the training rows reaching each node."""
+        self.leaf_rows_ = None
+        self.leaf_value_ = self._leaf_values(X, stats_targets, n_out)
+        leaf_of = self._empty_tree(self.leaf_value_, [f"y{i}" for i in range(n_out)]).apply(X)
+        self.leaf_rows_ = np.bincount(leaf_of, minlength=heap.n_nodes(self._depth())).astype(np.int64)
+
     def _leaf_values(self, X: np.ndarray, stats_targets: np.ndarray | None, n_out: int) -> np.ndarray:
-        """Per-leaf class shares / mean target of the reference rows (display only)."""
+        """Per-leaf class shares / mean target of the reference rows (display only; a leaf no row
+        reaches gets the overall shares / mean as a placeholder, listed in ``meta["empty_leaves"]``)."""
         n_nodes = heap.n_nodes(self._depth())
         placeholder = np.where(np.asarray(heap.children_arrays(self._depth())[0])[:, None] < 0,
                                0.0, np.nan) * np.ones((n_nodes, n_out))
@@ -312,6 +339,8 @@ class _LatentTreeBase(TreeEstimator):
         arrays = {f"net.{k}": v.detach().cpu().numpy() for k, v in self.net_.state_dict().items()}
         arrays["pruning_"] = self.pruning_
         arrays["leaf_value_"] = self.leaf_value_
+        if getattr(self, "leaf_rows_", None) is not None:
+            arrays["leaf_rows_"] = self.leaf_rows_
         return learned, arrays
 
     def _set_model_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
@@ -327,6 +356,8 @@ class _LatentTreeBase(TreeEstimator):
         self._net64 = None
         self.pruning_ = np.asarray(arrays["pruning_"], dtype=np.float64)
         self.leaf_value_ = np.asarray(arrays["leaf_value_"], dtype=np.float64)
+        rows = arrays.get("leaf_rows_")  # absent from model files written before it was kept
+        self.leaf_rows_ = None if rows is None else np.asarray(rows, dtype=np.int64)
         self.best_epoch_ = int(learned.get("best_epoch_", 0))
         self.n_parameters_ = int(learned.get("n_parameters_", count_parameters(self.net_)))
 
@@ -436,7 +467,7 @@ class LatentTreeClassifier(ClassifierMixin, _LatentTreeBase):
                "kind": "bce" if binary else "ce"}
         self._train(X, y, fns, 1 if binary else self.classes_.size, ev, callbacks, feature_names, stratify=y,
                     sample_weight=sample_weight)
-        self.leaf_value_ = self._leaf_values(X, np.searchsorted(self.classes_, y), self.classes_.size)
+        self._set_leaf_values(X, np.searchsorted(self.classes_, y), self.classes_.size)
         return self
 
     def decision_function(self, X: Any) -> np.ndarray:
@@ -501,7 +532,7 @@ class LatentTreeRegressor(RegressorMixin, _LatentTreeBase):
             ev = (self._X(eval_set[0], reset=False), np.asarray(eval_set[1], dtype=np.float64))
         fns = {"targets": targets, "loss": _mse_loss, "score": _r2, "kind": "mse"}
         self._train(X, Y, fns, Y.shape[1], ev, callbacks, feature_names, sample_weight=sample_weight)
-        self.leaf_value_ = self._leaf_values(X, Y, Y.shape[1])
+        self._set_leaf_values(X, Y, Y.shape[1])
         return self
 
     def predict(self, X: Any) -> np.ndarray:
@@ -614,7 +645,7 @@ class LatentTreeClustering(ClusterMixin, _LatentTreeBase):
         fns = {"targets": targets, "loss": _mse_loss, "score": _r2, "kind": "mse"}
         self._train(X[:, self._input_columns()], X, fns, self.target_columns_.size, ev, callbacks,
                     feature_names, n_inputs=X.shape[1] - self.target_columns_.size, sample_weight=sample_weight)
-        self.leaf_value_ = self._leaf_values(X, None, 1)
+        self._set_leaf_values(X, None, 1)
         leaf_of = self._tree_for_routing().apply(X)
         self.cluster_leaves_ = np.unique(leaf_of)
         self.labels_ = np.searchsorted(self.cluster_leaves_, leaf_of)

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from models.ground.tree import NodeStats, Tree
 from treeviz.plots import style
 from treeviz.plots.weights import top_weights_figure, weight_image_figure
-from treeviz.readers.rules import node_rule
+from treeviz.readers.rules import leaf_label, leaf_state, node_rule
 
 
 def subtree_sizes(tree: Tree) -> np.ndarray:
@@ -56,7 +56,15 @@ def hover_text(tree: Tree, v: int, stats: NodeStats | None, root_count: float,
                  names: list[str], cut_below: int) -> str:
     """The hover text of node ``v``: rule or prediction, samples, class counts or mean, pruning."""
     lines = []
-    if tree.is_leaf[v]:
+    state = leaf_state(tree, v) if tree.is_leaf[v] else ""
+    if state == "pruned":
+        lines.append("leaf · pruned: no prediction")
+    elif state == "empty":
+        lines.append("leaf · no training row reached it: no prediction")
+    elif state == "head":
+        rows = "mostly" if tree.task == "classification" else "mean"
+        lines.append(f"leaf · the head decides; its training rows: {rows} <b>{leaf_label(tree, v)}</b>")
+    elif tree.is_leaf[v]:
         lv = tree.leaf_value[v]
         if tree.task == "classification":
             k = int(np.argmax(lv))

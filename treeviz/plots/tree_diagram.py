@@ -26,6 +26,7 @@ from models.ground.tree import NodeStats, Tree
 from treeviz.plots import style
 from treeviz.plots.node_info import class_fractions, hover_text, node_values, subtree_sizes
 from treeviz.readers.layout import layout_arrays
+from treeviz.readers.rules import leaf_state
 
 NODE_TRACE_NAME = "nodes"
 COLOR_MODES = ("auto", "class", "value", "active")
@@ -140,7 +141,10 @@ def _leaf_labels(tree: Tree, leaves: list[int], pos: dict, names: list[str], shi
     out = []
     for v in leaves:
         lv = tree.leaf_value[v]
-        text = names[int(np.argmax(lv))] if tree.task == "classification" else style.fmt_num(lv[0], 3)
+        if leaf_state(tree, v) in ("pruned", "empty"):  # no class or value to show
+            text = leaf_state(tree, v)
+        else:
+            text = names[int(np.argmax(lv))] if tree.task == "classification" else style.fmt_num(lv[0], 3)
         text = text if len(text) <= 14 else text[:13] + "…"
         out.append(dict(x=pos[v][0], y=pos[v][1], text=text, showarrow=False, yanchor="top", yshift=-shift,
                         textangle=0 if len(leaves) <= 12 else -90, font=dict(size=11, color=style.INK)))
@@ -341,6 +345,8 @@ def tree_figure(
     if len(leaves) > MAX_LABEL_LEAVES:
         window += f" · leaf labels only up to {MAX_LABEL_LEAVES} leaves"
     mode_text = {"class": "majority class", "value": "mean target", "active": "node activity a_t"}[mode]
+    if tree.head_decides:  # the leaves describe their rows; they do not predict
+        mode_text += " · a head predicts; leaves describe their rows"
     # the family's own name comes from the caller (plots read no registry); the key is the fallback
     family = family_label or tree.family
     title = f"{family + ' tree' if family else 'Tree'} · depth {tree.max_depth}"

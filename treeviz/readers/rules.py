@@ -7,10 +7,19 @@ Along a root-to-leaf path (:func:`rules`, :func:`rule_text`, :func:`path_conditi
 threshold conditions on one feature merge into one interval ("0.2 < a ≤ 1.5"), written where the
 feature is first tested; oblique conditions stay as they are. :func:`node_rule` reads one split.
 To read rules in the data's own units, pass ``tree.in_input_units(mean, scale)``.
+
+What a rule concludes depends on how the model predicts. Where it predicts from its leaves, the
+rule ends in the leaf's class or value. Where a head on top of the tree decides
+(``Tree.head_decides``: latent trees), the rule says so and names the leaf and what its training
+rows hold, not a prediction; :func:`leaf_agreement` measures how often the model's own
+predictions match that description. A pruned leaf (``active == 0``) or one no training row
+reached (``meta["empty_leaves"]``) has no class or value at all (:func:`leaf_state`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
@@ -18,7 +27,8 @@ import numpy as np
 
 from models.ground.tree import Tree
 
-__all__ = ["leaf_summary", "node_rule", "path_conditions", "rule_text", "rules"]
+__all__ = ["Agreement", "leaf_agreement", "leaf_label", "leaf_state", "leaf_summary", "node_rule", "path_conditions",
+           "rule_text", "rules"]
 
 
 def _number(value: float, precision: int) -> str:
@@ -143,8 +153,56 @@ def node_rule(tree: Tree, node: int, goes_right: bool = True, *, max_terms: int 
     return _hyperplane_rule(tree.feature_names, w, nonzero, b, goes_right, max_terms, precision)
 
 
+def leaf_state(tree: Tree, leaf: int) -> str:
+    """``"pruned"`` (activity 0), ``"empty"`` (no training row reached it: its value is a
+    placeholder), ``"head"`` (a head decides; the value describes the leaf's training rows) or
+    ``"value"`` (the leaf's value is the prediction)."""
+    if tree.active[leaf] == 0:
+        return "pruned"
+    if int(leaf) in set(tree.meta.get("empty_leaves", ())):
+        return "empty"
+    return "head" if tree.head_decides else "value"
+
+
+def leaf_label(tree: Tree, leaf: int) -> str:
+    """A leaf's short label in a diagram: its class or value, or "pruned" / "empty" when it has
+    none (a head's tree: the class or value its training rows hold)."""
+    state = leaf_state(tree, leaf)
+    if state in ("pruned", "empty"):
+        return state
+    value = tree.leaf_value[leaf]
+    if tree.task == "classification":
+        return str(tree.output_names[int(np.argmax(value))])
+    return f"{value[0]:.3g}"
+
+
+def _head_rows(tree: Tree, leaf: int) -> str:
+    """What a head's tree says of a leaf: the class share or mean of its training rows."""
+    value = tree.leaf_value[leaf]
+    if tree.task == "classification":
+        k = int(np.argmax(value))
+        return f"{value[k]:.0%} of its training rows are class {tree.output_names[k]}"
+    if tree.task == "clustering":
+        return f"{value[0]:.1%} of the training rows"
+    if tree.n_outputs == 1:
+        return f"its training rows' mean {tree.output_names[0]} is {value[0]:.4g}"
+    return "its training rows' means: " + ", ".join(f"{n} = {v:.3g}" for n, v in zip(tree.output_names, value,
+                                                                                        strict=True))
+
+
 def leaf_summary(tree: Tree, leaf: int) -> str:
-    """What a leaf predicts, in words (class and score, or value)."""
+    """What a leaf predicts, in words (class and score, or value); where a head decides, that the
+    head decides and what the leaf's training rows hold; for a pruned or empty leaf, that it has
+    no class or value."""
+    state = leaf_state(tree, leaf)
+    head = " (the head decides from the inputs and the active nodes above)" if tree.head_decides else ""
+    what = "class" if tree.task == "classification" else "value"
+    if state == "pruned":
+        return f"no {what}: leaf {leaf} is pruned (activity 0){head}"
+    if state == "empty":
+        return f"no {what}: no training row reaches leaf {leaf}{head}"
+    if state == "head":
+        return f"the head decides (leaf {leaf}: {_head_rows(tree, leaf)})"
     value = tree.leaf_value[leaf]
     if tree.leaf_weight is not None and np.any(tree.leaf_weight[leaf]):
         return f"leaf {leaf}: linear model"
@@ -182,9 +240,64 @@ def rule_text(tree: Tree, x: Any, *, max_terms: int = 4, precision: int = 4) -> 
     return _if_then(_merged(tree, path, max_terms, precision), leaf_summary(tree, leaf))
 
 
-def rules(tree: Tree, *, max_terms: int = 4, precision: int = 4) -> list[str]:
+@dataclass(frozen=True)
+class Agreement:
+    """How a head's model agrees with one leaf's description on the rows of a split that reach it:
+    ``n_rows``; for classification ``share``, the fraction the model predicts the leaf's class
+    for; for regression ``mean_gap``, the mean absolute difference between the model's prediction
+    and the leaf's value. ``split`` names the rows ("test")."""
+
+    n_rows: int
+    split: str
+    share: float | None = None
+    mean_gap: float | None = None
+
+    def text(self) -> str:
+        if self.n_rows == 0:
+            return f"no {self.split} row reaches it"
+        if self.share is not None:
+            return (f"the model predicts this class for {self.share:.0%} of the {self.n_rows} "
+                    f"{self.split} row{'s' if self.n_rows != 1 else ''} here")
+        return (f"the model's predictions differ from this mean by {self.mean_gap:.3g} on average over the "
+                f"{self.n_rows} {self.split} row{'s' if self.n_rows != 1 else ''} here")
+
+
+def leaf_agreement(tree: Tree, X: Any, predictions: Any, *, split: str = "test") -> dict[int, Agreement]:
+    """Per leaf with a class or value, how often the model's own ``predictions`` for the rows
+    ``X`` (model units, as the tree routes them) match the leaf's class, or how far they are from
+    its value. Classification predictions are compared to ``tree.output_names`` as text."""
+    if tree.task not in ("classification", "regression"):
+        return {}
+    leaf_of = tree.apply(X)
+    pred = np.asarray(predictions)
+    out: dict[int, Agreement] = {}
+    for leaf in tree.leaves:
+        leaf = int(leaf)
+        if leaf_state(tree, leaf) in ("pruned", "empty"):
+            continue
+        here = leaf_of == leaf
+        n = int(here.sum())
+        if tree.task == "classification":
+            shown = tree.output_names[int(np.argmax(tree.leaf_value[leaf]))]
+            share = float(np.mean(pred[here].astype(str) == str(shown))) if n else None
+            out[leaf] = Agreement(n, split, share=share)
+        else:
+            p = pred.reshape(pred.shape[0], -1)[here].astype(np.float64)
+            gap = float(np.mean(np.abs(p - tree.leaf_value[leaf][None, :]))) if n else None
+            out[leaf] = Agreement(n, split, mean_gap=gap)
+    return out
+
+
+def rules(tree: Tree, *, max_terms: int = 4, precision: int = 4,
+          agreement: Mapping[int, Agreement] | None = None) -> list[str]:
     """Every root-to-leaf path as an IF ... THEN ... rule (leaves in id order), each feature's
-    threshold conditions merged into one interval."""
-    return [_if_then(path_conditions(tree, int(leaf), max_terms=max_terms, precision=precision),
-                     leaf_summary(tree, int(leaf)))
-            for leaf in tree.leaves]
+    threshold conditions merged into one interval; with ``agreement`` (:func:`leaf_agreement`),
+    each rule ends with how the model agrees with it."""
+    out = []
+    for leaf in tree.leaves:
+        text = _if_then(path_conditions(tree, int(leaf), max_terms=max_terms, precision=precision),
+                        leaf_summary(tree, int(leaf)))
+        if agreement and int(leaf) in agreement:
+            text += f" [{agreement[int(leaf)].text()}]"
+        out.append(text)
+    return out

@@ -12,6 +12,9 @@ through this module, so they make the same decisions:
 * **Output.** Code returns the leaf's prediction for families that predict from their leaves, and
   the leaf id for the others (a head on top of the tree decides the prediction there).
 * **Every term.** Files hold every term of an oblique split (only a screen may fold them).
+* **Where a head decides** (latent trees), rules name the leaf and what its training rows hold,
+  and each ends with how often the model's own predictions agree with it on the run's test rows
+  (validation or training rows when the test split is empty): :attr:`TreeExport.agreement`.
 
 :data:`TREE_FORMATS` is the table of the tree's file formats: adding one means one function and
 one row. A run as a zip is :func:`treeviz.services.run_archive.export_zip`; figures are exported by
@@ -20,7 +23,7 @@ one row. A run as a zip is :func:`treeviz.services.run_archive.export_zip`; figu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +32,7 @@ import numpy as np
 from models.ground.errors import TreevizError
 from models.ground.tree import Tree
 from treeviz.readers.codegen import python_source, sql_query
-from treeviz.readers.rules import rules
+from treeviz.readers.rules import Agreement, leaf_agreement, rules
 from treeviz.services.data import PreparedData
 
 #: ``max_terms`` that keeps every term of any split (files never fold a rule).
@@ -43,7 +46,8 @@ class TreeExport:
     ``units`` is ``"input"`` (the data's own units) or ``"model"`` (the prepared features; then
     ``units_reason`` says why); ``fill_values`` are the training medians that code fills missing
     values with (input units only); ``output`` is ``"prediction"`` or ``"leaf"``; ``notes`` are
-    the lines a code file starts with.
+    the lines a code file starts with; ``agreement`` is, where a head decides, each leaf's
+    agreement with the model (:func:`treeviz.readers.rules.leaf_agreement`), else empty.
     """
 
     tree: Tree
@@ -55,6 +59,7 @@ class TreeExport:
     index: int = 0
     n_trees: int = 1
     title: str = ""
+    agreement: Mapping[int, Agreement] = field(default_factory=dict)
 
     @property
     def units_note(self) -> str:
@@ -71,8 +76,11 @@ class TreeExport:
     @property
     def output_note(self) -> str:
         """What the code returns when it is not the prediction (empty otherwise)."""
+        if self.tree.head_decides:
+            return ("A head on the inputs and the path through the tree predicts, not the leaves: the code gives "
+                    "each row's leaf, and each rule says how often the model agrees with its leaf's rows.")
         if self.output == "leaf":
-            return "This family predicts from more than its leaves, so the code gives each row's leaf."
+            return "The code gives each row's leaf, as asked."
         return ""
 
 
@@ -105,6 +113,7 @@ def tree_exports(model: Any, prepared: PreparedData | None, *, indices: Sequence
     out = []
     for i in chosen:
         tree = model.to_tree() if i == 0 else trees[i]  # as RunView picks it
+        agreement = _agreement(model, tree, prepared)
         if input_units:
             tree = tree.in_input_units(*affine)  # each hyperplane rewritten exactly in the data's units
         output = "leaf" if leaf or tree.meta.get("prediction", "leaf_value") != "leaf_value" else "prediction"
@@ -113,13 +122,26 @@ def tree_exports(model: Any, prepared: PreparedData | None, *, indices: Sequence
             notes.append(f"Tree {i} of the {n_trees} of the ensemble.")
         out.append(TreeExport(tree=tree, units="input" if input_units else "model", units_reason=reason,
                               fill_values=fill, output=output, notes=tuple(n for n in notes if n), index=i,
-                              n_trees=n_trees, title=title))
+                              n_trees=n_trees, title=title, agreement=agreement))
     return out
 
 
+def _agreement(model: Any, tree: Tree, prepared: PreparedData | None) -> dict[int, Agreement]:
+    """Where a head decides: each leaf's agreement with the model on the first split with rows
+    (test, validation, training), routed in the model's units; else nothing."""
+    if not tree.head_decides or prepared is None or not hasattr(model, "predict"):
+        return {}
+    for split in ("test", "val", "train"):
+        X = prepared.X(split)
+        if X.shape[0]:
+            return leaf_agreement(tree, X, model.predict(X), split={"val": "validation"}.get(split, split))
+    return {}
+
+
 def rules_lines(export: TreeExport, *, max_terms: int = ALL_TERMS) -> list[str]:
-    """Every root-to-leaf rule of the export's tree, every term of every split by default."""
-    return rules(export.tree, max_terms=max_terms)
+    """Every root-to-leaf rule of the export's tree, every term of every split by default (where a
+    head decides, each with its agreement with the model)."""
+    return rules(export.tree, max_terms=max_terms, agreement=export.agreement)
 
 
 def rules_file(exports: Sequence[TreeExport], *, max_terms: int = ALL_TERMS, **_: Any) -> str:
@@ -128,6 +150,10 @@ def rules_file(exports: Sequence[TreeExport], *, max_terms: int = ALL_TERMS, **_
         raise TreevizError("There is no tree to write rules for.")
     first = exports[0]
     lines = [f"# {first.title}", f"# {first.units_note}"]
+    if first.tree.head_decides:
+        lines.append("# A head on the inputs and the path through the tree predicts, not the leaves: each rule "
+                     "names its leaf and what the leaf's training rows hold, and says how often the model's "
+                     "predictions agree.")
     for export in exports:
         if export.n_trees > 1:
             lines.append(f"# tree {export.index} of {export.n_trees}")

@@ -39,7 +39,11 @@ def test_train_a_latent_tree_from_the_train_page(home):
     assert at.sidebar.selectbox(key="treeviz.run_id").value == record.run_id
     open_page(at, "explorer")
     assert_clean(at)
-    assert any("predicts from a head" in i for i in texts(at.info))
+    assert any("A head on the inputs and the path through the tree predicts" in i for i in texts(at.info))
+    # the rules say the head decides and how often the model agrees with each leaf, on the test rows
+    rules_text = next(c.value for c in at.code if c.value.startswith("IF "))
+    assert "THEN the head decides (leaf" in rules_text and "THEN class =" not in rules_text
+    assert "of the" in rules_text and "test rows here]" in rules_text
     model = RunStore(home).load_model(record.run_id)
     frozen = int(np.count_nonzero(model.pruning_ == 0))
     (note,) = [c for c in texts(at.caption) if "per training batch" in c]
