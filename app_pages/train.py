@@ -7,6 +7,7 @@ from models.registry import families_for_task
 from models.schema import ANY_DATA_TASKS
 from treeviz.plots import training_curves
 from treeviz.services.data.split_check import class_counts_by_split, split_warnings
+from treeviz.services.jobs import ACTIVE_STATUSES
 from treeviz.services.quantities import curve_layout, run_headline
 from treeviz.services.records import MAX_PLOTTED_RECORDS, plot_records
 from treeviz.services.training import job_fn, run_warnings
@@ -14,6 +15,7 @@ from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
 from treeviz.ui.forms import param_form
+from treeviz.ui.job_panel import bar_text, cancel_button
 
 st.title("Train")
 ds = state.current_dataset()
@@ -102,7 +104,7 @@ def show_job() -> None:
         return
     snap = job.snapshot()
     st.subheader(snap.label)
-    st.progress(min(1.0, snap.progress), text=f"{snap.status} · {snap.elapsed:.1f} s")
+    st.progress(min(1.0, snap.progress), text=bar_text(snap))  # "running · 12.3 s · about 40 s left"
     if snap.records:
         # thinned: this chart is redrawn at every poll and after the end, so its size must not grow
         # with a stream that records every round (the stored run keeps every record)
@@ -112,8 +114,8 @@ def show_job() -> None:
         if len(snap.records) > MAX_PLOTTED_RECORDS:
             st.caption(f"{len(snap.records)} records, {MAX_PLOTTED_RECORDS} of them drawn; the saved run "
                        "keeps them all.")
-    if snap.status in ("queued", "running"):
-        st.button("Cancel", on_click=state.jobs().cancel, args=(snap.id,), key="train.cancel")
+    if snap.status in ACTIVE_STATUSES:  # "cancelling" shows at once, with the button disabled
+        cancel_button(snap, "train.cancel")
         return
     if snap.status == "failed":
         st.error(snap.message)

@@ -8,7 +8,13 @@ starts a stage of work, ``record(values)`` reports one step and raises
 ``stages(n)`` announces several stages (a λ path fits several models). The adapter that turns an
 estimator's callbacks into these calls lives with the training glue
 (:class:`treeviz.services.training.ProgressCallback`). Cancellation is cooperative: the job ends
-"cancelled" when ``fn`` returns or raises after the request.
+"cancelled" when ``fn`` returns or raises after the request. Between the request and that end the
+job's status is "cancelling", so a page can say at once that the stop was heard (a fit stops at its
+next check, which can be seconds away).
+
+A snapshot carries ``eta_s``, the seconds left estimated from progress and elapsed time
+(:func:`time_left`): progress p after t seconds leaves about t·(1 − p)/p, a straight-line guess that
+is only given once p and t are past small thresholds (before that it would swing wildly).
 
 Each job runs under the thread budget of :mod:`models.ground.threads`: the machine's cores shared
 between the ``max_workers`` jobs that may run at once, so two jobs never oversubscribe the CPU.
@@ -44,11 +50,45 @@ from models.ground.errors import TrainingCancelled, TreevizError
 from treeviz.services.worker_process import SUPPORTED, NotPicklable, RemoteFailure, WorkerProcess
 
 DONE_STATUSES = ("finished", "failed", "cancelled")
+#: Statuses of a job not yet done: waiting for a worker, running, or asked to stop but still running.
+ACTIVE_STATUSES = ("queued", "running", "cancelling")
+#: Progress and seconds below which :func:`time_left` gives no estimate: the first steps of a fit
+#: (set-up, a first stage that records nothing) say little about the pace of the rest.
+ETA_MIN_PROGRESS = 0.02
+ETA_MIN_ELAPSED_S = 2.0
+
+#: The clock of every job time stamp (a test replaces it to control elapsed time).
+_now = time.time
+
+
+def time_left(progress: float, elapsed: float) -> float | None:
+    """Seconds left if the rest goes at the pace so far: ``elapsed · (1 − p) / p``.
+
+    None while ``progress`` is below :data:`ETA_MIN_PROGRESS` or ``elapsed`` below
+    :data:`ETA_MIN_ELAPSED_S` (too early to tell); 0 once progress reaches 1.
+
+    Examples
+    --------
+    >>> time_left(0.25, 10.0)
+    30.0
+    >>> time_left(0.01, 10.0) is None
+    True
+    """
+    if progress >= 1.0:
+        return 0.0
+    if progress < ETA_MIN_PROGRESS or elapsed < ETA_MIN_ELAPSED_S:
+        return None
+    return elapsed * (1.0 - progress) / progress
 
 
 @dataclass(frozen=True)
 class JobSnapshot:
-    """One consistent view of a job at an instant (safe to keep and render)."""
+    """One consistent view of a job at an instant (safe to keep and render).
+
+    ``status`` is one of :data:`ACTIVE_STATUSES` or :data:`DONE_STATUSES`; ``eta_s`` the estimated
+    seconds left while the job runs (None when queued, cancelling, done other than finished, or too
+    early to tell; 0 once finished).
+    """
 
     id: str
     label: str
@@ -64,6 +104,7 @@ class JobSnapshot:
     finished: float | None
     elapsed: float
     cancel_requested: bool
+    eta_s: float | None = None
 
     @property
     def done(self) -> bool:
@@ -92,7 +133,7 @@ class Job:
         self._message: str | None = None
         self._traceback: str | None = None
         self._result: Any = None
-        self.submitted = time.time()
+        self.submitted = _now()
         self._started: float | None = None
         self._finished: float | None = None
 
@@ -104,7 +145,7 @@ class Job:
         with self._lock:
             return getattr(self, name)
 
-    status = property(lambda self: self._get("_status"), doc="queued, running, or one of DONE_STATUSES.")
+    status = property(lambda self: self._get("_status"), doc="One of ACTIVE_STATUSES or DONE_STATUSES.")
     message = property(lambda self: self._get("_message"), doc="Why the job failed (a sentence).")
     traceback = property(lambda self: self._get("_traceback"), doc="Full traceback, for logs only.")
     result = property(lambda self: self._get("_result"), doc="What ``fn`` returned.")
@@ -144,13 +185,26 @@ class Job:
     def _elapsed(self) -> float:
         if self._started is None:
             return 0.0
-        return (self._finished or time.time()) - self._started
+        return (self._finished or _now()) - self._started
 
     @property
     def elapsed(self) -> float:
         """Seconds spent running (so far, or in total once done)."""
         with self._lock:
             return self._elapsed()
+
+    def _eta(self) -> float | None:
+        if self._status == "finished":
+            return 0.0
+        if self._status != "running":  # queued, stopping or stopped: no time left to tell
+            return None
+        return time_left(self._progress(), self._elapsed())
+
+    @property
+    def eta_s(self) -> float | None:
+        """Estimated seconds left (see :func:`time_left`); None when there is nothing to estimate."""
+        with self._lock:
+            return self._eta()
 
     def snapshot(self) -> JobSnapshot:
         """Every field at one instant, copied (records included)."""
@@ -161,7 +215,7 @@ class Job:
                 records=tuple(dict(r) for r in self._records), message=self._message,
                 result=self._result, submitted=self.submitted, started=self._started,
                 finished=self._finished, elapsed=self._elapsed(),
-                cancel_requested=self._cancel.is_set(),
+                cancel_requested=self._cancel.is_set(), eta_s=self._eta(),
             )
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -186,13 +240,16 @@ class Job:
             self._stage_epochs += 1
 
     def _request_cancel(self) -> bool:
-        """Set the cancel flag; a queued job ends at once. False if the job was already done."""
+        """Set the cancel flag; a queued job ends at once, a running one is "cancelling" until its
+        function stops. False if the job was already done."""
         with self._lock:
             if self._status in DONE_STATUSES:
                 return False
             self._cancel.set()
             if self._status == "queued":
                 self._finish("cancelled")
+            else:
+                self._status = "cancelling"
             return True
 
     def _finish(self, status: str, *, result: Any = None, message: str | None = None,
@@ -202,7 +259,7 @@ class Job:
         self._result = result
         self._message = message
         self._traceback = trace
-        self._finished = time.time()
+        self._finished = _now()
         self._done.set()
 
     def _run(self, process: Callable[[], WorkerProcess] | None = None) -> None:
@@ -211,7 +268,7 @@ class Job:
             if self._status != "queued":
                 return  # cancelled while queued
             self._status = "running"
-            self._started = time.time()
+            self._started = _now()
         try:
             try:
                 if process is None:

@@ -1,5 +1,11 @@
-"""The panel a page shows for a background job it started (a λ path, a budget search): progress,
-Cancel, the failure sentence, and one full rerun when the job ends.
+"""The panel a page shows for a background job it started (a λ path, a budget search): progress
+with the time spent and the time left, Cancel, the failure sentence, and one full rerun when the job
+ends.
+
+A cancel shows at once: the button's click reruns the panel, which finds the job "cancelling" and
+says so with the button disabled; the panel keeps polling until the job has stopped, shows it
+cancelled, and reruns the page once. :func:`bar_text` is the progress bar's text of every job
+panel (the Train page's too).
 
 The page keeps its job's id in ``st.session_state[f"{prefix}.job_id"]``; when the job finishes with
 a result, the result is left in ``st.session_state[f"{prefix}.select_next"]`` for the page to
@@ -14,8 +20,45 @@ from typing import Any
 import streamlit as st
 
 from models.ground.errors import TreevizError
-from treeviz.services.jobs import Job, JobSnapshot
+from treeviz.services.jobs import ACTIVE_STATUSES, Job, JobSnapshot
 from treeviz.ui import state
+
+#: What the panels say while a job was asked to stop but has not stopped yet.
+CANCELLING = "cancelling…"
+
+
+def time_left_text(snap: JobSnapshot) -> str:
+    """The time left as a few words ("about 40 s left", "about 3 min left"), or why there is none
+    yet; empty once the job is done."""
+    if snap.status == "cancelling":
+        return "stopping at the next check"
+    if snap.status == "queued":
+        return "waiting for a free worker"
+    if snap.done:
+        return ""
+    eta = snap.eta_s
+    if eta is None:
+        return "time left unknown" if snap.total is None else "estimating the time left"
+    if eta < 60:
+        return f"about {max(1, round(eta))} s left"
+    if eta < 3600:
+        return f"about {round(eta / 60)} min left"
+    return f"about {eta / 3600:.1f} h left"
+
+
+def bar_text(snap: JobSnapshot, head: str | None = None) -> str:
+    """A progress bar's text: ``head`` (the status by default), seconds spent, time left."""
+    head = head if head is not None else (CANCELLING if snap.status == "cancelling" else snap.status)
+    return " · ".join(part for part in (head, f"{snap.elapsed:.1f} s", time_left_text(snap)) if part)
+
+
+def cancel_button(snap: JobSnapshot, key: str) -> None:
+    """Cancel while the job runs; disabled and relabelled once the stop was asked for."""
+    if snap.status == "cancelling":
+        st.button("Cancelling…", disabled=True, key=key,
+                  help="The job was asked to stop; it ends at its next check and keeps what it finished.")
+    else:
+        st.button("Cancel", on_click=state.jobs().cancel, args=(snap.id,), key=key)
 
 
 def page_job(prefix: str) -> Job | None:
@@ -45,10 +88,11 @@ def job_panel(prefix: str, *, cancelled: str, progress_text: Callable[[JobSnapsh
         if current is None:
             return
         snap = current.snapshot()
-        text = progress_text(snap) if progress_text else f"{snap.label}: {snap.status}"
-        st.progress(min(1.0, snap.progress), text=f"{text} · {snap.elapsed:.1f} s")
-        if snap.status in ("queued", "running"):
-            st.button("Cancel", on_click=state.jobs().cancel, args=(snap.id,), key=f"{prefix}.cancel")
+        status = CANCELLING if snap.status == "cancelling" else snap.status
+        text = progress_text(snap) if progress_text else f"{snap.label}: {status}"
+        st.progress(min(1.0, snap.progress), text=bar_text(snap, text))
+        if snap.status in ACTIVE_STATUSES:
+            cancel_button(snap, f"{prefix}.cancel")
             if while_running is not None:
                 while_running(snap)
         elif snap.status == "failed":
