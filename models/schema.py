@@ -245,10 +245,14 @@ class Panel:
 class Curves:
     """Which series of ``history_`` are worth plotting: ``x`` is the integer axis (epoch,
     iteration, tree), ``panels`` go losses first, then scores, then counts. Keys a history lacks
-    are skipped; bookkeeping fields (timings, learning rate, counters) are simply not listed."""
+    are skipped; bookkeeping fields (timings, learning rate, counters) are simply not listed.
+    ``kept`` names the history key whose lowest value marks the record whose weights the model
+    keeps (early stopping that restores the best epoch), so the curves can show which record the
+    stored model is; empty when the model is the last record's."""
 
     x: str
     panels: tuple[Panel, ...]
+    kept: str = ""
 
 
 def resolve_ref(ref: str) -> Any:

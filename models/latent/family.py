@@ -84,9 +84,9 @@ LATENT = Family(
     curves=Curves(x="epoch", panels=(
         Panel("Loss", ("loss", "val_loss")),
         Panel("Score", ("train_score", "val_score")),
-        Panel("Active nodes", ("n_active_nodes",)),
+        Panel("Active nodes (each epoch's weights)", ("n_active_nodes",)),
         Panel("Active fraction", ("active_fraction", "batch_active_fraction")),
-    )),
+    ), kept="val_loss"),  # early stopping restores the epoch of lowest validation loss
     views=("clustering",),
     test_params={"depth": 2, "max_epochs": 20, "learning_rate": 0.05, "batch_size": 32},
     order=10,

@@ -145,11 +145,12 @@ def test_a_class_that_is_no_treeviz_estimator_is_refused_with_a_sentence():
         family_of_class(dict)
 
 
-def test_one_headline_metric_for_classification_across_families():
-    """Runs of every family are listed by the same classification score (accuracy), so a list of
-    runs compares like with like; AUC stays a second metric, and its label says how it averages
-    over more than two classes."""
-    heads = {key: get_family(key).metrics["classification"][0]
-             for key in registry.families() if "classification" in get_family(key).tasks}
-    assert set(heads.values()) == {"accuracy"}, heads
+@pytest.mark.parametrize(("task", "metric"), [("classification", "accuracy"), ("regression", "r2")])
+def test_one_headline_metric_per_task_across_families(task, metric):
+    """Runs of every family are listed by the same score of a task (accuracy, R²), so a list of
+    runs compares like with like; AUC and RMSE stay second metrics, and the AUC's label says how it
+    averages over more than two classes."""
+    heads = {key: get_family(key).headline_metrics(task)[0]
+             for key in registry.families() if task in get_family(key).tasks}
+    assert len(heads) >= 3 and set(heads.values()) == {metric}, heads
     assert "one-vs-one" in METRIC_LABELS["auc"][1]

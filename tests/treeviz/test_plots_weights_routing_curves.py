@@ -312,6 +312,25 @@ def test_a_familys_declared_panels_are_drawn_in_order():
     assert not names & {"iteration", "time_s", "n_changed", "n_rejected"}
 
 
+def test_the_curves_mark_the_record_a_model_keeps():
+    """Latent trees restore the epoch of lowest validation loss: a dotted line marks it, and the
+    active nodes drawn there are the stored tree's (the curves' last value need not be)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 4))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    est = get_family("latent").make("classification", {"depth": 3, "max_epochs": 12, "patience": 4,
+                                                       "prune_strength": 3.0, "learning_rate": 0.05}).fit(X, y)
+    fig = training_curves(est.history_, **curve_layout("latent"))
+    kept = min(est.history_, key=lambda r: r["val_loss"])["epoch"]
+    assert kept == est.best_epoch_
+    lines = [s for s in fig.layout.shapes if s.line.dash == "dot"]
+    assert lines and {s.x0 for s in lines} == {kept}
+    assert f"the stored model keeps epoch {kept} (lowest val_loss)" in fig.layout.title.subtitle.text
+    at_kept = next(r for r in est.history_ if r["epoch"] == kept)["n_active_nodes"]
+    assert at_kept == int(np.count_nonzero(est.to_tree().active > 0))
+    assert not [s for s in training_curves(est.history_).layout.shapes if s.line.dash == "dot"]
+
+
 def test_cart_history_renders():
     X, y = load_iris(return_X_y=True)
     est = CARTClassifier(max_depth=2).fit(X, y)

@@ -47,6 +47,17 @@ def _number(v: Any) -> float | None:
     return v if math.isfinite(v) else None
 
 
+def _kept_record(records: Sequence[Mapping[str, Any]], kept: str | None, xs: Sequence[Any]) -> float | None:
+    """The x of the record with the lowest finite ``kept`` value (the first on ties), or None."""
+    if not kept:
+        return None
+    values = [_number(r.get(kept)) for r in records]
+    found = [(v, i) for i, v in enumerate(values) if v is not None]
+    if not found:
+        return None
+    return float(xs[min(found)[1]])
+
+
 def training_curves(
     history: Sequence[Mapping[str, Any]] | None,
     *,
@@ -55,6 +66,7 @@ def training_curves(
     keys: Sequence[str] | None = None,
     title: str = "Training curves",
     height: int | None = None,
+    kept: str | None = None,
 ) -> go.Figure:
     """Curves of the numbers recorded during training, one panel per kind of quantity.
 
@@ -75,6 +87,10 @@ def training_curves(
     keys : list of str, optional
         Only these keys (each must be in the history).
     title : str
+    kept : str, optional
+        A history key whose lowest value marks the record the model keeps (early stopping that
+        restores the best epoch): a dotted line at that record in every panel, named in the
+        subtitle, so counts read off the curves can be matched with the stored model's.
 
     Returns
     -------
@@ -145,8 +161,13 @@ def training_curves(
     fig.update_xaxes(title=dict(text=x_title), row=rows, col=1)
     if single:  # one point: give the x axis some room so the marker is not on the edge
         fig.update_xaxes(range=[xs[0] - 1, xs[0] + 1])
-    style.apply_style(fig, title=title, subtitle=f"{len(records)} record{'s' if len(records) != 1 else ''}",
-                      height=height or int(min(140 + 210 * rows, 1100)))
+    subtitle = f"{len(records)} record{'s' if len(records) != 1 else ''}"
+    kept_at = _kept_record(records, kept, xs)
+    if kept_at is not None:
+        for row in range(1, rows + 1):
+            fig.add_vline(x=kept_at, line=dict(color=style.INK, dash="dot", width=1.2), row=row, col=1)
+        subtitle += f" · dotted: the stored model keeps {x_title} {kept_at:g} (lowest {kept})"
+    style.apply_style(fig, title=title, subtitle=subtitle, height=height or int(min(140 + 210 * rows, 1100)))
     fig.update_layout(hovermode="x unified" if not single else "closest", legend=dict(tracegroupgap=14),
                       margin=style.MARGIN_SUBPLOTS,
                       meta=dict(groups={g: groups[g] for g in order}, x=x_title))

@@ -112,14 +112,14 @@ def format_size(key: str, row: Mapping[str, Any]) -> str:
 
 def curve_layout(family_key: str) -> dict[str, Any]:
     """Keyword arguments for :func:`treeviz.plots.training_curves` from the family's declared
-    curves (``panels`` and ``x``); empty when the family declares none or is unknown here."""
+    curves (``panels``, ``x`` and ``kept``); empty when the family declares none or is unknown here."""
     try:
         curves = get_family(family_key).curves
     except TreevizError:
         return {}
     if curves is None:
         return {}
-    return {"x": curves.x, "panels": [(p.title, p.keys) for p in curves.panels]}
+    return {"x": curves.x, "panels": [(p.title, p.keys) for p in curves.panels], "kept": curves.kept or None}
 
 
 def headline_text(record: Any) -> str:
