@@ -7,6 +7,7 @@ from models.registry import families_for_task
 from models.schema import ANY_DATA_TASKS
 from treeviz.plots import training_curves
 from treeviz.services.data.split_check import class_counts_by_split, split_warnings
+from treeviz.services.estimate import long_training_warning
 from treeviz.services.jobs import ACTIVE_STATUSES
 from treeviz.services.quantities import curve_layout, run_headline
 from treeviz.services.records import MAX_PLOTTED_RECORDS, plot_records
@@ -68,7 +69,18 @@ def split_check() -> None:
                 st.dataframe(pd.DataFrame(rows), hide_index=True)
 
 
+def time_check() -> None:
+    """Before training: a warning when these settings would take minutes on this table (an estimate
+    from a cost model, see treeviz.services.estimate; training stays allowed)."""
+    with user_errors("estimating the training time"):
+        warning = long_training_warning(family, task, params, state.current_prepared(),
+                                        preset=None if preset == "defaults" else preset)
+        if warning:
+            st.warning(warning, icon="⏱️")
+
+
 split_check()
+time_check()
 st.button("Train", type="primary", on_click=start_training, key="train.start")
 
 
