@@ -36,8 +36,9 @@ table = pd.DataFrame(rows).rename(columns={"score": label}).drop(columns=["run_i
 st.subheader(f"Leaderboard · {group.dataset} ({group.task})")
 st.dataframe(table, hide_index=True)
 st.caption(f"Ranked by {label} ({'higher' if score is None or score.higher_is_better else 'lower'} is better). "
-           "Nonzero weights and FLOPs count the parameters a prediction touches (FLOPs: per sample, on the "
-           "root-to-leaf path, averaged over the training split); fit time is wall time on the device shown.")
+           "Nonzero weights and FLOPs count the parameters a prediction touches, a head on top of the tree "
+           "included (latent trees; FLOPs: per sample, on the root-to-leaf path, averaged over the training "
+           "split); fit time is wall time on the device shown.")
 
 # ------------------------------------------------------------------ Pareto fronts
 if score is not None:

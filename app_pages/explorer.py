@@ -227,13 +227,24 @@ with user_errors("opening the run"):
         st.code("\n".join(all_rules[:500]) + (f"\n… ({len(all_rules) - 500} more rules in the download)"
                                               if len(all_rules) > 500 else ""), language=None, wrap_lines=True)
         base = export_name(record.name, f"tree {tree_index}" if len(trees) > 1 else "tree")
+        options: dict[str, str | None] = {}
+        if export.has_code:  # the SQL reads a table; a row key column lets predictions join back onto its rows
+            sql_table, sql_key = st.columns(2)
+            options["table"] = sql_table.text_input("SQL: table", value="data", key="explorer.sql_table",
+                                                    help="The table the SQL query reads (one column per feature).")
+            key = sql_key.text_input("SQL: row key column", value="", key="explorer.sql_key",
+                                     placeholder="none",
+                                     help="A column of that table selected first (for example its id), so each "
+                                          "prediction joins back onto its row; leave empty for none.")
+            options["row_key"] = key.strip() or None
         for column, fmt in zip(st.columns(len(TREE_FORMATS)), TREE_FORMATS.values(), strict=True):
             if fmt.code and not export.has_code:
                 column.caption("A soft tree sends every sample down every branch with some probability, so it has "
                                "no if-then code.")
                 continue
             with user_errors(f"writing the tree as {fmt.label}"):
-                column.download_button(fmt.label, render(fmt.key, [export]), file_name=f"{base}{fmt.suffix}",
+                column.download_button(fmt.label, render(fmt.key, [export], **options),
+                                       file_name=f"{base}{fmt.suffix}",
                                        mime=fmt.mime, key=f"explorer.{fmt.key}_download", on_click="ignore",
                                        help=fmt.help)
         st.caption(("Rules and code take the data's own units (raw rows); missing values are filled with the "

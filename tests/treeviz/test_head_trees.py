@@ -11,7 +11,7 @@ from models.latent.estimators import LatentTreeClassifier, LatentTreeRegressor
 from models.latent.layers import count_parameters
 from models.persist import load_model, save_model
 from tests.treeviz.test_tree import small_tree
-from treeviz.plots import tree_figure
+from treeviz.plots import style, tree_figure
 from treeviz.readers.rules import leaf_agreement, leaf_label, leaf_state, leaf_summary, rules
 from treeviz.services.training import model_cost
 
@@ -27,7 +27,7 @@ def head_tree(**kw):
 def test_leaf_states_and_summaries_where_a_head_decides():
     t = head_tree()
     assert [leaf_state(t, v) for v in (1, 3, 4)] == ["head", "pruned", "empty"]
-    assert [leaf_label(t, v) for v in (1, 3, 4)] == ["no", "pruned", "empty"]
+    assert [leaf_label(t, v) for v in (1, 3, 4)] == ["no", "pruned", "no train rows"]
     assert leaf_summary(t, 1) == "the head decides (leaf 1: 100% of its training rows are class no)"
     assert leaf_summary(t, 3).startswith("no class: leaf 3 is pruned (activity 0)")
     assert leaf_summary(t, 4).startswith("no class: no training row reaches leaf 4")
@@ -66,7 +66,10 @@ def test_a_heads_parameters_and_flops_count_and_its_leaf_values_do_not():
 def test_the_diagram_labels_pruned_and_empty_leaves_and_says_a_head_predicts():
     fig = tree_figure(head_tree())
     labels = [a.text for a in fig.layout.annotations]
-    assert labels == ["no", "pruned", "empty"]
+    assert labels == ["no", "pruned", "no train rows"]
+    # no colour or class mix from a placeholder value: the empty leaf is grey without data
+    colours = fig.data[fig.layout.meta["node_trace"]].marker.color
+    assert colours[fig.layout.meta["nodes"].index(4)] == style.NEUTRAL
     assert "a head predicts; leaves describe their rows" in fig.layout.title.subtitle.text
     hover = dict(zip(fig.layout.meta["nodes"], fig.data[fig.layout.meta["node_trace"]].hovertext, strict=True))
     assert "pruned: no prediction" in hover[3] and "the head decides" in hover[1]

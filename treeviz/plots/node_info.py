@@ -24,13 +24,19 @@ def subtree_sizes(tree: Tree) -> np.ndarray:
     return size
 
 
+def _valued_leaves(tree: Tree) -> np.ndarray:
+    """The leaves whose value means something (not pruned, reached by training rows)."""
+    return np.array([v for v in tree.leaves if leaf_state(tree, int(v)) in ("value", "head")], dtype=np.int64)
+
+
 def class_fractions(tree: Tree, stats: NodeStats | None) -> np.ndarray | None:
     """Class mix per node (rows sum to 1; NaN rows where unknown), or None when nothing is known.
 
-    From the data's class counts where samples reach a node, else from non-negative leaf values.
+    From the data's class counts where samples reach a node, else from non-negative leaf values
+    (not a pruned or empty leaf's: its value is no class mix, see :func:`leaf_state`).
     """
     out = np.full((tree.n_nodes, tree.n_outputs), np.nan)
-    leaves = tree.leaves
+    leaves = _valued_leaves(tree)
     lv = tree.leaf_value[leaves]
     if np.all(lv >= 0):
         tot = lv.sum(axis=1, keepdims=True)
@@ -43,9 +49,11 @@ def class_fractions(tree: Tree, stats: NodeStats | None) -> np.ndarray | None:
 
 
 def node_values(tree: Tree, stats: NodeStats | None) -> np.ndarray:
-    """Mean target per node from the data, else the leaf value (NaN where neither is known)."""
+    """Mean target per node from the data, else the leaf value (NaN where neither is known, and
+    at a pruned or empty leaf no data reaches)."""
     value = np.full(tree.n_nodes, np.nan)
-    value[tree.leaves] = tree.leaf_value[tree.leaves, 0]
+    leaves = _valued_leaves(tree)
+    value[leaves] = tree.leaf_value[leaves, 0]
     if stats is not None and stats.value_mean is not None:
         has = np.isfinite(stats.value_mean)
         value[has] = stats.value_mean[has]

@@ -26,7 +26,7 @@ from models.ground.tree import NodeStats, Tree
 from treeviz.plots import style
 from treeviz.plots.node_info import class_fractions, hover_text, node_values, subtree_sizes
 from treeviz.readers.layout import layout_arrays
-from treeviz.readers.rules import leaf_state
+from treeviz.readers.rules import leaf_label, leaf_state
 
 NODE_TRACE_NAME = "nodes"
 COLOR_MODES = ("auto", "class", "value", "active")
@@ -142,7 +142,7 @@ def _leaf_labels(tree: Tree, leaves: list[int], pos: dict, names: list[str], shi
     for v in leaves:
         lv = tree.leaf_value[v]
         if leaf_state(tree, v) in ("pruned", "empty"):  # no class or value to show
-            text = leaf_state(tree, v)
+            text = leaf_label(tree, v)
         else:
             text = names[int(np.argmax(lv))] if tree.task == "classification" else style.fmt_num(lv[0], 3)
         text = text if len(text) <= 14 else text[:13] + "…"

@@ -165,11 +165,11 @@ def leaf_state(tree: Tree, leaf: int) -> str:
 
 
 def leaf_label(tree: Tree, leaf: int) -> str:
-    """A leaf's short label in a diagram: its class or value, or "pruned" / "empty" when it has
-    none (a head's tree: the class or value its training rows hold)."""
+    """A leaf's short label in a diagram: its class or value, or "pruned" / "no train rows" when it
+    has none (a head's tree: the class or value its training rows hold)."""
     state = leaf_state(tree, leaf)
     if state in ("pruned", "empty"):
-        return state
+        return {"empty": "no train rows"}.get(state, state)
     value = tree.leaf_value[leaf]
     if tree.task == "classification":
         return str(tree.output_names[int(np.argmax(value))])

@@ -334,7 +334,7 @@ def _advice(estimator: Any) -> str:
 
 def model_cost(estimator: Any, X: np.ndarray) -> dict[str, float]:
     """Size and inference cost of the model's tree(s), summed over an ensemble:
-    ``n_decision_nodes``, ``n_nonzero_weights``, ``n_params`` (counted as in
+    ``n_decision_nodes`` (active ones: a pruned node costs nothing), ``n_nonzero_weights``, ``n_params`` (counted as in
     :meth:`models.ground.tree.Tree.n_params`), ``flops`` (nonzero parameters met per sample on its
     root-to-leaf path, averaged over ``X``: the training split) and ``n_features`` (features some
     tree uses)."""
@@ -342,7 +342,7 @@ def model_cost(estimator: Any, X: np.ndarray) -> dict[str, float]:
     out = {"n_decision_nodes": 0, "n_nonzero_weights": 0, "n_params": 0, "flops": 0.0,
            "n_features": int(features_used(trees).sum())}
     for tree in trees:
-        out["n_decision_nodes"] += int(tree.decision_nodes.size)
+        out["n_decision_nodes"] += int(np.count_nonzero(tree.active[tree.decision_nodes] > 0))  # pruned: none
         out["n_nonzero_weights"] += tree.n_nonzero_weights()
         out["n_params"] += tree.n_params()
         if X.shape[0]:
