@@ -76,7 +76,7 @@ def time_check() -> None:
         warning = long_training_warning(family, task, params, state.current_prepared(),
                                         preset=None if preset == "defaults" else preset)
         if warning:
-            st.warning(warning, icon="⏱️")
+            st.warning(warning)
 
 
 split_check()
