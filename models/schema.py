@@ -28,7 +28,9 @@ What a Family holds:
   history keys of the features kept and of the selection strength, and the parameters a
   feature-budget search samples; the Features page is offered for it;
 * ``test_params``: small settings under which the contract test (``tests/test_contract.py``,
-  scikit-learn's estimator checks among others) runs every estimator quickly.
+  scikit-learn's estimator checks among others) runs every estimator quickly;
+* ``cost``: how long a fit takes, as arithmetic over the family's own loop counts
+  (:mod:`models.cost`), so the Train page can warn before a minutes-long fit; None for no estimate.
 
 An estimator class may list scikit-learn checks it cannot pass, with the reason, in a class
 attribute ``_expected_failed_checks`` (a dict); the contract test marks them as expected failures.
@@ -340,6 +342,9 @@ class Family:
     feature_selection: FeatureSelection | None = None
     test_params: Mapping[str, Any] = field(default_factory=dict)
     order: int = 100  # position in family lists (smaller first)
+    #: ``cost(params, n_rows, n_features) -> models.cost.TimeEstimate``: the fit's seconds, from the
+    #: family's own loop counts (the Train page warns before a long fit); None: no estimate.
+    cost: Callable[[Mapping[str, Any], float, float], Any] | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.estimators) - set(TASKS)

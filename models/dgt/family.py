@@ -3,6 +3,7 @@ bandit feedback (no heavy imports; the estimators import torch when first used).
 
 from dataclasses import replace
 
+from models import cost
 from models.schema import Comparison, Curves, Family, Panel, Param, device_param, n_jobs_param, seed_param
 
 PAPER = ("Learning Accurate Decision Trees with Bandit Feedback via Quantized Gradient Descent "
@@ -58,8 +59,39 @@ _CURVES = Curves(x="epoch", panels=(
     Panel("Learning rate", ("lr",)),
 ))
 
+#: Seconds per optimiser step of a DGT of depth 6 with 1, 2, 3 layers (200 epochs, 1 600 steps: 0.24 s;
+#: 80 steps with 2 layers 0.12 s, with 3 layers 3.7 s); each further layer is taken as 30 times dearer.
+_STEP_S = (1.5e-4, 1.5e-3, 4.6e-2)
+_ROUND_S = 5e-5  # seconds per bandit round (20 000 rounds: 0.86 s)
+
+
+def _tree_seconds(p, n):
+    n_fit = n * (1.0 - cost.value(p, "validation_fraction", 0.2))
+    steps = max(cost.steps(n_fit, cost.value(p, "batch_size", 128), cost.value(p, "max_epochs", 200)),
+                cost.value(p, "min_steps", 0))
+    # a step's cost grows with the tree's nodes (2^depth), beyond a fixed overhead, and steeply with layers
+    layers = max(1, int(cost.value(p, "n_layers", 1)))
+    per_step = _STEP_S[min(layers, len(_STEP_S)) - 1] * 30.0 ** max(0, layers - len(_STEP_S))
+    return per_step * steps * (0.5 + 2.0 ** cost.value(p, "depth", 6) / 128.0)
+
+
+def _dgt_cost(p, n, d):
+    return cost.TimeEstimate(_tree_seconds(p, n), ("max_epochs", "min_steps"))
+
+
+def _forest_cost(p, n, d):
+    one = _tree_seconds(p, n * cost.value(p, "subsample", 1.0))
+    return cost.TimeEstimate(cost.forest_seconds(p, one), ("n_trees", "max_epochs"))
+
+
+def _bandit_cost(p, n, d):
+    rounds = p.get("n_rounds") or min(1_000_000, max(20_000, 10 * n))  # the "10 passes" default
+    return cost.TimeEstimate(_ROUND_S * float(rounds), ("n_rounds",))
+
+
 DGT = Family(
     key="dgt",
+    cost=_dgt_cost,
     label="DGT (quantised gradient descent)",
     description=(
         "Karthikeyan et al. (TMLR 2022): a complete hard oblique tree trained end to end by gradient descent. "
@@ -87,6 +119,7 @@ DGT = Family(
 
 DGT_FOREST = Family(
     key="dgt_forest",
+    cost=_forest_cost,
     label="DGT forest",
     description=("Bagged DGT trees (the paper's DGT-Forest): each tree trained as DGT on its own bootstrap sample; "
                  "the mean of the trees (regression) or their majority vote (classification). The defaults are "
@@ -119,6 +152,7 @@ _REGRESSION = ("regression",)
 
 DGT_BANDIT = Family(
     key="dgt_bandit",
+    cost=_bandit_cost,
     label="DGT-Bandit (bandit feedback)",
     description=(
         "Karthikeyan et al. (TMLR 2022), Algorithm 1: the DGT tree learned online without labels. Each round the "

@@ -2,11 +2,19 @@
 neighbourhood graph of labelled and unlabelled points (Zharmagambetov, PhD thesis 2022, chapter 3).
 No heavy imports; the estimators load scikit-learn and torch when used."""
 
+from models import cost
 from models.laptao.params import PARAMS
 from models.schema import Comparison, Curves, Family, LambdaPath, Panel
 
+
+def _cost(p, n, d):
+    units = cost.value(p, "n_mu", 20) * cost.tao_units(p, n, d, cost.value(p, "tao_iter", 15))
+    return cost.TimeEstimate(cost.TAO_S * units, ("n_mu", "tao_iter"))
+
+
 LAPTAO = Family(
     key="laptao",
+    cost=_cost,
     label="LapTAO (semi-supervised TAO tree)",
     description=(
         "A sparse oblique tree trained from few labels and many unlabelled points: labels are propagated "

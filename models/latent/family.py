@@ -1,10 +1,21 @@
 """Latent trees as a treeviz family: estimators, hyperparameter schema, presets, λ path and views
 (no heavy imports; the estimators import torch when first used)."""
 
+from models import cost
 from models.schema import Curves, Family, LambdaPath, Panel, Param, device_param, seed_param
+
+_STEP_S = 3e-3  # seconds per optimiser step (10 epochs, 170 steps on 1 200 × 19: 0.5 s)
+
+
+def _cost(p, n, d):
+    n_fit = n * (1.0 - cost.value(p, "validation_fraction", 0.1))
+    steps = cost.steps(n_fit, cost.value(p, "batch_size", 64), cost.value(p, "max_epochs", 100))
+    return cost.TimeEstimate(_STEP_S * steps, ("max_epochs", "batch_size"))
+
 
 LATENT = Family(
     key="latent",
+    cost=_cost,
     label="Latent trees (argmin differentiation)",
     description=(
         "Zantedeschi, Kusner & Niculae (ICML 2021): a complete oblique binary tree whose nodes are "

@@ -1,6 +1,9 @@
 """Skinny Trees as a treeviz family: estimators, hyperparameter schema, presets, λ path, curves and
 the feature-budget search (no heavy imports; the estimators import torch when first used)."""
 
+import math
+
+from models import cost
 from models.schema import (
     Curves,
     Family,
@@ -13,8 +16,20 @@ from models.schema import (
     seed_param,
 )
 
+_STEP_S = 1e-3  # seconds per SGD step of a 20-tree ensemble (5 epochs, 375 steps on 1 200 × 19: 0.36 s)
+
+
+def _cost(p, n, d):
+    batch = cost.value(p, "batch_size", 16)
+    per_epoch = math.ceil(max(n, 1.0) / max(batch, 1.0))
+    epochs = p.get("max_epochs") or min(300, max(10, math.ceil(10_000 / per_epoch)))  # the "auto" epochs
+    trees = cost.value(p, "n_trees", 20) / 20.0
+    return cost.TimeEstimate(_STEP_S * float(epochs) * per_epoch * max(trees, 0.05), ("max_epochs", "n_trees"))
+
+
 SKINNY = Family(
     key="skinny",
+    cost=_cost,
     label="Skinny Trees (feature selection)",
     description=(
         "Ibrahim, Behdin & Mazumder (AISTATS 2024): an ensemble of soft oblique trees trained by proximal "

@@ -1,6 +1,7 @@
 """TAO sparse oblique trees and TAO forests as treeviz families: estimators, hyperparameter schemas,
 presets and the λ path (no heavy imports; the estimators load scikit-learn and torch when used)."""
 
+from models import cost
 from models.schema import Curves, Family, LambdaPath, Panel, Param, device_param, n_jobs_param, seed_param
 
 _DEPTH_HELP = "Depth Δ of the initial tree; pruning can only shrink it."
@@ -54,8 +55,19 @@ _SIZE = ("n_nonzero", "n_decision_nodes", "n_leaves")
 #: stored tree (and its metrics) can be smaller: the panel's title says so.
 SIZE_PANEL = "Size while training<br>(before the final pruning)"
 
+def _tao_cost(p, n, d):
+    return cost.TimeEstimate(cost.TAO_S * cost.tao_units(p, n, d, cost.value(p, "max_iter", 20)),
+                             ("max_iter", "depth"))
+
+
+def _forest_cost(p, n, d):
+    one = cost.TAO_S * cost.tao_units(p, n * cost.value(p, "subsample", 1.0), d, cost.value(p, "max_iter", 20))
+    return cost.TimeEstimate(cost.forest_seconds(p, one), ("n_trees", "max_iter", "depth"))
+
+
 TAO = Family(
     key="tao",
+    cost=_tao_cost,
     label="TAO sparse oblique tree",
     description=(
         "Tree Alternating Optimization (Carreira-Perpiñán & Tavallali 2018; Zharmagambetov 2022): a "
@@ -104,6 +116,7 @@ TAO = Family(
 
 TAO_FOREST = Family(
     key="tao_forest",
+    cost=_forest_cost,
     label="TAO forest",
     description=(
         "A forest of TAO trees, each trained on its own 90% subsample from its own random tree; constant "
