@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from models.registry import families
+
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = ("treeviz", "models", "app_pages", "benchmarks", "tests", "app")
 HEAVY = ("torch", "sklearn", "scipy", "numba", "cvxpy", "pandas", "pyarrow", "plotly", "umap", "threadpoolctl",
@@ -85,3 +87,24 @@ def test_every_module_sits_in_a_layer_folder_that_a_contract_names():
     assert roots == packages, "each top-level package is one layer of the top-level contract"
     ground = next(c for c in contracts if c.get("source_modules") == ["models.ground"])
     assert ground["forbidden_modules"] == ["models"]
+
+
+def _code_strings(tree: ast.AST) -> list[str]:
+    """The string constants of a module that are code, not docstrings."""
+    docs = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docs.add(id(first.value))
+    return [n.value for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+
+
+def test_the_frame_names_no_family():
+    """treeviz/ reads families through the registry and their declarations: no module of it names a
+    built-in family's key in code (docstring examples may), so a family is added in models/ alone."""
+    keys = set(families())
+    found = {str(path.relative_to(ROOT)): sorted(keys & set(_code_strings(ast.parse(path.read_text()))))
+             for path in sorted((ROOT / "treeviz").rglob("*.py"))}
+    assert not {k: v for k, v in found.items() if v}
