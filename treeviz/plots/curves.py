@@ -24,6 +24,8 @@ _GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 #: Axis keys tried in order when none is given, and bookkeeping fields never drawn as curves.
 X_KEYS = ("epoch", "iteration", "tree")
 _BOOKKEEPING = ("time", "seconds", "duration", "lr", "learning_rate")
+#: The widest x span that gets a tick at every whole number; wider axes get Plotly's own spacing.
+MAX_UNIT_TICKS = 12
 
 
 def _group_of(key: str) -> str | None:
@@ -156,8 +158,11 @@ def training_curves(
                 hovertemplate=f"<b>{k}</b><br>{x_title} %{{x}}: %{{y:.5~g}}<extra></extra>",
             ), row=row, col=1)
         fig.update_yaxes(showgrid=True, gridcolor="#ECEEF1", zeroline=False, row=row, col=1)
+    # one tick per whole number only over a short span: a bandit stream's first records sit at rounds
+    # 400, 800, ..., where one tick per round made the browser lay out thousands of ticks (about 30 s
+    # for each redraw of the Train page's live chart, a frozen tab)
     fig.update_xaxes(showgrid=True, gridcolor="#ECEEF1", zeroline=False, tickformat="d",
-                     dtick=1 if len(records) <= 12 else None)
+                     dtick=1 if max(xs) - min(xs) <= MAX_UNIT_TICKS else None)
     fig.update_xaxes(title=dict(text=x_title), row=rows, col=1)
     if single:  # one point: give the x axis some room so the marker is not on the edge
         fig.update_xaxes(range=[xs[0] - 1, xs[0] + 1])
