@@ -194,11 +194,12 @@ def test_item3_cart_rules_give_each_feature_one_interval(views_url, page):
 # ---------------------------------------------------------------------------------------------- item 5
 def test_item5_latent_curves_mark_the_kept_epoch(views_url, page):
     open_runs_page_on(page, views_url, "Latent cancer")
+    # the training curves: the figure whose meta names its panels' history keys
     page.wait_for_function(
-        "() => [...document.querySelectorAll('.js-plotly-plot')].some(gd => JSON.stringify(gd.layout.title || '')"
-        ".includes('val_loss'))", timeout=60_000)
-    curves = [f for f in figures(page) if "val_loss" in f["title"]]
-    assert curves, [f["title"] for f in figures(page)]
+        "() => [...document.querySelectorAll('.js-plotly-plot')].some(gd => gd.layout && gd.layout.meta"
+        " && gd.layout.meta.groups)", timeout=60_000)
+    curves = [f for f in figures(page) if f["meta"] and f["meta"].get("groups")]
+    assert "val_loss" in str(curves[0]["meta"]["groups"]), curves[0]["meta"]
     title = curves[0]["title"]
     kept = re.search(r"the stored model keeps epoch (\d+) \(lowest val_loss\)", title)
     assert kept, title
