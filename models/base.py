@@ -37,7 +37,6 @@ import inspect
 import numbers
 import os
 import shutil
-import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -50,8 +49,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from models import devices
-from models.devices import DeviceChoice, step_size
+from models.devices import device_choice, step_size
 from models.ground.errors import TrainingCancelled, TreevizError
 from models.ground.jsonio import decode_labels, encode_labels, plain
 from models.persist import save_model
@@ -147,66 +145,6 @@ class CancelFlag:
 
     def __setstate__(self, state: dict[str, str]) -> None:
         self.path = state["path"]
-
-
-def resolve_device(device: str | None, *, work: tuple[str | None, float | None] | None = None) -> str:
-    """Turn ``"auto"`` / ``"cpu"`` / ``"cuda"`` / ``"cuda:N"`` into a usable torch device name.
-
-    ``work``: ``(family key, step size)`` of a fit (see :mod:`models.devices`). With it, ``"auto"``
-    is CPU-first: CUDA only when a GPU is visible and the step is at least the family's measured
-    crossover, else the CPU. Without it (scheduling, loading a model), ``"auto"`` means "a GPU may
-    be used": CUDA when one is visible. Asking for CUDA without a GPU is an error the user can fix,
-    not a silent fallback.
-    """
-    return device_choice(device, work=work).device
-
-
-def device_choice(device: str | None, *, work: tuple[str | None, float | None] | None = None):
-    """:func:`resolve_device` with the reason: a :class:`models.devices.DeviceChoice`."""
-
-    device = "auto" if device is None else str(device).strip().lower()
-    if device == "cpu":
-        return DeviceChoice("cpu", "asked for")
-    if device != "auto" and not device.startswith("cuda"):
-        raise TreevizError(f"Unknown device {device!r}; use 'auto', 'cpu', 'cuda' or 'cuda:N'.")
-    if device == "auto":
-        if work is not None:
-            return devices.choose_device(*work)
-        return DeviceChoice("cuda", "auto: a GPU is visible") if devices.gpu_visible() else \
-            DeviceChoice("cpu", "auto: no GPU visible")
-    import torch  # deferred: torch is heavy and only torch families need a device
-
-    if not devices.gpu_visible():
-        raise TreevizError(
-            f"Device {device!r} was requested but no CUDA GPU is available; choose 'cpu' or 'auto'."
-        )
-    if ":" in device:
-        index = device.split(":", 1)[1]
-        if not index.isdigit() or int(index) >= torch.cuda.device_count():
-            raise TreevizError(
-                f"There is no GPU {device!r}; this machine has {torch.cuda.device_count()} GPU(s)."
-            )
-    return DeviceChoice(device, "asked for")
-
-
-#: Files that exist when an NVIDIA driver is loaded; without one CUDA cannot be available.
-NVIDIA_DRIVER_FILES = ("/proc/driver/nvidia/version", "/dev/nvidiactl", "/dev/nvidia0")
-
-
-def available_devices() -> list[str]:
-    """Devices a user can choose from on this machine, ``"auto"`` first.
-
-    Without an NVIDIA driver (none of :data:`NVIDIA_DRIVER_FILES`) this is ``["auto", "cpu"]``
-    without importing torch: every page's sidebar asks, and importing torch (over a second) on the
-    app's first page would only say what the missing driver already says."""
-    out = ["auto", "cpu"]
-    if "torch" not in sys.modules and not any(os.path.exists(f) for f in NVIDIA_DRIVER_FILES):
-        return out
-    import torch  # deferred: torch is heavy
-
-    if torch.cuda.is_available():
-        out += ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
-    return out
 
 
 def seed_everything(random_state: Any) -> np.random.Generator:

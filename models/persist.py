@@ -25,11 +25,11 @@ import os
 import shutil
 import tempfile
 import zipfile
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import sklearn
 from safetensors import SafetensorError
 from safetensors.numpy import load, save
 
@@ -49,7 +49,8 @@ MAX_UNPACKED_BYTES = 2 * 1024**3
 def _versions() -> dict[str, str]:
     import torch  # deferred: torch is heavy and CART models do not need it
 
-    return {"treeviz": __version__, "numpy": np.__version__, "scikit-learn": sklearn.__version__,
+    # the installed distribution's version, read without importing scikit-learn (a second on import)
+    return {"treeviz": __version__, "numpy": np.__version__, "scikit-learn": metadata.version("scikit-learn"),
             "torch": torch.__version__}
 
 

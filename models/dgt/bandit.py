@@ -89,7 +89,8 @@ from sklearn.metrics import r2_score
 from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import Tensor, nn
 
-from models.base import Callback, TreeEstimator, class_targets, resolve_device, seed_everything
+from models.base import Callback, TreeEstimator, class_targets, seed_everything
+from models.devices import resolve_device
 from models.dgt.estimators import DGTClassifier, DGTRegressor, ScaledTargets, _DGTBase, standardiser
 from models.dgt.network import DGTNetwork
 from models.ground import threads

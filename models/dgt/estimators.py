@@ -35,7 +35,8 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.metrics import r2_score
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from models.base import Callback, TreeEstimator, class_targets, hold_out_rows, resolve_device, seed_everything
+from models.base import Callback, TreeEstimator, class_targets, hold_out_rows, seed_everything
+from models.devices import resolve_device
 from models.dgt.fast import TreeData, TreeJob, train_jobs
 from models.dgt.network import DGTNetwork, n_internal
 from models.dgt.train import TrainConfig

@@ -72,7 +72,7 @@ import torch
 from scipy.sparse.linalg import splu
 from scipy.spatial.distance import cdist
 
-from models.base import resolve_device
+from models.devices import resolve_device
 from models.embedding.interpolation import GAUSSIAN, STUDENT_T, PairSum, RadialKernel
 from models.graphs import entropic_affinities, laplacian, symmetrize
 from models.ground.errors import TreevizError

@@ -34,7 +34,8 @@ from sklearn.base import ClassifierMixin, ClusterMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from models.base import Callback, TreeEstimator, hold_out_rows, resolve_device, seed_everything
+from models.base import Callback, TreeEstimator, hold_out_rows, seed_everything
+from models.devices import resolve_device
 from models.ground.errors import TreevizError
 from models.ground.tree import Tree
 from models.latent import heap

@@ -36,7 +36,8 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.metrics import r2_score
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from models.base import Callback, TreeEstimator, class_targets, resolve_device, seed_everything
+from models.base import Callback, TreeEstimator, class_targets, seed_everything
+from models.devices import resolve_device
 from models.ground.errors import TreevizError
 from models.ground.tree import Tree
 from models.skinny.ensemble import SoftTreeEnsemble

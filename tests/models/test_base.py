@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from models import base
-from models.base import TreeEstimator, available_devices, device_choice, resolve_device, seed_everything
-from models.devices import CROSSOVERS, DeviceChoice, step_size
+from models import devices
+from models.base import TreeEstimator, seed_everything
+from models.devices import CROSSOVERS, DeviceChoice, available_devices, device_choice, resolve_device, step_size
 from models.ground.errors import TreevizError
 from models.ground.jsonio import plain
 
@@ -35,8 +35,6 @@ def gpu_visible(monkeypatch):
 def measured(monkeypatch):
     """A crossover table as a GPU loan would leave it (the sizes where the GPU won on an H200 before
     the CPU paths were compiled), to test the rule itself."""
-    from models import devices
-
     table = dict(devices.CROSSOVERS)
     for family, size in (("latent", devices.STALE_CROSSOVERS["latent"]), ("dgt", devices.STALE_CROSSOVERS["dgt"]),
                          ("dgt_forest", devices.STALE_CROSSOVERS["dgt"])):
@@ -161,7 +159,6 @@ def test_every_torch_fit_asks_for_its_device_with_its_problem(family_key, monkey
     where the GPU can win, the size of its step; the fitted estimator says which device and why."""
     from sklearn.datasets import load_iris
 
-    from models import devices
     from models.registry import get_family
 
     asked = []
@@ -194,16 +191,16 @@ def test_every_torch_fit_asks_for_its_device_with_its_problem(family_key, monkey
 def test_without_an_nvidia_driver_the_device_list_does_not_import_torch(tmp_path, monkeypatch):
     """Every page's sidebar asks for the devices: on a machine without an NVIDIA driver the answer
     must not cost a torch import (the app's first page would wait over a second for it)."""
-    if any(os.path.exists(f) for f in base.NVIDIA_DRIVER_FILES):
+    if any(os.path.exists(f) for f in devices.NVIDIA_DRIVER_FILES):
         pytest.skip("this machine has an NVIDIA driver")
-    code = ("import sys; from models.base import available_devices; "
-            "print(available_devices(), 'torch' in sys.modules)")
+    code = ("import sys; from models.devices import available_devices; "
+            "print(available_devices(), 'torch' in sys.modules, 'sklearn' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           cwd=Path(__file__).resolve().parents[2])
-    assert done.stdout.strip() == "['auto', 'cpu'] False"
+    assert done.stdout.strip() == "['auto', 'cpu'] False False"  # nor scikit-learn's
     # with a driver present, torch is asked (here it finds no GPU, so the answer is the same)
     driver = tmp_path / "version"
     driver.write_text("NVRM version: test")
-    monkeypatch.setattr(base, "NVIDIA_DRIVER_FILES", (str(driver),))
+    monkeypatch.setattr(devices, "NVIDIA_DRIVER_FILES", (str(driver),))
     gpus = ["cuda", *(f"cuda:{i}" for i in range(torch.cuda.device_count()))] if torch.cuda.is_available() else []
     assert available_devices() == ["auto", "cpu", *gpus]

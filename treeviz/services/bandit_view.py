@@ -40,7 +40,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import t as student_t
 
-from models.base import Callback, resolve_device
+from models.base import Callback
+from models.devices import resolve_device
 from models.ground import threads
 from models.ground.errors import TrainingCancelled, TreevizError
 from models.registry import get_family

@@ -49,7 +49,7 @@ from typing import Any
 
 from joblib import Parallel, delayed, parallel_config
 
-from models.base import resolve_device
+from models.devices import resolve_device
 from models.ground import threads
 from models.ground.errors import TreevizError
 from models.registry import get_family

@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from models.base import resolve_device
+from models.devices import resolve_device
 from models.ground import __version__
 from models.ground.errors import TreevizError
 from models.ground.jsonio import dumps_json, jsonable

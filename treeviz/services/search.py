@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 from joblib import Parallel, delayed
 
-from models.base import resolve_device
+from models.devices import resolve_device
 from models.ground import threads
 from models.ground.errors import TrainingCancelled, TreevizError
 from models.registry import get_family

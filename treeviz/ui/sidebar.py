@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from models.base import available_devices
+from models.devices import available_devices
 from treeviz.services.quantities import headline_text
 from treeviz.services.runs import RunRecord
 from treeviz.services.training import run_warnings
