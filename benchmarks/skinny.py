@@ -4,7 +4,9 @@ Rows (``python -m benchmarks.run skinny``), each printed beside the paper's numb
 
 * **breast_cancer, the authors' toy example**: m = 20, d = 4, λ0 = 100 (γ = 100/p), λ2 = 0.1,
   s = 0.01, η = 0.1, batch 16, 1000 epochs, on the stratified 64/16/20 split with random_state 8
-  (364/91/114 rows): features kept and test AUC (their notebook: 24 of 30, 0.9993), over seeds.
+  (364/91/114 rows): features kept and test AUC (their notebook: 24 of 30, 0.9993), over seeds, and
+  test accuracy against the authors' own code run on the same split and seeds
+  (:data:`REFERENCE_TOY`: its five runs gave 96.5 % to 99.1 %; the paper's 98.25 % is one of them).
 * **Time per epoch** (process CPU time, one thread, median of epochs 2 and after, the SGD + prox
   steps, the feature count and the validation pass), at the two settings timed side by side with
   the authors' code (``../shared/reference/``): the toy above, and 20 000 × 100 synthetic rows
@@ -115,6 +117,17 @@ def _toy_fit(seed: int, epochs: int, device: str) -> dict[str, float]:
             "first_removal": float(next((r["epoch"] for r in model.history_ if r["n_features"] < 30), 0))}
 
 
+#: The authors' code (mazumder-lab/SkinnyTrees at b2c48f9, through ``../shared/reference/``'s
+#: ``ref_skinny.py``: TensorFlow 2.15.1, one thread) on the same toy split, 1000 epochs, seeds 0-4,
+#: run on 2026-11-28: test accuracy, features kept and test AUC per seed. The paper's 98.25 % is
+#: one notebook run; these five runs are the spread the reference itself has, and the accuracy
+#: row is anchored on them.
+REFERENCE_TOY = {"test_accuracy": (0.9649122807017544, 0.9824561403508771, 0.9912280701754386, 0.9912280701754386,
+                                   0.9824561403508771),
+                 "features_kept": (23, 25, 24, 24, 25),
+                 "test_auc": (1.0, 0.9993386243386243, 0.9996693121693121, 0.9993386243386243, 0.9993386243386243)}
+
+
 def toy_rows(quick: bool) -> list[dict[str, Any]]:
     seeds = [0] if quick else [0, 1, 2, 3, 4]
     epochs = 30 if quick else TOY["max_epochs"]
@@ -126,8 +139,11 @@ def toy_rows(quick: bool) -> list[dict[str, Any]]:
         _row("breast_cancer toy: features kept", "features", [r["features"] for r in runs], 24.0, None, protocol,
              higher_is_better=False, first_removal_epoch=[r["first_removal"] for r in runs]),
         _row("breast_cancer toy: test AUC", "AUC", [r["test_auc"] for r in runs], 0.9993, None, protocol),
-        _row("breast_cancer toy: test accuracy", "accuracy", [r["test_accuracy"] for r in runs], 0.9825, None,
-             protocol),
+        _row("breast_cancer toy: test accuracy", "accuracy", [r["test_accuracy"] for r in runs],
+             float(np.mean(REFERENCE_TOY["test_accuracy"])), float(np.std(REFERENCE_TOY["test_accuracy"])),
+             protocol + "; anchor: the authors' code run on the same split and seeds 0-4 (mean ± std of its "
+             f"five runs: {', '.join(f'{v:.4f}' for v in REFERENCE_TOY['test_accuracy'])}), not the paper's "
+             "98.25 %, which is one notebook run", reference_values=list(REFERENCE_TOY["test_accuracy"])),
     ]
     if torch.cuda.is_available():
         gpu = _toy_fit(0, 30 if quick else 200, "cuda")
