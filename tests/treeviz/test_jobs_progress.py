@@ -7,24 +7,13 @@ and no test waits for real seconds to pass; the cancel states are checked with g
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
+from tests.treeviz.test_jobs import TIMEOUT, poll
 from treeviz.services import jobs
 from treeviz.services.jobs import ACTIVE_STATUSES, JobManager, JobSnapshot, time_left
 from treeviz.ui.job_panel import bar_text, time_left_text
-
-TIMEOUT = 60.0
-
-
-def poll(predicate, timeout: float = TIMEOUT) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return predicate()
 
 
 @pytest.fixture()
