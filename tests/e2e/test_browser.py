@@ -88,9 +88,9 @@ def test_train_skinny_trees_and_see_the_features_page(app_url, page):
     assert page.get_by_test_id("stMetricValue").filter(has_text=re.compile(r"^\d+ / 30$")).count() == 1
 
 
-@pytest.mark.slow  # a heavy end-to-end run; the full tier runs it, the fast one (-m "not slow") leaves it out
-def test_download_a_figure_and_a_run_report(app_url, page, tmp_path):
-    open_train_page_on_breast_cancer(page, app_url)
+def train_cart_and_open_explorer(page, url: str) -> None:
+    """Train CART on breast_cancer from the Train page and open the run in the Tree explorer."""
+    open_train_page_on_breast_cancer(page, url)
     settle(page)
     page.get_by_role("button", name="Train", exact=True).click()
     page.get_by_text(re.compile(r"Finished: saved as 'CART on breast_cancer")).wait_for(timeout=120_000)
@@ -98,6 +98,11 @@ def test_download_a_figure_and_a_run_report(app_url, page, tmp_path):
     page.get_by_role("heading", name="Tree explorer", exact=True).wait_for()
     page.locator(".js-plotly-plot").first.wait_for()
     settle(page)
+
+
+@pytest.mark.slow  # a heavy end-to-end run; the full tier runs it, the fast one (-m "not slow") leaves it out
+def test_download_a_figure_and_a_run_report(app_url, page, tmp_path):
+    train_cart_and_open_explorer(page, app_url)
 
     # the tree diagram's download menu (the first figure's): standalone HTML and a PNG
     page.get_by_test_id("stPopover").first.get_by_role("button").first.click()

@@ -15,6 +15,7 @@ from playwright.sync_api import expect
 
 from tests.e2e.conftest import ARTIFACTS, serve_store
 from tests.e2e.test_browser import settle
+from tests.treeviz.test_node_panel_units import rule_terms
 from treeviz.plots import style
 from treeviz.services.data import PrepConfig, load_dataset, prepare
 from treeviz.services.runs import RunStore
@@ -58,18 +59,6 @@ def open_explorer(page, url: str, run_name: str) -> None:
         timeout=60_000)
     page.get_by_text("Right if").first.wait_for()
     settle(page)
-
-
-def rule_terms(rule: str) -> tuple[list[str], float]:
-    body = re.sub(r" (>|≤) 0$", "", rule)
-    chunks = re.split(r" (?=[+−] )", body)
-    names = [c.split("·", 1)[1] for c in chunks if "·" in c]
-    const = [c for c in chunks if "·" not in c and "more)" not in c]
-    value = 0.0
-    if const:
-        sign, number = const[-1].split(" ", 1)
-        value = float(number) * (-1.0 if sign == "−" else 1.0)
-    return names, value
 
 
 def panel(page) -> tuple[str, dict, list[dict]]:

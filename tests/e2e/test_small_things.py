@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from tests.e2e.test_browser import open_train_page_on_breast_cancer, settle
+from tests.e2e.test_browser import settle, train_cart_and_open_explorer
 from treeviz.services.data.upload import MAX_UPLOAD_MB
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # a browser and a server: the full tier
@@ -33,14 +33,7 @@ def test_the_upload_widget_states_the_data_pages_limit(app_url, page):
 
 
 def test_downloads_share_one_name_style_and_a_pdf_is_titled(app_url, page, tmp_path):
-    open_train_page_on_breast_cancer(page, app_url)
-    settle(page)
-    page.get_by_role("button", name="Train", exact=True).click()
-    page.get_by_text(re.compile(r"Finished: saved as 'CART on breast_cancer")).wait_for(timeout=120_000)
-    page.get_by_role("button", name="Open in Tree explorer").click()
-    page.get_by_role("heading", name="Tree explorer", exact=True).wait_for()
-    page.locator(".js-plotly-plot").first.wait_for()
-    settle(page)
+    train_cart_and_open_explorer(page, app_url)
 
     page.get_by_test_id("stPopover").first.get_by_role("button").first.click()
     pdf = download(page, tmp_path, page.get_by_role("button", name="PDF", exact=True))
