@@ -120,3 +120,14 @@ def write_results(name: str, results: dict[str, Any], *, quick: bool) -> Path:
     tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
     os.replace(tmp, path)
     return path
+
+
+def merge_rows(rows: list[dict[str, Any]], path: Path) -> None:
+    """Put ``rows`` into the stored results file at ``path``, replacing rows of the same name."""
+    payload = json.loads(path.read_text())
+    names = {r["name"] for r in rows}
+    kept = [r for r in payload["results"]["rows"] if r["name"] not in names]
+    payload["results"]["rows"] = kept + rows
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
+    os.replace(tmp, path)

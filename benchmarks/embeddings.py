@@ -43,11 +43,12 @@ from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.manifold import trustworthiness
 from sklearn.model_selection import train_test_split
 from sklearn.neighbors import KNeighborsClassifier, NearestNeighbors
-from sklearn.preprocessing import StandardScaler
+from sklearn.preprocessing import MinMaxScaler, StandardScaler
 from threadpoolctl import threadpool_limits
 from umap import UMAP
 
-from benchmarks.common import shared_data_dir
+from benchmarks.common import merge_rows, results_dir, shared_data_dir
+from models.embedding.objectives import free_embedding
 from models.embedding.tree_embedding import TreeEmbedding, direct_fit
 
 NAME = "embeddings"
@@ -132,7 +133,9 @@ def _dataset_rows(name: str, X: np.ndarray, y: np.ndarray, quick: bool) -> tuple
                 f"{params['tao_iter']} TAO iterations per step, free embedding {params['free_iter']} iterations "
                 "at most" + ("; reduced (a shorter schedule than the thesis's 20 steps, 100 Z-step and 15 TAO "
                              "iterations)" if reduced else "") + (" (quick)" if quick else ""))
-    ref_note = "reference: independent re-implementation with a linear map, not a thesis number"
+    ref_note = ("reference: independent re-implementation with a linear map, not a thesis number, on all 569 points "
+                "min-max scaled with affinities over every point, a different objective (see the reference-setting "
+                "row)")
     references = {"free embedding": REFERENCE["free"], "direct TAO fit": REFERENCE["direct"],
                   "tree embedding": REFERENCE["linear_path"]} if name == "breast_cancer" else {}
     last = model.history_[-1]
@@ -158,6 +161,28 @@ def _dataset_rows(name: str, X: np.ndarray, y: np.ndarray, quick: bool) -> tuple
                          f"{protocol}; {note}", **extra))
     history = [{"dataset": name, **dict(rec)} for rec in model.history_]
     return rows, history
+
+
+def reference_setting_row(seeds: tuple[int, ...] = (0, 1, 2)) -> dict[str, Any]:
+    """The free t-SNE embedding of breast cancer in the setting its reference value (0.983) came
+    from, not the benchmark's: all 569 points, features min-max scaled to [0, 1] (the thesis's
+    scaling for this data), affinities over every other point (not the 3·perplexity nearest), 2000
+    spectral-direction iterations; KL of the embedding per random start."""
+    X = MinMaxScaler().fit_transform(load_breast_cancer().data)
+    values, seconds = [], []
+    with threadpool_limits(1):
+        for seed in seeds:
+            start = time.perf_counter()
+            free = free_embedding(X, "tsne", perplexity=15.0, n_neighbors=X.shape[0] - 1, max_iter=2000,
+                                  random_state=seed)
+            values.append(float(free.objective.exact().embedding_value(torch.as_tensor(free.Z))))
+            seconds.append(time.perf_counter() - start)
+    return _row("breast_cancer t-SNE: free embedding, the reference's setting", "KL", float(np.min(values)),
+                REFERENCE["free"], "breast_cancer, all 569 points min-max scaled to [0, 1], t-SNE perplexity 15 with "
+                "affinities over every other point, free embedding by the spectral direction (2000 iterations); "
+                f"ours: the best of {len(seeds)} random starts (seeds {list(seeds)}); the benchmark's own rows use "
+                "the 455 training points, standardised, and 45-neighbour affinities, a different objective",
+                values=values, fit_seconds=seconds)
 
 
 def run(quick: bool = False) -> dict[str, Any]:
@@ -188,3 +213,17 @@ def run(quick: bool = False) -> dict[str, Any]:
                       "fit s": "—" if r["fit_seconds"] is None else f"{r['fit_seconds']:.0f}"})
     return {"rows": table, "results": {"rows": rows, "history": history,
                                        "total_seconds": time.perf_counter() - start}}
+
+
+if __name__ == "__main__":
+    import argparse
+    import json
+
+    _ap = argparse.ArgumentParser(description="The breast-cancer free embedding in its reference value's setting.")
+    _ap.add_argument("--reference-setting", action="store_true", required=True,
+                     help="run reference_setting_row() and merge it into benchmarks/results/embeddings.json")
+    _ap.parse_args()
+    torch.set_num_threads(1)
+    _row_out = reference_setting_row()
+    merge_rows([_row_out], results_dir() / f"{NAME}.json")
+    print(json.dumps({k: _row_out[k] for k in ("name", "ours_mean", "paper_mean", "values")}))
