@@ -69,6 +69,8 @@ from treeviz.services.features import split_scores
 from treeviz.services.search import budget_search
 
 NAME = "skinny"
+#: The paper's satimage protocol: about 2000 random trials, then 100 re-runs of the chosen setting.
+PAPER_TRIALS, PAPER_RERUNS = 2000, 100
 TOY = {"n_trees": 20, "depth": 4, "lambda0": 100.0, "lambda2": 0.1, "temperature": 0.01, "learning_rate": 0.1,
        "batch_size": 16, "max_epochs": 1000}
 SYNTHETIC = {"n_trees": 20, "depth": 2, "lambda0": 100.0, "temperature": 0.01, "batch_size": 16,
@@ -319,14 +321,14 @@ def synthetic_rows(quick: bool) -> list[dict[str, Any]]:
 
 
 # ------------------------------------------------------------------------------------------ satimage
-def _satimage() -> Any:
+def _satimage(seed: int = 8) -> Any:
 
     X, labels = load_uci("satimage")
     classes, y = np.unique(labels, return_inverse=True)
     dataset = Dataset(name="satimage", X=X, y=y, feature_names=tuple(f"x{j}" for j in range(X.shape[1])),
                       task="classification", class_names=tuple(str(c) for c in classes),
                       source="../shared/data/uci")
-    return prepare(dataset, PrepConfig(scaling="standard", test_size=0.2, val_size=0.16, seed=8))
+    return prepare(dataset, PrepConfig(scaling="standard", test_size=0.2, val_size=0.16, seed=seed))
 
 
 def _importance_auc(make: Any, prepared: Any, k: int, seed: int) -> float:
@@ -397,27 +399,8 @@ def satimage_rows(quick: bool) -> list[dict[str, Any]]:
     plan = [("Table 4, 25% budget: Skinny Trees", 0.25, {}, longer, 98.05, 0.01),
             ("Table 2, 50% budget: single Skinny Tree", 0.5, {"n_trees": 1, "schedule": "fixed"}, None, 88.66, 0.05)]
     for name, budget, fixed, search, paper, paper_se in plan:
-        trials = 3 if quick else 64
-        params = {**fixed, **({"max_epochs": 3} if quick else {})}
-        start = time.perf_counter()
-        result = budget_search("skinny", "classification", prepared, budget=budget, n_trials=trials, params=params,
-                               seed=0, search=search)
-        best = result.best
-        drawn = "; epochs drawn from {auto, 100}" if search else ""
-        protocol = (f"split 64/16/20 stratified (treeviz prepare, seed 8); budget {result.budget} of {p}{drawn}; "
-                    f"{trials} random trials plus {len(result.trials) - trials} with the best one's lambda0 lowered "
-                    "(treeviz.services.search.budget_search), best validation AUC within the budget, re-run with "
-                    f"{len(seeds)} seed(s); reduced: the paper used ~2000 random trials and 100 re-runs")
-        if best is None:
-            rows.append(_row(f"satimage {name}", "AUC %", [float("nan")], paper, paper_se,
-                             protocol + "; no trial within the budget", search_s=time.perf_counter() - start))
-            continue
-        chosen = {k: v for k, v in best.params.items() if k != "random_state"}
-        reruns = Parallel(n_jobs=threads.usable_cores())(delayed(_rerun)(chosen, prepared, s) for s in seeds)
-        rows.append(_row(f"satimage {name}", "AUC %", [100 * a for a, _ in reruns], paper, paper_se, protocol,
-                         chosen=chosen, search_features=best.n_features, rerun_features=[n for _, n in reruns],
-                         budget=result.budget,
-                         search_best_val_auc=best.metrics.get("val_auc"), search_s=time.perf_counter() - start))
+        rows.append(searched_row(prepared, name, budget, fixed, search, paper, paper_se,
+                                 trials=3 if quick else 64, seeds=seeds, quick=quick))
     k = max(1, math.floor(0.25 * p))
     for method, (make, paper, paper_se) in BASELINES.items():
         aucs = Parallel(n_jobs=threads.usable_cores())(
@@ -429,7 +412,65 @@ def satimage_rows(quick: bool) -> list[dict[str, Any]]:
     return rows
 
 
+def satimage_split_study(chosen: dict[str, Any], split_seeds: tuple[int, ...] = (0, 1, 2, 3, 4, 8)) -> dict[str, Any]:
+    """How much the satimage Table 4 numbers move with the data split. The paper reports one split
+    (its ± is over re-runs of a model seed); here the chosen Skinny Trees setting (model seed 0) and
+    XGBoost importance selection at the same 9-feature budget (seed 0) are fitted on several
+    stratified 64/16/20 splits: test AUC of each per split, and their paired difference, which the
+    split moves less than either number."""
+    threads.apply_budget(1)
+    per_split = []
+    for s in split_seeds:
+        prepared = _satimage(int(s))
+        k = max(1, math.floor(0.25 * prepared.X_train.shape[1]))
+        start = time.perf_counter()
+        skinny_auc, kept = _rerun(chosen, prepared, 0)
+        fit_s = time.perf_counter() - start
+        xgb_auc = _importance_auc(BASELINES["XGBoost importance"][0], prepared, k, 0)
+        per_split.append({"split_seed": int(s), "skinny_auc_pct": 100 * skinny_auc, "skinny_features": kept,
+                          "xgboost_auc_pct": 100 * xgb_auc, "difference_pct": 100 * (skinny_auc - xgb_auc),
+                          "skinny_fit_s": fit_s})
+
+    def spread(key: str) -> dict[str, float]:
+        v = np.array([r[key] for r in per_split])
+        return {"mean": float(v.mean()), "std": float(v.std()), "min": float(v.min()), "max": float(v.max())}
+
+    return {"chosen": chosen, "per_split": per_split,
+            "skinny_auc_pct": spread("skinny_auc_pct"), "xgboost_auc_pct": spread("xgboost_auc_pct"),
+            "difference_pct": spread("difference_pct"), "paper_difference_pct": 98.05 - 98.23}
+
+
 # ------------------------------------------------------------------------------------------ device mode
+def searched_row(prepared: Any, name: str, budget: float, fixed: dict[str, Any], search: Any, paper: float,
+                 paper_se: float, *, trials: int, seeds: list[int], quick: bool = False) -> dict[str, Any]:
+    """One satimage row: :func:`budget_search` with ``trials`` random trials (plus its refinement
+    trials), then the best one within the budget re-run with every seed in ``seeds``."""
+    p = prepared.X_train.shape[1]
+    params = {**fixed, **({"max_epochs": 3} if quick else {})}
+    start = time.perf_counter()
+    result = budget_search("skinny", "classification", prepared, budget=budget, n_trials=trials, params=params,
+                           seed=0, search=search)
+    search_s = time.perf_counter() - start
+    best = result.best
+    drawn = "; epochs drawn from {auto, 100}" if search else ""
+    full = trials >= PAPER_TRIALS and len(seeds) >= PAPER_RERUNS
+    protocol = (f"split 64/16/20 stratified (treeviz prepare, seed 8); budget {result.budget} of {p}{drawn}; "
+                f"{trials} random trials plus {len(result.trials) - trials} with the best one's lambda0 lowered "
+                "(treeviz.services.search.budget_search), best validation AUC within the budget, re-run with "
+                f"{len(seeds)} seed(s)" + ("" if full else f"; reduced: the paper used ~{PAPER_TRIALS} random "
+                                                           f"trials and {PAPER_RERUNS} re-runs"))
+    if best is None:
+        return _row(f"satimage {name}", "AUC %", [float("nan")], paper, paper_se,
+                    protocol + "; no trial within the budget", search_s=search_s)
+    chosen = {k: v for k, v in best.params.items() if k != "random_state"}
+    reruns = Parallel(n_jobs=threads.usable_cores())(delayed(_rerun)(chosen, prepared, s) for s in seeds)
+    return _row(f"satimage {name}", "AUC %", [100 * a for a, _ in reruns], paper, paper_se, protocol,
+                chosen=chosen, search_features=best.n_features, rerun_features=[n for _, n in reruns],
+                budget=result.budget, n_trials=len(result.trials),
+                search_best_val_auc=best.metrics.get("val_auc"), search_s=search_s,
+                rerun_s=time.perf_counter() - start - search_s)
+
+
 def _fit_call(params: dict[str, Any], X: np.ndarray, y: np.ndarray, eval_set: tuple):
     def build(device: str):
         def call() -> None:

@@ -7,6 +7,7 @@ import pytest
 
 from benchmarks import run
 from benchmarks.common import shared_data_dir
+from benchmarks.skinny import satimage_split_study
 
 FIELDS = {"name", "metric", "ours_mean", "ours_std", "paper_mean", "paper_std", "protocol"}
 
@@ -31,3 +32,17 @@ def test_quick_skinny_benchmark_writes_rows_beside_the_paper(tmp_path, monkeypat
     if data is not None and (data / "uci" / "satimage.csv.gz").is_file():
         assert rows["satimage Table 4, 25% budget: Skinny Trees"]["paper_mean"] == 98.05
         assert rows["satimage Table 4, 25% budget: XGBoost importance"]["paper_mean"] == 98.23
+
+
+@pytest.mark.slow
+def test_the_split_study_fits_the_chosen_setting_and_xgboost_on_each_split():
+    data = shared_data_dir()
+    if data is None or not (data / "uci" / "satimage.csv.gz").is_file():
+        pytest.skip("satimage is not in the shared data")
+    chosen = {"n_trees": 4, "depth": 2, "lambda0": 350.5, "max_epochs": 2, "batch_size": 64}
+    study = satimage_split_study(chosen, split_seeds=(0, 1))
+    assert [r["split_seed"] for r in study["per_split"]] == [0, 1]
+    for r in study["per_split"]:
+        assert 50 < r["skinny_auc_pct"] <= 100 and 50 < r["xgboost_auc_pct"] <= 100
+        assert r["difference_pct"] == pytest.approx(r["skinny_auc_pct"] - r["xgboost_auc_pct"])
+    assert study["difference_pct"]["min"] <= study["difference_pct"]["mean"] <= study["difference_pct"]["max"]
