@@ -6,7 +6,8 @@ import json
 import pytest
 
 from benchmarks import run
-from benchmarks.laptao import METHODS
+from benchmarks.common import merge_rows
+from benchmarks.laptao import METHODS, thesis_claim
 
 FIELDS = {"name", "metric", "ours_mean", "ours_std", "paper_mean", "paper_std", "protocol"}
 
@@ -35,3 +36,19 @@ def test_quick_laptao_benchmark_writes_rows(tmp_path, monkeypatch, capsys):
     assert isinstance(reference["meets_reference"], bool)
     # MNIST rows when the shared data is there, a skip row with its reason when it is not
     assert "MNIST 5k 20% labels: LapTAO" in rows or "skipped" in rows["MNIST 5k rows"]["protocol"]
+
+
+def test_merge_rows_replaces_rows_of_the_same_name_and_keeps_the_rest(tmp_path):
+    path = tmp_path / "laptao.json"
+    path.write_text(json.dumps({"benchmark": "laptao", "results": {"rows": [{"name": "a", "ours_mean": 1.0},
+                                                                            {"name": "b", "ours_mean": 2.0}]}}))
+    merge_rows([{"name": "b", "ours_mean": 3.0}, {"name": "c", "ours_mean": 4.0}], path)
+    payload = json.loads(path.read_text())
+    assert payload["benchmark"] == "laptao"
+    assert {r["name"]: r["ours_mean"] for r in payload["results"]["rows"]} == {"a": 1.0, "b": 3.0, "c": 4.0}
+
+
+def test_the_thesis_claim_says_so_when_mnist_is_absent(tmp_path, monkeypatch):
+    monkeypatch.setenv("TREEVIZ_SHARED_DATA", str(tmp_path))
+    (row,) = thesis_claim()
+    assert row["ours_mean"] is None and row["paper_mean"] == 0.0 and "absent" in row["protocol"]
