@@ -59,9 +59,13 @@ Environment variables (all optional):
   for the table4 forests and for the classification sets, whose stratified split is drawn anew
   per split index; at most 5 for the regression sets).
 * ``TREEVIZ_DGT_EPOCHS`` — training epochs (default 200; table2 on a machine without CUDA: 30).
+* ``TREEVIZ_DGT_L1_GRID`` — comma list: the λ1 values the grid tries (default the paper's five; a
+  shorter list is marked reduced).
 * ``TREEVIZ_DGT_TUNE`` — ``grid`` (tune table1 and table2), ``fixed`` (tune nothing) or ``auto``
   (default: tune table1 only).
 * ``TREEVIZ_DGT_TREES`` — trees per forest (default 30 with CUDA, 10 without).
+* ``TREEVIZ_DGT_FOREST_DEPTH`` — the forests' tree height (default 8, the largest height the paper
+  reports for Abalone and Comp-Activ forests; Table 4 gives the maximum height, not each tree's).
 * ``TREEVIZ_DGT_BANDIT_PASSES`` — passes of the bandit stream over the training part (default 100,
   about 210 000 rounds; the paper does not state its stream length).
 * ``TREEVIZ_DGT_DEVICE`` — ``cpu``, ``cuda`` or ``auto`` for the training parts (default: CUDA when
@@ -127,9 +131,11 @@ from sklearn.tree import DecisionTreeRegressor
 
 from benchmarks import device_timing
 from benchmarks.common import read_npz_split, read_uci, required_data_dir, results_dir, shared_data_dir
-from models.base import Callback
+from models.base import Callback, TrainingTensors
 from models.dgt.estimators import DGTClassifier, DGTRegressor
 from models.dgt.forest import DGTForestRegressor
+from models.dgt.network import DGTNetwork
+from models.dgt.train import TrainConfig, fit_network
 
 try:  # the bandit learners are optional here: without them the table6 rows say so
     from models.dgt import bandit as _bandit
@@ -137,6 +143,8 @@ except ImportError as _exc:
     _bandit, _BANDIT_IMPORT_ERROR = None, str(_exc)
 
 NAME = "dgt"
+#: The Table 6 DGT-Bandit row run the way the authors' code runs its two-point bandit mode.
+AUTHORS_LOOP = "DGT-Bandit (the authors' loop)"
 PARTS = ("table1", "table2", "table4", "table6", "speed")
 REGRESSION = ("abalone", "cpu_act")
 CLASSIFICATION = ("pendigits", "satimage", "letter")
@@ -171,17 +179,31 @@ PAPER: dict[tuple[str, str, str], tuple[float, float | None, str, str]] = {
     ("table4", "cpu_act", "DGT-Forest"): (2.63, 0.08, "rmse", "Table 4, DGT-Forest, 30 trees (h=8)"),
     ("table6", "abalone", "DGT-Bandit"): (2.16, 0.030, "rmse", "Table 6, DGT-Bandit, two-point, squared loss"),
     ("table6", "abalone", "Linear bandit"): (2.28, 0.016, "rmse", "Table 6, linear, two-point, squared loss"),
+    ("table6", "abalone", AUTHORS_LOOP): (2.16, 0.030, "rmse", "Table 6, DGT-Bandit, two-point, squared loss, "
+                                                               "run as the authors' code runs it"),
 }
 
 L1_GRID = (5e-5, 1e-5, 5e-6, 1e-6, 0.0)
 MOMENTUM_GRID = {"regression": (0.0, 0.3), "classification": (0.0, 0.3, 0.8)}
 FIXED = {"l1_penalty": 1e-5, "momentum": 0.0}
+#: The paper's learning rates for bandit regression.
+AUTHORS_LOOP_LR = (1e-2, 1e-3)
 CART_DEPTHS = (2, 4, 6, 8, 10)
 CART_LEAF_GRID = (1, *range(2, 21, 2), *range(21, 101, 4), *range(101, 151, 5))
 BANDIT = {"estimator": "two_point", "delta": 0.5, "loss": "squared", "learning_rate": 1e-3}
 #: Passes of the bandit stream over the training part (the paper does not state its stream length;
 #: on Abalone split 0 both learners' held-out RMSE was roughly flat after about 30 of 100 passes).
 BANDIT_PASSES = 100
+#: microsoft/DGT's own code (HEAD f5e91b2) on the five Abalone splits, run here with one thread
+#: (``--black_box smart2p --br 0.5`` against no flag; h 6, over_param [[16,16]], batch 128, 200
+#: epochs, ℓ1 1e-5, its run.sh recipe otherwise), test RMSE per split. Its bandit mode draws one
+#: sign u per mini-batch of 128, forms (ℓ(ŷ + δu) − ℓ(ŷ − δu))·u/(2δ), which for the squared loss
+#: is the exact derivative 2(ŷ − y), and back-propagates it inside the supervised loop (cosine warm
+#: restarts, gradient clipping, the best validation epoch kept): the paper's 2.16 is that loop.
+AUTHORS_BANDIT_REFERENCE: dict[str, list[float]] = {
+    "bandit mode (smart2p), splits 0-4": [2.127, 2.1612, 2.2228, 2.1632, 2.227],  # 2.180 ± 0.039
+    "supervised, splits 0-4": [2.1431, 2.1547, 2.2152, 2.2127, 2.2002],  # 2.185 ± 0.030
+}
 QUICK_EPOCHS = 2
 
 
@@ -194,6 +216,19 @@ def _env_int(name: str, default: int) -> int:
     if value < 1:
         raise ValueError(f"{name} must be a positive integer, got {raw!r}")
     return value
+
+
+def _env_floats(name: str, default: tuple[float, ...]) -> tuple[float, ...]:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        values = tuple(dict.fromkeys(float(v) for v in raw.split(",") if v.strip()))
+    except ValueError:
+        raise ValueError(f"{name} must be a comma list of numbers, got {raw!r}") from None
+    if not values or min(values) < 0:
+        raise ValueError(f"{name} must list penalties of at least 0, got {raw!r}")
+    return values
 
 
 def _env_list(name: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
@@ -234,6 +269,8 @@ def settings(quick: bool) -> dict[str, Any]:
         "tune_table1": not quick and tune in ("auto", "grid"),
         "tune_table2": not quick and tune == "grid",
         "trees": 2 if quick else _env_int("TREEVIZ_DGT_TREES", PAPER_TREES if cuda else 10),
+        "forest_depth": 4 if quick else _env_int("TREEVIZ_DGT_FOREST_DEPTH", HEIGHT[("table4", "abalone")]),
+        "l1_grid": _env_floats("TREEVIZ_DGT_L1_GRID", L1_GRID),
         "bandit_passes": 1 if quick else _env_int("TREEVIZ_DGT_BANDIT_PASSES", BANDIT_PASSES),
         "device": device or ("cuda" if cuda and not quick else "cpu"),
         "device_bandit": device or "cpu",
@@ -407,6 +444,66 @@ def fit_bandit(method: str, k: int, seed: int, passes: int, depth: int, device: 
             "ignored_params": sorted(set(wanted) - set(params))}
 
 
+def two_point_in_batches(delta: float, generator: torch.Generator) -> Callable:
+    """A loss for :func:`models.dgt.train.fit_network` that learns from two loss queries per row,
+    as the authors' code's two-point bandit mode does: one Rademacher sign u per mini-batch, the
+    squared losses of ŷ + δu and ŷ − δu (the only use of the targets), the estimate
+    g = (ℓ(ŷ + δu) − ℓ(ŷ − δu))·u/(2δ) per row, and the surrogate mean(g·ŷ), whose gradient with
+    respect to ŷ is g / batch (their ``y_pred.backward(lp / batch)``)."""
+    estimate = _bandit.TwoPoint(delta).estimate
+
+    def loss(out: torch.Tensor, y: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
+        with torch.no_grad():
+            u = torch.randint(2, (1, 1), generator=generator).to(out.dtype) * 2 - 1
+            centre = out.detach()
+            plus = _bandit.bandit_loss(centre + delta * u - y, "squared")
+            minus = _bandit.bandit_loss(centre - delta * u - y, "squared")
+            g = estimate(plus, minus, u.expand_as(out))
+        return (g * out).sum() / out.shape[0]
+
+    return loss
+
+
+def fit_bandit_authors_loop(k: int, seed: int, epochs: int, quick: bool, l1_penalty: float = 1e-5,
+                            momentum: float = 0.0, learning_rate: float = 1e-2) -> dict[str, Any]:
+    """DGT-Bandit on Abalone split ``k`` as microsoft/DGT's ``--black_box smart2p`` runs it: the
+    supervised recipe (h 6, L 3, batch 128, RMSprop, cosine warm restarts, gradient norm clipped to
+    0.01, ℓ1 on the predicate layers, best validation epoch kept) with the two-point estimate in
+    place of the loss's gradient (:func:`two_point_in_batches`). Features z-scored and the target
+    min-max scaled on the training part; RMSE in the target's units."""
+    Xa, ya, Xv, yv, Xte, yte = regression_split("abalone", k)
+    if quick:
+        Xa, ya = Xa[:500], ya[:500]
+    mean, scale = Xa.mean(axis=0), Xa.std(axis=0)
+    scale = np.where(scale > 0, scale, 1.0)
+    low, span = float(ya.min()), float(np.ptp(ya)) or 1.0
+
+    def features(X: np.ndarray) -> torch.Tensor:
+        return torch.tensor((X - mean) / scale, dtype=torch.float32)
+
+    def targets(y: np.ndarray) -> torch.Tensor:
+        return torch.tensor((y - low) / span, dtype=torch.float32).reshape(-1, 1)
+
+    generator = torch.Generator().manual_seed(int(seed))
+    data = TrainingTensors(X=features(Xa), Y=targets(ya), X_val=features(Xv), Y_val=targets(yv))
+    net = DGTNetwork(Xa.shape[1], 4 if quick else HEIGHT[("table6", "abalone")], 1, n_layers=3, generator=generator)
+    config = TrainConfig(epochs=int(epochs), batch_size=128, learning_rate=float(learning_rate),
+                         momentum=float(momentum), l1_penalty=float(l1_penalty), grad_clip=0.01)
+    start = time.perf_counter()
+    info = fit_network(net, data, two_point_in_batches(BANDIT["delta"], torch.Generator().manual_seed(int(seed) + 1)),
+                       config, generator=generator, record=lambda **numbers: True,
+                       validation=lambda out, Y: {"val_loss": float(((out - Y) ** 2).mean())})
+    fit_s = time.perf_counter() - start
+
+    def predict(X: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return net(features(X))[0].numpy().reshape(-1) * span + low
+
+    return {"split": k, "seed": seed, "val": rmse(predict(Xv), yv), "test": rmse(predict(Xte), yte), "fit_s": fit_s,
+            "best_epoch": int(info["best_epoch"]), "queries": 2 * int(epochs) * Xa.shape[0],
+            "l1_penalty": float(l1_penalty), "momentum": float(momentum), "learning_rate": float(learning_rate)}
+
+
 # ------------------------------------------------------------------------------------------ rows
 def _machine(device: str) -> dict[str, Any]:
     return {"cpus": os.cpu_count(), "platform": platform.platform(), "torch": torch.__version__,
@@ -500,7 +597,8 @@ def _supervised_part(part: str, datasets: tuple[str, ...], s: dict[str, Any]) ->
     def depth(ds: str) -> int:
         return min(HEIGHT[(part, ds)], 4) if s["quick"] and not regression else HEIGHT[(part, ds)]
 
-    grid = [(lam, mom) for mom in MOMENTUM_GRID[task] for lam in L1_GRID] if tune else []
+    l1_grid = s["l1_grid"]
+    grid = [(lam, mom) for mom in MOMENTUM_GRID[task] for lam in l1_grid] if tune else []
     tuning_jobs = [(ds, 0, 0, _tree_params(depth(ds), epochs, device, l1_penalty=lam, momentum=mom), s["quick"])
                    for ds in datasets for lam, mom in grid]
     tuned = _parallel(fit_dgt, tuning_jobs, n_jobs, one) if tuning_jobs else []
@@ -512,14 +610,18 @@ def _supervised_part(part: str, datasets: tuple[str, ...], s: dict[str, Any]) ->
         chosen[ds] = ({"l1_penalty": best["l1_penalty"], "momentum": best["momentum"]} if best else dict(FIXED))
     runs_jobs = [(ds, k, seed, _tree_params(depth(ds), epochs, device, **chosen[ds]), s["quick"])
                  for ds in datasets for k in range(n_splits) for seed in range(s["seeds"])]
-    runs = _parallel(fit_dgt, runs_jobs, n_jobs, one)
+    # the chosen configuration's tuning fit is already split 0 / seed 0's run (fits are seeded)
+    done = {repr(job): r for job, r in zip(tuning_jobs, tuned)}
+    todo = [job for job in runs_jobs if repr(job) not in done]
+    fresh = iter(_parallel(fit_dgt, todo, n_jobs, one) if todo else [])
+    runs = [done[repr(job)] if repr(job) in done else next(fresh) for job in runs_jobs]
     cart_jobs = [(ds, k, seed) for ds in datasets for k in range(n_splits) for seed in range(s["seeds"])]
     carts = _parallel(fit_cart, cart_jobs, n_jobs, one) if regression else []
     rows = []
     for ds in datasets:
         mine = [r for job, r in zip(runs_jobs, runs) if job[0] == ds]
         tuning = ("grid on the validation part of split 0, seed 0: λ1 in "
-                  f"{list(L1_GRID)} x momentum in {list(MOMENTUM_GRID[task])}" if tune
+                  f"{list(l1_grid)} x momentum in {list(MOMENTUM_GRID[task])}" if tune
                   else "none: fixed λ1=1e-5, momentum 0")
         protocol = {**_tree_params(depth(ds), epochs, device, **chosen[ds]), "epochs": epochs, "tuning": tuning,
                     "width": "the paper's Table 12 (hidden width multiplier x (2^h - 1))",
@@ -536,6 +638,8 @@ def _supervised_part(part: str, datasets: tuple[str, ...], s: dict[str, Any]) ->
         if s["quick"] and not regression:
             extra_reduced = (f"subsample {QUICK_UCI_SPLITS[ds][0]}/{QUICK_UCI_SPLITS[ds][1]}, h={depth(ds)} "
                              f"instead of {HEIGHT[(part, ds)]}",)
+        if tune and tuple(l1_grid) != L1_GRID:
+            extra_reduced += (f"λ1 grid {list(l1_grid)} instead of the paper's {list(L1_GRID)}",)
         reduced = _reduced(s, n_splits, 5 if regression else 1, epochs=epochs, tuned=bool(tune), extra=extra_reduced)
         rows.append(make_row(part, ds, "DGT", mine, protocol, reduced, device, {
             "best_epoch_mean": float(np.mean([r["best_epoch"] for r in mine])),
@@ -556,7 +660,7 @@ def _forest_part(datasets: tuple[str, ...], s: dict[str, Any]) -> list[dict[str,
     """Table 4: forests of ``trees`` bagged DGT trees, trained as parallel chunks and pooled."""
     device = s["device"]
     n_jobs = _jobs_for(s, device)
-    depth = 4 if s["quick"] else HEIGHT[("table4", "abalone")]
+    depth = s["forest_depth"]
     params = _tree_params(depth, s["epochs"], device, **FIXED)
     n_splits, trees = s["splits_forest"], s["trees"]
     runs_per = n_splits * s["seeds"] * len(datasets)
@@ -587,6 +691,9 @@ def _forest_part(datasets: tuple[str, ...], s: dict[str, Any]) -> list[dict[str,
                     "tuning": "none: fixed λ1=1e-5, momentum 0, bootstrap fraction 1 (the paper tunes momentum "
                               "in {0, 0.2, 0.3, 0.4, 0.6} and the fraction in {0.7, 0.85, 0.9, 1})"}
         extra = (f"h={depth} instead of 8",) if s["quick"] else ()
+        if depth != HEIGHT[("table4", ds)] and not s["quick"]:
+            protocol["height_note"] = (f"h={depth}: the paper's Table 4 gives the forests' maximum height "
+                                       f"({HEIGHT[('table4', ds)]}), and its heights are tuned")
         reduced = _reduced(s, n_splits, 5, epochs=s["epochs"], tuned=False, trees=trees, extra=extra)
         rows.append(make_row("table4", ds, "DGT-Forest", runs, protocol, reduced, device, {
             "single_tree_test_mean": float(np.mean([r["single_tree_test_mean"] for r in runs]))}))
@@ -619,7 +726,40 @@ def _bandit_part(s: dict[str, Any]) -> list[dict[str, Any]]:
         extra = ((f"h={depth} instead of 6", "500-row stream") if s["quick"] and m == "DGT-Bandit"
                  else ("500-row stream",) if s["quick"] else ())
         rows.append(make_row("table6", "abalone", m, runs, protocol, _reduced(s, n_splits, 5, extra=extra), device))
+    rows.append(_authors_loop_row(s, depth, n_splits))
     return rows
+
+
+def _authors_loop_row(s: dict[str, Any], depth: int, n_splits: int) -> dict[str, Any]:
+    """Table 6's DGT-Bandit as the authors' code runs it (:func:`fit_bandit_authors_loop`), its ℓ1,
+    momentum and learning rate chosen on split 0's validation part over the paper's grids when
+    table1 is tuned (δ is not searched: with the squared loss the estimate does not depend on it)."""
+    epochs = s["epochs"]
+    grid = ([(lam, mom, lr) for lr in AUTHORS_LOOP_LR for mom in MOMENTUM_GRID["regression"] for lam in L1_GRID]
+            if s["tune_table1"] else [])
+    tuned = _parallel(fit_bandit_authors_loop, [(0, 0, epochs, s["quick"], *g) for g in grid], _jobs_for(s, "cpu"),
+                      s["one_thread_workers"]) if grid else []
+    best = _choose(tuned, "rmse") if tuned else {"l1_penalty": 1e-5, "momentum": 0.0, "learning_rate": 1e-2}
+    chosen = (best["l1_penalty"], best["momentum"], best["learning_rate"])
+    jobs = [(k, seed, epochs, s["quick"], *chosen) for k in range(n_splits) for seed in range(s["seeds"])]
+    runs = _parallel(fit_bandit_authors_loop, jobs, _jobs_for(s, "cpu"), s["one_thread_workers"])
+    protocol = {"depth": depth, "n_layers": 3, "batch_size": 128, "epochs": epochs, "learning_rate": chosen[2],
+                "l1_penalty": chosen[0], "momentum": chosen[1], "grad_clip": 0.01, "delta": BANDIT["delta"],
+                "tuning": ("grid on the validation part of split 0, seed 0: λ1 in "
+                           f"{list(L1_GRID)} x momentum in {list(MOMENTUM_GRID['regression'])} x learning rate in "
+                           f"{list(AUTHORS_LOOP_LR)}" if grid else "none: λ1 1e-5, momentum 0, learning rate 1e-2"),
+                "estimator": "two_point, one sign per mini-batch", "loss": "squared", "device": "cpu",
+                "checkpoint": "best validation loss epoch (labelled validation rows, as the authors' code)",
+                "queries_per_run": runs[0]["queries"],
+                "why": ("microsoft/DGT's --black_box smart2p runs its supervised mini-batch loop with the two-point "
+                        "estimate, which for the squared loss is the exact gradient; the paper's text describes "
+                        "batch 1 with 4-step accumulation and L 1 (the DGT-Bandit row)"),
+                "authors_code": AUTHORS_BANDIT_REFERENCE}
+    return make_row("table6", "abalone", AUTHORS_LOOP, runs, protocol,
+                    _reduced(s, n_splits, 5, epochs=epochs, extra=("500-row stream",) if s["quick"] else ()), "cpu",
+                    {"best_epoch_mean": float(np.mean([r["best_epoch"] for r in runs])),
+                     "tuning_scores": [{k: r[k] for k in ("l1_penalty", "momentum", "learning_rate", "val", "test")}
+                                       for r in tuned]})
 
 
 def synth50() -> tuple[np.ndarray, ...]:

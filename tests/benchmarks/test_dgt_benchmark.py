@@ -5,9 +5,12 @@ belongs in the full benchmark)."""
 import json
 
 import pytest
+import torch
 
+from benchmarks import dgt as dgt_benchmark
 from benchmarks import run
 from benchmarks.common import shared_data_dir
+from benchmarks.dgt import two_point_in_batches
 
 ROW_FIELDS = {"name", "part", "dataset", "method", "metric", "ours_mean", "ours_std", "paper_mean", "paper_std",
               "n_runs", "n_splits", "n_seeds", "protocol", "within_one_std_or_better", "machine", "run_at"}
@@ -66,3 +69,48 @@ def test_quick_dgt_benchmark_parts_write_rows_and_merge(tmp_path, monkeypatch, c
         assert r["metric"] == "s_per_epoch" and r["ours_mean"] > 0 and r["paper_mean"] is None
         assert "speedup_vs_authors" not in r and r["test_rmse"] > 0
         assert "1 thread, CPU time" in r["protocol"]["summary"]
+
+
+def test_the_two_point_loss_in_batches_gives_the_squared_losss_gradient_whatever_the_sign():
+    """The authors' code's bandit mode: for the squared loss the two-point estimate is the exact
+    derivative 2(ŷ − y), so the surrogate's gradient is that of the mean squared error."""
+    y = torch.tensor([[0.2], [0.9], [0.4], [0.0]])
+    for seed in range(4):  # both signs u are drawn over these seeds
+        out = torch.tensor([[0.5], [0.1], [0.45], [0.3]], requires_grad=True)
+        two_point_in_batches(0.5, torch.Generator().manual_seed(seed))(out, y, None).backward()
+        reference = out.detach().clone().requires_grad_(True)
+        ((reference - y) ** 2).mean().backward()
+        torch.testing.assert_close(out.grad, reference.grad)
+
+
+@pytest.mark.slow
+def test_quick_bandit_part_runs_the_authors_loop_row(tmp_path, monkeypatch):
+    _require_shared_data()
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    monkeypatch.setenv("TREEVIZ_DGT_PARTS", "table6")
+    assert run.main(["dgt", "--quick"]) == 0
+    rows = {r["method"]: r for r in json.loads((tmp_path / "dgt.json").read_text())["results"]["rows"]}
+    loop = rows["DGT-Bandit (the authors' loop)"]
+    assert loop["paper_mean"] == 2.16 and loop["ours_mean"] > 0 and loop["n_runs"] == 1
+    assert loop["protocol"]["n_layers"] == 3 and loop["protocol"]["batch_size"] == 128
+    assert "smart2p" in loop["protocol"]["why"]
+    assert {"DGT-Bandit", "Linear bandit"} <= set(rows)
+
+
+def test_a_tuned_part_reuses_the_chosen_configurations_tuning_fit_and_marks_a_short_grid(monkeypatch):
+    calls = []
+
+    def fake_fit(dataset, k, seed, params, quick):
+        calls.append((k, seed, params["l1_penalty"], params["momentum"]))
+        return {"split": k, "seed": seed, "val": 80.0 + 10 * params["momentum"], "test": 70.0 + params["momentum"],
+                "fit_s": 1.0, "epochs": 2, "best_epoch": 1, "epoch_s_mean": 0.5, "active_leaves": 3,
+                "l1_penalty": params["l1_penalty"], "momentum": params["momentum"]}
+
+    monkeypatch.setattr(dgt_benchmark, "fit_dgt", fake_fit)
+    monkeypatch.setenv("TREEVIZ_DGT_L1_GRID", "1e-5")
+    s = {**dgt_benchmark.settings(False), "tune_table2": True, "seeds": 1, "splits_classification": 1,
+         "epochs_table2": 2, "jobs": 1, "device": "cpu"}
+    (row,) = dgt_benchmark._supervised_part("table2", ("letter",), s)
+    assert calls == [(0, 0, 1e-5, 0.0), (0, 0, 1e-5, 0.3), (0, 0, 1e-5, 0.8)]  # no fourth fit for the chosen one
+    assert row["protocol"]["momentum"] == 0.8 and row["per_run"] == [70.8]
+    assert "λ1 grid [1e-05]" in row["protocol"]["reduced"]
