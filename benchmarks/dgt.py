@@ -574,6 +574,16 @@ def _summary(p: dict[str, Any]) -> str:
     return " ".join(f"{short}={p[k]}" for k, short in keys if p.get(k) is not None)
 
 
+def _runs_after_tuning(fn: Callable, jobs: list[tuple], tuning_jobs: list[tuple], tuned: list[dict[str, Any]],
+                       n_jobs: int, one_thread: bool) -> list[dict[str, Any]]:
+    """``fn`` over ``jobs``, except that a job equal to a tuning job takes that job's result: the
+    chosen configuration's tuning fit is already split 0 / seed 0's run (the fits are seeded)."""
+    done = {repr(job): r for job, r in zip(tuning_jobs, tuned)}
+    todo = [job for job in jobs if repr(job) not in done]
+    fresh = iter(_parallel(fn, todo, n_jobs, one_thread) if todo else [])
+    return [done[repr(job)] if repr(job) in done else next(fresh) for job in jobs]
+
+
 def _choose(results: list[dict[str, Any]], metric: str) -> dict[str, Any]:
     """The grid result with the best validation metric (ties: the earlier, i.e. larger λ)."""
     best = results[0]
@@ -610,11 +620,7 @@ def _supervised_part(part: str, datasets: tuple[str, ...], s: dict[str, Any]) ->
         chosen[ds] = ({"l1_penalty": best["l1_penalty"], "momentum": best["momentum"]} if best else dict(FIXED))
     runs_jobs = [(ds, k, seed, _tree_params(depth(ds), epochs, device, **chosen[ds]), s["quick"])
                  for ds in datasets for k in range(n_splits) for seed in range(s["seeds"])]
-    # the chosen configuration's tuning fit is already split 0 / seed 0's run (fits are seeded)
-    done = {repr(job): r for job, r in zip(tuning_jobs, tuned)}
-    todo = [job for job in runs_jobs if repr(job) not in done]
-    fresh = iter(_parallel(fit_dgt, todo, n_jobs, one) if todo else [])
-    runs = [done[repr(job)] if repr(job) in done else next(fresh) for job in runs_jobs]
+    runs = _runs_after_tuning(fit_dgt, runs_jobs, tuning_jobs, tuned, n_jobs, one)
     cart_jobs = [(ds, k, seed) for ds in datasets for k in range(n_splits) for seed in range(s["seeds"])]
     carts = _parallel(fit_cart, cart_jobs, n_jobs, one) if regression else []
     rows = []
@@ -735,18 +741,19 @@ def _authors_loop_row(s: dict[str, Any], depth: int, n_splits: int) -> dict[str,
     momentum and learning rate chosen on split 0's validation part over the paper's grids when
     table1 is tuned (δ is not searched: with the squared loss the estimate does not depend on it)."""
     epochs = s["epochs"]
-    grid = ([(lam, mom, lr) for lr in AUTHORS_LOOP_LR for mom in MOMENTUM_GRID["regression"] for lam in L1_GRID]
+    l1_grid, n_jobs, one = s["l1_grid"], _jobs_for(s, "cpu"), s["one_thread_workers"]
+    grid = ([(lam, mom, lr) for lr in AUTHORS_LOOP_LR for mom in MOMENTUM_GRID["regression"] for lam in l1_grid]
             if s["tune_table1"] else [])
-    tuned = _parallel(fit_bandit_authors_loop, [(0, 0, epochs, s["quick"], *g) for g in grid], _jobs_for(s, "cpu"),
-                      s["one_thread_workers"]) if grid else []
+    tuning_jobs = [(0, 0, epochs, s["quick"], *g) for g in grid]
+    tuned = _parallel(fit_bandit_authors_loop, tuning_jobs, n_jobs, one) if grid else []
     best = _choose(tuned, "rmse") if tuned else {"l1_penalty": 1e-5, "momentum": 0.0, "learning_rate": 1e-2}
     chosen = (best["l1_penalty"], best["momentum"], best["learning_rate"])
     jobs = [(k, seed, epochs, s["quick"], *chosen) for k in range(n_splits) for seed in range(s["seeds"])]
-    runs = _parallel(fit_bandit_authors_loop, jobs, _jobs_for(s, "cpu"), s["one_thread_workers"])
+    runs = _runs_after_tuning(fit_bandit_authors_loop, jobs, tuning_jobs, tuned, n_jobs, one)
     protocol = {"depth": depth, "n_layers": 3, "batch_size": 128, "epochs": epochs, "learning_rate": chosen[2],
                 "l1_penalty": chosen[0], "momentum": chosen[1], "grad_clip": 0.01, "delta": BANDIT["delta"],
                 "tuning": ("grid on the validation part of split 0, seed 0: λ1 in "
-                           f"{list(L1_GRID)} x momentum in {list(MOMENTUM_GRID['regression'])} x learning rate in "
+                           f"{list(l1_grid)} x momentum in {list(MOMENTUM_GRID['regression'])} x learning rate in "
                            f"{list(AUTHORS_LOOP_LR)}" if grid else "none: λ1 1e-5, momentum 0, learning rate 1e-2"),
                 "estimator": "two_point, one sign per mini-batch", "loss": "squared", "device": "cpu",
                 "checkpoint": "best validation loss epoch (labelled validation rows, as the authors' code)",
