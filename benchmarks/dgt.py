@@ -11,8 +11,9 @@ Parts (each row carries its ``part``; mean ± population std, ddof = 0, over eve
 * ``table2`` — supervised classification, test accuracy %: PenDigits (h = 8), SatImage (h = 6),
   Letter (h = 10), L = 3, on seeded stratified splits of the paper's sizes (7494 / 3498,
   4435 / 2000, 16000 / 4000), 20 % of the training part held out (stratified) for validation.
-  Letter at h = 10, L = 3 is about 7 M parameters (about 0.5 s per epoch on an H100, roughly 10 s
-  on one CPU core), so without a GPU this part defaults to 30 epochs (marked reduced).
+  Letter at h = 10, L = 3 is about 7 M parameters (about 0.5 s per epoch on an H100, 2.2–2.8 s
+  on one core of a 2-core CPU machine, measured), so without a GPU this part defaults to 30
+  epochs (marked reduced); ``TREEVIZ_DGT_EPOCHS=200`` runs the paper's 200.
 * ``table4`` — DGT-Forest (bagged DGT trees on bootstrap samples, mean prediction), test RMSE on
   Abalone and Comp-Activ, h = 8, L = 3, on split 0 by default (30 trees × 200 epochs × 5 splits
   × 2 sets would take about 25 minutes on an H100; see ``TREEVIZ_DGT_SPLITS``). The trees of one
