@@ -64,6 +64,10 @@ Environment variables (all optional):
   shorter list is marked reduced).
 * ``TREEVIZ_DGT_TUNE`` — ``grid`` (tune table1 and table2), ``fixed`` (tune nothing) or ``auto``
   (default: tune table1 only).
+* ``TREEVIZ_DGT_REUSE_TUNING`` — ``1``: take the grid points the previous file already scored for
+  the same row trained the same way (height, layers, epochs, batch, device) instead of refitting
+  them; the fits are seeded, so only the missing points are fitted (each reused score carries
+  ``reused_from``). Growing Letter's grid or its seeds then costs only the new fits.
 * ``TREEVIZ_DGT_TREES`` — trees per forest (default 30 with CUDA, 10 without).
 * ``TREEVIZ_DGT_FOREST_DEPTH`` — the forests' tree height (default 8, the largest height the paper
   reports for Abalone and Comp-Activ forests; Table 4 gives the maximum height, not each tree's).
@@ -279,6 +283,7 @@ def settings(quick: bool) -> dict[str, Any]:
         "one_thread_workers": cpus > 2,
         "jobs": _env_int("TREEVIZ_DGT_JOBS", cpus if cpus > 2 else 1),
         "speed_epochs": 3 if quick else 11,
+        "reuse_tuning": not quick and os.environ.get("TREEVIZ_DGT_REUSE_TUNING", "").strip() == "1",
         "quick": quick,
     }
     return s
@@ -585,6 +590,34 @@ def _runs_after_tuning(fn: Callable, jobs: list[tuple], tuning_jobs: list[tuple]
     return [done[repr(job)] if repr(job) in done else next(fresh) for job in jobs]
 
 
+#: What a Table 1 / 2 tuning score keeps: enough to pick a configuration, and (``RUN_KEYS``) enough to
+#: stand as split 0 / seed 0's run of the chosen configuration when a later run reuses it.
+TUNING_KEYS = ("l1_penalty", "momentum", "val", "test", "epoch_s_mean")
+RUN_KEYS = ("split", "seed", "fit_s", "epochs", "best_epoch", "active_leaves")
+
+
+def _tuning_key(job: tuple) -> tuple:
+    """(dataset, λ1, momentum) of a tuning job ``(dataset, split, seed, params, quick)``."""
+    return (job[0], float(job[3]["l1_penalty"]), float(job[3]["momentum"]))
+
+
+def _earlier_tuning(part: str, s: dict[str, Any], epochs: int, depth: Callable[[str], int]) -> dict[tuple, dict]:
+    """The previous file's grid scores (``TREEVIZ_DGT_REUSE_TUNING``) for rows of ``part`` trained
+    the same way (height, layers, epochs, batch, device): fits are seeded, so refitting a grid point
+    on split 0 / seed 0 gives the same score again. Each reused score says where it came from."""
+    found: dict[tuple, dict] = {}
+    for row in _previous(s["quick"]).get("rows", []):
+        if row.get("part") != part or row.get("method") != "DGT":
+            continue
+        p, ds = row.get("protocol", {}), row.get("dataset")
+        same = (p.get("depth") == depth(ds) and p.get("n_layers") == 3 and p.get("epochs") == epochs
+                and p.get("batch_size") == 128 and p.get("device") == s["device"])
+        for score in row.get("tuning_scores", []) if same else []:
+            key = (ds, float(score["l1_penalty"]), float(score["momentum"]))
+            found[key] = {**score, "reused_from": score.get("reused_from", row.get("run_at"))}
+    return found
+
+
 def _choose(results: list[dict[str, Any]], metric: str) -> dict[str, Any]:
     """The grid result with the best validation metric (ties: the earlier, i.e. larger λ)."""
     best = results[0]
@@ -612,7 +645,10 @@ def _supervised_part(part: str, datasets: tuple[str, ...], s: dict[str, Any]) ->
     grid = [(lam, mom) for mom in MOMENTUM_GRID[task] for lam in l1_grid] if tune else []
     tuning_jobs = [(ds, 0, 0, _tree_params(depth(ds), epochs, device, l1_penalty=lam, momentum=mom), s["quick"])
                    for ds in datasets for lam, mom in grid]
-    tuned = _parallel(fit_dgt, tuning_jobs, n_jobs, one) if tuning_jobs else []
+    earlier = _earlier_tuning(part, s, epochs, depth) if s["reuse_tuning"] else {}
+    fresh_jobs = [job for job in tuning_jobs if _tuning_key(job) not in earlier]
+    fresh = iter(_parallel(fit_dgt, fresh_jobs, n_jobs, one) if fresh_jobs else [])
+    tuned = [earlier.get(_tuning_key(job)) or next(fresh) for job in tuning_jobs]
     chosen: dict[str, dict[str, float]] = {}
     scores: dict[str, list[dict[str, Any]]] = {}
     for ds in datasets:
@@ -621,7 +657,8 @@ def _supervised_part(part: str, datasets: tuple[str, ...], s: dict[str, Any]) ->
         chosen[ds] = ({"l1_penalty": best["l1_penalty"], "momentum": best["momentum"]} if best else dict(FIXED))
     runs_jobs = [(ds, k, seed, _tree_params(depth(ds), epochs, device, **chosen[ds]), s["quick"])
                  for ds in datasets for k in range(n_splits) for seed in range(s["seeds"])]
-    runs = _runs_after_tuning(fit_dgt, runs_jobs, tuning_jobs, tuned, n_jobs, one)
+    complete = [(job, r) for job, r in zip(tuning_jobs, tuned) if all(k in r for k in RUN_KEYS)]
+    runs = _runs_after_tuning(fit_dgt, runs_jobs, [j for j, _ in complete], [r for _, r in complete], n_jobs, one)
     cart_jobs = [(ds, k, seed) for ds in datasets for k in range(n_splits) for seed in range(s["seeds"])]
     carts = _parallel(fit_cart, cart_jobs, n_jobs, one) if regression else []
     rows = []
@@ -651,7 +688,7 @@ def _supervised_part(part: str, datasets: tuple[str, ...], s: dict[str, Any]) ->
         rows.append(make_row(part, ds, "DGT", mine, protocol, reduced, device, {
             "best_epoch_mean": float(np.mean([r["best_epoch"] for r in mine])),
             "active_leaves_mean": float(np.mean([r["active_leaves"] for r in mine])),
-            "tuning_scores": [{k: r[k] for k in ("l1_penalty", "momentum", "val", "test", "epoch_s_mean")}
+            "tuning_scores": [{k: r[k] for k in (*TUNING_KEYS, *RUN_KEYS, "reused_from") if k in r}
                               for r in scores[ds]]}))
         if regression:
             cart = [r for job, r in zip(cart_jobs, carts) if job[0] == ds]

@@ -114,3 +114,38 @@ def test_a_tuned_part_reuses_the_chosen_configurations_tuning_fit_and_marks_a_sh
     assert calls == [(0, 0, 1e-5, 0.0), (0, 0, 1e-5, 0.3), (0, 0, 1e-5, 0.8)]  # no fourth fit for the chosen one
     assert row["protocol"]["momentum"] == 0.8 and row["per_run"] == [70.8]
     assert "λ1 grid [1e-05]" in row["protocol"]["reduced"]
+
+
+def test_reused_tuning_fits_only_the_new_grid_points_and_seeds(tmp_path, monkeypatch):
+    """``TREEVIZ_DGT_REUSE_TUNING=1``: grid points the previous file scored for the same training
+    setup are taken from it; only new points and new seeds are fitted, and reused scores say so."""
+    calls = []
+
+    def fake_fit(dataset, k, seed, params, quick):
+        calls.append((k, seed, params["l1_penalty"], params["momentum"]))
+        return {"split": k, "seed": seed, "val": 80.0 + 10 * params["momentum"] - 1e5 * params["l1_penalty"],
+                "test": 70.0 + seed, "fit_s": 1.0, "epochs": 2, "best_epoch": 1, "epoch_s_mean": 0.5,
+                "active_leaves": 3, "l1_penalty": params["l1_penalty"], "momentum": params["momentum"]}
+
+    monkeypatch.setattr(dgt_benchmark, "fit_dgt", fake_fit)
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    monkeypatch.setattr(dgt_benchmark, "MOMENTUM_GRID", {"classification": (0.0, 0.3), "regression": (0.0,)})
+    base = {**dgt_benchmark.settings(False), "tune_table2": True, "splits_classification": 1,
+            "epochs_table2": 2, "jobs": 1, "device": "cpu", "l1_grid": (1e-5,), "reuse_tuning": True}
+    (first,) = dgt_benchmark._supervised_part("table2", ("letter",), {**base, "seeds": 1})
+    assert calls == [(0, 0, 1e-5, 0.0), (0, 0, 1e-5, 0.3)]
+    (tmp_path / "dgt.json").write_text(json.dumps({"benchmark": "dgt", "quick": False,
+                                                   "results": {"rows": [first]}}))
+    calls.clear()
+    (second,) = dgt_benchmark._supervised_part("table2", ("letter",),
+                                               {**base, "seeds": 3, "l1_grid": (1e-5, 0.0)})
+    # the two old points come from the file; the new λ1 = 0 points and seeds 1, 2 are fitted
+    assert calls == [(0, 0, 0.0, 0.0), (0, 0, 0.0, 0.3), (0, 1, 0.0, 0.3), (0, 2, 0.0, 0.3)]
+    assert second["protocol"]["l1_penalty"] == 0.0 and second["protocol"]["momentum"] == 0.3
+    assert second["per_run"] == [70.0, 71.0, 72.0]
+    reused = [t for t in second["tuning_scores"] if "reused_from" in t]
+    assert [(t["l1_penalty"], t["momentum"]) for t in reused] == [(1e-5, 0.0), (1e-5, 0.3)]
+    # another training setup (here: more epochs) reuses nothing
+    calls.clear()
+    dgt_benchmark._supervised_part("table2", ("letter",), {**base, "seeds": 1, "epochs_table2": 3})
+    assert len(calls) == 2
