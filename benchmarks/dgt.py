@@ -800,8 +800,11 @@ def _authors_loop_row(s: dict[str, Any], depth: int, n_splits: int) -> dict[str,
                         "estimate, which for the squared loss is the exact gradient; the paper's text describes "
                         "batch 1 with 4-step accumulation and L 1 (the DGT-Bandit row)"),
                 "authors_code": AUTHORS_BANDIT_REFERENCE}
-    return make_row("table6", "abalone", AUTHORS_LOOP, runs, protocol,
-                    _reduced(s, n_splits, 5, epochs=epochs, extra=("500-row stream",) if s["quick"] else ()), "cpu",
+    extra = ("500-row stream",) if s["quick"] else ()
+    if grid and tuple(l1_grid) != L1_GRID:
+        extra += (f"λ1 grid {list(l1_grid)} instead of the paper's {list(L1_GRID)}",)
+    return make_row("table6", "abalone", AUTHORS_LOOP, runs, protocol, _reduced(s, n_splits, 5, epochs=epochs, extra=extra),
+                    "cpu",
                     {"best_epoch_mean": float(np.mean([r["best_epoch"] for r in runs])),
                      "tuning_scores": [{k: r[k] for k in ("l1_penalty", "momentum", "learning_rate", "val", "test")}
                                        for r in tuned]})

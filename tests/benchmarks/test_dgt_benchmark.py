@@ -149,3 +149,17 @@ def test_reused_tuning_fits_only_the_new_grid_points_and_seeds(tmp_path, monkeyp
     calls.clear()
     dgt_benchmark._supervised_part("table2", ("letter",), {**base, "seeds": 1, "epochs_table2": 3})
     assert len(calls) == 2
+
+
+def test_the_authors_loop_row_marks_a_short_l1_grid_reduced(monkeypatch):
+    def fake_loop(k, seed, epochs, quick, l1_penalty=1e-5, momentum=0.0, learning_rate=1e-2):
+        return {"split": k, "seed": seed, "val": 2.0 + l1_penalty + momentum, "test": 2.1, "fit_s": 1.0,
+                "best_epoch": 1, "queries": 10, "l1_penalty": l1_penalty, "momentum": momentum,
+                "learning_rate": learning_rate}
+
+    monkeypatch.setattr(dgt_benchmark, "fit_bandit_authors_loop", fake_loop)
+    s = {**dgt_benchmark.settings(False), "seeds": 10, "jobs": 1, "tune_table1": True}
+    full = dgt_benchmark._authors_loop_row({**s, "l1_grid": dgt_benchmark.L1_GRID}, 6, 5)
+    assert "reduced" not in full["protocol"] and full["n_runs"] == 50
+    short = dgt_benchmark._authors_loop_row({**s, "l1_grid": (1e-5, 0.0)}, 6, 5)
+    assert "λ1 grid [1e-05, 0.0]" in short["protocol"]["reduced"]
