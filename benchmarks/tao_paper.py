@@ -455,7 +455,10 @@ def run(quick: bool = False) -> dict[str, Any]:
                      "protocol": f"Δ={TIMING['depth'] if not quick else 5} λ={TIMING['l1_penalty']} constant "
                                  f"it={t['protocol']['iterations']} n={t['protocol']['n_train']}",
                      "seeds": 1})
-    results = {"rows": entries, "timing": timing, "total_seconds": time.perf_counter() - start_all,
+    this_run = time.perf_counter() - start_all
+    # merged rows keep their own row_seconds, so the file's total is their sum, not this run's time
+    total = (sum(float(e.get("row_seconds", 0.0)) for e in entries) if only is not None and not quick else this_run)
+    results = {"rows": entries, "timing": timing, "total_seconds": total, "last_run_seconds": this_run,
                "cpu_act_tao_c_init_study": study,
                "notes": ("λ in sum form; features standardised on each training split; guard off; init (random or "
                          "CART) chosen with λ and depth on validation for single trees, random for forests; "

@@ -114,3 +114,24 @@ def test_heavy_tailed_table_is_badly_conditioned_and_the_quick_benchmark_times_b
     assert "TAO defaults, sklearn solver" in names and "TAO defaults, cd solver" in names
     assert all(r["fit_s"] > 0 and 0 < r["test_accuracy"] <= 1 for r in results["runs"])
     assert results["speedup_cd_vs_sklearn (TAO defaults)"] > 0
+
+
+def test_a_merged_tao_paper_run_totals_every_rows_seconds_not_only_its_own(tmp_path, monkeypatch):
+    from benchmarks import tao_paper
+
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    monkeypatch.setenv("TREEVIZ_TAO_ROWS", "letter CART")
+    monkeypatch.setattr(tao_paper, "load_uci", lambda name: (None, None))
+    fresh = {"name": "letter CART", "method": "CART", "metric": "error_pct", "ours_mean": 12.0, "ours_std": 0.1,
+             "paper_mean": 13.0, "paper_std": 0.2, "within_one_std_or_better": True, "n_seeds": 5,
+             "protocol": {}}
+    monkeypatch.setattr(tao_paper, "_row", lambda *args: dict(fresh))
+    stored = {"name": "letter TAO-l forest", "method": "TAO-l forest", "metric": "error_pct", "ours_mean": 2.4,
+              "ours_std": 0.2, "paper_mean": 2.09, "paper_std": 0.1, "within_one_std_or_better": False,
+              "n_seeds": 5, "row_seconds": 3952.0,
+              "protocol": {"depth": 7, "l1_penalty": 0.3, "leaves": "linear", "iterations": 20, "trees": 30}}
+    (tmp_path / "tao_paper.json").write_text(json.dumps({"results": {"rows": [stored], "timing": []}}))
+    results = tao_paper.run(quick=False)["results"]
+    (cart,) = [r for r in results["rows"] if r["name"] == "letter CART"]
+    assert results["total_seconds"] == pytest.approx(3952.0 + cart["row_seconds"])
+    assert results["last_run_seconds"] < 60
