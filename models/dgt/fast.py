@@ -46,6 +46,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from models.denormals import flush_denormals
 from models.dgt.network import DGTNetwork
 from models.dgt.train import SCHEDULER_EVERY, TrainConfig, restart_period
 from models.ground.errors import TreevizError
@@ -613,6 +614,7 @@ def _augment(X: Tensor) -> Tensor:
     return torch.cat([X, torch.ones(*X.shape[:-1], 1, dtype=X.dtype, device=X.device)], dim=-1)
 
 
+@flush_denormals
 def fit_stack(nets: Sequence[DGTNetwork], data: Sequence[TreeData], loss: str, config: TrainConfig, *,
               generators: Sequence[torch.Generator],
               record: Callable[[list[dict[str, Any]]], bool],

@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from models.base import TrainingTensors as Data
+from models.denormals import flush_denormals
 from models.dgt.network import DGTNetwork
 from models.ground.errors import TreevizError
 
@@ -66,6 +67,7 @@ def penalty(net: DGTNetwork, config: TrainConfig) -> torch.Tensor | None:
     return None
 
 
+@flush_denormals
 def fit_network(net: DGTNetwork, data: Data, loss: Loss, config: TrainConfig, *, generator: torch.Generator,
                 record: Callable[..., bool],
                 validation: Callable[[torch.Tensor, torch.Tensor], dict[str, float]],

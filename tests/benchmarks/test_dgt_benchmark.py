@@ -163,3 +163,15 @@ def test_the_authors_loop_row_marks_a_short_l1_grid_reduced(monkeypatch):
     assert "reduced" not in full["protocol"] and full["n_runs"] == 50
     short = dgt_benchmark._authors_loop_row({**s, "l1_grid": (1e-5, 0.0)}, 6, 5)
     assert "λ1 grid [1e-05, 0.0]" in short["protocol"]["reduced"]
+
+
+def test_the_quick_denormals_benchmark_times_both_modes_and_they_train_alike(tmp_path, monkeypatch):
+    from models import denormals
+
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    assert run.main(["dgt_denormals", "--quick"]) == 0
+    (row,) = json.loads((tmp_path / "dgt_denormals.json").read_text())["results"]["rows"]
+    assert row["cpu_s_per_epoch_default_handling"] > 0 and row["cpu_s_per_epoch_flushed"] > 0
+    assert row["speedup"] == pytest.approx(row["cpu_s_per_epoch_default_handling"] / row["cpu_s_per_epoch_flushed"])
+    assert row["final_loss_flushed"] == pytest.approx(row["final_loss_default_handling"], rel=1e-5)
+    assert denormals.ENABLED is True  # the switch is put back
