@@ -803,8 +803,8 @@ def _authors_loop_row(s: dict[str, Any], depth: int, n_splits: int) -> dict[str,
     extra = ("500-row stream",) if s["quick"] else ()
     if grid and tuple(l1_grid) != L1_GRID:
         extra += (f"λ1 grid {list(l1_grid)} instead of the paper's {list(L1_GRID)}",)
-    return make_row("table6", "abalone", AUTHORS_LOOP, runs, protocol, _reduced(s, n_splits, 5, epochs=epochs, extra=extra),
-                    "cpu",
+    reduced = _reduced(s, n_splits, 5, epochs=epochs, extra=extra)
+    return make_row("table6", "abalone", AUTHORS_LOOP, runs, protocol, reduced, "cpu",
                     {"best_epoch_mean": float(np.mean([r["best_epoch"] for r in runs])),
                      "tuning_scores": [{k: r[k] for k in ("l1_penalty", "momentum", "learning_rate", "val", "test")}
                                        for r in tuned]})

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from models.denormals import flush_denormals
 from models.ground.errors import TreevizError
 from models.skinny.ensemble import SoftTreeEnsemble
 from models.skinny.train import Schedule
@@ -228,6 +229,7 @@ def _batch_bounds(n: int, B: int) -> list[tuple[int, int]]:
     return [(start, min(n, start + B)) for start in range(0, n, B)]
 
 
+@flush_denormals
 def train(trials: Trials, data: TrialData, *, task: str, batch_size: int, max_epochs: int,
           record: Callable[[int, dict[str, Any]], bool],
           validation: Any = None,

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from models.base import TrainingTensors as Data
+from models.denormals import flush_denormals
 from models.ground.errors import TreevizError
 from models.skinny.ensemble import SoftTreeEnsemble
 from models.skinny.prox import dense_to_sparse, group_soft_threshold, hard_threshold, l0_threshold
@@ -72,6 +73,7 @@ def prox_step(kernel: torch.Tensor, schedule: Schedule, step: int, learning_rate
         group_soft_threshold(kernel, threshold, schedule.min_keep)
 
 
+@flush_denormals
 def fit_ensemble(model: SoftTreeEnsemble, data: Data, loss: Loss, schedule: Schedule, *,
                  learning_rate: float, batch_size: int, max_epochs: int, generator: torch.Generator,
                  record: Callable[..., bool], validation: Callable[[torch.Tensor, torch.Tensor], dict[str, float]],
