@@ -165,6 +165,34 @@ def test_the_authors_loop_row_marks_a_short_l1_grid_reduced(monkeypatch):
     assert "λ1 grid [1e-05, 0.0]" in short["protocol"]["reduced"]
 
 
+def test_the_authors_loop_reuses_its_earlier_grid_scores(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_loop(k, seed, epochs, quick, l1_penalty=1e-5, momentum=0.0, learning_rate=1e-2):
+        calls.append((k, seed, l1_penalty, momentum, learning_rate))
+        return {"split": k, "seed": seed, "val": 2.0 + l1_penalty + momentum + learning_rate, "test": 2.1 + seed,
+                "fit_s": 1.0, "best_epoch": 1, "queries": 10, "l1_penalty": l1_penalty, "momentum": momentum,
+                "learning_rate": learning_rate}
+
+    monkeypatch.setattr(dgt_benchmark, "fit_bandit_authors_loop", fake_loop)
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    monkeypatch.setattr(dgt_benchmark, "AUTHORS_LOOP_LR", (1e-2, 1e-3))
+    s = {**dgt_benchmark.settings(False), "jobs": 1, "tune_table1": True, "l1_grid": (1e-5,), "reuse_tuning": True}
+    first = dgt_benchmark._authors_loop_row({**s, "seeds": 1}, 6, 1)
+    assert len(calls) == 4  # 2 momenta x 2 learning rates; the chosen one's fit is split 0 / seed 0's run
+    (tmp_path / "dgt.json").write_text(json.dumps({"benchmark": "dgt", "quick": False,
+                                                   "results": {"rows": [first]}}))
+    calls.clear()
+    second = dgt_benchmark._authors_loop_row({**s, "seeds": 2}, 6, 2)
+    # nothing of the grid is refitted: only the three runs it lacks (split 0 seed 1, split 1 seeds 0 and 1)
+    assert calls == [(0, 1, 1e-5, 0.0, 1e-3), (1, 0, 1e-5, 0.0, 1e-3), (1, 1, 1e-5, 0.0, 1e-3)]
+    assert second["per_run"] == [2.1, 3.1, 2.1, 3.1] and second["protocol"]["learning_rate"] == 1e-3
+    assert all("reused_from" in t for t in second["tuning_scores"])
+    calls.clear()
+    dgt_benchmark._authors_loop_row({**s, "seeds": 1, "epochs": 7}, 6, 1)  # other epochs: nothing reused
+    assert len(calls) == 4
+
+
 def test_the_quick_denormals_benchmark_times_both_modes_and_they_train_alike(tmp_path, monkeypatch):
     from models import denormals
 
@@ -177,3 +205,14 @@ def test_the_quick_denormals_benchmark_times_both_modes_and_they_train_alike(tmp
         assert row["speedup"] == pytest.approx(row["cpu_s_per_epoch_default_handling"] / row["cpu_s_per_epoch_flushed"])
         assert row["final_loss_flushed"] == pytest.approx(row["final_loss_default_handling"], rel=1e-5)
     assert denormals.ENABLED is True  # the switch is put back
+
+
+def test_the_quick_bandit_rounds_benchmark_times_both_learners_and_they_learn_alike(tmp_path, monkeypatch):
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    assert run.main(["bandit_rounds", "--quick"]) == 0
+    rows = json.loads((tmp_path / "bandit_rounds.json").read_text())["results"]["rows"]
+    assert [r["name"].split()[0] for r in rows] == ["linear", "DGT-Bandit"]
+    for row in rows:
+        assert row["cpu_s_per_1000_rounds_autograd"] > 0 and row["cpu_s_per_1000_rounds_hand"] > 0
+        assert row["mean_loss_played_hand"] == pytest.approx(row["mean_loss_played_autograd"], rel=1e-3)
+    assert rows[0]["max_parameter_difference"] < 1e-5  # float32 rounding only

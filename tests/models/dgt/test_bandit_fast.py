@@ -1,5 +1,6 @@
-"""DGT-Bandit's hand-written rounds (``TreeRounds``): the same learner as autograd through the
-network and the estimator's surrogate, and the default stream length."""
+"""The bandit learners' hand-written rounds (``TreeRounds`` for the tree, ``LinearRounds`` for the
+linear baseline): the same learner as autograd through the module and the estimator's surrogate,
+and the default stream length."""
 
 from __future__ import annotations
 
@@ -17,11 +18,15 @@ from models.dgt.bandit import (
     DGTBanditClassifier,
     DGTBanditRegressor,
     EpsilonGreedy,
+    LinearBanditClassifier,
+    LinearBanditRegressor,
+    LinearRounds,
     OnePoint,
     RegressionOracle,
     TreeRounds,
     TwoPoint,
     default_rounds,
+    hand_rounds,
     hand_written,
     learn,
     row_forward,
@@ -36,7 +41,7 @@ def _run(start: DGTNetwork, X: np.ndarray, make_oracle, est, draws, order, *, tr
     records: list[dict] = []
     info = learn(lambda x, net=net: row_forward(net, x), net.parameters(), torch.tensor(X, dtype=torch.float64),
                  order, make_oracle(), est, draws, learning_rate=1e-2, accumulate=4, eval_every=eval_every,
-                 record=lambda **r: records.append(r) or True, tree=net if tree else None)
+                 record=lambda **r: records.append(r) or True, hand=net if tree else None)
     return net, records, info
 
 
@@ -92,12 +97,73 @@ def test_the_closed_form_gradient_is_the_surrogate_s_autograd_gradient():
     assert np.count_nonzero(grad) <= 8  # one played score per round
 
 
+def _linear(n_features: int, n_outputs: int) -> torch.nn.Linear:
+    layer = torch.nn.Linear(n_features, n_outputs, dtype=torch.float64)
+    with torch.no_grad():
+        layer.weight.copy_(torch.randn(n_outputs, n_features, generator=torch.Generator().manual_seed(3)))
+    return layer
+
+
+def _run_linear(start: torch.nn.Linear, X: np.ndarray, make_oracle, est, draws, order, *, hand: bool,
+                eval_every: int):
+    layer = copy.deepcopy(start)
+    records: list[dict] = []
+    info = learn(layer, layer.parameters(), torch.tensor(X, dtype=torch.float64), order, make_oracle(), est, draws,
+                 learning_rate=1e-2, accumulate=4, eval_every=eval_every,
+                 record=lambda **r: records.append(r) or True, hand=layer if hand else None)
+    return layer, records, info
+
+
+@pytest.mark.parametrize("eval_every", [96, 6])
+def test_hand_written_linear_rounds_equal_autograd_for_classification(eval_every):
+    X, y = oblique_tree_data(48, seed=4)
+    start = _linear(6, 4)
+    est = EpsilonGreedy(0.3, 4)
+    order = torch.as_tensor(stream_order(48, 96, np.random.default_rng(0)))
+    draws = list(est.draws(96, torch.Generator().manual_seed(1)))
+    labels = torch.as_tensor(y)
+    (auto, auto_records, auto_info), (fast, fast_records, fast_info) = [
+        _run_linear(start, X, lambda: ClassificationOracle(labels, order), est, draws, order, hand=hand,
+                    eval_every=eval_every) for hand in (False, True)]
+    assert auto_info == fast_info and fast_info["steps"] == 24
+    assert float((fast.weight - start.weight).detach().abs().max()) > 0.1  # the stream trained the layer
+    for a, b in zip(fast.parameters(), auto.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+    strip = [[{k: v for k, v in r.items() if k != "elapsed_s"} for r in rs] for rs in (auto_records, fast_records)]
+    assert [r.keys() for r in strip[0]] == [r.keys() for r in strip[1]]
+    for a, b in zip(*strip):
+        assert a == pytest.approx(b, rel=1e-10, abs=1e-12)
+
+
+@pytest.mark.parametrize("cls", [OnePoint, TwoPoint])
+def test_hand_written_linear_rounds_equal_autograd_for_regression_with_two_outputs(cls):
+    X, y = oblique_tree_data(48, task="regression", seed=4)
+    Y = np.column_stack([y, 1 - y])
+    start = _linear(6, 2)
+    est = cls(0.5)
+    order = torch.as_tensor(stream_order(48, 96, np.random.default_rng(0)))
+    draws = list(est.draws(96, torch.Generator().manual_seed(1), 2))
+    runs = [_run_linear(start, X, lambda: RegressionOracle(Y, order, budget=est.budget), est, draws, order,
+                        hand=hand, eval_every=10) for hand in (False, True)]
+    assert float((runs[1][0].bias - start.bias).detach().abs().max()) > 0.05
+    for a, b in zip(runs[1][0].parameters(), runs[0][0].parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+    assert [r["avg_loss"] for r in runs[0][1]] == pytest.approx([r["avg_loss"] for r in runs[1][1]], abs=1e-12)
+
+
 def test_the_fit_runs_its_tree_by_hand_written_rounds_and_a_stacked_tree_by_autograd():
     X, y = oblique_tree_data(300, seed=1)
-    assert hand_written(DGTNetwork(6, 3, 4))
-    assert not hand_written(DGTNetwork(6, 3, 4, n_layers=2)) and not hand_written(torch.nn.Linear(6, 4))
+    assert hand_written(DGTNetwork(6, 3, 4)) and hand_written(torch.nn.Linear(6, 4))
+    assert not hand_written(DGTNetwork(6, 3, 4, n_layers=2)) and not hand_written(torch.nn.Conv1d(1, 1, 1))
+    assert isinstance(hand_rounds(torch.nn.Linear(6, 1), learning_rate=1e-3, accumulate=4), LinearRounds)
+    assert isinstance(hand_rounds(DGTNetwork(6, 3, 4), learning_rate=1e-3, accumulate=4), TreeRounds)
     with pytest.raises(ValueError, match="one-layer"):
         TreeRounds(DGTNetwork(6, 3, 4, n_layers=2), learning_rate=1e-3, accumulate=4)
+    with pytest.raises(ValueError, match="linear layer"):
+        hand_rounds(DGTNetwork(6, 3, 4, n_layers=2), learning_rate=1e-3, accumulate=4)
+    for linear in (LinearBanditClassifier(n_rounds=400, device="cpu").fit(X, y),
+                   LinearBanditRegressor(n_rounds=400, device="cpu").fit(X, X[:, 0])):
+        assert linear.n_queries_ in (400, 800) and np.all(np.isfinite(linear.coef_))
     for layers in (1, 2):
         model = DGTBanditClassifier(depth=3, n_layers=layers, n_rounds=400, device="cpu").fit(X, y)
         assert model.n_queries_ == 400 and model.predict(X).shape == (300,)
