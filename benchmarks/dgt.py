@@ -67,7 +67,8 @@ Environment variables (all optional):
 * ``TREEVIZ_DGT_REUSE_TUNING`` — ``1``: take the grid points the previous file already scored for
   the same row trained the same way (height, layers, epochs, batch, device) instead of refitting
   them; the fits are seeded, so only the missing points are fitted (each reused score carries
-  ``reused_from``). Growing Letter's grid or its seeds then costs only the new fits.
+  ``reused_from``). Growing Letter's grid or its seeds then costs only the new fits. Table 6's
+  authors'-loop row reuses its λ1 × momentum × learning-rate grid the same way.
 * ``TREEVIZ_DGT_TREES`` — trees per forest (default 30 with CUDA, 10 without).
 * ``TREEVIZ_DGT_FOREST_DEPTH`` — the forests' tree height (default 8, the largest height the paper
   reports for Abalone and Comp-Activ forests; Table 4 gives the maximum height, not each tree's).
@@ -783,11 +784,16 @@ def _authors_loop_row(s: dict[str, Any], depth: int, n_splits: int) -> dict[str,
     grid = ([(lam, mom, lr) for lr in AUTHORS_LOOP_LR for mom in MOMENTUM_GRID["regression"] for lam in l1_grid]
             if s["tune_table1"] else [])
     tuning_jobs = [(0, 0, epochs, s["quick"], *g) for g in grid]
-    tuned = _parallel(fit_bandit_authors_loop, tuning_jobs, n_jobs, one) if grid else []
+    earlier = _earlier_authors_tuning(s, depth, epochs) if s["reuse_tuning"] else {}
+    fresh_jobs = [job for job in tuning_jobs if tuple(map(float, job[4:])) not in earlier]
+    fresh = iter(_parallel(fit_bandit_authors_loop, fresh_jobs, n_jobs, one) if fresh_jobs else [])
+    tuned = [earlier.get(tuple(map(float, job[4:]))) or next(fresh) for job in tuning_jobs]
     best = _choose(tuned, "rmse") if tuned else {"l1_penalty": 1e-5, "momentum": 0.0, "learning_rate": 1e-2}
     chosen = (best["l1_penalty"], best["momentum"], best["learning_rate"])
     jobs = [(k, seed, epochs, s["quick"], *chosen) for k in range(n_splits) for seed in range(s["seeds"])]
-    runs = _runs_after_tuning(fit_bandit_authors_loop, jobs, tuning_jobs, tuned, n_jobs, one)
+    complete = [(job, r) for job, r in zip(tuning_jobs, tuned) if all(k in r for k in AUTHORS_RUN_KEYS)]
+    runs = _runs_after_tuning(fit_bandit_authors_loop, jobs, [j for j, _ in complete], [r for _, r in complete],
+                              n_jobs, one)
     protocol = {"depth": depth, "n_layers": 3, "batch_size": 128, "epochs": epochs, "learning_rate": chosen[2],
                 "l1_penalty": chosen[0], "momentum": chosen[1], "grad_clip": 0.01, "delta": BANDIT["delta"],
                 "tuning": ("grid on the validation part of split 0, seed 0: λ1 in "
@@ -806,8 +812,26 @@ def _authors_loop_row(s: dict[str, Any], depth: int, n_splits: int) -> dict[str,
     reduced = _reduced(s, n_splits, 5, epochs=epochs, extra=extra)
     return make_row("table6", "abalone", AUTHORS_LOOP, runs, protocol, reduced, "cpu",
                     {"best_epoch_mean": float(np.mean([r["best_epoch"] for r in runs])),
-                     "tuning_scores": [{k: r[k] for k in ("l1_penalty", "momentum", "learning_rate", "val", "test")}
-                                       for r in tuned]})
+                     "tuning_scores": [{k: r[k] for k in (*AUTHORS_TUNING_KEYS, *RUN_KEYS, "queries", "reused_from")
+                                        if k in r} for r in tuned]})
+
+
+#: What a score of the authors' loop grid keeps (its run keys too, as :data:`TUNING_KEYS`).
+AUTHORS_TUNING_KEYS = ("l1_penalty", "momentum", "learning_rate", "val", "test")
+AUTHORS_RUN_KEYS = ("split", "seed", "fit_s", "best_epoch", "queries")
+
+
+def _earlier_authors_tuning(s: dict[str, Any], depth: int, epochs: int) -> dict[tuple, dict]:
+    """The previous file's grid scores of the authors' loop row (``TREEVIZ_DGT_REUSE_TUNING``),
+    keyed by (λ1, momentum, learning rate), when it trained the same way (height, epochs); a
+    score that kept its run keys also stands as split 0 / seed 0's run of its configuration."""
+    for row in _previous(s["quick"]).get("rows", []):
+        p = row.get("protocol", {})
+        if row.get("name") == f"abalone {AUTHORS_LOOP}" and p.get("depth") == depth and p.get("epochs") == epochs:
+            return {(float(t["l1_penalty"]), float(t["momentum"]), float(t["learning_rate"])):
+                    {**t, "reused_from": t.get("reused_from", row.get("run_at"))}
+                    for t in row.get("tuning_scores", [])}
+    return {}
 
 
 def synth50() -> tuple[np.ndarray, ...]:
