@@ -135,3 +135,12 @@ def test_a_merged_tao_paper_run_totals_every_rows_seconds_not_only_its_own(tmp_p
     (cart,) = [r for r in results["rows"] if r["name"] == "letter CART"]
     assert results["total_seconds"] == pytest.approx(3952.0 + cart["row_seconds"])
     assert results["last_run_seconds"] < 60
+
+
+def test_quick_tao_high_dim_benchmark_times_both_solvers(tmp_path, monkeypatch):
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    assert run.main(["tao_high_dim", "--quick"]) == 0
+    (row,) = json.loads((tmp_path / "tao_high_dim.json").read_text())["results"]["rows"]
+    assert row["cpu_s_cd"] > 0 and row["cpu_s_sklearn"] > 0 and row["one_thread"]
+    assert row["cd_over_sklearn"] == pytest.approx(row["cpu_s_cd"] / row["cpu_s_sklearn"])
+    assert row["objective_cd"] > 0 and row["objective_sklearn"] > 0

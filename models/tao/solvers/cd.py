@@ -15,10 +15,12 @@ Three problems, each in **sum form** with the bias / intercepts unpenalised:
   ``h = v σ(1−σ)``), the ℓ1-penalised quadratic is minimised by cyclic coordinate descent
   (bias first, then each feature by a soft threshold; features that are zero with
   ``|∂f/∂w_j| ≤ λ`` at the start of the step are left out of it), and a backtracking
-  line search on the true objective (Armijo, σ = 0.01) makes every step decrease it. A node with
-  at least 4(D + 1) rows solves the quadratic in covariance form: the weighted Gram matrix
-  ``[X 1]ᵀ diag(h) [X 1]`` from one BLAS call, then coordinate steps that cost O(D) instead of
-  O(n) (:func:`_gram_step`); fewer rows go through the residual (:func:`_residual_step`). One
+  line search on the true objective (Armijo, σ = 0.01) makes every step decrease it. A step with
+  at least 4(m + 1) rows for its m active features solves the quadratic in covariance form: the
+  weighted Gram matrix ``[X_a 1]ᵀ diag(h) [X_a 1]`` of the active features from one BLAS call,
+  then coordinate steps that cost O(m) instead of O(n) (:func:`_gram_step`); fewer rows go through
+  the residual (:func:`_residual_step`). (The Gram matrix over all D features cost the MNIST
+  embedding's depth-5 tree, 784 pixels and λ = 100, four times liblinear's time.) One
   exp per point per step serves both the loss and σ. It stops
   when the minimum-norm subgradient is at most ``tol · Σv`` (every partial derivative of the
   loss is bounded by ``Σ v |x_j|``, so this is a relative first-order optimality test), or when a
@@ -70,55 +72,89 @@ def _soft(u: float, t: float) -> float:
     return 0.0
 
 
+@njit(cache=True)
+def _any_nonzero(w) -> bool:
+    """Whether any weight is nonzero."""
+    for j in range(w.size):
+        if w[j] != 0.0:
+            return True
+    return False
+
+
 @njit(cache=True, fastmath={"contract", "reassoc"})
-def _gram_step(Xs, Hx, h, grad, gb, hb, lam, w, active, d, max_inner, A, c, q):
-    """The proximal-Newton direction in covariance form: ``A = [X 1]ᵀ diag(h) [X 1]`` (one BLAS
-    call, cost n(D+1)(D+2)/2) and ``c = [X 1]ᵀ g`` (the gradient ``grad``, ``gb``, already at
-    hand), then coordinate descent on the quadratic model in D-space (each coordinate O(D)
-    instead of O(n)). ``Xs`` is the node's (D, n) block, contiguous, copied once per problem;
-    ``Hx`` a buffer of its shape. ``d[:D]`` gets the weights' step, ``d[D]`` the bias's."""
-    D, n = Xs.shape
-    for j in range(D):
+def _gram_step(Xt, lo, n, h, grad, gb, hb, lam, w, act, d, dz, max_inner):
+    """The proximal-Newton direction in covariance form over the step's active features ``act``
+    (m of them; a feature outside it takes no step, so its row of the Gram matrix would never be
+    read): their block ``Xa`` (m, n) of the node's rows, copied contiguous, ``A = [Xa 1]ᵀ diag(h)
+    [Xa 1]`` (one BLAS call, cost n(m+1)(m+2)/2) and ``c = [Xa 1]ᵀ g`` (the gradient ``grad``,
+    ``gb``, already at hand), then coordinate descent on the quadratic model in m-space (each
+    coordinate O(m) instead of O(n)). ``d[:D]`` gets the weights' step (0 outside ``act``),
+    ``d[D]`` the bias's, and ``dz`` the margins' change ``Xa d + d_b``."""
+    m = act.size
+    D = d.size - 1
+    Xa = np.empty((m, n))
+    Hx = np.empty((m, n))
+    A = np.empty((m + 1, m + 1))
+    c = np.empty(m + 1)
+    q = np.zeros(m + 1)
+    da = np.zeros(m + 1)
+    for a in range(m):
+        j = act[a]
         sj = 0.0
         for i in range(n):
-            hx = Xs[j, i] * h[i]  # each row scaled by the point weights h
-            Hx[j, i] = hx
+            x = Xt[j, lo + i]
+            Xa[a, i] = x
+            hx = x * h[i]  # each row scaled by the point weights h
+            Hx[a, i] = hx
             sj += hx
-        c[j] = grad[j]
-        A[j, D] = sj
-        A[D, j] = sj
-    A[:D, :D] = Hx @ Xs.T
-    A[D, D] = hb
-    c[D] = gb
-    for j in range(D + 1):
-        d[j] = 0.0
-        q[j] = 0.0
+        c[a] = grad[j]
+        A[a, m] = sj
+        A[m, a] = sj
+    if m > 0:
+        A[:m, :m] = Hx @ Xa.T
+    A[m, m] = hb
+    c[m] = gb
     first = -1.0
     for _inner in range(max_inner):
         biggest = 0.0
         if hb > 0.0:
-            step = -(c[D] + q[D]) / hb
+            step = -(c[m] + q[m]) / hb
             if step != 0.0:
-                d[D] += step
-                for k in range(D + 1):
-                    q[k] += step * A[k, D]
+                da[m] += step
+                for k in range(m + 1):
+                    q[k] += step * A[k, m]
                 biggest = step * step * hb
-        for j in range(D):
-            a = A[j, j]
-            if not active[j] or a <= 0.0:
+        for a in range(m):
+            aa = A[a, a]
+            if aa <= 0.0:
+                # no curvature and no slope: the feature is zero on the rows, so its model is λ|w|,
+                # whose minimum is 0 (a warm start's weight there was otherwise kept forever)
+                if c[a] + q[a] == 0.0 and w[act[a]] + da[a] != 0.0:
+                    da[a] = -w[act[a]]
                 continue
-            cur = w[j] + d[j]
-            new = _soft(cur - (c[j] + q[j]) / a, lam / a)
+            cur = w[act[a]] + da[a]
+            new = _soft(cur - (c[a] + q[a]) / aa, lam / aa)
             delta = new - cur
             if delta != 0.0:
-                d[j] += delta
-                for k in range(D + 1):
-                    q[k] += delta * A[k, j]
-                biggest = max(biggest, delta * delta * a)
+                da[a] += delta
+                for k in range(m + 1):
+                    q[k] += delta * A[k, a]
+                biggest = max(biggest, delta * delta * aa)
         if first < 0.0:
             first = biggest
         if biggest <= _GRAM_INNER_REL * first or biggest == 0.0:
             break
+    for j in range(D):
+        d[j] = 0.0
+    d[D] = da[m]
+    for i in range(n):
+        dz[i] = da[m]
+    for a in range(m):
+        step = da[a]
+        d[act[a]] = step
+        if step != 0.0:
+            for i in range(n):
+                dz[i] += step * Xa[a, i]
 
 
 @njit(cache=True, fastmath={"contract", "reassoc"})
@@ -144,12 +180,18 @@ def _residual_step(Xt, lo, n, g, h, hb, lam, w, active, H, d, dz, max_inner):
             biggest = max(biggest, step * step * hb)
         for j in range(D):
             a = H[j]
-            if not active[j] or a <= 0.0:
+            if not active[j]:
                 continue
             cur = w[j] + d[j]
             gr = 0.0
             for i in range(n):
                 gr += Xt[j, lo + i] * (g[i] + h[i] * dz[i])
+            if a <= 0.0:  # no curvature: as in _gram_step, a weight without slope goes to 0
+                if gr == 0.0 and cur != 0.0:
+                    d[j] -= cur
+                    for i in range(n):
+                        dz[i] -= cur * Xt[j, lo + i]
+                continue
             new = _soft(cur - gr / a, lam / a)
             delta = new - cur
             if delta != 0.0:
@@ -187,11 +229,32 @@ def _logistic(Xt, lo, n, y, v, off, lam, w, b, max_outer, max_inner, tol, z):
     vsum = 0.0
     E = np.empty(n)  # exp(−|y z|), shared by the loss and σ so each point costs one exp per step
     Enew = np.empty(n)
+    pos = 0.0
     for i in range(n):
         t = y[i] * z[i]
         E[i] = np.exp(-abs(t))
         F += v[i] * (max(-t, 0.0) + np.log1p(E[i]))
         vsum += v[i]
+        if y[i] > 0.0:
+            pos += v[i]
+    if _any_nonzero(w) and 0.0 < pos < vsum:
+        # The better start of the warm one and w = 0 with the class-balance bias. A warm start whose
+        # margins are large and wrong (a random hyperplane over hundreds of features) saturates the
+        # loss: its Newton model is nearly flat, the step huge, and the line search gave up there
+        # (MNIST, 784 pixels: 2.7e6 where liblinear, from zero, reached 2.0e4).
+        b0 = np.log(pos / (vsum - pos))
+        F0 = 0.0
+        for i in range(n):
+            t = y[i] * (b0 + off[i])
+            F0 += v[i] * (max(-t, 0.0) + np.log1p(np.exp(-abs(t))))
+        if F0 < F:
+            w[:] = 0.0
+            b = b0
+            F = F0
+            l1 = 0.0
+            for i in range(n):
+                z[i] = b + off[i]
+                E[i] = np.exp(-abs(y[i] * z[i]))
     g = np.empty(n)
     h = np.empty(n)
     dz = np.empty(n)
@@ -199,17 +262,7 @@ def _logistic(Xt, lo, n, y, v, off, lam, w, b, max_outer, max_inner, tol, z):
     d = np.zeros(D + 1)
     H = np.empty(D)
     active = np.zeros(D, dtype=np.bool_)
-    gram = n >= 4 * (D + 1) and max_inner > _SOFTMAX_INNER  # covariance form pays off for n ≫ D
-    A = np.empty((D + 1, D + 1))
-    c = np.empty(D + 1)
-    q = np.empty(D + 1)
     grad = np.empty(D)
-    if gram:  # the node's block of the data, contiguous, once for all its Newton steps
-        Xs = np.ascontiguousarray(Xt[:, lo:lo + n])
-        Hx = np.empty_like(Xs)
-    else:
-        Xs = np.empty((0, 0))
-        Hx = Xs
     steps = 0
     for _ in range(max_outer):
         gb = 0.0
@@ -222,16 +275,12 @@ def _logistic(Xt, lo, n, y, v, off, lam, w, b, max_outer, max_inner, tol, z):
             gb += g[i]
             hb += h[i]
         viol = abs(gb)
+        n_active = 0
         for j in range(D):
             gj = 0.0
             for i in range(n):
                 gj += g[i] * Xt[j, lo + i]
             grad[j] = gj
-            if not gram:
-                hj = 0.0
-                for i in range(n):
-                    hj += h[i] * Xt[j, lo + i] * Xt[j, lo + i]
-                H[j] = hj
             if w[j] > 0.0:
                 vj = abs(gj + lam)
             elif w[j] < 0.0:
@@ -240,21 +289,21 @@ def _logistic(Xt, lo, n, y, v, off, lam, w, b, max_outer, max_inner, tol, z):
                 vj = max(abs(gj) - lam, 0.0)
             viol = max(viol, vj)
             active[j] = w[j] != 0.0 or abs(gj) > lam
+            n_active += active[j]
         if viol <= tol * vsum:
             break
-        if gram:
-            _gram_step(Xs, Hx, h, grad, gb, hb, lam, w, active, d, _GRAM_INNER, A, c, q)
-            db = d[D]
-            for i in range(n):
-                dz[i] = db
-            for j in range(D):
-                dj = d[j]
-                if dj != 0.0:
-                    for i in range(n):
-                        dz[i] += dj * Xs[j, i]
+        # covariance form pays off for n ≫ the active features (a strong λ keeps few of many)
+        if n >= 4 * (n_active + 1) and max_inner > _SOFTMAX_INNER:
+            _gram_step(Xt, lo, n, h, grad, gb, hb, lam, w, np.flatnonzero(active), d, dz, _GRAM_INNER)
         else:
+            for j in range(D):
+                if active[j]:
+                    hj = 0.0
+                    for i in range(n):
+                        hj += h[i] * Xt[j, lo + i] * Xt[j, lo + i]
+                    H[j] = hj
             _residual_step(Xt, lo, n, g, h, hb, lam, w, active, H, d, dz, max_inner)
-            db = d[D]
+        db = d[D]
         # directional derivative of the composite objective, then the line search
         l1new = 0.0
         for j in range(D):
