@@ -7,7 +7,7 @@ import pytest
 
 from benchmarks import run
 from benchmarks.common import merge_rows
-from benchmarks.laptao import METHODS, thesis_claim
+from benchmarks.laptao import CLAIM_SUFFIX, METHODS, _kept_thesis_claim_rows, thesis_claim
 
 FIELDS = {"name", "metric", "ours_mean", "ours_std", "paper_mean", "paper_std", "protocol"}
 
@@ -52,3 +52,14 @@ def test_the_thesis_claim_says_so_when_mnist_is_absent(tmp_path, monkeypatch):
     monkeypatch.setenv("TREEVIZ_SHARED_DATA", str(tmp_path))
     (row,) = thesis_claim()
     assert row["ours_mean"] is None and row["paper_mean"] == 0.0 and "absent" in row["protocol"]
+
+
+def test_a_rerun_keeps_the_thesis_claim_rows_computed_apart(tmp_path, monkeypatch):
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    assert _kept_thesis_claim_rows() == []  # no previous file
+    claim = {"name": f"MNIST 5k 20% labels: LapTAO{CLAIM_SUFFIX}", "ours_mean": 80.0}
+    other = {"name": "digits 1% labels: LapTAO", "ours_mean": 83.0}
+    for quick, expected in ((False, [claim]), (True, [])):
+        (tmp_path / "laptao.json").write_text(json.dumps({"benchmark": "laptao", "quick": quick,
+                                                           "results": {"rows": [other, claim]}}))
+        assert _kept_thesis_claim_rows() == expected
