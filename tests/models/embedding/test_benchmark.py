@@ -43,3 +43,25 @@ def test_quick_embeddings_scale_benchmark_writes_rows(tmp_path, monkeypatch, cap
     assert tree["exact_value"] == tree["exact_run"]["E_tree_exact"]
     evaluation = next(r for r in rows if "value_and_grad at the free embedding Z0" in r["name"])
     assert evaluation["value_rel_error"] < 1e-3
+
+
+def test_a_rerun_keeps_the_reference_setting_row_computed_apart(tmp_path, monkeypatch):
+    from benchmarks import embeddings
+
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    assert embeddings._kept_reference_setting_row() == []  # no previous file
+    kept = {"name": embeddings.REFERENCE_SETTING_ROW, "ours_mean": 0.977}
+    other = {"name": "digits t-SNE: free embedding", "ours_mean": 0.7}
+    for quick, expected in ((False, [kept]), (True, [])):
+        (tmp_path / "embeddings.json").write_text(json.dumps({"benchmark": "embeddings", "quick": quick,
+                                                              "results": {"rows": [other, kept]}}))
+        assert embeddings._kept_reference_setting_row() == expected
+
+
+def test_breast_cancer_and_digits_run_the_thesis_s_schedule():
+    from benchmarks import embeddings
+
+    for name in ("breast_cancer", "digits"):
+        params = embeddings.SETTINGS[name]
+        assert all(params[k] >= embeddings.FULL[k] for k in ("n_mu", "z_iter", "tao_iter")), name
+        assert params["free_iter"] >= 1000, name
