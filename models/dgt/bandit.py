@@ -479,7 +479,37 @@ def _rmsprop(param, grad, square, lr, alpha, beta, eps):  # pragma: no cover - c
         grad[j] = 0.0
 
 
-class TreeRounds:
+class _HandRounds:
+    """What the hand-written rounds share: the parameters' flat views with their gradient and
+    RMSprop buffers, torch's RMSprop constants in the parameters' dtype, and the stream's rows as a
+    numpy array (taken once, at the first round)."""
+
+    def __init__(self, params: Sequence[np.ndarray], *, learning_rate: float, accumulate: int) -> None:
+        self.grads = [np.zeros_like(a) for a in params]
+        self.flat = [(a.reshape(-1), g.reshape(-1), np.zeros(a.size, dtype=a.dtype))
+                     for a, g in zip(params, self.grads)]
+        dtype = params[0].dtype.type
+        self.lr, self.alpha, self.eps = dtype(learning_rate), dtype(RMSPROP_ALPHA), dtype(RMSPROP_EPS)
+        self.beta = dtype(1.0 - RMSPROP_ALPHA)
+        self.accumulate = accumulate
+        self._X: np.ndarray | None = None
+
+    def rows(self, X: Tensor) -> np.ndarray:
+        if self._X is None:
+            self._X = np.ascontiguousarray(X.detach().cpu().numpy())
+        return self._X
+
+    def step(self) -> None:
+        """RMSprop (no momentum, not centred) as torch computes it, in place."""
+        for param, grad, square in self.flat:
+            _rmsprop(param, grad, square, self.lr, self.alpha, self.beta, self.eps)
+
+    def close(self) -> None:
+        for grad in self.grads:
+            grad.fill(0.0)
+
+
+class TreeRounds(_HandRounds):
     """Rounds of a one-layer DGT tree on the CPU with the backward pass written out: the same
     arithmetic as autograd through :func:`row_forward` and the estimator's surrogate, and the same
     RMSprop step, as three compiled loops (a round of four cost about 1.4 ms through autograd,
@@ -503,9 +533,7 @@ class TreeRounds:
         layer = net.layers[0]
         self.W, self.b = layer.weight.detach().numpy(), layer.bias.detach().numpy()
         self.leaves = net.leaves.detach().numpy()
-        self.grads = [np.zeros_like(a) for a in (self.W, self.b, self.leaves)]
-        self.flat = [(a.reshape(-1), g.reshape(-1), np.zeros(a.size, dtype=a.dtype))
-                     for a, g in zip((self.W, self.b, self.leaves), self.grads)]
+        super().__init__((self.W, self.b, self.leaves), learning_rate=learning_rate, accumulate=accumulate)
         dtype = self.W.dtype.type
         A = net.A.detach().cpu().numpy()
         self.height, self.scaled = int(net.height), net.quantizer == "scaled"
@@ -513,38 +541,25 @@ class TreeRounds:
         self.path_node = np.ascontiguousarray(np.nonzero(A)[1].reshape(A.shape[0], self.height), dtype=np.int64)
         self.path_sign = np.take_along_axis(A, self.path_node, axis=1).astype(self.W.dtype)
         self.gscale = dtype(2.0 if self.scaled else 1.0)
-        self.lr, self.alpha, self.eps = dtype(learning_rate), dtype(RMSPROP_ALPHA), dtype(RMSPROP_EPS)
-        self.beta = dtype(1.0 - RMSPROP_ALPHA)
-        self.accumulate = accumulate
-        self._X: np.ndarray | None = None
 
     def play(self, X: Tensor, rows: Tensor, start: int, draws: Sequence[Tensor], oracle: Any, estimator: Any
              ) -> float:
-        if self._X is None:
-            self._X = np.ascontiguousarray(X.detach().cpu().numpy())
+        data = self.rows(X)
         index = rows.numpy()
         B, n_nodes = index.shape[0], self.b.shape[0]
         z = np.empty((B, n_nodes), dtype=self.W.dtype)
         leaf = np.empty(B, dtype=np.int64)
         theta = np.empty((B, self.leaves.shape[1]), dtype=self.W.dtype)
-        _tree_forward(self._X, index, self.W, self.b, self.leaves, self.height, z, leaf, theta)
+        _tree_forward(data, index, self.W, self.b, self.leaves, self.height, z, leaf, theta)
         grad, incurred = estimator.gradient(theta, start, [a.numpy() for a in draws], oracle)
         d = np.ascontiguousarray(grad / self.accumulate, dtype=self.W.dtype)
-        _tree_backward(self._X, index, z, leaf, d, self.leaves, self.path_node, self.path_sign, self.scaled,
+        _tree_backward(data, index, z, leaf, d, self.leaves, self.path_node, self.path_sign, self.scaled,
                        self.gscale, *self.grads)
         return float(incurred.sum(dtype=np.float64))
 
-    def step(self) -> None:
-        """RMSprop (no momentum, not centred) as torch computes it, in place."""
-        for param, grad, square in self.flat:
-            _rmsprop(param, grad, square, self.lr, self.alpha, self.beta, self.eps)
-
-    def close(self) -> None:
-        for grad in self.grads:
-            grad.fill(0.0)
 
 
-class LinearRounds:
+class LinearRounds(_HandRounds):
     """Rounds of the linear baseline θ = x Wᵀ + b on the CPU with its gradient written out, as
     :class:`TreeRounds` does for the tree: with d_i = ∂surrogate/∂θ_i (the estimator's closed form,
     divided by the rounds per step), ∂W = Σ_i d_i x_iᵀ and ∂b = Σ_i d_i, then the same RMSprop step.
@@ -556,32 +571,18 @@ class LinearRounds:
         if not (isinstance(layer, nn.Linear) and layer.weight.device.type == "cpu"):
             raise ValueError("LinearRounds needs a linear layer on the CPU")
         self.W, self.b = layer.weight.detach().numpy(), layer.bias.detach().numpy()
-        self.gW, self.gb = np.zeros_like(self.W), np.zeros_like(self.b)
-        self.flat = [(a.reshape(-1), g.reshape(-1), np.zeros(a.size, dtype=a.dtype))
-                     for a, g in ((self.W, self.gW), (self.b, self.gb))]
-        dtype = self.W.dtype.type
-        self.lr, self.alpha, self.eps = dtype(learning_rate), dtype(RMSPROP_ALPHA), dtype(RMSPROP_EPS)
-        self.beta = dtype(1.0 - RMSPROP_ALPHA)
-        self.accumulate = accumulate
-        self._X: np.ndarray | None = None
+        super().__init__((self.W, self.b), learning_rate=learning_rate, accumulate=accumulate)
+        self.gW, self.gb = self.grads
 
     def play(self, X: Tensor, rows: Tensor, start: int, draws: Sequence[Tensor], oracle: Any, estimator: Any
              ) -> float:
-        if self._X is None:
-            self._X = np.ascontiguousarray(X.detach().cpu().numpy())
-        x = self._X[rows.numpy()]
+        x = self.rows(X)[rows.numpy()]
         theta = x @ self.W.T + self.b
         grad, incurred = estimator.gradient(theta, start, [a.numpy() for a in draws], oracle)
         d = (grad / self.accumulate).astype(self.W.dtype, copy=False)
         self.gW += d.T @ x
         self.gb += d.sum(axis=0)
         return float(incurred.sum(dtype=np.float64))
-
-    step = TreeRounds.step
-
-    def close(self) -> None:
-        self.gW.fill(0.0)
-        self.gb.fill(0.0)
 
 
 def hand_written(module: nn.Module) -> bool:
