@@ -19,8 +19,12 @@ Three problems, each in **sum form** with the bias / intercepts unpenalised:
   at least 4(m + 1) rows for its m active features solves the quadratic in covariance form: the
   weighted Gram matrix ``[X_a 1]ᵀ diag(h) [X_a 1]`` of the active features from one BLAS call,
   then coordinate steps that cost O(m) instead of O(n) (:func:`_gram_step`); fewer rows go through
-  the residual (:func:`_residual_step`). (The Gram matrix over all D features cost the MNIST
-  embedding's depth-5 tree, 784 pixels and λ = 100, four times liblinear's time.) One
+  the residual (:func:`_residual_step`). (Gram matrices over all D features made a TAO fit on
+  784 MNIST pixels at λ = 100 take 32 CPU s instead of 18.8.) Warm starts are guarded: the
+  problem starts from w = 0 with the class-balance bias when that has the lower objective (a
+  dense random hyperplane over many features saturates the loss, and its flat Newton model sent
+  the line search into giving up far from the optimum), and a weight with no curvature and no
+  slope (its feature is zero on the rows) goes to 0, the minimum of λ|w|. One
   exp per point per step serves both the loss and σ. It stops
   when the minimum-norm subgradient is at most ``tol · Σv`` (every partial derivative of the
   loss is bounded by ``Σ v |x_j|``, so this is a relative first-order optimality test), or when a
