@@ -131,3 +131,16 @@ def merge_rows(rows: list[dict[str, Any]], path: Path) -> None:
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
     os.replace(tmp, path)
+
+
+def stored_rows(name: str, keep: Callable[[str], bool]) -> list[dict[str, Any]]:
+    """The rows of the stored full-size ``benchmarks/results/<name>.json`` whose name ``keep``
+    accepts (none without a file, or when it holds a quick run): what a rerun keeps of the rows
+    that a separate command computes apart."""
+    try:
+        payload = json.loads((results_dir() / f"{name}.json").read_text())
+    except (OSError, ValueError):
+        return []
+    if payload.get("quick"):
+        return []
+    return [r for r in payload.get("results", {}).get("rows", []) if keep(str(r.get("name", "")))]

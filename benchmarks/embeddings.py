@@ -48,7 +48,7 @@ from sklearn.preprocessing import MinMaxScaler, StandardScaler
 from threadpoolctl import threadpool_limits
 from umap import UMAP
 
-from benchmarks.common import merge_rows, results_dir, shared_data_dir
+from benchmarks.common import merge_rows, results_dir, shared_data_dir, stored_rows
 from models.embedding.objectives import free_embedding
 from models.embedding.tree_embedding import TreeEmbedding, direct_fit
 
@@ -226,14 +226,7 @@ def run(quick: bool = False) -> dict[str, Any]:
 def _kept_reference_setting_row() -> list[dict[str, Any]]:
     """The previous file's reference-setting row (``--reference-setting`` computes it apart, about
     6 minutes, and it does not depend on the benchmark's own settings), so a rerun keeps it."""
-    path = results_dir() / f"{NAME}.json"
-    try:
-        payload = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return []
-    if payload.get("quick"):
-        return []
-    return [r for r in payload.get("results", {}).get("rows", []) if r.get("name") == REFERENCE_SETTING_ROW]
+    return stored_rows(NAME, lambda name: name == REFERENCE_SETTING_ROW)
 
 
 if __name__ == "__main__":

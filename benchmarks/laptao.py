@@ -57,7 +57,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.semi_supervised import LabelSpreading, SelfTrainingClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from benchmarks.common import mean_text, merge_rows, results_dir, shared_data_dir, yes_no
+from benchmarks.common import mean_text, merge_rows, results_dir, shared_data_dir, stored_rows, yes_no
 from benchmarks.scale_table import make_table
 from models.graphs import nearest_neighbors
 from models.ground import threads
@@ -276,13 +276,7 @@ def run(quick: bool = False) -> dict[str, Any]:
 def _kept_thesis_claim_rows() -> list[dict[str, Any]]:
     """The previous file's :func:`thesis_claim` rows (``--thesis-claim`` computes them apart, about
     40 minutes on 2 cores), so a rerun of the main protocol keeps them."""
-    try:
-        payload = json.loads((results_dir() / f"{NAME}.json").read_text())
-    except (OSError, ValueError):
-        return []
-    if payload.get("quick"):
-        return []
-    return [r for r in payload.get("results", {}).get("rows", []) if r.get("name", "").endswith(CLAIM_SUFFIX)]
+    return stored_rows(NAME, lambda name: name.endswith(CLAIM_SUFFIX))
 
 
 CLAIM_SUFFIX = ", the thesis's schedule"
