@@ -19,7 +19,10 @@ def test_a_long_dgt_training_warns_shows_its_time_left_and_cancels_at_once(app_u
     open_train_page_on_breast_cancer(page, app_url)
     choose(page, "Model family", "DGT (quantised gradient descent)")
     choose(page, "Preset", "paper (h = 6, L = 3)")  # three layers: tens of milliseconds a step
+    settle(page)
     epochs = page.get_by_label("max epochs", exact=True)
+    # while Streamlit redraws the form after the preset, the old input can linger beside the new one
+    expect(epochs).to_have_count(1, timeout=30_000)
     epochs.fill("2000")  # minutes of epochs: the page must say so before training
     epochs.press("Enter")
     settle(page)
