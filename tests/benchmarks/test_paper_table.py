@@ -1,0 +1,44 @@
+"""The paper table reads every stored paper row and says which are reduced and which miss."""
+
+import json
+
+from benchmarks.paper_table import markdown, row_protocol, row_time, table_rows
+
+
+def _write(folder, name, rows, machine):
+    (folder / f"{name}.json").write_text(json.dumps({"benchmark": name, "machine": machine,
+                                                     "results": {"rows": rows}}))
+
+
+def test_the_table_lists_every_row_with_its_protocol_time_machine_and_verdict(tmp_path, monkeypatch):
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    _write(tmp_path, "dgt", [
+        {"name": "letter DGT", "ours_mean": 86.13, "ours_std": 1.01, "paper_mean": 86.13, "paper_std": 0.72,
+         "protocol": {"depth": 10}, "part_seconds": 6876.4, "within_one_std_or_better": True},
+        {"name": "abalone bandit", "ours_mean": 2.249, "ours_std": 0.031, "paper_mean": 2.16, "paper_std": 0.03,
+         "protocol": {"reduced": "5 splits x 1 seed"}, "within_one_std_or_better": False,
+         "machine": "NVIDIA H100"},
+    ], {"cpus": 2, "cuda": None})
+    _write(tmp_path, "laptao", [
+        {"name": "digits 1% labels: LapTAO", "ours_mean": 80.0, "ours_std": 1.0, "paper_mean": None,
+         "paper_std": None, "protocol": "digits: 1437 train; reduced: the thesis uses 20 mu steps; 5 subsets"},
+    ], {"cpus": 16, "cuda": "NVIDIA H200"})
+    rows = table_rows()
+    assert [r["row"] for r in rows] == ["letter DGT", "abalone bandit", "digits 1% labels: LapTAO"]
+    letter, bandit, digits = rows
+    assert (letter["protocol"], letter["time"], letter["machine"], letter["within"]) == \
+        ("full", "6876 s", "2-core CPU", True)
+    assert letter["ours"] == "86.130 ± 1.010" and letter["paper"] == "86.130 ± 0.720"
+    assert bandit["protocol"] == "reduced: 5 splits x 1 seed" and bandit["machine"] == "NVIDIA H100"
+    assert digits["protocol"] == "reduced: the thesis uses 20 mu steps" and digits["paper"] == "—"
+    assert digits["machine"] == "NVIDIA H200" and digits["within"] is None
+    text = markdown(rows)
+    assert "| dgt | abalone bandit | 2.249 ± 0.031 | 2.160 ± 0.030 |" in text and "| **no** |" in text
+    assert text.endswith("3 rows: 2 reduced, 1 outside the paper's spread.")
+
+
+def test_a_search_row_counts_its_reruns_and_a_missing_time_says_so():
+    assert row_time({"search_s": 5026.2, "rerun_s": 114.0}) == "5026 s + 114 s reruns"
+    assert row_time({"fit_s_mean": 5.81}) == "6 s per fit"
+    assert row_time({"ours_mean": 1.0}) == "—"
+    assert row_protocol({"protocol": "full size, 10 seeds"}) == "full"
