@@ -7,7 +7,7 @@ import pytest
 
 from benchmarks import run
 from benchmarks.common import merge_rows
-from benchmarks.laptao import CLAIM_SUFFIX, METHODS, _kept_thesis_claim_rows, thesis_claim
+from benchmarks.laptao import CLAIM_SUFFIX, METHODS, _first_best, _kept_thesis_claim_rows, thesis_claim
 
 FIELDS = {"name", "metric", "ours_mean", "ours_std", "paper_mean", "paper_std", "protocol"}
 
@@ -28,6 +28,18 @@ def test_quick_laptao_benchmark_writes_rows(tmp_path, monkeypatch, capsys):
             assert 0.0 <= row["ours_mean"] <= 100.0 and len(row["values"]) == len(row["n_labelled"]) >= 1
             assert "reduced" in row["protocol"]
     assert min(rows["digits 1% labels: LapTAO"]["n_labelled"]) >= 10  # at least one label per class
+    # digits runs the thesis's protocol: every method's setting is chosen on the cross-validation set
+    assert "cross-validation set" in rows["digits 5% labels: LapTAO"]["protocol"]
+    for method, keys in (("LapTAO", {"depth", "alpha"}), ("supervised TAO (labelled only)", {"depth", "alpha"}),
+                         ("label spreading (kNN)", {"n_neighbors"}),
+                         ("self-training (decision tree)", {"depth", "threshold"})):
+        for chosen in rows[f"digits 20% labels: {method}"]["chosen"]:
+            assert keys | {"cv_accuracy"} <= set(chosen) and 0.0 <= chosen["cv_accuracy"] <= 100.0
+    ceiling = rows["digits: TAO on every training label (oblique-all)"]
+    assert len(ceiling["grid"]) == 2 and ceiling["chosen"]["cv_accuracy"] == max(g["cv"] for g in ceiling["grid"])
+    assert ceiling["ours_mean"] == next(g["test"] for g in ceiling["grid"] if g["cv"] == max(
+        h["cv"] for h in ceiling["grid"]))
+    assert all(r["part_seconds"] > 0 for r in rows.values() if r["name"].startswith("digits"))
     ordering = rows["digits: ordering, LapTAO best among semi-supervised tree methods"]
     assert isinstance(ordering["laptao_best_among_tree_methods"], bool)
     assert isinstance(rows["digits: convergence as labels grow (LapTAO at 20% vs oblique-all)"]["monotone"], bool)
@@ -36,6 +48,11 @@ def test_quick_laptao_benchmark_writes_rows(tmp_path, monkeypatch, capsys):
     assert isinstance(reference["meets_reference"], bool)
     # MNIST rows when the shared data is there, a skip row with its reason when it is not
     assert "MNIST 5k 20% labels: LapTAO" in rows or "skipped" in rows["MNIST 5k rows"]["protocol"]
+
+
+def test_ties_on_the_cross_validation_set_go_to_the_first_and_simplest_setting():
+    assert _first_best([80.0, 93.3, 93.3, 86.7]) == 1
+    assert _first_best([50.0]) == 0
 
 
 def test_merge_rows_replaces_rows_of_the_same_name_and_keeps_the_rest(tmp_path):
