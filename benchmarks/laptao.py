@@ -22,7 +22,7 @@ Protocol (``python -m benchmarks.run laptao``):
   of 20 μ steps × 15 TAO iterations, the supervised trees 15 TAO iterations.
 * **MNIST 5k keeps a reduced protocol**, measured to be out of reach on 2 cores: a fixed depth
   (``DEPTH``), the shorter schedule of ``LAPTAO`` and 2 subsets (one LapTAO fit of the thesis's
-  schedule takes 1040–1430 s there).
+  schedule takes 275–388 s there, and its grid would need 300 of them).
 * Methods, all scored by accuracy on the held-out test split:
   - LapTAO (:class:`models.laptao.estimators.LapTAOClassifier`) on every training point, with the
     thesis's γ = 0.1 and μ0 = 10⁻³ × 1.5 and the graph's perplexity tuned on the labels kept (its
@@ -87,8 +87,8 @@ LAPTAO = {"depth": DEPTH, "n_mu": 8, "tao_iter": 5, "labelled_fraction": 1.0}  #
 QUICK_LAPTAO = {"depth": 3, "n_mu": 2, "tao_iter": 2, "labelled_fraction": 1.0}
 TAO = {"max_iter": 20}
 #: Data sets run on the thesis's own protocol (:func:`_tuned_runs`). MNIST 5k keeps the shorter
-#: schedule at a fixed depth: one LapTAO fit of the thesis's schedule takes 1040-1430 s there, so its
-#: 20-point grid over 6 subsets would need about 45 CPU hours.
+#: schedule at a fixed depth: one LapTAO fit of the thesis's schedule takes 275-388 s there, so its
+#: 20-point grid over 15 labelled subsets (300 fits) would need about 29 CPU hours.
 TUNED = ("digits",)
 CV_FRACTION = 0.01  # the thesis: "a fixed 1 % of the training data" is the cross-validation set
 #: Simplest first in every grid (ties go to the first): 10 classes need 16 leaves, so depth >= 4.
