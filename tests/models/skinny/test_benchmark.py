@@ -2,6 +2,7 @@
 paper comparison needs (numbers are not asserted: they belong in the full benchmark)."""
 
 import json
+from itertools import pairwise
 
 import pytest
 
@@ -46,3 +47,61 @@ def test_the_split_study_fits_the_chosen_setting_and_xgboost_on_each_split():
         assert 50 < r["skinny_auc_pct"] <= 100 and 50 < r["xgboost_auc_pct"] <= 100
         assert r["difference_pct"] == pytest.approx(r["skinny_auc_pct"] - r["xgboost_auc_pct"])
     assert study["difference_pct"]["min"] <= study["difference_pct"]["mean"] <= study["difference_pct"]["max"]
+
+
+def _small_prepared():
+    import numpy as np
+    from sklearn.datasets import make_classification
+
+    from treeviz.services.data import Dataset, PrepConfig, prepare
+
+    X, y = make_classification(n_samples=400, n_features=12, n_informative=3, n_redundant=0, n_classes=3,
+                               random_state=0)
+    dataset = Dataset(name="small", X=X, y=y, feature_names=tuple(f"x{j}" for j in range(12)),
+                      task="classification", class_names=("a", "b", "c"), source="test")
+    return np.asarray(X), prepare(dataset, PrepConfig(scaling="standard", test_size=0.2, val_size=0.16, seed=8))
+
+
+@pytest.mark.parametrize("method", ["random forest importance", "XGBoost importance", "LightGBM importance"])
+def test_toolkit_trials_draw_from_the_papers_space(method):
+    import numpy as np
+
+    from benchmarks.skinny import TOOLKIT_SPACE, toolkit_params
+
+    rng = np.random.default_rng(3)
+    trials = [toolkit_params(method, rng) for _ in range(200)]
+    for key, (lo, hi) in TOOLKIT_SPACE.items():
+        values = [t[key] for t in trials if key in t]
+        assert all(lo <= v <= hi for v in values), key
+    assert all(("learning_rate" in t) == (method != "random forest importance") for t in trials)
+    assert all(("bagging_freq" in t) == (method == "LightGBM importance") for t in trials)
+    thresholds = np.log10([t["threshold"] for t in trials])  # log-uniform: every decade is drawn
+    assert thresholds.min() < -6 and thresholds.max() > -2
+
+
+@pytest.mark.parametrize("method", ["random forest importance", "XGBoost importance", "LightGBM importance"])
+def test_a_toolkit_trial_keeps_the_features_above_its_threshold_within_the_budget(method):
+    from benchmarks.skinny import toolkit_trial
+
+    _, prepared = _small_prepared()
+    params = {"n_estimators": 20, "max_depth": 3, "subsample": 0.8, "learning_rate": 0.3, "bagging_freq": 1}
+    loose = toolkit_trial(method, {**params, "threshold": 1e-7}, prepared, 0, budget=3)
+    assert loose["n_features"] > 3 and "val_auc" not in loose  # over the budget: never chosen
+    strict = toolkit_trial(method, {**params, "threshold": 0.08}, prepared, 0, budget=12)
+    assert 1 <= strict["n_features"] < loose["n_features"]
+    assert 0.5 < strict["val_auc"] <= 1.0 and 0.5 < strict["test_auc"] <= 1.0
+
+
+def test_the_toolkit_row_chooses_the_best_validation_trial_within_the_budget():
+    from benchmarks.skinny import toolkit_row
+
+    _, prepared = _small_prepared()
+    row = toolkit_row(prepared, "random forest importance", trials=40, seeds=[0, 1], quick=True)
+    assert row["n_trials"] == 40 and 1 <= row["n_valid_trials"] < 40
+    assert 1 <= row["search_features"] <= row["budget"] == 3
+    assert len(row["values"]) == 2 and "reduced" in row["protocol"]
+    assert row["paper_mean"] == 97.62
+    top = row["top_trials"]
+    assert top[0]["params"] == row["chosen"] and top[0]["val_auc"] == row["search_best_val_auc"]
+    assert all(a["val_auc"] >= b["val_auc"] for a, b in pairwise(top))
+    assert all(1 <= t["n_features"] <= row["budget"] for t in top)
