@@ -141,6 +141,10 @@ def labelled_subset(y: np.ndarray, fraction: float, seed: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------ one subset
+def _accuracy(model: Any, X: np.ndarray, y: np.ndarray) -> float:
+    return 100 * float(np.mean(model.predict(X) == y))
+
+
 def _one_subset(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndarray, fraction: float, seed: int,
                 quick: bool) -> dict[str, Any]:
     threads.apply_budget(1)
@@ -151,24 +155,20 @@ def _one_subset(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndarr
 
     start = time.perf_counter()
     lap = LapTAOClassifier(**(QUICK_LAPTAO if quick else LAPTAO), device="cpu", random_state=seed).fit(Xtr, partial)
-    out["laptao_seconds"] = time.perf_counter() - start
-    out["LapTAO"] = 100 * float(np.mean(lap.predict(Xte) == yte))
-    out["laptao_unlabelled"] = 100 * float(np.mean(lap.predict(Xtr[~lab]) == ytr[~lab]))
-    propagated = lap.classes_.take(np.argmax(lap.label_propagation_, axis=1))
-    out["propagation_unlabelled"] = 100 * float(np.mean(propagated[~lab] == ytr[~lab]))
-    out["perplexity"] = float(lap.perplexity_)
-    out["laptao_leaves"] = int(lap.history_[-1]["n_leaves"])
+    scores = _laptao_scores(lap, Xtr, ytr, partial, Xte, yte)
+    out.update({"laptao_seconds": time.perf_counter() - start, "LapTAO": scores["test"],
+                "laptao_unlabelled": scores["unlabelled"], "propagation_unlabelled": scores["propagation_unlabelled"],
+                "perplexity": scores["perplexity"], "laptao_leaves": scores["leaves"]})
 
     sup = TAOClassifier(depth=depth, **(QUICK_TAO if quick else TAO), device="cpu", random_state=seed)
-    sup.fit(Xtr[lab], ytr[lab])
-    out["supervised TAO (labelled only)"] = 100 * float(sup.score(Xte, yte))
+    out["supervised TAO (labelled only)"] = _accuracy(sup.fit(Xtr[lab], ytr[lab]), Xte, yte)
 
     spread = LabelSpreading(kernel="knn", n_neighbors=7).fit(Xtr, partial)
-    out["label spreading (kNN)"] = 100 * float(np.mean(spread.predict(Xte) == yte))
+    out["label spreading (kNN)"] = _accuracy(spread, Xte, yte)
 
     self_tree = SelfTrainingClassifier(DecisionTreeClassifier(max_depth=depth, random_state=seed), threshold=0.75,
                                        max_iter=10).fit(Xtr, partial)
-    out["self-training (decision tree)"] = 100 * float(np.mean(self_tree.predict(Xte) == yte))
+    out["self-training (decision tree)"] = _accuracy(self_tree, Xte, yte)
     return out
 
 
@@ -176,7 +176,7 @@ def _oblique_all(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndar
     threads.apply_budget(1)
     depth = (QUICK_LAPTAO if quick else LAPTAO)["depth"]
     model = TAOClassifier(depth=depth, **(QUICK_TAO if quick else TAO), device="cpu", random_state=0)
-    return 100 * float(model.fit(Xtr, ytr).score(Xte, yte))
+    return _accuracy(model.fit(Xtr, ytr), Xte, yte)
 
 
 # ------------------------------------------------------------------------------------------ rows
@@ -199,10 +199,6 @@ def _first_best(scores: list[float]) -> int:
     return int(np.argmax(np.asarray(scores, dtype=np.float64)))
 
 
-def _accuracy(model: Any, X: np.ndarray, y: np.ndarray) -> float:
-    return 100 * float(np.mean(model.predict(X) == y))
-
-
 def _laptao_fit(Xfit: np.ndarray, partial: np.ndarray, Xcv: np.ndarray, ycv: np.ndarray, Xte: np.ndarray,
                 yte: np.ndarray, yfit: np.ndarray, depth: int, alpha: float, seed: int,
                 schedule: dict[str, Any]) -> dict[str, Any]:
@@ -212,13 +208,19 @@ def _laptao_fit(Xfit: np.ndarray, partial: np.ndarray, Xcv: np.ndarray, ycv: np.
     start = time.perf_counter()
     lap = LapTAOClassifier(depth=depth, l1_penalty=alpha, **schedule, device="cpu", random_state=seed)
     lap.fit(Xfit, partial)
+    return {**_laptao_scores(lap, Xfit, yfit, partial, Xte, yte), "cv": _accuracy(lap, Xcv, ycv),
+            "seconds": time.perf_counter() - start, "depth": depth, "alpha": alpha}
+
+
+def _laptao_scores(lap: LapTAOClassifier, X: np.ndarray, y: np.ndarray, partial: np.ndarray, Xte: np.ndarray,
+                   yte: np.ndarray) -> dict[str, Any]:
+    """A fitted LapTAO's test accuracy, its accuracy and label propagation's (its start z0) on its
+    own unlabelled training points, the perplexity chosen and the final tree's leaves."""
     unlabelled = partial == -1
     propagated = lap.classes_.take(np.argmax(lap.label_propagation_, axis=1))
-    return {"cv": _accuracy(lap, Xcv, ycv), "test": _accuracy(lap, Xte, yte),
-            "unlabelled": _accuracy(lap, Xfit[unlabelled], yfit[unlabelled]),
-            "propagation_unlabelled": 100 * float(np.mean(propagated[unlabelled] == yfit[unlabelled])),
-            "perplexity": float(lap.perplexity_), "seconds": time.perf_counter() - start,
-            "leaves": int(lap.history_[-1]["n_leaves"]), "depth": depth, "alpha": alpha}
+    return {"test": _accuracy(lap, Xte, yte), "unlabelled": _accuracy(lap, X[unlabelled], y[unlabelled]),
+            "propagation_unlabelled": 100 * float(np.mean(propagated[unlabelled] == y[unlabelled])),
+            "perplexity": float(lap.perplexity_), "leaves": int(lap.history_[-1]["n_leaves"])}
 
 
 def _tuned_baselines(Xfit: np.ndarray, yfit: np.ndarray, lab: np.ndarray, Xcv: np.ndarray, ycv: np.ndarray,
@@ -323,9 +325,10 @@ def _span(values: tuple) -> str:
 
 
 def _reduced_runs(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndarray, label: str,
-                  quick: bool) -> tuple[float, list[dict[str, Any]], str]:
+                  quick: bool) -> tuple[float, list[dict[str, Any]], str, dict[str, Any]]:
     """The shorter schedule at a fixed depth: oblique-all's accuracy, one result per (fraction,
-    subset) of :func:`_jobs`, and the protocol text."""
+    subset) of :func:`_jobs`, the protocol text and (as :func:`_tuned_runs`) oblique-all's extra
+    fields, none here."""
     n_subsets = QUICK_SUBSETS if quick else SUBSETS[label]
     jobs = _jobs(n_subsets)
     parallel = Parallel(n_jobs=min(len(jobs) + 1, threads.usable_cores()))
@@ -341,7 +344,7 @@ def _reduced_runs(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.nda
                    "; reduced: the thesis uses 20 mu steps x 15 TAO iterations, depth and sparsity chosen on a "
                    "1% cross-validation set, and the full data" + (", and >= 5 labelled subsets"
                                                                    if n_subsets < 5 else "")))
-    return results[0], results[1:], protocol
+    return results[0], results[1:], protocol, {}
 
 
 def _jobs(n_subsets: int) -> list[tuple[float, int]]:
@@ -356,10 +359,8 @@ def _dataset_rows(label: str, data: tuple[np.ndarray, np.ndarray], quick: bool) 
     Xtr, Xte, ytr, yte = _split(*data, quick)
     start = time.perf_counter()
     tuned = label in TUNED
-    if tuned:
-        ceiling, runs, protocol, extra_ceiling = _tuned_runs(Xtr, ytr, Xte, yte, label, quick)
-    else:
-        (ceiling, runs, protocol), extra_ceiling = _reduced_runs(Xtr, ytr, Xte, yte, label, quick), {}
+    ceiling, runs, protocol, extra_ceiling = (_tuned_runs if tuned else _reduced_runs)(Xtr, ytr, Xte, yte, label,
+                                                                                       quick)
     n_subsets = len(runs) // len(FRACTIONS)
     jobs = _jobs(n_subsets)
     part_seconds = time.perf_counter() - start
@@ -467,7 +468,7 @@ def _claim_subset(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.nda
     lab = labelled_subset(ytr, 0.20, seed)
     start = time.perf_counter()
     lap = LapTAOClassifier(**THESIS_SCHEDULE, device="cpu", random_state=seed).fit(Xtr, np.where(lab, ytr, -1))
-    return {"accuracy": 100 * float(np.mean(lap.predict(Xte) == yte)), "seconds": time.perf_counter() - start,
+    return {"accuracy": _accuracy(lap, Xte, yte), "seconds": time.perf_counter() - start,
             "n_labelled": int(lab.sum()), "perplexity": float(lap.perplexity_), "mu_steps": len(lap.history_)}
 
 
