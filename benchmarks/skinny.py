@@ -46,6 +46,7 @@ beside the CPU results. About 30 s on a 16-core GPU machine (estimated); it need
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import platform
@@ -64,6 +65,7 @@ from benchmarks import device_timing
 from benchmarks.common import best_time, mean_text, merge_rows, results_dir, shared_data_dir, yes_no
 from benchmarks.tao_paper import load_uci
 from models.ground import threads
+from models.registry import get_family
 from models.schema import SearchRange
 from models.skinny.ensemble import SoftTreeEnsemble
 from models.skinny.estimators import SkinnyTreesClassifier, SkinnyTreesRegressor
@@ -71,11 +73,23 @@ from models.skinny.synthetic import sparse_regression, support_f1
 from treeviz.readers.metrics import class_auc
 from treeviz.services.data import Dataset, PrepConfig, prepare
 from treeviz.services.features import split_scores
-from treeviz.services.search import budget_search
+from treeviz.services.search import (
+    Trial,
+    budget_search,
+    budget_size,
+    run_trials,
+    sample_params,
+    select_best,
+    weaker_variants,
+)
 
 NAME = "skinny"
 #: The paper's satimage protocol: about 2000 random trials, then 100 re-runs of the chosen setting.
 PAPER_TRIALS, PAPER_RERUNS = 2000, 100
+#: The Table 4 Skinny Trees row's search, continued in parts: ``python -m benchmarks.skinny --continue-search``.
+CONTINUED_ROW = "satimage Table 4, 25% budget: Skinny Trees"
+#: Epochs drawn from {auto, 100} on top of the family's search space (the paper also draws the training length).
+LONGER = {"max_epochs": SearchRange(choices=(None, 100))}
 TOY = {"n_trees": 20, "depth": 4, "lambda0": 100.0, "lambda2": 0.1, "temperature": 0.01, "learning_rate": 0.1,
        "batch_size": 16, "max_epochs": 1000}
 SYNTHETIC = {"n_trees": 20, "depth": 2, "lambda0": 100.0, "temperature": 0.01, "batch_size": 16,
@@ -494,8 +508,7 @@ def satimage_rows(quick: bool) -> list[dict[str, Any]]:
     rows = []
     # The paper also draws the training length (epochs U[5, 500]); here auto (about 10 000 steps,
     # 39 epochs at batch 16) or 100 epochs, for the ensemble; the single tree keeps auto.
-    longer = {"max_epochs": SearchRange(choices=(None, 100))}
-    plan = [("Table 4, 25% budget: Skinny Trees", 0.25, {}, longer, 98.05, 0.01),
+    plan = [("Table 4, 25% budget: Skinny Trees", 0.25, {}, LONGER, 98.05, 0.01),
             ("Table 2, 50% budget: single Skinny Tree", 0.5, {"n_trees": 1, "schedule": "fixed"}, None, 88.66, 0.05)]
     for name, budget, fixed, search, paper, paper_se in plan:
         rows.append(searched_row(prepared, name, budget, fixed, search, paper, paper_se,
@@ -576,6 +589,97 @@ def searched_row(prepared: Any, name: str, budget: float, fixed: dict[str, Any],
                 rerun_s=time.perf_counter() - start - search_s)
 
 
+def _trial_line(trial: Trial) -> dict[str, Any]:
+    keep = ("val_auc", "test_auc", "n_features")
+    return {"index": trial.index, "params": trial.params, "error": trial.error,
+            "metrics": {k: trial.metrics[k] for k in keep if k in trial.metrics}}
+
+
+def _logged_trials(path: Any) -> dict[int, Trial]:
+    if not path.is_file():
+        return {}
+    out = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            out[int(rec["index"])] = Trial(int(rec["index"]), rec["params"], rec["metrics"], error=rec["error"])
+    return out
+
+
+def _run_logged(prepared: Any, settings: list[dict[str, Any]], start: int, path: Any, chunk: int) -> list[Trial]:
+    """Train the trials ``start, start + 1, ...`` of ``settings`` that ``path`` (one JSON line per
+    finished trial) does not hold yet, ``chunk`` at a time, appending each chunk's trials as it
+    ends; so a run stopped part-way resumes. Returns every trial of the range, from the log."""
+    indices = range(start, start + len(settings))
+    while True:
+        done = _logged_trials(path)
+        pending = [i for i in indices if i not in done]
+        if not pending:
+            return [done[i] for i in indices]
+        first = pending[0]
+        part = [i for i in pending[:chunk] if i - first < chunk]
+        trials = run_trials("skinny", "classification", prepared, [settings[i - start] for i in part], start=first)
+        with path.open("a") as out:
+            for trial in sorted(trials, key=lambda t: t.index):
+                out.write(json.dumps(_trial_line(trial), sort_keys=True) + "\n")
+        print(f"  trials {first}-{part[-1]} done ({len(done) + len(part)} logged), "
+              f"{time.strftime('%H:%M:%S')}", flush=True)
+
+
+def continue_search(*, earlier: int = 1000, total: int = 2000, chunk: int = 25, reruns: int = PAPER_RERUNS,
+                    quick: bool = False) -> dict[str, Any]:
+    """The Table 4 Skinny Trees row's search grown from its stored ``earlier`` random trials (with
+    their ``earlier // 4`` refinements) to ``total``: the draws ``earlier`` to ``total - 1`` of the
+    same seed-0 sequence (:func:`sample_params`), then as many refinements of their best as
+    :func:`budget_search` gives a search of that many trials; the best within the budget of both
+    parts (the stored row keeps the earlier part's best) re-run with ``reruns`` seeds. Trials go
+    to ``benchmarks/results/parts/`` as they finish, so the search resumes where a stopped run
+    left off. Returns the new row, merged into ``skinny.json``."""
+    prepared = _satimage()
+    budget = 0.25
+    stored = {r["name"]: r for r in json.loads((results_dir() / f"{NAME}.json").read_text())["results"]["rows"]}
+    before = stored[CONTINUED_ROW]
+    k = budget_size(budget, prepared.X_train.shape[1])
+    fixed = {"max_epochs": 3} if quick else {}
+    settings = sample_params(get_family("skinny"), "classification", fixed, total, 0, LONGER)[earlier:]
+    path = results_dir() / "parts" / ("skinny_satimage_25_quick.jsonl" if quick else "skinny_satimage_25.jsonl")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    drawn = _run_logged(prepared, settings, earlier, path, chunk)
+    refine = max(2, len(settings) // 4)
+    spec = get_family("skinny").param("lambda0", "classification")
+    variants = weaker_variants(drawn, k, "classification", "lambda0", refine, spec)
+    refined = _run_logged(prepared, variants, total + earlier // 4, path, chunk) if variants else []
+    search_s = time.perf_counter() - start
+    earlier_best = Trial(-1, {**before["chosen"]}, {"val_auc": before["search_best_val_auc"],
+                                                    "n_features": before["search_features"]})
+    best = select_best([earlier_best, *drawn, *refined], k, "classification")
+    chosen = {key: v for key, v in best.params.items() if key != "random_state"}
+    seeds = list(range(reruns))
+    results = Parallel(n_jobs=threads.usable_cores())(delayed(_rerun)(chosen, prepared, s) for s in seeds)
+    full = total >= PAPER_TRIALS and reruns >= PAPER_RERUNS
+    protocol = (f"split 64/16/20 stratified (treeviz prepare, seed 8); budget {k} of {prepared.X_train.shape[1]}; "
+                f"epochs drawn from {{auto, 100}}; {total} random trials (draws 0-{total - 1} of one seed-0 "
+                f"sequence, run in two parts of {earlier} and {total - earlier}, each part followed by "
+                f"{earlier // 4} and {len(variants)} trials with its best one's lambda0 lowered, as "
+                "treeviz.services.search.budget_search does), best validation AUC within the budget over both "
+                f"parts, re-run with {reruns} seed(s)" + ("" if full else f"; reduced: the paper used "
+                                                           f"~{PAPER_TRIALS} random trials and {PAPER_RERUNS} re-runs"))
+    from_part = "earlier" if best is earlier_best else ("refined" if best in refined else "drawn")
+    row = _row(CONTINUED_ROW, "AUC %", [100 * a for a, _ in results], before["paper_mean"],
+               before["paper_std"], protocol, chosen=chosen, chosen_from=from_part,
+               search_features=best.n_features, rerun_features=[n for _, n in results], budget=k,
+               n_trials=before["n_trials"] + len(drawn) + len(refined), search_best_val_auc=best.metrics["val_auc"],
+               search_s=before["search_s"] + search_s, rerun_s=time.perf_counter() - start - search_s,
+               machine={"cpus": os.cpu_count(), "platform": platform.platform(), "cuda": None},
+               run_at=time.strftime("%Y-%m-%d %H:%M:%S"),
+               earlier_part={key: before.get(key) for key in ("ours_mean", "ours_std", "chosen", "n_trials",
+                                                              "search_best_val_auc", "search_s")})
+    if not quick:
+        merge_rows([row], results_dir() / f"{NAME}.json")
+    return row
+
+
 def _fit_call(params: dict[str, Any], X: np.ndarray, y: np.ndarray, eval_set: tuple):
     def build(device: str):
         def call() -> None:
@@ -626,12 +730,20 @@ def run(quick: bool = False, device: str = "cpu") -> dict[str, Any]:
 if __name__ == "__main__":
     import argparse
 
-    _ap = argparse.ArgumentParser(description="Table 4's toolkit rows on satimage alone (the paper's 2 000-trial "
-                                              "search and 100 re-runs each, about 30 minutes on 2 cores), merged "
-                                              "into benchmarks/results/skinny.json.")
-    _ap.add_argument("--toolkits", action="store_true", required=True)
-    _ap.parse_args()
-    _rows = toolkit_rows(_satimage(), False)
-    merge_rows(_rows, results_dir() / f"{NAME}.json")
-    for _r in _rows:
-        print(_r["name"], _r["ours_mean"], _r["ours_se"], _r["chosen"], _r["n_valid_trials"], _r["search_s"])
+    _ap = argparse.ArgumentParser(description="Satimage rows run apart, merged into benchmarks/results/skinny.json.")
+    _what = _ap.add_mutually_exclusive_group(required=True)
+    _what.add_argument("--toolkits", action="store_true",
+                       help="Table 4's toolkit rows (the paper's 2 000-trial search and 100 re-runs each, about "
+                            "30 minutes on 2 cores)")
+    _what.add_argument("--continue-search", action="store_true",
+                       help="grow the Table 4 Skinny Trees row's search from 1 000 to 2 000 random trials "
+                            "(continue_search; about 1.5 hours on 2 cores, resumable)")
+    _args = _ap.parse_args()
+    if _args.continue_search:
+        _r = continue_search()
+        print(_r["name"], _r["ours_mean"], _r["ours_se"], _r["chosen"], _r["chosen_from"], _r["n_trials"])
+    else:
+        _rows = toolkit_rows(_satimage(), False)
+        merge_rows(_rows, results_dir() / f"{NAME}.json")
+        for _r in _rows:
+            print(_r["name"], _r["ours_mean"], _r["ours_se"], _r["chosen"], _r["n_valid_trials"], _r["search_s"])

@@ -9,7 +9,16 @@ from models.registry import get_family
 from models.schema import SearchRange
 from treeviz.services.data import PrepConfig, load_dataset, prepare
 from treeviz.services.runs import RunStore
-from treeviz.services.search import Trial, budget_search, budget_size, sample_params, searches, select_best, stored_best
+from treeviz.services.search import (
+    Trial,
+    budget_search,
+    budget_size,
+    run_trials,
+    sample_params,
+    searches,
+    select_best,
+    stored_best,
+)
 
 TINY = {"n_trees": 3, "depth": 2, "max_epochs": 6}
 
@@ -188,3 +197,38 @@ def test_a_cancel_stops_a_batched_search(prepared):
         budget_search("skinny", "classification", prepared, budget=5, n_trials=3, params={**TINY, "batch_size": 32},
                       n_jobs=1, progress=progress, refine=0)
     assert len(progress.records) == 1 and progress.total == 3
+
+
+class Recorder:
+    def __init__(self):
+        self.records, self.total = [], None
+
+    def stages(self, n):
+        pass
+
+    def begin(self, total):
+        self.total = total
+
+    def record(self, values):
+        self.records.append(values)
+
+
+def test_run_trials_numbers_trials_from_start_as_one_search_continued(prepared):
+    family = get_family("skinny")
+    settings = sample_params(family, "classification", TINY, 5, seed=4)
+    whole = budget_search("skinny", "classification", prepared, budget=0.5, n_trials=5, params=TINY, seed=4,
+                          n_jobs=1, refine=0)
+    part = run_trials("skinny", "classification", prepared, settings[3:], start=3, n_jobs=1)
+    assert sorted(t.index for t in part) == [3, 4]
+    by_index = {t.index: t for t in whole.trials}
+    for t in part:  # the same draws, the same seeds: the same fits as the whole search's
+        assert t.params == by_index[t.index].params
+        assert t.metrics["val_auc"] == pytest.approx(by_index[t.index].metrics["val_auc"], abs=1e-6)
+
+
+def test_progress_counts_trials_across_the_random_and_refinement_stages(prepared):
+    progress = Recorder()
+    result = budget_search("skinny", "classification", prepared, budget=0.5, n_trials=3, params=TINY, seed=1,
+                           n_jobs=1, refine=2, progress=progress)
+    assert progress.total == 5 and len(result.trials) == 5  # a trial within the budget: both stages ran
+    assert [r["trial"] for r in progress.records] == list(range(1, len(result.trials) + 1))

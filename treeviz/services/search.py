@@ -293,30 +293,44 @@ def budget_search(family_key: str, task: str, prepared: PreparedData, *, budget:
     label = name or f"{family.short_label} on {prepared.dataset.name}, at most {k} features"
     tag = {"id": search_id, "kind": KIND, "label": label, "budget": k, "size": n_trials + refine, "seed": int(seed)}
     tag = tag if store is not None else None
-    on_gpu = device is not None and resolve_device(device).startswith("cuda")
-    most = 1 if on_gpu else max(1, int(n_jobs or threads.usable_cores()))
-
-    def run(batch: list[dict[str, Any]], start: int) -> None:
-        units = _units(family, task, batch, together)
-        workers = min(most, len(units))
-        inner = None if workers <= 1 else max(1, threads.usable_cores() // workers)
-        calls = [(family_key, task, start + i, p, prepared, store, tag, f"{label} · trial {start + i + 1}", device,
-                  inner) for i, p in enumerate(batch)]
-        _run_trials([[calls[i] for i in unit] for unit in units], workers, trials, progress, task)
-
+    common = {"n_jobs": n_jobs, "store": store, "tag": tag, "label": label, "progress": progress, "device": device,
+              "together": together}
     if progress is not None:
         progress.stages(1)
         progress.begin(n_trials + refine)
-    trials: list[Trial] = []
-    run(settings, 0)
+    trials = run_trials(family_key, task, prepared, settings, **common)
     if refine and strength is not None:
-        run(weaker_variants(trials, k, task, strength, refine, family.param(strength, task)), n_trials)
+        trials += run_trials(family_key, task, prepared,
+                             weaker_variants(trials, k, task, strength, refine, family.param(strength, task)),
+                             start=n_trials, **common)
     trials.sort(key=lambda t: t.index)
     return SearchResult(search_id, task, k, prepared.X_train.shape[1], tuple(trials))
 
 
+def run_trials(family_key: str, task: str, prepared: PreparedData, settings: Sequence[Mapping[str, Any]], *,
+               start: int = 0, n_jobs: int | None = None, store: RunStore | None = None,
+               tag: dict[str, Any] | None = None, label: str = "trial", progress: Progress | None = None,
+               device: str | None = None, together: bool = True) -> list[Trial]:
+    """Train one trial per entry of ``settings`` (indices from ``start``), in ``n_jobs`` worker
+    processes (default: every usable core; one on a GPU), batching trials of one shape when the
+    family offers it; the finished trials in completion order. :func:`budget_search` runs its
+    random and refinement trials through this; a search continued in parts calls it with the
+    settings of :func:`sample_params` it has not run yet."""
+    family = get_family(family_key)
+    on_gpu = device is not None and resolve_device(device).startswith("cuda")
+    most = 1 if on_gpu else max(1, int(n_jobs or threads.usable_cores()))
+    units = _units(family, task, settings, together)
+    workers = min(most, len(units))
+    inner = None if workers <= 1 else max(1, threads.usable_cores() // workers)
+    calls = [(family_key, task, start + i, dict(p), prepared, store, tag, f"{label} · trial {start + i + 1}", device,
+              inner) for i, p in enumerate(settings)]
+    trials: list[Trial] = []
+    _run_trials([[calls[i] for i in unit] for unit in units], workers, trials, progress, task, done=start)
+    return trials
+
+
 def _run_trials(units: list[list[tuple]], workers: int, trials: list[Trial], progress: Progress | None,
-                task: str) -> None:
+                task: str, done: int = 0) -> None:
     """Run ``units`` (lists of :func:`_trial` calls, see :func:`_trials`; in worker processes when
     ``workers`` > 1), appending each finished trial."""
     if not units:
@@ -328,7 +342,7 @@ def _run_trials(units: list[list[tuple]], workers: int, trials: list[Trial], pro
             for trial in unit:
                 trials.append(trial)
                 if progress is not None:
-                    progress.record({"trial": len(trials), "index": trial.index, "n_features": trial.n_features,
+                    progress.record({"trial": done + len(trials), "index": trial.index, "n_features": trial.n_features,
                                      "score": selection_score(trial.metrics, task), "error": trial.error})
     except TrainingCancelled:
         if hasattr(results, "close"):
