@@ -86,10 +86,15 @@ from treeviz.services.search import (
 NAME = "skinny"
 #: The paper's satimage protocol: about 2000 random trials, then 100 re-runs of the chosen setting.
 PAPER_TRIALS, PAPER_RERUNS = 2000, 100
-#: The Table 4 Skinny Trees row's search, continued in parts: ``python -m benchmarks.skinny --continue-search``.
-CONTINUED_ROW = "satimage Table 4, 25% budget: Skinny Trees"
 #: Epochs drawn from {auto, 100} on top of the family's search space (the paper also draws the training length).
 LONGER = {"max_epochs": SearchRange(choices=(None, 100))}
+#: The satimage rows chosen by a feature-budget search: budget, fixed parameters, added ranges,
+#: the paper's mean and SE, and the trial log's name (see :func:`logged_search`).
+SEARCHED = {
+    "satimage Table 4, 25% budget: Skinny Trees": (0.25, {}, LONGER, 98.05, 0.01, "skinny_satimage_25"),
+    "satimage Table 2, 50% budget: single Skinny Tree": (0.5, {"n_trees": 1, "schedule": "fixed"}, None, 88.66, 0.05,
+                                                         "skinny_satimage_single_50"),
+}
 TOY = {"n_trees": 20, "depth": 4, "lambda0": 100.0, "lambda2": 0.1, "temperature": 0.01, "learning_rate": 0.1,
        "batch_size": 16, "max_epochs": 1000}
 SYNTHETIC = {"n_trees": 20, "depth": 2, "lambda0": 100.0, "temperature": 0.01, "batch_size": 16,
@@ -508,10 +513,8 @@ def satimage_rows(quick: bool) -> list[dict[str, Any]]:
     rows = []
     # The paper also draws the training length (epochs U[5, 500]); here auto (about 10 000 steps,
     # 39 epochs at batch 16) or 100 epochs, for the ensemble; the single tree keeps auto.
-    plan = [("Table 4, 25% budget: Skinny Trees", 0.25, {}, LONGER, 98.05, 0.01),
-            ("Table 2, 50% budget: single Skinny Tree", 0.5, {"n_trees": 1, "schedule": "fixed"}, None, 88.66, 0.05)]
-    for name, budget, fixed, search, paper, paper_se in plan:
-        rows.append(searched_row(prepared, name, budget, fixed, search, paper, paper_se,
+    for name, (budget, fixed, search, paper, paper_se, _) in SEARCHED.items():
+        rows.append(searched_row(prepared, name.removeprefix("satimage "), budget, fixed, search, paper, paper_se,
                                  trials=3 if quick else 64, seeds=seeds, quick=quick))
     rows += toolkit_rows(prepared, quick)
     return rows
@@ -626,55 +629,69 @@ def _run_logged(prepared: Any, settings: list[dict[str, Any]], start: int, path:
               f"{time.strftime('%H:%M:%S')}", flush=True)
 
 
-def continue_search(*, earlier: int = 1000, total: int = 2000, chunk: int = 25, reruns: int = PAPER_RERUNS,
-                    quick: bool = False) -> dict[str, Any]:
-    """The Table 4 Skinny Trees row's search grown from its stored ``earlier`` random trials (with
-    their ``earlier // 4`` refinements) to ``total``: the draws ``earlier`` to ``total - 1`` of the
-    same seed-0 sequence (:func:`sample_params`), then as many refinements of their best as
-    :func:`budget_search` gives a search of that many trials; the best within the budget of both
-    parts (the stored row keeps the earlier part's best) re-run with ``reruns`` seeds. Trials go
-    to ``benchmarks/results/parts/`` as they finish, so the search resumes where a stopped run
-    left off. Returns the new row, merged into ``skinny.json``."""
+def logged_search(name: str, *, earlier: int = 0, total: int = PAPER_TRIALS, chunk: int = 25,
+                  reruns: int = PAPER_RERUNS, quick: bool = False) -> dict[str, Any]:
+    """A :data:`SEARCHED` row on the paper's protocol, its trials logged as they finish: the draws
+    ``earlier`` to ``total - 1`` of the seed-0 sequence (:func:`sample_params`), then as many
+    refinements of their best as :func:`budget_search` gives a search of that many trials, then
+    the best within the budget re-run with ``reruns`` seeds. Each finished trial is one line of
+    ``benchmarks/results/parts/<log>.jsonl``, so a stopped run resumes where it left off. With
+    ``earlier`` > 0 the search continues the stored row's: its first ``earlier`` draws (and their
+    ``earlier // 4`` refinements) ran before, and the stored row keeps their best, which competes
+    with the new part's. Returns the new row, merged into ``skinny.json`` (not with ``quick``)."""
+    budget, fixed, search, paper, paper_se, log = SEARCHED[name]
     prepared = _satimage()
-    budget = 0.25
-    stored = {r["name"]: r for r in json.loads((results_dir() / f"{NAME}.json").read_text())["results"]["rows"]}
-    before = stored[CONTINUED_ROW]
-    k = budget_size(budget, prepared.X_train.shape[1])
-    fixed = {"max_epochs": 3} if quick else {}
-    settings = sample_params(get_family("skinny"), "classification", fixed, total, 0, LONGER)[earlier:]
-    path = results_dir() / "parts" / ("skinny_satimage_25_quick.jsonl" if quick else "skinny_satimage_25.jsonl")
+    p = prepared.X_train.shape[1]
+    k = budget_size(budget, p)
+    before = None
+    if earlier:
+        stored = json.loads((results_dir() / f"{NAME}.json").read_text())["results"]["rows"]
+        before = next(r for r in stored if r["name"] == name)
+    params = {**fixed, **({"max_epochs": 3} if quick else {})}
+    settings = sample_params(get_family("skinny"), "classification", params, total, 0, search)[earlier:]
+    path = results_dir() / "parts" / f"{log}{'_quick' if quick else ''}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     drawn = _run_logged(prepared, settings, earlier, path, chunk)
-    refine = max(2, len(settings) // 4)
     spec = get_family("skinny").param("lambda0", "classification")
-    variants = weaker_variants(drawn, k, "classification", "lambda0", refine, spec)
-    refined = _run_logged(prepared, variants, total + earlier // 4, path, chunk) if variants else []
+    variants = weaker_variants(drawn, k, "classification", "lambda0", max(2, len(settings) // 4), spec)
+    refined = _run_logged(prepared, variants, total + max(2, earlier // 4), path, chunk) if variants else []
     search_s = time.perf_counter() - start
-    earlier_best = Trial(-1, {**before["chosen"]}, {"val_auc": before["search_best_val_auc"],
-                                                    "n_features": before["search_features"]})
-    best = select_best([earlier_best, *drawn, *refined], k, "classification")
-    chosen = {key: v for key, v in best.params.items() if key != "random_state"}
-    seeds = list(range(reruns))
-    results = Parallel(n_jobs=threads.usable_cores())(delayed(_rerun)(chosen, prepared, s) for s in seeds)
+    candidates = [*drawn, *refined]
+    if before is not None:
+        candidates.append(Trial(-1, {**before["chosen"]}, {"val_auc": before["search_best_val_auc"],
+                                                           "n_features": before["search_features"]}))
+    best = select_best(candidates, k, "classification")
     full = total >= PAPER_TRIALS and reruns >= PAPER_RERUNS
-    protocol = (f"split 64/16/20 stratified (treeviz prepare, seed 8); budget {k} of {prepared.X_train.shape[1]}; "
-                f"epochs drawn from {{auto, 100}}; {total} random trials (draws 0-{total - 1} of one seed-0 "
-                f"sequence, run in two parts of {earlier} and {total - earlier}, each part followed by "
-                f"{earlier // 4} and {len(variants)} trials with its best one's lambda0 lowered, as "
-                "treeviz.services.search.budget_search does), best validation AUC within the budget over both "
-                f"parts, re-run with {reruns} seed(s)" + ("" if full else f"; reduced: the paper used "
-                                                           f"~{PAPER_TRIALS} random trials and {PAPER_RERUNS} re-runs"))
-    from_part = "earlier" if best is earlier_best else ("refined" if best in refined else "drawn")
-    row = _row(CONTINUED_ROW, "AUC %", [100 * a for a, _ in results], before["paper_mean"],
-               before["paper_std"], protocol, chosen=chosen, chosen_from=from_part,
+    drawn_epochs = "; epochs drawn from {auto, 100}" if search and "max_epochs" in search else ""
+    parts = (f"{total} random trials plus {len(variants)} with the best one's lambda0 lowered (the rule of "
+             "treeviz.services.search.budget_search), each trial logged as it finished")
+    if before is not None:
+        parts = (f"{total} random trials (draws 0-{total - 1} of one seed-0 sequence) in two parts of {earlier} "
+                 f"and {total - earlier}, each followed by {max(2, earlier // 4)} and {len(variants)} trials with "
+                 "its best one's lambda0 lowered (the rule of treeviz.services.search.budget_search), the best of both")
+    protocol = (f"split 64/16/20 stratified (treeviz prepare, seed 8); budget {k} of {p}{drawn_epochs}; {parts}; "
+                f"best validation AUC within the budget, re-run with {reruns} seed(s)"
+                + ("" if full else f"; reduced: the paper used ~{PAPER_TRIALS} random trials and {PAPER_RERUNS} "
+                                   "re-runs"))
+    if best is None:
+        return _row(name, "AUC %", [float("nan")], paper, paper_se, protocol + "; no trial within the budget",
+                    search_s=search_s)
+    chosen = {key: v for key, v in best.params.items() if key != "random_state"}
+    results = Parallel(n_jobs=threads.usable_cores())(delayed(_rerun)(chosen, prepared, s) for s in range(reruns))
+    extra: dict[str, Any] = {}
+    if before is not None:
+        extra["earlier_part"] = {key: before.get(key) for key in ("ours_mean", "ours_std", "chosen", "n_trials",
+                                                                  "search_best_val_auc", "search_s")}
+    row = _row(name, "AUC %", [100 * a for a, _ in results], paper, paper_se, protocol, chosen=chosen,
+               chosen_from="earlier" if best.index < 0 else ("refined" if best in refined else "drawn"),
                search_features=best.n_features, rerun_features=[n for _, n in results], budget=k,
-               n_trials=before["n_trials"] + len(drawn) + len(refined), search_best_val_auc=best.metrics["val_auc"],
-               search_s=before["search_s"] + search_s, rerun_s=time.perf_counter() - start - search_s,
+               n_trials=(before["n_trials"] if before else 0) + len(drawn) + len(refined),
+               search_best_val_auc=best.metrics["val_auc"],
+               search_s=(before["search_s"] if before else 0.0) + search_s,
+               rerun_s=time.perf_counter() - start - search_s,
                machine={"cpus": os.cpu_count(), "platform": platform.platform(), "cuda": None},
-               run_at=time.strftime("%Y-%m-%d %H:%M:%S"),
-               earlier_part={key: before.get(key) for key in ("ours_mean", "ours_std", "chosen", "n_trials",
-                                                              "search_best_val_auc", "search_s")})
+               run_at=time.strftime("%Y-%m-%d %H:%M:%S"), **extra)
     if not quick:
         merge_rows([row], results_dir() / f"{NAME}.json")
     return row
@@ -737,11 +754,15 @@ if __name__ == "__main__":
                             "30 minutes on 2 cores)")
     _what.add_argument("--continue-search", action="store_true",
                        help="grow the Table 4 Skinny Trees row's search from 1 000 to 2 000 random trials "
-                            "(continue_search; about 1.5 hours on 2 cores, resumable)")
+                            "(about 25 minutes on 2 cores, resumable)")
+    _what.add_argument("--single-tree", action="store_true",
+                       help="Table 2's single-tree row on the paper's protocol (2 000 random trials, 100 re-runs; "
+                            "resumable)")
     _args = _ap.parse_args()
-    if _args.continue_search:
-        _r = continue_search()
-        print(_r["name"], _r["ours_mean"], _r["ours_se"], _r["chosen"], _r["chosen_from"], _r["n_trials"])
+    if _args.continue_search or _args.single_tree:
+        _name = [*SEARCHED][0 if _args.continue_search else 1]
+        _r = logged_search(_name, earlier=1000 if _args.continue_search else 0)
+        print(_r["name"], _r["ours_mean"], _r["ours_se"], _r.get("chosen"), _r.get("chosen_from"), _r.get("n_trials"))
     else:
         _rows = toolkit_rows(_satimage(), False)
         merge_rows(_rows, results_dir() / f"{NAME}.json")

@@ -77,3 +77,41 @@ def test_every_benchmark_data_set_runs_the_theses_schedule():
     for name, params in embeddings.SETTINGS.items():
         assert all(params[k] >= embeddings.FULL[k] for k in ("n_mu", "z_iter", "tao_iter")), name
         assert params["free_iter"] >= 1000, name
+
+
+def _serial(n_jobs=None):
+    return lambda calls: [f(*a, **k) for f, a, k in calls]
+
+
+@pytest.mark.parametrize("earlier_auc, expected", [(0.5, "earlier"), (0.01, "refined")])
+def test_a_continued_search_refines_its_part_and_competes_with_the_stored_best(tmp_path, monkeypatch,
+                                                                               earlier_auc, expected):
+    from treeviz.services.data import PrepConfig, load_dataset, prepare
+
+    name = "satimage Table 4, 25% budget: Skinny Trees"
+    stored_row = {"name": name, "chosen": {"lambda0": 50.0, "depth": 2}, "search_best_val_auc": earlier_auc,
+                  "search_features": 3, "n_trials": 5, "search_s": 100.0, "ours_mean": 97.0, "ours_std": 0.1}
+    (tmp_path / "skinny.json").write_text(json.dumps({"benchmark": "skinny", "results": {"rows": [stored_row]}}))
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    monkeypatch.setattr(skinny, "_satimage", lambda: prepare(load_dataset("breast_cancer"), PrepConfig(seed=0)))
+    fake = FakeTrials()
+    monkeypatch.setattr(skinny, "run_trials", fake)
+    reruns = []
+    monkeypatch.setattr(skinny, "_rerun", lambda params, prepared, seed: reruns.append(params) or (0.9, 3))
+    monkeypatch.setattr(skinny, "Parallel", _serial)
+    row = skinny.logged_search(name, earlier=4, total=8, chunk=10, reruns=3)
+    # draws 4-7, then max(2, 4 // 4) = 2 refinements of their best (draw 7), numbered after the
+    # earlier part's own 2 refinements
+    assert fake.calls == [(4, 4), (10, 2)]
+    assert row["chosen_from"] == expected and row["n_trials"] == 5 + 4 + 2
+    assert row["values"] == [90.0] * 3 and len(reruns) == 3 and "random_state" not in reruns[0]
+    if expected == "earlier":
+        assert reruns[0] == {"lambda0": 50.0, "depth": 2}
+    else:  # the last refinement (the fake scores later trials higher): draw 7 with its lambda0 halved
+        draw7 = [line for line in (tmp_path / "parts" / "skinny_satimage_25.jsonl").read_text().splitlines()
+                 if json.loads(line)["index"] == 7]
+        assert reruns[0]["lambda0"] == pytest.approx(0.5 * json.loads(draw7[0])["params"]["lambda0"], rel=1e-3)
+    assert "8 random trials" in row["protocol"] and "two parts of 4 and 4" in row["protocol"]
+    assert "reduced" in row["protocol"]  # 8 trials and 3 re-runs are not the paper's 2000 and 100
+    merged = json.loads((tmp_path / "skinny.json").read_text())["results"]["rows"]
+    assert [r["n_trials"] for r in merged] == [11]
