@@ -144,3 +144,24 @@ def stored_rows(name: str, keep: Callable[[str], bool]) -> list[dict[str, Any]]:
     if payload.get("quick"):
         return []
     return [r for r in payload.get("results", {}).get("rows", []) if keep(str(r.get("name", "")))]
+
+
+class PartLog:
+    """The finished parts of a long benchmark run (the trials of a search, the fits of a grid),
+    one JSON object per line in ``<results>/parts/<name>.jsonl``, appended as each part ends: a
+    run stopped part-way is started again and computes only what the log lacks."""
+
+    def __init__(self, name: str) -> None:
+        self.path = results_dir() / "parts" / f"{name}.jsonl"
+
+    def records(self) -> list[dict[str, Any]]:
+        """Every logged part, oldest first (none without a log)."""
+        if not self.path.is_file():
+            return []
+        return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
+
+    def add(self, records: Sequence[dict[str, Any]]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a") as out:
+            for record in records:
+                out.write(json.dumps(record, sort_keys=True) + "\n")

@@ -14,15 +14,17 @@ Protocol (``python -m benchmarks.run laptao``):
   (the test part is never seen by any method).
 * In the training part, 1 %, 5 % and 20 % of the labels are kept (at least one per class: one
   drawn per class, the rest drawn at random), the others set to −1; each fraction is averaged over
-  random labelled subsets: 5 on digits, 2 on MNIST (``SUBSETS``).
-* **digits runs the thesis's protocol** (its section 3.2.1, :func:`_tuned_runs`): a fixed 1 % of
-  the training part, with its labels and held out of every fit, is the cross-validation set that
-  chooses each method's settings (``GRID``: depth and α for every TAO method, depth and confidence
-  threshold for self-training, neighbours for label spreading); LapTAO runs the thesis's schedule
-  of 20 μ steps × 15 TAO iterations, the supervised trees 15 TAO iterations.
-* **MNIST 5k keeps a reduced protocol**, measured to be out of reach on 2 cores: a fixed depth
-  (``DEPTH``), the shorter schedule of ``LAPTAO`` and 2 subsets (one LapTAO fit of the thesis's
-  schedule takes 275–388 s there, and its grid would need 300 of them).
+  random labelled subsets, 5 per fraction (``SUBSETS``).
+* **Both data sets run the thesis's protocol** (its section 3.2.1, :func:`_tuned_runs`): a fixed
+  1 % of the training part, with its labels and held out of every fit, is the cross-validation
+  set that chooses each method's settings (``GRID``: depth and α for every TAO method, depth and
+  confidence threshold for self-training, neighbours for label spreading); LapTAO runs the
+  thesis's schedule of 20 μ steps × 15 TAO iterations, the supervised trees 15 TAO iterations.
+  Digits takes about 20 minutes on 2 cores. MNIST needs 300 LapTAO fits of 275–388 s each, about
+  29 CPU hours: every finished fit goes to a :class:`benchmarks.common.PartLog`
+  (``benchmarks/results/parts/laptao_mnist5k_<digest>.jsonl``), so the run is done in parts, each
+  resuming where the last stopped (``python -m benchmarks.laptao --mnist``); the MNIST rows are
+  written when the last fit is in.
 * Methods, all scored by accuracy on the held-out test split:
   - LapTAO (:class:`models.laptao.estimators.LapTAOClassifier`) on every training point, with the
     thesis's γ = 0.1 and μ0 = 10⁻³ × 1.5 and the graph's perplexity tuned on the labels kept (its
@@ -46,12 +48,13 @@ Protocol (``python -m benchmarks.run laptao``):
   accuracy on its own unlabelled training points, the same measure).
 
 ``--quick`` runs tiny subsets with a two-step schedule and tiny grids (the numbers then mean
-nothing). ``python -m benchmarks.laptao --digits`` reruns the digits rows alone and merges them
-into the stored file.
+nothing). ``python -m benchmarks.laptao --digits`` (or ``--mnist``) reruns one data set's rows
+alone and merges them into the stored file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import resource
 import time
@@ -66,7 +69,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.semi_supervised import LabelSpreading, SelfTrainingClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from benchmarks.common import mean_text, merge_rows, results_dir, shared_data_dir, stored_rows, yes_no
+from benchmarks.common import PartLog, mean_text, merge_rows, results_dir, shared_data_dir, stored_rows, yes_no
 from benchmarks.scale_table import make_table
 from models.graphs import nearest_neighbors
 from models.ground import threads
@@ -79,25 +82,18 @@ from treeviz.services.data import PrepConfig, prepare
 
 NAME = "laptao"
 FRACTIONS = (0.01, 0.05, 0.20)
-SUBSETS = {"digits": 5, "MNIST 5k": 2}  # labelled subsets per fraction (a LapTAO fit on MNIST 5k: ~2.5 min)
+SUBSETS = {"digits": 5, "MNIST 5k": 5}  # labelled subsets per fraction
 QUICK_SUBSETS = 1
 DEPTH = 5
-# labelled_fraction=1.0: the protocol hides the labels itself (``partial``), so every given label is kept
-LAPTAO = {"depth": DEPTH, "n_mu": 8, "tao_iter": 5, "labelled_fraction": 1.0}  # defaults: auto depth, 20 μ × 15
-QUICK_LAPTAO = {"depth": 3, "n_mu": 2, "tao_iter": 2, "labelled_fraction": 1.0}
-TAO = {"max_iter": 20}
-#: Data sets run on the thesis's own protocol (:func:`_tuned_runs`). MNIST 5k keeps the shorter
-#: schedule at a fixed depth: one LapTAO fit of the thesis's schedule takes 275-388 s there, so its
-#: 20-point grid over 15 labelled subsets (300 fits) would need about 29 CPU hours.
-TUNED = ("digits",)
+TAO = {"max_iter": 20}  # the thesis-claim rows' oblique-all
 CV_FRACTION = 0.01  # the thesis: "a fixed 1 % of the training data" is the cross-validation set
 #: Simplest first in every grid (ties go to the first): 10 classes need 16 leaves, so depth >= 4.
 GRID = {"depths": (4, 5, 6, 7, 8), "alphas": (1.0, 0.1, 0.01, 0.001), "thresholds": (0.99, 0.9, 0.75, 0.5),
         "neighbours": (3, 5, 7, 10, 15), "tao_iter": 15}  # "15 TAO iterations for all TAO-based methods"
 QUICK_GRID = {"depths": (3,), "alphas": (0.1, 0.01), "thresholds": (0.75,), "neighbours": (5, 7), "tao_iter": 3}
+# labelled_fraction=1.0: the protocol hides the labels itself (``partial``), so every given label is kept
 THESIS_LAPTAO = {"n_mu": 20, "tao_iter": 15, "labelled_fraction": 1.0}  # the thesis's schedule
 QUICK_LAPTAO_SCHEDULE = {"n_mu": 2, "tao_iter": 2, "labelled_fraction": 1.0}
-QUICK_TAO = {"max_iter": 3}
 QUICK_SIZE = 200  # points per data set in --quick
 SURROGATE_DIGITS_5PCT = 86.2  # a ridge-linear LapTAO surrogate, digits, 5 % labels, unlabelled points
 THESIS_MNIST_20PCT = 95.0  # thesis: ~5 % test error on full MNIST with 20 % labels
@@ -145,37 +141,10 @@ def _accuracy(model: Any, X: np.ndarray, y: np.ndarray) -> float:
     return 100 * float(np.mean(model.predict(X) == y))
 
 
-def _one_subset(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndarray, fraction: float, seed: int,
-                quick: bool) -> dict[str, Any]:
+def _oblique_all(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndarray) -> float:
+    """TAO of depth :data:`DEPTH` on every training label: the thesis-claim rows' ceiling."""
     threads.apply_budget(1)
-    lab = labelled_subset(ytr, fraction, seed)
-    partial = np.where(lab, ytr, -1)
-    out: dict[str, Any] = {"n_labelled": int(lab.sum())}
-    depth = (QUICK_LAPTAO if quick else LAPTAO)["depth"]
-
-    start = time.perf_counter()
-    lap = LapTAOClassifier(**(QUICK_LAPTAO if quick else LAPTAO), device="cpu", random_state=seed).fit(Xtr, partial)
-    scores = _laptao_scores(lap, Xtr, ytr, partial, Xte, yte)
-    out.update({"laptao_seconds": time.perf_counter() - start, "LapTAO": scores["test"],
-                "laptao_unlabelled": scores["unlabelled"], "propagation_unlabelled": scores["propagation_unlabelled"],
-                "perplexity": scores["perplexity"], "laptao_leaves": scores["leaves"]})
-
-    sup = TAOClassifier(depth=depth, **(QUICK_TAO if quick else TAO), device="cpu", random_state=seed)
-    out["supervised TAO (labelled only)"] = _accuracy(sup.fit(Xtr[lab], ytr[lab]), Xte, yte)
-
-    spread = LabelSpreading(kernel="knn", n_neighbors=7).fit(Xtr, partial)
-    out["label spreading (kNN)"] = _accuracy(spread, Xte, yte)
-
-    self_tree = SelfTrainingClassifier(DecisionTreeClassifier(max_depth=depth, random_state=seed), threshold=0.75,
-                                       max_iter=10).fit(Xtr, partial)
-    out["self-training (decision tree)"] = _accuracy(self_tree, Xte, yte)
-    return out
-
-
-def _oblique_all(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndarray, quick: bool) -> float:
-    threads.apply_budget(1)
-    depth = (QUICK_LAPTAO if quick else LAPTAO)["depth"]
-    model = TAOClassifier(depth=depth, **(QUICK_TAO if quick else TAO), device="cpu", random_state=0)
+    model = TAOClassifier(depth=DEPTH, **TAO, device="cpu", random_state=0)
     return _accuracy(model.fit(Xtr, ytr), Xte, yte)
 
 
@@ -263,6 +232,35 @@ def _oblique_all_fit(Xfit: np.ndarray, yfit: np.ndarray, Xcv: np.ndarray, ycv: n
     return {"cv": _accuracy(model, Xcv, ycv), "test": _accuracy(model, Xte, yte), "depth": depth, "alpha": alpha}
 
 
+def _fit_log(label: str, grid: dict[str, tuple], schedule: dict[str, Any], n_subsets: int) -> PartLog:
+    """The log of one data set's grid of fits, named by a digest of everything the fits depend on
+    (a changed grid, schedule or split starts a new log rather than reusing stale fits)."""
+    config = json.dumps({"label": label, "grid": grid, "schedule": schedule, "subsets": n_subsets,
+                         "fractions": FRACTIONS, "cv": CV_FRACTION}, sort_keys=True)
+    slug = label.lower().replace(" ", "")
+    return PartLog(f"laptao_{slug}_{hashlib.sha1(config.encode()).hexdigest()[:10]}")
+
+
+def _run_keyed(tasks: list[tuple[str, Any]], log: PartLog | None) -> dict[str, Any]:
+    """Run ``(key, delayed call)`` tasks over every core; the result of each by key. With ``log``,
+    the tasks it holds are not run again and each new result is logged as it finishes."""
+    done = {} if log is None else {r["key"]: r["result"] for r in log.records()}
+    pending = [(key, call) for key, call in tasks if key not in done]
+    if pending:
+        keyed = [delayed(_keyed)(key, fn, args, kwargs) for key, (fn, args, kwargs) in pending]
+        for key, result in Parallel(n_jobs=threads.usable_cores(), return_as="generator_unordered")(keyed):
+            done[key] = result
+            if log is not None:
+                log.add([{"key": key, "result": result}])
+                print(f"  {key} done ({sum(k in done for k, _ in tasks)} of {len(tasks)}), {time.strftime('%H:%M:%S')}",
+                      flush=True)
+    return done
+
+
+def _keyed(key: str, fn: Any, args: tuple, kwargs: dict) -> tuple[str, Any]:
+    return key, fn(*args, **kwargs)
+
+
 def _tuned_runs(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndarray, label: str,
                 quick: bool) -> tuple[float, list[dict[str, Any]], str, dict[str, Any]]:
     """The thesis's protocol (its section 3.2.1) on one data set.
@@ -282,16 +280,19 @@ def _tuned_runs(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndarr
     jobs = _jobs(n_subsets)
     masks = [labelled_subset(yfit, f, _subset_seed(f, s)) for f, s in jobs]
     settings = [(d, a) for d in grid["depths"] for a in grid["alphas"]]
-    tasks = [delayed(_laptao_fit)(Xfit, np.where(lab, yfit, -1), Xcv, ycv, Xte, yte, yfit, d, a,
-                                  _subset_seed(f, s), schedule)
-             for (f, s), lab in zip(jobs, masks) for d, a in settings]
-    tasks += [delayed(_oblique_all_fit)(Xfit, yfit, Xcv, ycv, Xte, yte, d, a, grid["tao_iter"]) for d, a in settings]
-    tasks += [delayed(_tuned_baselines)(Xfit, yfit, lab, Xcv, ycv, Xte, yte, _subset_seed(f, s), grid)
+    # every fit under a key; the cheap ones first, so that a run stopped early has finished them
+    tasks = [(f"oblique-all/{d}/{a}", delayed(_oblique_all_fit)(Xfit, yfit, Xcv, ycv, Xte, yte, d, a, grid["tao_iter"]))
+             for d, a in settings]
+    tasks += [(f"baselines/{f}/{s}", delayed(_tuned_baselines)(Xfit, yfit, lab, Xcv, ycv, Xte, yte, _subset_seed(f, s),
+                                                                grid))
               for (f, s), lab in zip(jobs, masks)]
-    results = Parallel(n_jobs=threads.usable_cores())(tasks)
-    n_lap = len(jobs) * len(settings)
-    laptao, ceiling_fits, baselines = (results[:n_lap], results[n_lap:n_lap + len(settings)],
-                                       results[n_lap + len(settings):])
+    tasks += [(f"laptao/{f}/{s}/{d}/{a}", delayed(_laptao_fit)(Xfit, np.where(lab, yfit, -1), Xcv, ycv, Xte, yte, yfit,
+                                                               d, a, _subset_seed(f, s), schedule))
+              for (f, s), lab in zip(jobs, masks) for d, a in settings]
+    done = _run_keyed(tasks, None if quick else _fit_log(label, grid, schedule, n_subsets))
+    ceiling_fits = [done[f"oblique-all/{d}/{a}"] for d, a in settings]
+    baselines = [done[f"baselines/{f}/{s}"] for f, s in jobs]
+    laptao = [done[f"laptao/{f}/{s}/{d}/{a}"] for f, s in jobs for d, a in settings]
     runs = []
     for i, lab in enumerate(masks):
         fits = laptao[i * len(settings):(i + 1) * len(settings)]
@@ -324,29 +325,6 @@ def _span(values: tuple) -> str:
     return "{" + ", ".join(f"{v:g}" for v in values) + "}"
 
 
-def _reduced_runs(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndarray, label: str,
-                  quick: bool) -> tuple[float, list[dict[str, Any]], str, dict[str, Any]]:
-    """The shorter schedule at a fixed depth: oblique-all's accuracy, one result per (fraction,
-    subset) of :func:`_jobs`, the protocol text and (as :func:`_tuned_runs`) oblique-all's extra
-    fields, none here."""
-    n_subsets = QUICK_SUBSETS if quick else SUBSETS[label]
-    jobs = _jobs(n_subsets)
-    parallel = Parallel(n_jobs=min(len(jobs) + 1, threads.usable_cores()))
-    results = parallel([delayed(_oblique_all)(Xtr, ytr, Xte, yte, quick)]
-                       + [delayed(_one_subset)(Xtr, ytr, Xte, yte, f, _subset_seed(f, s), quick) for f, s in jobs])
-    settings = QUICK_LAPTAO if quick else LAPTAO
-    protocol = (f"{label}: {Xtr.shape[0]} train / {Xte.shape[0]} test (80/20 stratified, seed 0), test accuracy; "
-                f"{n_subsets} labelled subset(s) per fraction; LapTAO gamma=0.1, perplexity by leave-one-out on the "
-                "labels (3/5/10/15/30), mu0=1e-3 x1.5, "
-                f"depth {settings['depth']}, {settings['n_mu']} mu steps x {settings['tao_iter']} TAO iterations; "
-                "trees of the same depth"
-                + ("; reduced (quick: tiny subset, short schedule)" if quick else
-                   "; reduced: the thesis uses 20 mu steps x 15 TAO iterations, depth and sparsity chosen on a "
-                   "1% cross-validation set, and the full data" + (", and >= 5 labelled subsets"
-                                                                   if n_subsets < 5 else "")))
-    return results[0], results[1:], protocol, {}
-
-
 def _jobs(n_subsets: int) -> list[tuple[float, int]]:
     return [(f, s) for f in FRACTIONS for s in range(n_subsets)]
 
@@ -358,9 +336,7 @@ def _subset_seed(fraction: float, subset: int) -> int:
 def _dataset_rows(label: str, data: tuple[np.ndarray, np.ndarray], quick: bool) -> list[dict[str, Any]]:
     Xtr, Xte, ytr, yte = _split(*data, quick)
     start = time.perf_counter()
-    tuned = label in TUNED
-    ceiling, runs, protocol, extra_ceiling = (_tuned_runs if tuned else _reduced_runs)(Xtr, ytr, Xte, yte, label,
-                                                                                       quick)
+    ceiling, runs, protocol, extra_ceiling = _tuned_runs(Xtr, ytr, Xte, yte, label, quick)
     n_subsets = len(runs) // len(FRACTIONS)
     jobs = _jobs(n_subsets)
     part_seconds = time.perf_counter() - start
@@ -383,8 +359,7 @@ def _dataset_rows(label: str, data: tuple[np.ndarray, np.ndarray], quick: bool) 
                          "perplexity": [r["perplexity"] for r in got],
                          "fit_seconds": [r["laptao_seconds"] for r in got],
                          "n_leaves": [r["laptao_leaves"] for r in got]}
-            if tuned:  # what the cross-validation set chose, per subset
-                extra["chosen"] = [r["choices"][m] for r in got]
+            extra["chosen"] = [r["choices"][m] for r in got]  # what the cross-validation set chose, per subset
             rows.append(_row(f"{label} {pct} labels: {m}", "test accuracy %", by_fraction[f][m], paper,
                              protocol + note, method=m, fraction=f,
                              n_labelled=[r["n_labelled"] for r in got],
@@ -488,7 +463,7 @@ def thesis_claim(n_subsets: int = CLAIM_SUBSETS) -> list[dict[str, Any]]:
                      0.0, "skipped: ../shared/data/mnist/mnist_5k.csv.gz is absent")]
     Xtr, Xte, ytr, yte = _split(*data, False)
     parallel = Parallel(n_jobs=min(n_subsets + 1, threads.usable_cores()))
-    results = parallel([delayed(_oblique_all)(Xtr, ytr, Xte, yte, False)]
+    results = parallel([delayed(_oblique_all)(Xtr, ytr, Xte, yte)]
                        + [delayed(_claim_subset)(Xtr, ytr, Xte, yte, 1000 * s + 200) for s in range(n_subsets)])
     ceiling, runs = results[0], results[1:]
     accuracy = [r["accuracy"] for r in runs]
@@ -557,11 +532,18 @@ if __name__ == "__main__":
     _group.add_argument("--digits", action="store_true",
                         help="rerun the digits rows alone (the thesis's protocol, about 25 minutes on 2 cores) "
                              "and merge them into benchmarks/results/laptao.json")
+    _group.add_argument("--mnist", action="store_true",
+                        help="run, or continue, the MNIST 5k rows on the thesis's protocol (about 29 CPU hours, "
+                             "every fit logged: stop it at any time and run it again to resume); the rows are "
+                             "merged into benchmarks/results/laptao.json when the last fit is in")
     _args = _ap.parse_args()
     if _args.phases is not None:
         print(json.dumps(phases(_args.phases)))
-    elif _args.digits:
-        _rows = _dataset_rows("digits", _digits(), False)
+    elif _args.digits or _args.mnist:
+        _data = _digits() if _args.digits else _mnist()
+        if _data is None:
+            raise SystemExit("MNIST 5k needs ../shared/data/mnist/mnist_5k.csv.gz (or TREEVIZ_SHARED_DATA).")
+        _rows = _dataset_rows("digits" if _args.digits else "MNIST 5k", _data, False)
         merge_rows(_rows, results_dir() / f"{NAME}.json")
         for _r in _rows:
             print(_r["name"], _r["ours_mean"], _r["ours_std"], _r.get("chosen"))

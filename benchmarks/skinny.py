@@ -62,7 +62,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from benchmarks import device_timing
-from benchmarks.common import best_time, mean_text, merge_rows, results_dir, shared_data_dir, yes_no
+from benchmarks.common import PartLog, best_time, mean_text, merge_rows, results_dir, shared_data_dir, yes_no
 from benchmarks.tao_paper import load_uci
 from models.ground import threads
 from models.registry import get_family
@@ -598,33 +598,25 @@ def _trial_line(trial: Trial) -> dict[str, Any]:
             "metrics": {k: trial.metrics[k] for k in keep if k in trial.metrics}}
 
 
-def _logged_trials(path: Any) -> dict[int, Trial]:
-    if not path.is_file():
-        return {}
-    out = {}
-    for line in path.read_text().splitlines():
-        if line.strip():
-            rec = json.loads(line)
-            out[int(rec["index"])] = Trial(int(rec["index"]), rec["params"], rec["metrics"], error=rec["error"])
-    return out
+def _logged_trials(log: PartLog) -> dict[int, Trial]:
+    return {int(r["index"]): Trial(int(r["index"]), r["params"], r["metrics"], error=r["error"])
+            for r in log.records()}
 
 
-def _run_logged(prepared: Any, settings: list[dict[str, Any]], start: int, path: Any, chunk: int) -> list[Trial]:
-    """Train the trials ``start, start + 1, ...`` of ``settings`` that ``path`` (one JSON line per
-    finished trial) does not hold yet, ``chunk`` at a time, appending each chunk's trials as it
-    ends; so a run stopped part-way resumes. Returns every trial of the range, from the log."""
+def _run_logged(prepared: Any, settings: list[dict[str, Any]], start: int, log: PartLog, chunk: int) -> list[Trial]:
+    """Train the trials ``start, start + 1, ...`` of ``settings`` that ``log`` does not hold yet,
+    ``chunk`` at a time, logging each chunk's trials as it ends; so a run stopped part-way
+    resumes. Returns every trial of the range, from the log."""
     indices = range(start, start + len(settings))
     while True:
-        done = _logged_trials(path)
+        done = _logged_trials(log)
         pending = [i for i in indices if i not in done]
         if not pending:
             return [done[i] for i in indices]
         first = pending[0]
         part = [i for i in pending[:chunk] if i - first < chunk]
         trials = run_trials("skinny", "classification", prepared, [settings[i - start] for i in part], start=first)
-        with path.open("a") as out:
-            for trial in sorted(trials, key=lambda t: t.index):
-                out.write(json.dumps(_trial_line(trial), sort_keys=True) + "\n")
+        log.add([_trial_line(t) for t in sorted(trials, key=lambda t: t.index)])
         print(f"  trials {first}-{part[-1]} done ({len(done) + len(part)} logged), "
               f"{time.strftime('%H:%M:%S')}", flush=True)
 
@@ -635,7 +627,7 @@ def logged_search(name: str, *, earlier: int = 0, total: int = PAPER_TRIALS, chu
     ``earlier`` to ``total - 1`` of the seed-0 sequence (:func:`sample_params`), then as many
     refinements of their best as :func:`budget_search` gives a search of that many trials, then
     the best within the budget re-run with ``reruns`` seeds. Each finished trial is one line of
-    ``benchmarks/results/parts/<log>.jsonl``, so a stopped run resumes where it left off. With
+    ``benchmarks/results/parts/<log>.jsonl`` (a :class:`PartLog`), so a stopped run resumes where it left off. With
     ``earlier`` > 0 the search continues the stored row's: its first ``earlier`` draws (and their
     ``earlier // 4`` refinements) ran before, and the stored row keeps their best, which competes
     with the new part's. Returns the new row, merged into ``skinny.json`` (not with ``quick``)."""
@@ -649,13 +641,12 @@ def logged_search(name: str, *, earlier: int = 0, total: int = PAPER_TRIALS, chu
         before = next(r for r in stored if r["name"] == name)
     params = {**fixed, **({"max_epochs": 3} if quick else {})}
     settings = sample_params(get_family("skinny"), "classification", params, total, 0, search)[earlier:]
-    path = results_dir() / "parts" / f"{log}{'_quick' if quick else ''}.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    trial_log = PartLog(f"{log}{'_quick' if quick else ''}")
     start = time.perf_counter()
-    drawn = _run_logged(prepared, settings, earlier, path, chunk)
+    drawn = _run_logged(prepared, settings, earlier, trial_log, chunk)
     spec = get_family("skinny").param("lambda0", "classification")
     variants = weaker_variants(drawn, k, "classification", "lambda0", max(2, len(settings) // 4), spec)
-    refined = _run_logged(prepared, variants, total + max(2, earlier // 4), path, chunk) if variants else []
+    refined = _run_logged(prepared, variants, total + max(2, earlier // 4), trial_log, chunk) if variants else []
     search_s = time.perf_counter() - start
     candidates = [*drawn, *refined]
     if before is not None:

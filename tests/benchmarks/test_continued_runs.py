@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from benchmarks import embeddings, skinny
+from benchmarks.common import PartLog
 from treeviz.services.search import Trial
 
 
@@ -27,8 +28,10 @@ class FakeTrials:
 
 
 def test_a_logged_search_runs_only_the_trials_its_log_lacks_and_resumes(tmp_path, monkeypatch):
-    log = tmp_path / "trials.jsonl"
-    log.write_text(json.dumps({"index": 5, "params": {"a": 5}, "metrics": {"val_auc": 0.5}, "error": None}) + "\n")
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    log = PartLog("trials")
+    log.add([{"index": 5, "params": {"a": 5}, "metrics": {"val_auc": 0.5}, "error": None}])
+    assert log.path == tmp_path / "parts" / "trials.jsonl"
     settings = [{"a": i} for i in range(4, 10)]
     stopped = FakeTrials(fail_on_call=2)
     monkeypatch.setattr(skinny, "run_trials", stopped)
@@ -115,3 +118,35 @@ def test_a_continued_search_refines_its_part_and_competes_with_the_stored_best(t
     assert "reduced" in row["protocol"]  # 8 trials and 3 re-runs are not the paper's 2000 and 100
     merged = json.loads((tmp_path / "skinny.json").read_text())["results"]["rows"]
     assert [r["n_trials"] for r in merged] == [11]
+
+
+def _square(x):
+    return x * x
+
+
+def test_a_logged_grid_of_fits_runs_only_the_keys_its_log_lacks(tmp_path, monkeypatch):
+    from joblib import delayed
+
+    from benchmarks import laptao
+
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    log = PartLog("grid")
+    log.add([{"key": "k1", "result": 100}])  # not 1: proves k1 is read back, not recomputed
+    tasks = [(f"k{i}", delayed(_square)(i)) for i in range(4)]
+    assert laptao._run_keyed(tasks, log) == {"k0": 0, "k1": 100, "k2": 4, "k3": 9}
+    assert sorted(r["key"] for r in log.records()) == ["k0", "k1", "k2", "k3"]
+    assert laptao._run_keyed(tasks, None) == {"k0": 0, "k1": 1, "k2": 4, "k3": 9}  # no log: everything runs
+
+
+def test_a_changed_grid_or_schedule_starts_a_new_fit_log(tmp_path, monkeypatch):
+    from benchmarks import laptao
+
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    base = laptao._fit_log("MNIST 5k", laptao.GRID, laptao.THESIS_LAPTAO, 5).path
+    assert base.parent == tmp_path / "parts" and base.name.startswith("laptao_mnist5k_")
+    assert base == laptao._fit_log("MNIST 5k", dict(laptao.GRID), dict(laptao.THESIS_LAPTAO), 5).path
+    for other in (laptao._fit_log("MNIST 5k", {**laptao.GRID, "depths": (4, 5)}, laptao.THESIS_LAPTAO, 5),
+                  laptao._fit_log("MNIST 5k", laptao.GRID, {**laptao.THESIS_LAPTAO, "n_mu": 10}, 5),
+                  laptao._fit_log("MNIST 5k", laptao.GRID, laptao.THESIS_LAPTAO, 2),
+                  laptao._fit_log("digits", laptao.GRID, laptao.THESIS_LAPTAO, 5)):
+        assert other.path != base
