@@ -13,6 +13,9 @@ from typing import Any
 
 import numpy as np
 import torch
+from joblib import Parallel, delayed
+
+from models.ground import threads
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -165,3 +168,25 @@ class PartLog:
         with self.path.open("a") as out:
             for record in records:
                 out.write(json.dumps(record, sort_keys=True) + "\n")
+
+
+def run_keyed(tasks: Sequence[tuple[str, Any]], log: PartLog | None, *, n_jobs: int | None = None) -> dict[str, Any]:
+    """Run ``(key, joblib.delayed call)`` tasks in ``n_jobs`` processes (default: every usable
+    core); the result of each by key. With ``log``, the tasks it holds are not run again and each
+    new result is logged (``{"key", "result"}``, JSON) as it finishes, so a stopped run resumes."""
+    done = {} if log is None else {r["key"]: r["result"] for r in log.records()}
+    pending = [(key, call) for key, call in tasks if key not in done]
+    if not pending:
+        return done
+    keyed = [delayed(_keyed)(key, fn, args, kwargs) for key, (fn, args, kwargs) in pending]
+    for key, result in Parallel(n_jobs=n_jobs or threads.usable_cores(), return_as="generator_unordered")(keyed):
+        done[key] = result
+        if log is not None:
+            log.add([{"key": key, "result": result}])
+            print(f"  {key} done ({sum(k in done for k, _ in tasks)} of {len(tasks)}), {time.strftime('%H:%M:%S')}",
+                  flush=True)
+    return done
+
+
+def _keyed(key: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[str, Any]:
+    return key, fn(*args, **kwargs)

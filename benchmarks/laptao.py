@@ -69,7 +69,16 @@ from sklearn.model_selection import train_test_split
 from sklearn.semi_supervised import LabelSpreading, SelfTrainingClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from benchmarks.common import PartLog, mean_text, merge_rows, results_dir, shared_data_dir, stored_rows, yes_no
+from benchmarks.common import (
+    PartLog,
+    mean_text,
+    merge_rows,
+    results_dir,
+    run_keyed,
+    shared_data_dir,
+    stored_rows,
+    yes_no,
+)
 from benchmarks.scale_table import make_table
 from models.graphs import nearest_neighbors
 from models.ground import threads
@@ -241,26 +250,6 @@ def _fit_log(label: str, grid: dict[str, tuple], schedule: dict[str, Any], n_sub
     return PartLog(f"laptao_{slug}_{hashlib.sha1(config.encode()).hexdigest()[:10]}")
 
 
-def _run_keyed(tasks: list[tuple[str, Any]], log: PartLog | None) -> dict[str, Any]:
-    """Run ``(key, delayed call)`` tasks over every core; the result of each by key. With ``log``,
-    the tasks it holds are not run again and each new result is logged as it finishes."""
-    done = {} if log is None else {r["key"]: r["result"] for r in log.records()}
-    pending = [(key, call) for key, call in tasks if key not in done]
-    if pending:
-        keyed = [delayed(_keyed)(key, fn, args, kwargs) for key, (fn, args, kwargs) in pending]
-        for key, result in Parallel(n_jobs=threads.usable_cores(), return_as="generator_unordered")(keyed):
-            done[key] = result
-            if log is not None:
-                log.add([{"key": key, "result": result}])
-                print(f"  {key} done ({sum(k in done for k, _ in tasks)} of {len(tasks)}), {time.strftime('%H:%M:%S')}",
-                      flush=True)
-    return done
-
-
-def _keyed(key: str, fn: Any, args: tuple, kwargs: dict) -> tuple[str, Any]:
-    return key, fn(*args, **kwargs)
-
-
 def _tuned_runs(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndarray, label: str,
                 quick: bool) -> tuple[float, list[dict[str, Any]], str, dict[str, Any]]:
     """The thesis's protocol (its section 3.2.1) on one data set.
@@ -289,7 +278,7 @@ def _tuned_runs(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndarr
     tasks += [(f"laptao/{f}/{s}/{d}/{a}", delayed(_laptao_fit)(Xfit, np.where(lab, yfit, -1), Xcv, ycv, Xte, yte, yfit,
                                                                d, a, _subset_seed(f, s), schedule))
               for (f, s), lab in zip(jobs, masks) for d, a in settings]
-    done = _run_keyed(tasks, None if quick else _fit_log(label, grid, schedule, n_subsets))
+    done = run_keyed(tasks, None if quick else _fit_log(label, grid, schedule, n_subsets))
     ceiling_fits = [done[f"oblique-all/{d}/{a}"] for d, a in settings]
     baselines = [done[f"baselines/{f}/{s}"] for f, s in jobs]
     laptao = [done[f"laptao/{f}/{s}/{d}/{a}"] for f, s in jobs for d, a in settings]

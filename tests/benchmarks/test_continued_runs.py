@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from benchmarks import embeddings, skinny
-from benchmarks.common import PartLog
+from benchmarks.common import PartLog, run_keyed
 from treeviz.services.search import Trial
 
 
@@ -127,15 +127,14 @@ def _square(x):
 def test_a_logged_grid_of_fits_runs_only_the_keys_its_log_lacks(tmp_path, monkeypatch):
     from joblib import delayed
 
-    from benchmarks import laptao
 
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     log = PartLog("grid")
     log.add([{"key": "k1", "result": 100}])  # not 1: proves k1 is read back, not recomputed
     tasks = [(f"k{i}", delayed(_square)(i)) for i in range(4)]
-    assert laptao._run_keyed(tasks, log) == {"k0": 0, "k1": 100, "k2": 4, "k3": 9}
+    assert run_keyed(tasks, log) == {"k0": 0, "k1": 100, "k2": 4, "k3": 9}
     assert sorted(r["key"] for r in log.records()) == ["k0", "k1", "k2", "k3"]
-    assert laptao._run_keyed(tasks, None) == {"k0": 0, "k1": 1, "k2": 4, "k3": 9}  # no log: everything runs
+    assert run_keyed(tasks, None) == {"k0": 0, "k1": 1, "k2": 4, "k3": 9}  # no log: everything runs
 
 
 def test_a_changed_grid_or_schedule_starts_a_new_fit_log(tmp_path, monkeypatch):
@@ -150,3 +149,18 @@ def test_a_changed_grid_or_schedule_starts_a_new_fit_log(tmp_path, monkeypatch):
                   laptao._fit_log("MNIST 5k", laptao.GRID, laptao.THESIS_LAPTAO, 2),
                   laptao._fit_log("digits", laptao.GRID, laptao.THESIS_LAPTAO, 5)):
         assert other.path != base
+
+
+def test_table1_trials_draw_the_papers_synthetic_space():
+    rng = np.random.default_rng([200, 1])
+    drawn = [skinny.table1_params(rng) for _ in range(400)]
+    assert {d["depth"] for d in drawn} == {1, 2, 3, 4, 5}
+    assert {d["batch_size"] for d in drawn} == {16 * b for b in range(1, 9)}
+    assert min(d["n_trees"] for d in drawn) == 1 and max(d["n_trees"] for d in drawn) == 50
+    assert all(5 <= d["max_epochs"] <= 500 for d in drawn)
+    for key, low, high in (("temperature", 1e-4, 0.1), ("lambda2", 1e-2, 1e2), ("learning_rate", 1e-3, 1e-1)):
+        values = np.log10([d[key] for d in drawn])
+        assert np.log10(low) - 0.01 <= values.min() and values.max() <= np.log10(high) + 0.01
+        assert np.median(values) == pytest.approx((np.log10(low) + np.log10(high)) / 2, abs=0.3)  # log-uniform
+    again = np.random.default_rng([200, 1])
+    assert [skinny.table1_params(again) for _ in range(3)] == drawn[:3]  # each simulation's draws are fixed
