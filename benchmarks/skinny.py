@@ -51,7 +51,7 @@ import math
 import os
 import platform
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -97,12 +97,40 @@ NAME = "skinny"
 PAPER_TRIALS, PAPER_RERUNS = 2000, 100
 #: Epochs drawn from {auto, 100} on top of the family's search space (the paper also draws the training length).
 LONGER = {"max_epochs": SearchRange(choices=(None, 100))}
-#: The satimage rows chosen by a feature-budget search: budget, fixed parameters, added ranges,
-#: the paper's mean and SE, and the trial log's name (see :func:`logged_search`).
+
+
+class SearchedRow(NamedTuple):
+    """A satimage row chosen by a feature-budget search (see :func:`logged_search`)."""
+
+    budget: float  # features kept at most, as a fraction of the 36
+    fixed: dict[str, Any]  # parameters not searched
+    search: dict[str, SearchRange] | None  # ranges that widen or replace the family's
+    space: str  # the search space, in words, for the protocol
+    trials: int  # the paper's random trials
+    refine: bool  # then budget_search's refinements of the best (treeviz's own addition)
+    paper: float
+    paper_se: float
+    log: str  # the trial log's name (a PartLog)
+
+
+#: Satimage has 36 inputs; the paper's single-tree λ0 is the prox's own threshold, which treeviz
+#: writes as lambda0 / p (its lambda0 is the authors' λ0 before the division by p).
+SATIMAGE_P = 36
 SEARCHED = {
-    "satimage Table 4, 25% budget: Skinny Trees": (0.25, {}, LONGER, 98.05, 0.01, "skinny_satimage_25"),
-    "satimage Table 2, 50% budget: single Skinny Tree": (0.5, {"n_trees": 1, "schedule": "fixed"}, None, 88.66, 0.05,
-                                                         "skinny_satimage_single_50"),
+    "satimage Table 4, 25% budget: Skinny Trees": SearchedRow(
+        0.25, {}, LONGER, "treeviz's budget-search space (it also draws lambda0 in [20, 1000], which the paper "
+        "fixes at gamma = 100/p and ramps at a drawn rate; m 5-50, d 2-5, lr log [0.02, 1], batch {16, 64, 256}, "
+        "epochs {auto, 100}), not the paper's S5.3 space", PAPER_TRIALS, True, 98.05, 0.01, "skinny_satimage_25"),
+    "satimage Table 2, 50% budget: single Skinny Tree": SearchedRow(
+        0.5, {"n_trees": 1, "schedule": "fixed"},
+        {"depth": SearchRange(1, 5), "batch_size": SearchRange(choices=tuple(64 * b for b in range(1, 65))),
+         "learning_rate": SearchRange(1e-2, 10.0, log=True), "max_epochs": SearchRange(5, 1000),
+         "lambda0": SearchRange(1e-3 * SATIMAGE_P, 10.0 * SATIMAGE_P, log=True),
+         "lambda2": SearchRange(1e-2, 1e2, log=True)},
+        "the paper's Sec. 7.1 space: one tree, fixed lambda0 (no ramp), depth U[1, 5], batch 64b with b in "
+        "{1..64}, lr log-U[1e-2, 10], epochs U[5, 1000], the prox's lambda0 log-U[1e-3, 10] (treeviz's lambda0 = "
+        "36 x that), lambda2 log-U[1e-2, 1e2]; no refinement", 500, False, 88.66, 0.05,
+        "skinny_satimage_single_50"),
 }
 TOY = {"n_trees": 20, "depth": 4, "lambda0": 100.0, "lambda2": 0.1, "temperature": 0.01, "learning_rate": 0.1,
        "batch_size": 16, "max_epochs": 1000}
@@ -544,9 +572,9 @@ def satimage_rows(quick: bool) -> list[dict[str, Any]]:
     rows = []
     # The paper also draws the training length (epochs U[5, 500]); here auto (about 10 000 steps,
     # 39 epochs at batch 16) or 100 epochs, for the ensemble; the single tree keeps auto.
-    for name, (budget, fixed, search, paper, paper_se, _) in SEARCHED.items():
-        rows.append(searched_row(prepared, name.removeprefix("satimage "), budget, fixed, search, paper, paper_se,
-                                 trials=3 if quick else 64, seeds=seeds, quick=quick))
+    for name, plan in SEARCHED.items():
+        rows.append(searched_row(prepared, name.removeprefix("satimage "), plan.budget, plan.fixed, plan.search,
+                                 plan.paper, plan.paper_se, trials=3 if quick else 64, seeds=seeds, quick=quick))
     rows += toolkit_rows(prepared, quick)
     return rows
 
@@ -652,31 +680,35 @@ def _run_logged(prepared: Any, settings: list[dict[str, Any]], start: int, log: 
               f"{time.strftime('%H:%M:%S')}", flush=True)
 
 
-def logged_search(name: str, *, earlier: int = 0, total: int = PAPER_TRIALS, chunk: int = 25,
+def logged_search(name: str, *, earlier: int = 0, total: int | None = None, chunk: int = 25,
                   reruns: int = PAPER_RERUNS, quick: bool = False) -> dict[str, Any]:
     """A :data:`SEARCHED` row on the paper's protocol, its trials logged as they finish: the draws
-    ``earlier`` to ``total - 1`` of the seed-0 sequence (:func:`sample_params`), then as many
-    refinements of their best as :func:`budget_search` gives a search of that many trials, then
-    the best within the budget re-run with ``reruns`` seeds. Each finished trial is one line of
-    ``benchmarks/results/parts/<log>.jsonl`` (a :class:`PartLog`), so a stopped run resumes where it left off. With
-    ``earlier`` > 0 the search continues the stored row's: its first ``earlier`` draws (and their
-    ``earlier // 4`` refinements) ran before, and the stored row keeps their best, which competes
+    ``earlier`` to ``total - 1`` (default: the row's ``trials``) of the seed-0 sequence
+    (:func:`sample_params`), for a row with ``refine`` as many refinements of their best as
+    :func:`budget_search` gives a search of that many trials, then the best within the budget
+    re-run with ``reruns`` seeds. Each finished trial is one line of
+    ``benchmarks/results/parts/<log>.jsonl`` (a :class:`PartLog`), so a stopped run resumes where
+    it left off. With ``earlier`` > 0 the search continues the stored row's: its first ``earlier``
+    draws (and their refinements) ran before, and the stored row keeps their best, which competes
     with the new part's. Returns the new row, merged into ``skinny.json`` (not with ``quick``)."""
-    budget, fixed, search, paper, paper_se, log = SEARCHED[name]
+    plan = SEARCHED[name]
+    total = plan.trials if total is None else int(total)
     prepared = _satimage()
     p = prepared.X_train.shape[1]
-    k = budget_size(budget, p)
+    k = budget_size(plan.budget, p)
     before = None
     if earlier:
         stored = json.loads((results_dir() / f"{NAME}.json").read_text())["results"]["rows"]
         before = next(r for r in stored if r["name"] == name)
-    params = {**fixed, **({"max_epochs": 3} if quick else {})}
-    settings = sample_params(get_family("skinny"), "classification", params, total, 0, search)[earlier:]
-    trial_log = PartLog(f"{log}{'_quick' if quick else ''}")
+    params = {**plan.fixed, **({"max_epochs": 3} if quick else {})}
+    settings = sample_params(get_family("skinny"), "classification", params, total, 0, plan.search)[earlier:]
+    trial_log = PartLog(f"{plan.log}{'_quick' if quick else ''}")
     start = time.perf_counter()
     drawn = _run_logged(prepared, settings, earlier, trial_log, chunk)
-    spec = get_family("skinny").param("lambda0", "classification")
-    variants = weaker_variants(drawn, k, "classification", "lambda0", max(2, len(settings) // 4), spec)
+    variants: list[dict[str, Any]] = []
+    if plan.refine:
+        spec = get_family("skinny").param("lambda0", "classification")
+        variants = weaker_variants(drawn, k, "classification", "lambda0", max(2, len(settings) // 4), spec)
     refined = _run_logged(prepared, variants, total + max(2, earlier // 4), trial_log, chunk) if variants else []
     search_s = time.perf_counter() - start
     candidates = [*drawn, *refined]
@@ -684,18 +716,18 @@ def logged_search(name: str, *, earlier: int = 0, total: int = PAPER_TRIALS, chu
         candidates.append(Trial(-1, {**before["chosen"]}, {"val_auc": before["search_best_val_auc"],
                                                            "n_features": before["search_features"]}))
     best = select_best(candidates, k, "classification")
-    full = total >= PAPER_TRIALS and reruns >= PAPER_RERUNS
-    drawn_epochs = "; epochs drawn from {auto, 100}" if search and "max_epochs" in search else ""
-    parts = (f"{total} random trials plus {len(variants)} with the best one's lambda0 lowered (the rule of "
-             "treeviz.services.search.budget_search), each trial logged as it finished")
+    full = total >= plan.trials and reruns >= PAPER_RERUNS
+    lowered = "with the best one's lambda0 lowered (the rule of treeviz.services.search.budget_search)"
+    parts = f"{total} random trials" + (f" plus {len(variants)} {lowered}" if plan.refine else "")
     if before is not None:
         parts = (f"{total} random trials (draws 0-{total - 1} of one seed-0 sequence) in two parts of {earlier} "
-                 f"and {total - earlier}, each followed by {max(2, earlier // 4)} and {len(variants)} trials with "
-                 "its best one's lambda0 lowered (the rule of treeviz.services.search.budget_search), the best of both")
-    protocol = (f"split 64/16/20 stratified (treeviz prepare, seed 8); budget {k} of {p}{drawn_epochs}; {parts}; "
-                f"best validation AUC within the budget, re-run with {reruns} seed(s)"
-                + ("" if full else f"; reduced: the paper used ~{PAPER_TRIALS} random trials and {PAPER_RERUNS} "
+                 f"and {total - earlier}, each followed by {max(2, earlier // 4)} and {len(variants)} trials "
+                 f"{lowered}, the best of both")
+    protocol = (f"split 64/16/20 stratified (treeviz prepare, seed 8); budget {k} of {p}; {plan.space}; {parts}, "
+                f"each logged as it finished; best validation AUC within the budget, re-run with {reruns} seed(s)"
+                + ("" if full else f"; reduced: the paper used {plan.trials} random trials and {PAPER_RERUNS} "
                                    "re-runs"))
+    paper, paper_se = plan.paper, plan.paper_se
     if best is None:
         return _row(name, "AUC %", [float("nan")], paper, paper_se, protocol + "; no trial within the budget",
                     search_s=search_s)
@@ -778,8 +810,8 @@ if __name__ == "__main__":
                        help="grow the Table 4 Skinny Trees row's search from 1 000 to 2 000 random trials "
                             "(about 25 minutes on 2 cores, resumable)")
     _what.add_argument("--single-tree", action="store_true",
-                       help="Table 2's single-tree row on the paper's protocol (2 000 random trials, 100 re-runs; "
-                            "resumable)")
+                       help="Table 2's single-tree row on the paper's protocol (500 random trials of its space, "
+                            "100 re-runs; resumable)")
     _what.add_argument("--table1", action="store_true",
                        help="Table 1's six synthetic rows on the paper's protocol (25 simulations x 500 trials per "
                             "N, about 6 CPU hours; every trial logged: stop it at any time and run it again to "

@@ -164,3 +164,27 @@ def test_table1_trials_draw_the_papers_synthetic_space():
         assert np.median(values) == pytest.approx((np.log10(low) + np.log10(high)) / 2, abs=0.3)  # log-uniform
     again = np.random.default_rng([200, 1])
     assert [skinny.table1_params(again) for _ in range(3)] == drawn[:3]  # each simulation's draws are fixed
+
+
+def test_the_single_tree_search_draws_the_papers_space_without_refinements(tmp_path, monkeypatch):
+    from treeviz.services.data import PrepConfig, load_dataset, prepare
+
+    name = "satimage Table 2, 50% budget: single Skinny Tree"
+    plan = skinny.SEARCHED[name]
+    assert plan.trials == 500 and not plan.refine and plan.fixed == {"n_trees": 1, "schedule": "fixed"}
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    (tmp_path / "skinny.json").write_text(json.dumps({"benchmark": "skinny", "results": {"rows": []}}))
+    monkeypatch.setattr(skinny, "_satimage", lambda: prepare(load_dataset("breast_cancer"), PrepConfig(seed=0)))
+    fake = FakeTrials()
+    monkeypatch.setattr(skinny, "run_trials", fake)
+    monkeypatch.setattr(skinny, "_rerun", lambda params, prepared, seed: (0.8, 2))
+    monkeypatch.setattr(skinny, "Parallel", _serial)
+    row = skinny.logged_search(name, total=40, chunk=50, reruns=2)
+    assert fake.calls == [(0, 40)]  # no refinement trials
+    assert row["chosen_from"] == "drawn" and row["n_trials"] == 40 and row["chosen"]["n_trees"] == 1
+    assert "40 random trials," in row["protocol"] and "lowered" not in row["protocol"]
+    assert "reduced: the paper used 500 random trials" in row["protocol"]
+    drawn = [r["params"] for r in PartLog(plan.log).records()]
+    assert all(d["schedule"] == "fixed" and 1 <= d["depth"] <= 5 and d["batch_size"] % 64 == 0 for d in drawn)
+    assert all(1e-3 * 36 <= d["lambda0"] <= 10 * 36 and 5 <= d["max_epochs"] <= 1000 for d in drawn)
+    assert max(d["batch_size"] for d in drawn) > 256  # batch 64b, b up to 64
