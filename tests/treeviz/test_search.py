@@ -104,9 +104,11 @@ def test_a_stored_search_is_one_tagged_group_and_its_best_is_recomputed(prepared
     assert (best.run_id if best else None) == (result.best.run_id if result.best else None)
 
 
-class CancelAfterFirst:
+class Recorder:
+    """A job's progress handle that keeps what it is told."""
+
     def __init__(self):
-        self.records, self.cancelled = [], False
+        self.records, self.total = [], None
 
     def stages(self, n):
         pass
@@ -116,6 +118,11 @@ class CancelAfterFirst:
 
     def record(self, values):
         self.records.append(values)
+
+
+class CancelAfterFirst(Recorder):
+    def record(self, values):
+        super().record(values)
         raise TrainingCancelled()
 
 
@@ -197,20 +204,6 @@ def test_a_cancel_stops_a_batched_search(prepared):
         budget_search("skinny", "classification", prepared, budget=5, n_trials=3, params={**TINY, "batch_size": 32},
                       n_jobs=1, progress=progress, refine=0)
     assert len(progress.records) == 1 and progress.total == 3
-
-
-class Recorder:
-    def __init__(self):
-        self.records, self.total = [], None
-
-    def stages(self, n):
-        pass
-
-    def begin(self, total):
-        self.total = total
-
-    def record(self, values):
-        self.records.append(values)
 
 
 def test_run_trials_numbers_trials_from_start_as_one_search_continued(prepared):
