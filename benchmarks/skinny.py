@@ -393,12 +393,14 @@ def synthetic_rows(quick: bool) -> list[dict[str, Any]]:
                     + ("" if len(sims) >= TABLE1_SIMULATIONS and n_trials >= TABLE1_TRIALS else
                        f"; reduced: the paper used {TABLE1_SIMULATIONS} simulations x {TABLE1_TRIALS} trials"))
         mse_p, mse_se, f_p, f_se, f1_p, f1_se = TABLE1_PAPER[n]
+        machine = cpu_machine()
         rows += [
             _row(f"Table 1 N={n}: test MSE", "MSE", [c["test_mse"] for c in chosen], mse_p, mse_se, protocol,
-                 higher_is_better=False, decimals=2, chosen=[c["params"] for c in chosen]),
+                 higher_is_better=False, decimals=2, chosen=[c["params"] for c in chosen], machine=machine),
             _row(f"Table 1 N={n}: features", "features", [c["features"] for c in chosen], f_p, f_se, protocol,
-                 higher_is_better=False),
-            _row(f"Table 1 N={n}: support F1", "F1", [c["f1"] for c in chosen], f1_p, f1_se, protocol, decimals=2),
+                 higher_is_better=False, machine=machine),
+            _row(f"Table 1 N={n}: support F1", "F1", [c["f1"] for c in chosen], f1_p, f1_se, protocol, decimals=2,
+                 machine=machine),
         ]
     return rows
 
@@ -579,11 +581,15 @@ def satimage_rows(quick: bool) -> list[dict[str, Any]]:
     return rows
 
 
+def cpu_machine() -> dict[str, Any]:
+    """The machine a CPU-only row ran on (the results file's own machine may be another run's)."""
+    return {"cpus": os.cpu_count(), "platform": platform.platform(), "cuda": None}
+
+
 def toolkit_rows(prepared: Any, quick: bool) -> list[dict[str, Any]]:
     """Table 4's three toolkit rows on the paper's protocol (:func:`toolkit_row`: 2 000 trials, 100
     re-runs; 30 trials of at most 5 trees and 1 re-run with ``quick``), each stamped with the machine it ran on."""
-    machine = {"cpus": os.cpu_count(), "platform": platform.platform(),
-               "cuda": None}  # the toolkits run on the CPU whatever the machine has
+    machine = cpu_machine()  # the toolkits run on the CPU whatever the machine has
     rows = []
     for method in BASELINES:
         row = toolkit_row(prepared, method, trials=30 if quick else PAPER_TRIALS,
@@ -744,7 +750,7 @@ def logged_search(name: str, *, earlier: int = 0, total: int | None = None, chun
                search_best_val_auc=best.metrics["val_auc"],
                search_s=(before["search_s"] if before else 0.0) + search_s,
                rerun_s=time.perf_counter() - start - search_s,
-               machine={"cpus": os.cpu_count(), "platform": platform.platform(), "cuda": None},
+               machine=cpu_machine(),
                run_at=time.strftime("%Y-%m-%d %H:%M:%S"), **extra)
     if not quick:
         merge_rows([row], results_dir() / f"{NAME}.json")
