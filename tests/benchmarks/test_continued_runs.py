@@ -188,3 +188,13 @@ def test_the_single_tree_search_draws_the_papers_space_without_refinements(tmp_p
     assert all(d["schedule"] == "fixed" and 1 <= d["depth"] <= 5 and d["batch_size"] % 64 == 0 for d in drawn)
     assert all(1e-3 * 36 <= d["lambda0"] <= 10 * 36 and 5 <= d["max_epochs"] <= 1000 for d in drawn)
     assert max(d["batch_size"] for d in drawn) > 256  # batch 64b, b up to 64
+
+
+def test_table1_runs_and_writes_only_the_sizes_asked_for(tmp_path, monkeypatch):
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    rows = skinny.synthetic_rows(True, sizes=(200,))
+    assert [r["name"] for r in rows] == ["Table 1 N=200: test MSE", "Table 1 N=200: features",
+                                         "Table 1 N=200: support F1"]
+    assert all("reduced" in r["protocol"] and r["machine"]["cuda"] is None for r in rows)
+    assert rows[0]["paper_mean"] == 0.31 and len(rows[0]["values"]) == 1
+    assert not (tmp_path / "parts").exists()  # --quick logs nothing
