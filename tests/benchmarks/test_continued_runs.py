@@ -198,3 +198,19 @@ def test_table1_runs_and_writes_only_the_sizes_asked_for(tmp_path, monkeypatch):
     assert all("reduced" in r["protocol"] and r["machine"]["cuda"] is None for r in rows)
     assert rows[0]["paper_mean"] == 0.31 and len(rows[0]["values"]) == 1
     assert not (tmp_path / "parts").exists()  # --quick logs nothing
+
+
+def test_a_full_run_keeps_the_searched_rows_run_apart(tmp_path, monkeypatch):
+    from treeviz.services.data import PrepConfig, load_dataset, prepare
+
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    stored = [{"name": name, "ours_mean": 90.0 + i} for i, name in enumerate(skinny.SEARCHED)]
+    (tmp_path / "skinny.json").write_text(json.dumps({"benchmark": "skinny", "quick": False,
+                                                      "results": {"rows": stored}}))
+    monkeypatch.setattr(skinny, "shared_data_dir", lambda: tmp_path)
+    (tmp_path / "uci").mkdir()
+    (tmp_path / "uci" / "satimage.csv.gz").write_bytes(b"")
+    monkeypatch.setattr(skinny, "_satimage", lambda: prepare(load_dataset("breast_cancer"), PrepConfig(seed=0)))
+    monkeypatch.setattr(skinny, "toolkit_rows", lambda prepared, quick: [])
+    monkeypatch.setattr(skinny, "searched_row", lambda *a, **k: pytest.fail("a stored searched row was recomputed"))
+    assert skinny.satimage_rows(False) == stored
