@@ -179,13 +179,29 @@ def run_keyed(tasks: Sequence[tuple[str, Any]], log: PartLog | None, *, n_jobs: 
     if not pending:
         return done
     keyed = [delayed(_keyed)(key, fn, args, kwargs) for key, (fn, args, kwargs) in pending]
+    finished = len(tasks) - len(pending)
     for key, result in Parallel(n_jobs=n_jobs or threads.usable_cores(), return_as="generator_unordered")(keyed):
         done[key] = result
+        finished += 1
         if log is not None:
             log.add([{"key": key, "result": result}])
-            print(f"  {key} done ({sum(k in done for k, _ in tasks)} of {len(tasks)}), {time.strftime('%H:%M:%S')}",
-                  flush=True)
+            print(f"  {key} done ({finished} of {len(tasks)}), {time.strftime('%H:%M:%S')}", flush=True)
     return done
+
+
+_MEMO: dict[tuple, Any] = {}
+_MEMO_SIZE = 4
+
+
+def memo(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``, computed once per process and kept (the last few): a worker's tasks share
+    what it draws, e.g. one simulation's data across its trials. ``fn`` must be deterministic."""
+    key = (fn.__module__, fn.__qualname__, args)
+    if key not in _MEMO:
+        while len(_MEMO) >= _MEMO_SIZE:
+            _MEMO.pop(next(iter(_MEMO)))
+        _MEMO[key] = fn(*args)
+    return _MEMO[key]
 
 
 def _keyed(key: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[str, Any]:

@@ -23,13 +23,16 @@ def true_support(p: int) -> np.ndarray:
 
 def correlated_design(n: int, p: int, sigma: float, rng: np.random.Generator) -> np.ndarray:
     """n rows of N(0, Σ), Σ_ij = σ^|i−j|, drawn as the stationary AR(1) chain x_j = σ·x_(j−1) + √(1−σ²)·e_j."""
-    e = rng.standard_normal((n, p))
-    X = np.empty((n, p))
-    X[:, 0] = e[:, 0]
+    # the chain runs over columns, so it runs on the transpose, where a column is contiguous (a
+    # strided column walk took 0.8 s for the 11 000 x 256 design of one Table 1 simulation)
+    e = np.ascontiguousarray(rng.standard_normal((n, p)).T)
+    Xt = np.empty((p, n))
+    Xt[0] = e[0]
     scale = np.sqrt(1.0 - sigma**2)
     for j in range(1, p):
-        X[:, j] = sigma * X[:, j - 1] + scale * e[:, j]
-    return X
+        np.multiply(Xt[j - 1], sigma, out=Xt[j])
+        Xt[j] += scale * e[j]
+    return np.ascontiguousarray(Xt.T)
 
 
 @dataclass(frozen=True)

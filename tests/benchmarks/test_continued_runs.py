@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from benchmarks import embeddings, skinny
-from benchmarks.common import PartLog, run_keyed
+from benchmarks.common import PartLog, memo, run_keyed
 from treeviz.services.search import Trial
 
 
@@ -214,3 +214,23 @@ def test_a_full_run_keeps_the_searched_rows_run_apart(tmp_path, monkeypatch):
     monkeypatch.setattr(skinny, "toolkit_rows", lambda prepared, quick: [])
     monkeypatch.setattr(skinny, "searched_row", lambda *a, **k: pytest.fail("a stored searched row was recomputed"))
     assert skinny.satimage_rows(False) == stored
+
+
+def test_memo_computes_once_per_arguments_and_keeps_the_last_few():
+    from benchmarks import common
+
+    calls = []
+
+    def draw(n):
+        calls.append(n)
+        return [n]
+
+    common._MEMO.clear()
+    first = memo(draw, 1)
+    assert memo(draw, 1) is first and calls == [1]  # the second call reads the kept result
+    for n in range(2, 2 + common._MEMO_SIZE):
+        memo(draw, n)
+    assert len(common._MEMO) == common._MEMO_SIZE
+    memo(draw, 1)  # the oldest was dropped: drawn again
+    assert calls == [1, *range(2, 2 + common._MEMO_SIZE), 1]
+    common._MEMO.clear()

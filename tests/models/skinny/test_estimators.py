@@ -9,7 +9,7 @@ from sklearn.preprocessing import StandardScaler
 from models.ground.errors import TreevizError
 from models.persist import load_model, model_bytes, zip_bytes
 from models.skinny.estimators import SkinnyTreesClassifier, SkinnyTreesRegressor, auto_epochs
-from models.skinny.synthetic import sparse_regression, support_f1, true_support
+from models.skinny.synthetic import correlated_design, sparse_regression, support_f1, true_support
 
 FAST = {"n_trees": 6, "depth": 3, "device": "cpu"}
 
@@ -99,6 +99,17 @@ def test_the_feature_count_never_increases_as_lambda0_grows():
                                      max_epochs=40, target_scaling="none", device="cpu", random_state=0)
         counts.append(model.fit(data.X, data.y).selected_features_.size)
     assert counts == sorted(counts, reverse=True) and counts[0] > counts[-1]
+
+
+def test_the_correlated_design_has_the_papers_covariance():
+    """Σ_ij = σ^|i−j|: unit variances, correlation σ at lag 1 and σ² at lag 2, C-ordered rows."""
+    X = correlated_design(20_000, 6, 0.5, np.random.default_rng(0))
+    assert X.shape == (20_000, 6) and X.flags["C_CONTIGUOUS"]
+    C = np.cov(X, rowvar=False)
+    assert np.allclose(np.diag(C), 1.0, atol=0.03)
+    assert np.allclose(np.diag(C, 1), 0.5, atol=0.03) and np.allclose(np.diag(C, 2), 0.25, atol=0.03)
+    again = correlated_design(20_000, 6, 0.5, np.random.default_rng(0))
+    assert np.array_equal(X, again)  # one seed, one design
 
 
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
