@@ -86,38 +86,34 @@ def _serial(n_jobs=None):
     return lambda calls: [f(*a, **k) for f, a, k in calls]
 
 
-@pytest.mark.parametrize("earlier_auc, expected", [(0.5, "earlier"), (0.01, "refined")])
-def test_a_continued_search_refines_its_part_and_competes_with_the_stored_best(tmp_path, monkeypatch,
-                                                                               earlier_auc, expected):
+def test_the_table4_search_draws_the_papers_s53_space_and_resumes_from_its_log(tmp_path, monkeypatch):
     from treeviz.services.data import PrepConfig, load_dataset, prepare
 
     name = "satimage Table 4, 25% budget: Skinny Trees"
-    stored_row = {"name": name, "chosen": {"lambda0": 50.0, "depth": 2}, "search_best_val_auc": earlier_auc,
-                  "search_features": 3, "n_trials": 5, "search_s": 100.0, "ours_mean": 97.0, "ours_std": 0.1}
-    (tmp_path / "skinny.json").write_text(json.dumps({"benchmark": "skinny", "results": {"rows": [stored_row]}}))
+    plan = skinny.SEARCHED[name]
+    assert plan.trials == 2000 and plan.fixed == {"lambda0": 100.0, "schedule": "dense_to_sparse"}
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    (tmp_path / "skinny.json").write_text(json.dumps({"benchmark": "skinny", "results": {"rows": []}}))
     monkeypatch.setattr(skinny, "_satimage", lambda: prepare(load_dataset("breast_cancer"), PrepConfig(seed=0)))
     fake = FakeTrials()
     monkeypatch.setattr(skinny, "run_trials", fake)
-    reruns = []
-    monkeypatch.setattr(skinny, "_rerun", lambda params, prepared, seed: reruns.append(params) or (0.9, 3))
+    monkeypatch.setattr(skinny, "_rerun", lambda params, prepared, seed: (0.9, 3))
     monkeypatch.setattr(skinny, "Parallel", _serial)
-    row = skinny.logged_search(name, earlier=4, total=8, chunk=10, reruns=3)
-    # draws 4-7, then max(2, 4 // 4) = 2 refinements of their best (draw 7), numbered after the
-    # earlier part's own 2 refinements
-    assert fake.calls == [(4, 4), (10, 2)]
-    assert row["chosen_from"] == expected and row["n_trials"] == 5 + 4 + 2
-    assert row["values"] == [90.0] * 3 and len(reruns) == 3 and "random_state" not in reruns[0]
-    if expected == "earlier":
-        assert reruns[0] == {"lambda0": 50.0, "depth": 2}
-    else:  # the last refinement (the fake scores later trials higher): draw 7 with its lambda0 halved
-        draw7 = [line for line in (tmp_path / "parts" / "skinny_satimage_25.jsonl").read_text().splitlines()
-                 if json.loads(line)["index"] == 7]
-        assert reruns[0]["lambda0"] == pytest.approx(0.5 * json.loads(draw7[0])["params"]["lambda0"], rel=1e-3)
-    assert "8 random trials" in row["protocol"] and "two parts of 4 and 4" in row["protocol"]
-    assert "reduced" in row["protocol"]  # 8 trials and 3 re-runs are not the paper's 2000 and 100
-    merged = json.loads((tmp_path / "skinny.json").read_text())["results"]["rows"]
-    assert [r["n_trials"] for r in merged] == [11]
+    short = skinny.logged_search(name, total=30, chunk=50, reruns=2)
+    assert fake.calls == [(0, 30)] and short["n_trials"] == 30
+    assert "reduced: the paper used 2000 random trials" in short["protocol"] and "S5.3" in short["protocol"]
+    longer = skinny.logged_search(name, total=60, chunk=50, reruns=2)
+    assert fake.calls[1:] == [(30, 30)]  # the first 30 trials come from the log
+    assert longer["n_trials"] == 60 and longer["chosen"] == {k: v for k, v in
+                                                             PartLog(plan.log).records()[-1]["params"].items()
+                                                             if k != "random_state"}
+    drawn = [r["params"] for r in PartLog(plan.log).records()]
+    assert all(d["lambda0"] == 100.0 and d["schedule"] == "dense_to_sparse" for d in drawn)  # gamma = 100/p
+    assert all(1 <= d["n_trees"] <= 100 and 1 <= d["depth"] <= 5 and d["batch_size"] in (16, 64, 256, 1024)
+               and 5 <= d["max_epochs"] <= 500 and d["max_epochs"] % 5 == 0 for d in drawn)
+    assert all(1e-4 <= d["temperature"] <= 0.1 and 1e-3 <= d["lambda2"] <= 1.0 and 1e-2 <= d["learning_rate"] <= 10
+               for d in drawn)
+    assert max(d["n_trees"] for d in drawn) > 50 and max(d["learning_rate"] for d in drawn) > 1.0  # beyond treeviz's
 
 
 def _square(x):
@@ -171,7 +167,7 @@ def test_the_single_tree_search_draws_the_papers_space_without_refinements(tmp_p
 
     name = "satimage Table 2, 50% budget: single Skinny Tree"
     plan = skinny.SEARCHED[name]
-    assert plan.trials == 500 and not plan.refine and plan.fixed == {"n_trees": 1, "schedule": "fixed"}
+    assert plan.trials == 500 and plan.fixed == {"n_trees": 1, "schedule": "fixed"}
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     (tmp_path / "skinny.json").write_text(json.dumps({"benchmark": "skinny", "results": {"rows": []}}))
     monkeypatch.setattr(skinny, "_satimage", lambda: prepare(load_dataset("breast_cancer"), PrepConfig(seed=0)))
@@ -181,7 +177,7 @@ def test_the_single_tree_search_draws_the_papers_space_without_refinements(tmp_p
     monkeypatch.setattr(skinny, "Parallel", _serial)
     row = skinny.logged_search(name, total=40, chunk=50, reruns=2)
     assert fake.calls == [(0, 40)]  # no refinement trials
-    assert row["chosen_from"] == "drawn" and row["n_trials"] == 40 and row["chosen"]["n_trees"] == 1
+    assert row["n_trials"] == 40 and row["chosen"]["n_trees"] == 1
     assert "40 random trials," in row["protocol"] and "lowered" not in row["protocol"]
     assert "reduced: the paper used 500 random trials" in row["protocol"]
     drawn = [r["params"] for r in PartLog(plan.log).records()]
@@ -212,7 +208,7 @@ def test_a_full_run_keeps_the_searched_rows_run_apart(tmp_path, monkeypatch):
     (tmp_path / "uci" / "satimage.csv.gz").write_bytes(b"")
     monkeypatch.setattr(skinny, "_satimage", lambda: prepare(load_dataset("breast_cancer"), PrepConfig(seed=0)))
     monkeypatch.setattr(skinny, "toolkit_rows", lambda prepared, quick: [])
-    monkeypatch.setattr(skinny, "searched_row", lambda *a, **k: pytest.fail("a stored searched row was recomputed"))
+    monkeypatch.setattr(skinny, "logged_search", lambda *a, **k: pytest.fail("a stored searched row was recomputed"))
     assert skinny.satimage_rows(False) == stored
 
 
