@@ -144,3 +144,45 @@ def test_quick_tao_high_dim_benchmark_times_both_solvers(tmp_path, monkeypatch):
     assert row["cpu_s_cd"] > 0 and row["cpu_s_sklearn"] > 0 and row["one_thread"]
     assert row["cd_over_sklearn"] == pytest.approx(row["cpu_s_cd"] / row["cpu_s_sklearn"])
     assert row["objective_cd"] > 0 and row["objective_sklearn"] > 0
+
+
+def test_the_forest_row_logs_its_tuning_and_each_seed_and_resumes(tmp_path, monkeypatch):
+    import types
+
+    import numpy as np
+
+    from benchmarks import tao_paper
+
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    assert tao_paper.SETTINGS[("letter", "TAO-l forest")]["max_iter"] == 40  # the top of the thesis's 20-40
+    tunings, fits = [], []
+    monkeypatch.setattr(tao_paper, "_tune", lambda *a: tunings.append(1) or ((7, 0.3, "random"), [{"val": 3.1}]))
+
+    class FakeForest:
+        def __init__(self, seed):
+            self.seed = seed
+            self.history_ = [{"iterations": 40}]
+            self.trees_ = [types.SimpleNamespace(decision_nodes=lambda: np.arange(3))]
+
+        def fit(self, X, y):
+            fits.append(self.seed)
+            if self.seed == stop_at[0]:
+                raise RuntimeError("stopped")  # the run is stopped part-way
+            return self
+
+    monkeypatch.setattr(tao_paper, "_model", lambda dataset, method, depth, lam, max_iter, seed, n_trees, **kw:
+                        FakeForest(seed))
+    monkeypatch.setattr(tao_paper, "_metric", lambda metric, model, X, y: 2.0 + model.seed)
+    data = (np.zeros((4, 2)), np.zeros((2, 2)), np.zeros(4), np.zeros(2))
+    stop_at = [2]
+    with pytest.raises(RuntimeError, match="stopped"):
+        tao_paper._row("letter", "TAO-l forest", False, lambda seed: data, [0, 1, 2, 3, 4])
+    assert tunings == [1] and fits == [0, 1, 2]
+    stop_at = [None]
+    row = tao_paper._row("letter", "TAO-l forest", False, lambda seed: data, [0, 1, 2, 3, 4])
+    assert tunings == [1] and fits == [0, 1, 2, 2, 3, 4]  # neither the tuning nor seeds 0-1 ran again
+    assert row["per_seed"] == [2.0, 3.0, 4.0, 5.0, 6.0] and row["protocol"]["iterations"] == 40
+    assert row["protocol"]["l1_penalty"] == 0.3 and row["tuning_scores"] == [{"val": 3.1}]
+    assert "reduced" not in row["protocol"] and row["decision_nodes_mean"] == 3.0
+    logs = list((tmp_path / "parts").glob("tao_paper_forest_*.jsonl"))
+    assert len(logs) == 1 and len(logs[0].read_text().splitlines()) == 6  # the tuning and five seeds
