@@ -245,15 +245,16 @@ def _row(dataset: str, method: str, quick: bool, splits: Callable[[int], tuple],
     else:
         Xtr, _, ytr, _ = splits(seeds[0])
         # a forest's candidates run one after another, each training its trees on every core
-        tune = delayed(_tune)(dataset, method, metric, settings["grid"], settings.get("tune_iter", max_iter),
-                              settings.get("tune_trees", n_trees), Xtr, ytr,
-                              1 if method.endswith("forest") else N_JOBS, settings.get("solver", "cd"))
+        def tune() -> tuple[tuple, list[dict]]:
+            return _tune(dataset, method, metric, settings["grid"], settings.get("tune_iter", max_iter),
+                         settings.get("tune_trees", n_trees), Xtr, ytr,
+                         1 if method.endswith("forest") else N_JOBS, settings.get("solver", "cd"))
+
         if log is not None:
-            got = run_keyed([("tuning", tune)], log, n_jobs=1)["tuning"]
+            got = run_keyed([("tuning", delayed(tune)())], log, n_jobs=1)["tuning"]
             choice, tuning = tuple(got[0]), got[1]
         else:
-            fn, args, kwargs = tune
-            choice, tuning = fn(*args, **kwargs)
+            choice, tuning = tune()
     depth, lam, init = choice
     seeds = list(seeds)[: settings.get("n_seeds", len(seeds))]
 
