@@ -1,5 +1,6 @@
 """Every paper row of the stored results, in one Markdown table: row, ours, paper, protocol
 (``full`` or what still differs), time, machine and whether ours is within the paper's spread.
+Spreads are standard deviations, or standard errors marked ``SE`` where the paper gives those.
 
 ``python -m benchmarks.paper_table`` reads ``benchmarks/results/{tao_paper,dgt,skinny,embeddings,
 laptao}.json`` (``TREEVIZ_BENCH_RESULTS`` moves the folder) and prints the table, then a count of
@@ -20,10 +21,21 @@ TIME_KEYS = ("row_seconds", "part_seconds", "search_s", "fit_seconds", "fit_s_me
 WITHIN_KEYS = ("within_one_std_or_better", "within_paper_se_or_better", "within")
 
 
-def _number(mean: Any, std: Any) -> str:
+def _number(mean: Any, std: Any, unit: str = "") -> str:
     if mean is None:
         return "—"
-    return f"{mean:.3f}" + (f" ± {std:.3f}" if std is not None else "")
+    return f"{mean:.3f}" + (f" ± {std:.3f}{unit}" if std is not None else "")
+
+
+def row_spreads(row: dict[str, Any]) -> tuple[str, str]:
+    """Ours and the paper's, each as mean ± spread. A row that records ``ours_se`` is compared on
+    standard errors (the paper's spread is an SE there, e.g. Skinny Trees' mean ± SE over
+    simulations, unless the row's ``paper_spread`` says ``SD``), so both are marked; other rows
+    show standard deviations."""
+    if row.get("ours_se") is not None:
+        return (_number(row.get("ours_mean"), row["ours_se"], " SE"),
+                _number(row.get("paper_mean"), row.get("paper_std"), f" {row.get('paper_spread', 'SE')}"))
+    return _number(row.get("ours_mean"), row.get("ours_std")), _number(row.get("paper_mean"), row.get("paper_std"))
 
 
 def row_time(row: dict[str, Any]) -> str:
@@ -68,9 +80,8 @@ def table_rows() -> list[dict[str, Any]]:
             continue
         payload = json.loads(path.read_text())
         for row in payload["results"]["rows"]:
-            out.append({"file": name, "row": row["name"],
-                        "ours": _number(row.get("ours_mean"), row.get("ours_std")),
-                        "paper": _number(row.get("paper_mean"), row.get("paper_std")),
+            ours, paper = row_spreads(row)
+            out.append({"file": name, "row": row["name"], "ours": ours, "paper": paper,
                         "protocol": row_protocol(row), "time": row_time(row),
                         "machine": row_machine(row, payload), "within": row_within(row)})
     return out

@@ -2,7 +2,7 @@
 
 import json
 
-from benchmarks.paper_table import markdown, row_protocol, row_time, table_rows
+from benchmarks.paper_table import markdown, row_protocol, row_spreads, row_time, table_rows
 
 
 def _write(folder, name, rows, machine):
@@ -42,3 +42,13 @@ def test_a_search_row_counts_its_reruns_and_a_missing_time_says_so():
     assert row_time({"fit_s_mean": 5.81}) == "6 s per fit"
     assert row_time({"ours_mean": 1.0}) == "—"
     assert row_protocol({"protocol": "full size, 10 seeds"}) == "full"
+
+
+def test_a_row_compared_on_standard_errors_shows_ours_and_the_papers_as_se():
+    # Skinny Trees' Table 1 gives mean ± SE over 25 simulations: our SD beside it would mislead
+    row = {"ours_mean": 8.6, "ours_std": 2.263, "ours_se": 0.462, "paper_mean": 8, "paper_std": 0}
+    assert row_spreads(row) == ("8.600 ± 0.462 SE", "8.000 ± 0.000 SE")
+    # an anchor whose spread is the standard deviation of a few reference runs says so
+    assert row_spreads({**row, "paper_spread": "SD"})[1] == "8.000 ± 0.000 SD"
+    del row["ours_se"]
+    assert row_spreads(row) == ("8.600 ± 2.263", "8.000 ± 0.000")
