@@ -38,11 +38,18 @@ def row_spreads(row: dict[str, Any]) -> tuple[str, str]:
     return _number(row.get("ours_mean"), row.get("ours_std")), _number(row.get("paper_mean"), row.get("paper_std"))
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def row_time(row: dict[str, Any]) -> str:
-    """The row's wall time in seconds, as its benchmark recorded it (``—`` when it did not)."""
+    """The row's wall time in seconds, as its benchmark recorded it (``—`` when it did not); a row
+    that records one time per fit shows their mean."""
     for key in TIME_KEYS:
         value = row.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
+        if isinstance(value, list) and value and all(_is_number(v) for v in value):
+            return f"{sum(value) / len(value):.0f} s per fit ({len(value)} fits)"
+        if _is_number(value):
             reruns = row.get("rerun_s") if key == "search_s" else None
             extra = f" + {reruns:.0f} s reruns" if isinstance(reruns, int | float) else ""
             return f"{value:.0f} s{extra}" + (" per fit" if key == "fit_s_mean" else "")

@@ -41,6 +41,8 @@ def test_a_search_row_counts_its_reruns_and_a_missing_time_says_so():
     assert row_time({"search_s": 5026.2, "rerun_s": 114.0}) == "5026 s + 114 s reruns"
     assert row_time({"fit_s_mean": 5.81}) == "6 s per fit"
     assert row_time({"ours_mean": 1.0}) == "—"
+    assert row_time({"fit_seconds": [2000.0, 2200.0, 2400.0]}) == "2200 s per fit (3 fits)"
+    assert row_time({"fit_seconds": [], "fit_s_mean": 4.0}) == "4 s per fit"
     assert row_protocol({"protocol": "full size, 10 seeds"}) == "full"
 
 
