@@ -14,6 +14,9 @@ STYLE = re.compile(r"^[a-z0-9.-]+(_[a-z0-9.-]+)*\.[a-z]+$")  # export_name's sty
 
 
 def download(page, tmp_path, button):
+    # a download button reruns the script when clicked: a click during the previous one's rerun
+    # can land on a button the rerun replaces, and no download comes
+    settle(page)
     with page.expect_download() as event:
         button.click()
     path = tmp_path / event.value.suggested_filename
