@@ -95,6 +95,7 @@ c2.download_button(
     file_name=f"{export_name(rec.name)}.zip",
     mime="application/zip",
     key="runs.download",
+    on_click="ignore",  # like every download: a rerun beside the deferred file could lose the download
     help="Model (config.json + weights.safetensors), run record, history and its data set.",
 )
 with c3.popover("Rename or delete"):
