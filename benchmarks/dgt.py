@@ -16,10 +16,13 @@ Parts (each row carries its ``part``; mean ± population std, ddof = 0, over eve
   epochs (marked reduced); ``TREEVIZ_DGT_EPOCHS=200`` runs the paper's 200.
 * ``table4`` — DGT-Forest (bagged DGT trees on bootstrap samples, mean prediction), test RMSE on
   Abalone and Comp-Activ, h = 8, L = 3, on split 0 by default (30 trees × 200 epochs × 5 splits
-  × 2 sets would take about 25 minutes on an H100; see ``TREEVIZ_DGT_SPLITS``). The trees of one
-  forest are trained in parallel as several smaller ``DGTForestRegressor`` fits with different
-  seeds whose trees are then pooled into one forest (each tree is still bagged by the forest
-  class; the pooled forest predicts their mean).
+  × 2 sets would take about 25 minutes on an H100; see ``TREEVIZ_DGT_SPLITS``). A forest trains
+  as chunks of trees, one per worker process, each a ``DGTForestRegressor`` with its own seed;
+  the chunks' predictions pool into the forest's mean. Every finished chunk is one line of
+  ``benchmarks/results/parts/dgt_forest.jsonl`` (its validation and test predictions), so the
+  paper's full protocol (``TREEVIZ_DGT_TUNE=grid TREEVIZ_DGT_SPLITS=5 TREEVIZ_DGT_SEEDS=10``,
+  30 trees: about 150 CPU hours) can be run in parts: a stopped run resumes, and a run with more
+  splits or seeds fits only the forests the log lacks.
 * ``table6`` — bandit regression on Abalone, two-point loss-difference estimator, squared loss:
   ``DGTBanditRegressor`` (h = 6, L = 1) and the linear bandit baseline ``LinearBanditRegressor``,
   final test RMSE after a stream of passes over the training part. If ``models.dgt.bandit`` is
@@ -42,8 +45,11 @@ Hyper-parameters. With ``TREEVIZ_DGT_TUNE=grid`` (the default for ``table1``) �
 momentum are chosen on the validation part of split 0 with seed 0 over the paper's grid (λ in
 {5e-5, 1e-5, 5e-6, 1e-6, 0}, momentum in {0, 0.3}, plus 0.8 for classification), then that
 configuration is rerun on every split × seed, as the authors' selection scripts do. Otherwise λ =
-1e-5, momentum 0 are fixed, and the row's protocol says so. Forests always use fixed settings
-(λ = 1e-5, momentum 0, bootstrap fraction 1); the bandit rows use the paper's defaults (δ = 0.5,
+1e-5, momentum 0 are fixed, and the row's protocol says so. Forests use λ = 1e-5, momentum 0 and
+bootstrap fraction 1 unless ``TREEVIZ_DGT_TUNE=grid``, which searches the paper's forest grid
+(momentum in {0, 0.2, 0.3, 0.4, 0.6} × fraction in {0.7, 0.85, 0.9, 1}) on split 0 / seed 0 with
+the λ1 Table 1 chose for the data set (the paper's forests take DGT's per-tree settings); the
+bandit rows use the paper's defaults (δ = 0.5,
 learning rate 1e-3). Heights are the paper's best heights, not re-chosen.
 
 A row's ``protocol`` dict holds every setting, and ``protocol["reduced"]`` (with the word
@@ -62,7 +68,7 @@ Environment variables (all optional):
 * ``TREEVIZ_DGT_EPOCHS`` — training epochs (default 200; table2 on a machine without CUDA: 30).
 * ``TREEVIZ_DGT_L1_GRID`` — comma list: the λ1 values the grid tries (default the paper's five; a
   shorter list is marked reduced).
-* ``TREEVIZ_DGT_TUNE`` — ``grid`` (tune table1 and table2), ``fixed`` (tune nothing) or ``auto``
+* ``TREEVIZ_DGT_TUNE`` — ``grid`` (tune table1, table2 and the table4 forests), ``fixed`` (tune nothing) or ``auto``
   (default: tune table1 only).
 * ``TREEVIZ_DGT_REUSE_TUNING`` — ``1``: take the grid points the previous file already scored for
   the same row trained the same way (height, layers, epochs, batch, device) instead of refitting
@@ -117,9 +123,9 @@ the paper.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
-import math
 import os
 import platform
 import time
@@ -136,7 +142,15 @@ from sklearn.model_selection import train_test_split
 from sklearn.tree import DecisionTreeRegressor
 
 from benchmarks import device_timing
-from benchmarks.common import read_npz_split, read_uci, required_data_dir, results_dir, shared_data_dir
+from benchmarks.common import (
+    PartLog,
+    read_npz_split,
+    read_uci,
+    required_data_dir,
+    results_dir,
+    run_keyed,
+    shared_data_dir,
+)
 from models.base import Callback, TrainingTensors
 from models.dgt.estimators import DGTClassifier, DGTRegressor
 from models.dgt.forest import DGTForestRegressor
@@ -192,6 +206,10 @@ PAPER: dict[tuple[str, str, str], tuple[float, float | None, str, str]] = {
 L1_GRID = (5e-5, 1e-5, 5e-6, 1e-6, 0.0)
 MOMENTUM_GRID = {"regression": (0.0, 0.3), "classification": (0.0, 0.3, 0.8)}
 FIXED = {"l1_penalty": 1e-5, "momentum": 0.0}
+#: The paper's DGT-Forest grid (searched with ``TREEVIZ_DGT_TUNE=grid``): RMSprop momentum and the
+#: bootstrap sample's size as a fraction of the training rows.
+FOREST_MOMENTUM = (0.0, 0.2, 0.3, 0.4, 0.6)
+FOREST_FRACTION = (0.7, 0.85, 0.9, 1.0)
 #: The paper's learning rates for bandit regression.
 AUTHORS_LOOP_LR = (1e-2, 1e-3)
 CART_DEPTHS = (2, 4, 6, 8, 10)
@@ -274,6 +292,7 @@ def settings(quick: bool) -> dict[str, Any]:
                           _env_int("TREEVIZ_DGT_EPOCHS", PAPER_EPOCHS if cuda else 30)),
         "tune_table1": not quick and tune in ("auto", "grid"),
         "tune_table2": not quick and tune == "grid",
+        "tune_table4": not quick and tune == "grid",
         "trees": 2 if quick else _env_int("TREEVIZ_DGT_TREES", PAPER_TREES if cuda else 10),
         "forest_depth": 4 if quick else _env_int("TREEVIZ_DGT_FOREST_DEPTH", HEIGHT[("table4", "abalone")]),
         "l1_grid": _env_floats("TREEVIZ_DGT_L1_GRID", L1_GRID),
@@ -396,15 +415,26 @@ def fit_cart(dataset: str, k: int, seed: int) -> dict[str, Any]:
             "min_samples_leaf": leaf, "fit_s": time.perf_counter() - start}
 
 
-def fit_forest_chunk(dataset: str, k: int, seed: int, chunk: int, n_trees: int, params: dict[str, Any]):
-    """``n_trees`` bagged DGT trees (one ``DGTForestRegressor``) for chunk ``chunk`` of a forest."""
-    Xa, ya, Xv, yv, _, _ = regression_split(dataset, k)
-    forest = DGTForestRegressor(n_trees=int(n_trees), subsample=1.0, **params,
+def fit_forest_chunk(dataset: str, k: int, seed: int, chunk: int, n_trees: int, params: dict[str, Any],
+                     subsample: float) -> dict[str, Any]:
+    """``n_trees`` bagged DGT trees (one ``DGTForestRegressor`` on bootstrap samples of ``subsample``
+    times the training rows) for chunk ``chunk`` of a forest: the chunk's mean prediction on the
+    validation and test rows (7 significant digits, so that chunks pool into the forest's mean
+    and a logged chunk is plain JSON), each tree's test RMSE, and timings."""
+    Xa, ya, Xv, yv, Xte, yte = regression_split(dataset, k)
+    forest = DGTForestRegressor(n_trees=int(n_trees), subsample=float(subsample), **params,
                                 random_state=int(seed) * 1000 + int(chunk))
     start = time.perf_counter()
     forest.fit(Xa, ya, eval_set=(Xv, yv))
+    fit_s = time.perf_counter() - start
     epoch_s = [float(r["epoch_s"]) for t in forest.estimators_ for r in t.history_]
-    return forest, time.perf_counter() - start, float(np.mean(epoch_s))
+
+    def rounded(pred: np.ndarray) -> list[float]:
+        return [float(f"{v:.7g}") for v in np.asarray(pred, dtype=np.float64).ravel()]
+
+    return {"n_trees": int(n_trees), "val_pred": rounded(forest.predict(Xv)), "test_pred": rounded(forest.predict(Xte)),
+            "tree_test": [rmse(t.predict(Xte), yte) for t in forest.estimators_], "fit_s": fit_s,
+            "epoch_s": float(np.mean(epoch_s))}
 
 
 def bandit_classes() -> tuple[Any, Any] | str:
@@ -523,7 +553,8 @@ def within_one_std_or_better(metric: str, ours: float, paper: float, paper_std: 
 
 
 def _reduced(s: dict[str, Any], n_splits: int, paper_splits: int, *, epochs: int | None = None,
-             tuned: bool | None = None, trees: int | None = None, extra: tuple[str, ...] = ()) -> list[str]:
+             tuned: bool | None = None, trees: int | None = None, extra: tuple[str, ...] = (),
+             fixed: str = "fixed λ1=1e-5, momentum 0") -> list[str]:
     why = []
     if s["quick"]:
         why.append("quick mode (CI smoke test)")
@@ -534,7 +565,7 @@ def _reduced(s: dict[str, Any], n_splits: int, paper_splits: int, *, epochs: int
     if epochs is not None and epochs < PAPER_EPOCHS:
         why.append(f"{epochs} epochs instead of {PAPER_EPOCHS}")
     if tuned is False:
-        why.append("no validation grid search (fixed λ1=1e-5, momentum 0)")
+        why.append(f"no validation grid search ({fixed})")
     if trees is not None and trees < PAPER_TREES:
         why.append(f"{trees} trees instead of {PAPER_TREES}")
     return why + list(extra)
@@ -701,47 +732,117 @@ def _supervised_part(part: str, datasets: tuple[str, ...], s: dict[str, Any]) ->
     return rows
 
 
+def _forest_chunk_task(job: tuple, one_thread: bool) -> dict[str, Any]:
+    """:func:`fit_forest_chunk` on one torch thread when ``one_thread`` (the thread count restored after)."""
+    before = torch.get_num_threads()
+    if one_thread:
+        torch.set_num_threads(1)
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    try:
+        return fit_forest_chunk(*job)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _forest_key(ds: str, k: int, seed: int, chunk: int, sizes: list[int], params: dict[str, Any],
+                subsample: float) -> str:
+    """A forest chunk's log key: readable, plus a digest of everything that changes its trees."""
+    config = json.dumps({"params": params, "subsample": float(subsample), "sizes": sizes}, sort_keys=True)
+    return (f"{ds} split {k} seed {seed} chunk {chunk + 1}/{len(sizes)} "
+            f"{hashlib.sha1(config.encode()).hexdigest()[:10]}")
+
+
+def _forest_l1(ds: str, s: dict[str, Any]) -> tuple[float, str]:
+    """The forests' λ1: with tuning, Table 1's validation choice for ``ds`` in the stored results
+    (the paper's forests take the per-tree hyper-parameters of DGT), else the fixed 1e-5."""
+    if s["tune_table4"]:
+        for row in _previous(s["quick"]).get("rows", []):
+            if (row.get("part"), row.get("dataset"), row.get("method")) == ("table1", ds, "DGT") \
+                    and row.get("tuning_scores"):
+                lam = float(row["protocol"]["l1_penalty"])
+                return lam, f"λ1 {lam:g}: Table 1's validation choice for {ds} (run at {row.get('run_at', '?')})"
+    return FIXED["l1_penalty"], f"λ1 {FIXED['l1_penalty']:g} fixed"
+
+
+def _pooled(chunks: list[dict[str, Any]], key: str) -> np.ndarray:
+    """The forest's mean prediction from its chunks' means, weighted by their tree counts."""
+    total = sum(c["n_trees"] for c in chunks)
+    return sum(np.asarray(c[key]) * c["n_trees"] for c in chunks) / total
+
+
 def _forest_part(datasets: tuple[str, ...], s: dict[str, Any]) -> list[dict[str, Any]]:
-    """Table 4: forests of ``trees`` bagged DGT trees, trained as parallel chunks and pooled."""
+    """Table 4: forests of ``trees`` bagged DGT trees. A forest trains as chunks of trees (one per
+    worker, with their own seeds) whose predictions pool into the forest's mean. Outside
+    ``--quick`` every finished chunk is logged (``benchmarks/results/parts/dgt_forest.jsonl``, a
+    :class:`PartLog`), so a stopped run resumes and a run with more splits or seeds fits only
+    what the log lacks. With ``TREEVIZ_DGT_TUNE=grid`` the paper's forest grid (momentum ×
+    bootstrap fraction) is searched on split 0 / seed 0 first, and the chosen forest is that
+    run."""
     device = s["device"]
     n_jobs = _jobs_for(s, device)
+    one_thread = n_jobs <= 1 or s["one_thread_workers"]
     depth = s["forest_depth"]
-    params = _tree_params(depth, s["epochs"], device, **FIXED)
-    n_splits, trees = s["splits_forest"], s["trees"]
-    runs_per = n_splits * s["seeds"] * len(datasets)
-    n_chunks = max(1, min(trees, math.ceil(4 * n_jobs / max(1, runs_per)))) if n_jobs > 1 else 1
+    n_splits, trees, tune = s["splits_forest"], s["trees"], s["tune_table4"]
+    n_chunks = min(trees, n_jobs) if n_jobs > 1 else 1  # the same for any number of runs, so logs are reused
     sizes = [trees // n_chunks + (1 if c < trees % n_chunks else 0) for c in range(n_chunks)]
-    jobs = [(ds, k, seed, c, sizes[c], params) for ds in datasets for k in range(n_splits)
-            for seed in range(s["seeds"]) for c in range(n_chunks)]
-    out = _parallel(fit_forest_chunk, jobs, n_jobs, s["one_thread_workers"])
+    log = None if s["quick"] else PartLog("dgt_forest")
+    grid = [(mom, frac) for frac in FOREST_FRACTION for mom in FOREST_MOMENTUM] if tune else \
+        [(FIXED["momentum"], 1.0)]
+    l1 = {ds: _forest_l1(ds, s) for ds in datasets}
+
+    def params(ds: str, mom: float) -> dict[str, Any]:
+        return _tree_params(depth, s["epochs"], device, l1_penalty=l1[ds][0], momentum=mom)
+
+    def forest_tasks(ds: str, k: int, seed: int, mom: float, frac: float) -> list[tuple[str, Any]]:
+        p = params(ds, mom)
+        return [(_forest_key(ds, k, seed, c, sizes, p, frac),
+                 delayed(_forest_chunk_task)((ds, k, seed, c, sizes[c], p, frac), one_thread))
+                for c in range(n_chunks)]
+
+    def forest_run(ds: str, k: int, seed: int, mom: float, frac: float, done: dict[str, Any]) -> dict[str, Any]:
+        chunks = [done[key] for key, _ in forest_tasks(ds, k, seed, mom, frac)]
+        _, _, _, yv, _, yte = regression_split(ds, k)
+        return {"split": k, "seed": seed, "momentum": mom, "subsample": frac,
+                "val": rmse(_pooled(chunks, "val_pred"), yv), "test": rmse(_pooled(chunks, "test_pred"), yte),
+                "fit_s": float(sum(c["fit_s"] for c in chunks)),
+                "epoch_s_mean": float(np.mean([c["epoch_s"] for c in chunks])),
+                "single_tree_test_mean": float(np.mean([t for c in chunks for t in c["tree_test"]]))}
+
+    tuning_tasks = [t for ds in datasets for mom, frac in grid for t in forest_tasks(ds, 0, 0, mom, frac)] \
+        if tune else []
+    done = run_keyed(tuning_tasks, log, n_jobs=n_jobs) if tuning_tasks else {}
+    scores = {ds: [forest_run(ds, 0, 0, mom, frac, done) for mom, frac in grid] if tune else [] for ds in datasets}
+    chosen = {}
+    for ds in datasets:
+        best = _choose(scores[ds], "rmse") if tune else None
+        chosen[ds] = (best["momentum"], best["subsample"]) if best else grid[0]
+    run_tasks = [t for ds in datasets for k in range(n_splits) for seed in range(s["seeds"])
+                 for t in forest_tasks(ds, k, seed, *chosen[ds])]
+    done.update(run_keyed([t for t in run_tasks if t[0] not in done], log, n_jobs=n_jobs))
     rows = []
     for ds in datasets:
-        runs = []
-        for k in range(n_splits):
-            for seed in range(s["seeds"]):
-                parts = [o for job, o in zip(jobs, out) if job[:3] == (ds, k, seed)]
-                forest: DGTForestRegressor = parts[0][0]
-                forest.estimators_ = [t for p in parts for t in p[0].estimators_]
-                forest.n_trees = len(forest.estimators_)
-                _, _, Xv, yv, Xte, yte = regression_split(ds, k)
-                single = [rmse(t.predict(Xte), yte) for t in forest.estimators_]
-                runs.append({"split": k, "seed": seed, "val": rmse(forest.predict(Xv), yv),
-                             "test": rmse(forest.predict(Xte), yte), "fit_s": float(sum(p[1] for p in parts)),
-                             "epoch_s_mean": float(np.mean([p[2] for p in parts])),
-                             "single_tree_test_mean": float(np.mean(single))})
-        protocol = {**params, "epochs": s["epochs"], "trees": trees, "subsample": 1.0,
+        runs = [forest_run(ds, k, seed, *chosen[ds], done) for k in range(n_splits) for seed in range(s["seeds"])]
+        mom, frac = chosen[ds]
+        protocol = {**params(ds, mom), "epochs": s["epochs"], "trees": trees, "subsample": frac,
                     "bagging": "bootstrap samples drawn with replacement (DGTForestRegressor), mean prediction",
                     "training": f"each forest trained as {n_chunks} DGTForestRegressor fit(s) of {sizes} trees "
-                                "with different seeds in parallel, their trees pooled",
-                    "tuning": "none: fixed λ1=1e-5, momentum 0, bootstrap fraction 1 (the paper tunes momentum "
-                              "in {0, 0.2, 0.3, 0.4, 0.6} and the fraction in {0.7, 0.85, 0.9, 1})"}
+                                "with their own seeds, their predictions pooled into the forest's mean",
+                    "tuning": (f"grid on the validation part of split 0, seed 0: momentum in {list(FOREST_MOMENTUM)} "
+                               f"x bootstrap fraction in {list(FOREST_FRACTION)}; {l1[ds][1]}" if tune else
+                               "none: fixed λ1=1e-5, momentum 0, bootstrap fraction 1 (the paper tunes momentum "
+                               f"in {list(FOREST_MOMENTUM)} and the fraction in {list(FOREST_FRACTION)})")}
+        if log is not None:
+            protocol["log"] = f"benchmarks/results/parts/{log.path.name}"
         extra = (f"h={depth} instead of 8",) if s["quick"] else ()
         if depth != HEIGHT[("table4", ds)] and not s["quick"]:
             protocol["height_note"] = (f"h={depth}: the paper's Table 4 gives the forests' maximum height "
                                        f"({HEIGHT[('table4', ds)]}), and its heights are tuned")
-        reduced = _reduced(s, n_splits, 5, epochs=s["epochs"], tuned=False, trees=trees, extra=extra)
+        reduced = _reduced(s, n_splits, 5, epochs=s["epochs"], tuned=tune, trees=trees, extra=extra,
+                           fixed="fixed λ1=1e-5, momentum 0, bootstrap fraction 1")
         rows.append(make_row("table4", ds, "DGT-Forest", runs, protocol, reduced, device, {
-            "single_tree_test_mean": float(np.mean([r["single_tree_test_mean"] for r in runs]))}))
+            "single_tree_test_mean": float(np.mean([r["single_tree_test_mean"] for r in runs])),
+            "tuning_scores": [{key: r[key] for key in ("momentum", "subsample", "val", "test", "fit_s")}
+                              for r in scores[ds]]}))
     return rows
 
 

@@ -4,6 +4,7 @@ belongs in the full benchmark)."""
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -216,3 +217,76 @@ def test_the_quick_bandit_rounds_benchmark_times_both_learners_and_they_learn_al
         assert row["cpu_s_per_1000_rounds_autograd"] > 0 and row["cpu_s_per_1000_rounds_hand"] > 0
         assert row["mean_loss_played_hand"] == pytest.approx(row["mean_loss_played_autograd"], rel=1e-3)
     assert rows[0]["max_parameter_difference"] < 1e-5  # float32 rounding only
+
+
+def test_forest_chunks_pool_into_the_mean_of_all_their_trees():
+    """A forest trained as chunks predicts what one forest holding every chunk's trees predicts."""
+    _require_shared_data()
+    from models.dgt.forest import DGTForestRegressor
+
+    params = dgt_benchmark._tree_params(2, 2, "cpu", l1_penalty=1e-5, momentum=0.0)
+    chunks = [dgt_benchmark.fit_forest_chunk("abalone", 0, 3, c, n, params, 0.85) for c, n in ((0, 1), (1, 2))]
+    pooled = dgt_benchmark._pooled(chunks, "test_pred")
+    Xa, ya, Xv, yv, Xte, yte = dgt_benchmark.regression_split("abalone", 0)
+    whole = []
+    for c, n in ((0, 1), (1, 2)):  # the same seeded fits again, their trees in one forest
+        forest = DGTForestRegressor(n_trees=n, subsample=0.85, **params, random_state=3000 + c)
+        whole += forest.fit(Xa, ya, eval_set=(Xv, yv)).estimators_
+    forest.estimators_, forest.n_trees = whole, len(whole)
+    assert pooled.shape == yte.shape
+    assert pooled == pytest.approx(forest.predict(Xte), rel=1e-6)
+    assert [c["n_trees"] for c in chunks] == [1, 2] and len(chunks[1]["tree_test"]) == 2
+    assert chunks[0]["test_pred"] != chunks[1]["test_pred"]
+
+
+def test_the_forest_part_logs_its_chunks_resumes_and_searches_the_papers_grid(tmp_path, monkeypatch):
+    """With TREEVIZ_DGT_TUNE=grid the forests search momentum x bootstrap fraction on split 0 /
+    seed 0 (λ1 from Table 1's choice), the chosen forest is that run, every chunk is logged,
+    and a rerun with more seeds fits only what the log lacks."""
+    rng = np.random.default_rng(0)
+    data = tuple(rng.normal(size=n) for n in (6, 6, 5, 5, 4, 4))  # the fake fits only need y_val, y_test
+    monkeypatch.setattr(dgt_benchmark, "regression_split", lambda ds, k: (None, None, None, data[3], None, data[5]))
+    calls = []
+
+    def fake_chunk(ds, k, seed, chunk, n_trees, params, subsample):
+        calls.append((ds, k, seed, params["momentum"], subsample, params["l1_penalty"]))
+        off = abs(params["momentum"] - 0.3) + abs(subsample - 0.9) + 0.01 * seed  # best: momentum 0.3, fraction 0.9
+        return {"n_trees": n_trees, "val_pred": list(data[3] + off), "test_pred": list(data[5] + off + k),
+                "tree_test": [1.0] * n_trees, "fit_s": 2.0, "epoch_s": 0.01}
+
+    monkeypatch.setattr(dgt_benchmark, "fit_forest_chunk", fake_chunk)
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    (tmp_path / "dgt.json").write_text(json.dumps({"benchmark": "dgt", "quick": False, "results": {"rows": [
+        {"part": "table1", "dataset": "abalone", "method": "DGT", "protocol": {"l1_penalty": 5e-6},
+         "tuning_scores": [{"l1_penalty": 5e-6}], "run_at": "then"}]}}))
+    for key, value in {"TREEVIZ_DGT_TUNE": "grid", "TREEVIZ_DGT_SPLITS": "2", "TREEVIZ_DGT_SEEDS": "1",
+                       "TREEVIZ_DGT_TREES": "30", "TREEVIZ_DGT_JOBS": "1", "TREEVIZ_DGT_DEVICE": "cpu"}.items():
+        monkeypatch.setenv(key, value)
+    (row,) = dgt_benchmark._forest_part(("abalone",), dgt_benchmark.settings(False))
+    assert len(calls) == 20 + 1  # the grid on split 0 / seed 0, then split 1 only
+    assert {c[5] for c in calls} == {5e-6}  # Table 1's λ1 for abalone
+    assert (row["protocol"]["momentum"], row["protocol"]["subsample"]) == (0.3, 0.9)
+    assert len(row["tuning_scores"]) == 20 and "5e-06: Table 1's validation choice" in row["protocol"]["tuning"]
+    assert row["per_run"] == pytest.approx([0.0, 1.0])  # the chosen forest's test RMSE on splits 0 and 1
+    assert "grid search" not in row["protocol"]["reduced"] and "2 split(s) x 1 seed(s)" in row["protocol"]["reduced"]
+    assert len((tmp_path / "parts" / "dgt_forest.jsonl").read_text().splitlines()) == 21
+    calls.clear()
+    monkeypatch.setenv("TREEVIZ_DGT_SEEDS", "2")
+    (row,) = dgt_benchmark._forest_part(("abalone",), dgt_benchmark.settings(False))
+    assert sorted((c[1], c[2]) for c in calls) == [(0, 1), (1, 1)]  # only the new seed's forests
+    assert row["n_runs"] == 4 and row["per_run"] == pytest.approx([0.0, 0.01, 1.0, 1.01])
+
+
+@pytest.mark.slow  # real 2-tree forests of 2 epochs on both data sets
+def test_the_quick_forest_part_writes_both_rows_without_a_log(tmp_path, monkeypatch):
+    _require_shared_data()
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    monkeypatch.setenv("TREEVIZ_DGT_PARTS", "table4")
+    assert run.main(["dgt", "--quick"]) == 0
+    rows = json.loads((tmp_path / "dgt.json").read_text())["results"]["rows"]
+    assert [r["name"] for r in rows] == ["abalone DGT-Forest", "cpu_act DGT-Forest"]
+    for r in rows:
+        assert r["ours_mean"] > 0 and r["n_runs"] == 1 and r["protocol"]["trees"] == 2
+        assert r["single_tree_test_mean"] > 0 and r["tuning_scores"] == []
+        assert "no validation grid search" in r["protocol"]["reduced"] and "log" not in r["protocol"]
+    assert not (tmp_path / "parts").exists()
