@@ -156,7 +156,7 @@ def test_the_forest_row_logs_its_tuning_and_each_seed_and_resumes(tmp_path, monk
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     assert tao_paper.SETTINGS[("letter", "TAO-l forest")]["max_iter"] == 40  # the top of the thesis's 20-40
     tunings, fits = [], []
-    monkeypatch.setattr(tao_paper, "_tune", lambda *a: tunings.append(1) or ((7, 0.3, "random"), [{"val": 3.1}]))
+    monkeypatch.setattr(tao_paper, "_tune", lambda *a: tunings.append(1) or ((7, 0.3, "random"), [{"val": 3.1, "fit_s": 100.0}]))
 
     class FakeForest:
         def __init__(self, seed):
@@ -182,7 +182,10 @@ def test_the_forest_row_logs_its_tuning_and_each_seed_and_resumes(tmp_path, monk
     row = tao_paper._row("letter", "TAO-l forest", False, lambda seed: data, [0, 1, 2, 3, 4])
     assert tunings == [1] and fits == [0, 1, 2, 2, 3, 4]  # neither the tuning nor seeds 0-1 ran again
     assert row["per_seed"] == [2.0, 3.0, 4.0, 5.0, 6.0] and row["protocol"]["iterations"] == 40
-    assert row["protocol"]["l1_penalty"] == 0.3 and row["tuning_scores"] == [{"val": 3.1}]
+    assert row["protocol"]["l1_penalty"] == 0.3 and row["tuning_scores"] == [{"val": 3.1, "fit_s": 100.0}]
     assert "reduced" not in row["protocol"] and row["decision_nodes_mean"] == 3.0
     logs = list((tmp_path / "parts").glob("tao_paper_forest_*.jsonl"))
     assert len(logs) == 1 and len(logs[0].read_text().splitlines()) == 6  # the tuning and five seeds
+    # the row's time is its logged fits' (the candidates' and every seed's), not only the last run's
+    seeds_s = [json.loads(line)["result"][1] for line in logs[0].read_text().splitlines()[1:]]
+    assert row["logged_seconds"] == pytest.approx(100.0 + sum(seeds_s))
