@@ -21,8 +21,8 @@ Parts (each row carries its ``part``; mean ± population std, ddof = 0, over eve
   the chunks' predictions pool into the forest's mean. Every finished chunk is one line of
   ``benchmarks/results/parts/dgt_forest.jsonl`` (its validation and test predictions), so the
   paper's full protocol (``TREEVIZ_DGT_TUNE=grid TREEVIZ_DGT_SPLITS=5 TREEVIZ_DGT_SEEDS=10``,
-  30 trees: about 140 CPU hours at h = 8, measured in ``docs/dgt.md``) can be run in parts: a stopped run resumes, and a run with more
-  splits or seeds fits only the forests the log lacks.
+  30 trees: about 140 CPU hours at h = 8, measured in ``docs/dgt.md``) can be run in parts: a
+  stopped run resumes, and a run with more splits or seeds fits only the forests the log lacks.
 * ``table6`` — bandit regression on Abalone, two-point loss-difference estimator, squared loss:
   ``DGTBanditRegressor`` (h = 6, L = 1) and the linear bandit baseline ``LinearBanditRegressor``,
   final test RMSE after a stream of passes over the training part. If ``models.dgt.bandit`` is

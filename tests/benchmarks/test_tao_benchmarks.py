@@ -156,7 +156,8 @@ def test_the_forest_row_logs_its_tuning_and_each_seed_and_resumes(tmp_path, monk
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     assert tao_paper.SETTINGS[("letter", "TAO-l forest")]["max_iter"] == 40  # the top of the thesis's 20-40
     tunings, fits = [], []
-    monkeypatch.setattr(tao_paper, "_tune", lambda *a: tunings.append(1) or ((7, 0.3, "random"), [{"val": 3.1, "fit_s": 100.0}]))
+    monkeypatch.setattr(tao_paper, "_tune",
+                        lambda *a: tunings.append(1) or ((7, 0.3, "random"), [{"val": 3.1, "fit_s": 100.0}]))
 
     class FakeForest:
         def __init__(self, seed):
