@@ -49,8 +49,7 @@ configuration is rerun on every split × seed, as the authors' selection scripts
 bootstrap fraction 1 unless ``TREEVIZ_DGT_TUNE=grid``, which searches the paper's forest grid
 (momentum in {0, 0.2, 0.3, 0.4, 0.6} × fraction in {0.7, 0.85, 0.9, 1}) on split 0 / seed 0 with
 the λ1 Table 1 chose for the data set (the paper's forests take DGT's per-tree settings); the
-bandit rows use the paper's defaults (δ = 0.5,
-learning rate 1e-3). Heights are the paper's best heights, not re-chosen.
+bandit rows use the paper's defaults (δ = 0.5, learning rate 1e-3). Heights are the paper's best heights, not re-chosen.
 
 A row's ``protocol`` dict holds every setting, and ``protocol["reduced"]`` (with the word
 "reduced" in ``protocol["summary"]``) says how the run is smaller than the paper's (fewer than
@@ -68,8 +67,8 @@ Environment variables (all optional):
 * ``TREEVIZ_DGT_EPOCHS`` — training epochs (default 200; table2 on a machine without CUDA: 30).
 * ``TREEVIZ_DGT_L1_GRID`` — comma list: the λ1 values the grid tries (default the paper's five; a
   shorter list is marked reduced).
-* ``TREEVIZ_DGT_TUNE`` — ``grid`` (tune table1, table2 and the table4 forests), ``fixed`` (tune nothing) or ``auto``
-  (default: tune table1 only).
+* ``TREEVIZ_DGT_TUNE`` — ``grid`` (tune table1, table2 and the table4 forests), ``fixed`` (tune
+  nothing) or ``auto`` (default: tune table1 only).
 * ``TREEVIZ_DGT_REUSE_TUNING`` — ``1``: take the grid points the previous file already scored for
   the same row trained the same way (height, layers, epochs, batch, device) instead of refitting
   them; the fits are seeded, so only the missing points are fitted (each reused score carries
