@@ -768,7 +768,7 @@ if __name__ == "__main__":
                             "30 minutes on 2 cores)")
     _what.add_argument("--table4", action="store_true",
                        help="Table 4's Skinny Trees row on the paper's protocol (2 000 random trials of its S5.3 "
-                            "space, 100 re-runs; about 10-16 CPU hours, every trial logged: stop it at any time "
+                            "space, 100 re-runs; about 6 CPU hours, every trial logged: stop it at any time "
                             "and run it again to resume)")
     _what.add_argument("--single-tree", action="store_true",
                        help="Table 2's single-tree row on the paper's protocol (500 random trials of its space, "
