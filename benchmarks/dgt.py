@@ -368,10 +368,16 @@ def _parallel(fn: Callable, jobs: list[tuple], n_jobs: int, one_thread: bool) ->
 
 
 def _in_worker(fn: Callable, job: tuple, one_thread: bool) -> Any:
+    """``fn(*job)``, on one torch thread when ``one_thread`` (the thread count restored after, for
+    a call that runs in this process)."""
+    before = torch.get_num_threads()
     if one_thread:
         torch.set_num_threads(1)
     warnings.filterwarnings("ignore", category=FutureWarning)
-    return fn(*job)
+    try:
+        return fn(*job)
+    finally:
+        torch.set_num_threads(before)
 
 
 def _tree_params(depth: int, epochs: int, device: str, l1_penalty: float, momentum: float, n_layers: int = 3) -> dict:
@@ -731,18 +737,6 @@ def _supervised_part(part: str, datasets: tuple[str, ...], s: dict[str, Any]) ->
     return rows
 
 
-def _forest_chunk_task(job: tuple, one_thread: bool) -> dict[str, Any]:
-    """:func:`fit_forest_chunk` on one torch thread when ``one_thread`` (the thread count restored after)."""
-    before = torch.get_num_threads()
-    if one_thread:
-        torch.set_num_threads(1)
-    warnings.filterwarnings("ignore", category=FutureWarning)
-    try:
-        return fit_forest_chunk(*job)
-    finally:
-        torch.set_num_threads(before)
-
-
 def _forest_key(ds: str, k: int, seed: int, chunk: int, sizes: list[int], params: dict[str, Any],
                 subsample: float) -> str:
     """A forest chunk's log key: readable, plus a digest of everything that changes its trees."""
@@ -792,14 +786,16 @@ def _forest_part(datasets: tuple[str, ...], s: dict[str, Any]) -> list[dict[str,
     def params(ds: str, mom: float) -> dict[str, Any]:
         return _tree_params(depth, s["epochs"], device, l1_penalty=l1[ds][0], momentum=mom)
 
+    def forest_keys(ds: str, k: int, seed: int, mom: float, frac: float) -> list[str]:
+        return [_forest_key(ds, k, seed, c, sizes, params(ds, mom), frac) for c in range(n_chunks)]
+
     def forest_tasks(ds: str, k: int, seed: int, mom: float, frac: float) -> list[tuple[str, Any]]:
-        p = params(ds, mom)
-        return [(_forest_key(ds, k, seed, c, sizes, p, frac),
-                 delayed(_forest_chunk_task)((ds, k, seed, c, sizes[c], p, frac), one_thread))
-                for c in range(n_chunks)]
+        return [(key, delayed(_in_worker)(fit_forest_chunk, (ds, k, seed, c, sizes[c], params(ds, mom), frac),
+                                          one_thread))
+                for c, key in enumerate(forest_keys(ds, k, seed, mom, frac))]
 
     def forest_run(ds: str, k: int, seed: int, mom: float, frac: float, done: dict[str, Any]) -> dict[str, Any]:
-        chunks = [done[key] for key, _ in forest_tasks(ds, k, seed, mom, frac)]
+        chunks = [done[key] for key in forest_keys(ds, k, seed, mom, frac)]
         _, _, _, yv, _, yte = regression_split(ds, k)
         return {"split": k, "seed": seed, "momentum": mom, "subsample": frac,
                 "val": rmse(_pooled(chunks, "val_pred"), yv), "test": rmse(_pooled(chunks, "test_pred"), yte),
