@@ -136,6 +136,26 @@ def merge_rows(rows: list[dict[str, Any]], path: Path) -> None:
     os.replace(tmp, path)
 
 
+def store_section(path: Path, key: str, value: Any) -> None:
+    """Put ``value`` under ``results[key]`` of the stored results file at ``path`` (a study run
+    apart from the rows, kept beside them)."""
+    payload = json.loads(path.read_text())
+    payload["results"][key] = value
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def stored_section(name: str, key: str) -> Any:
+    """``results[key]`` of the stored full-size ``benchmarks/results/<name>.json`` (None without
+    one): what a full rerun keeps of a study run apart."""
+    try:
+        payload = json.loads((results_dir() / f"{name}.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return None if payload.get("quick") else payload.get("results", {}).get(key)
+
+
 def stored_rows(name: str, keep: Callable[[str], bool]) -> list[dict[str, Any]]:
     """The rows of the stored full-size ``benchmarks/results/<name>.json`` whose name ``keep``
     accepts (none without a file, or when it holds a quick run): what a rerun keeps of the rows

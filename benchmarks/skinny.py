@@ -24,7 +24,8 @@ Rows (``python -m benchmarks.run skinny``), each printed beside the paper's numb
 * **satimage** (``../shared/data/uci/satimage.csv.gz``; split 64/16/20 stratified with seed 8
   through treeviz's own ``prepare``): Table 4 at a 25% budget (9 of 36 features), Skinny Trees
   chosen by :func:`logged_search` (2 000 random trials of the paper's space, the best validation
-  AUC within the budget re-run with 100 seeds; ``--table4``, resumable), beside random-forest,
+  AUC within the budget re-run with 100 seeds; ``--table4``, resumable; :func:`selection_study`,
+  ``--selection-study``, re-fits the search's ten best trials with ten seeds each), beside random-forest,
   XGBoost and LightGBM importance selection at the same budget on the paper's protocol
   (:func:`toolkit_row`: 2 000 random trials of its search space, each keeping the features whose
   importance exceeds the trial's threshold and refitting on them, the best validation AUC within
@@ -71,7 +72,9 @@ from benchmarks.common import (
     results_dir,
     run_keyed,
     shared_data_dir,
+    store_section,
     stored_rows,
+    stored_section,
     yes_no,
 )
 from benchmarks.tao_paper import load_uci
@@ -637,6 +640,59 @@ def satimage_split_study(chosen: dict[str, Any], split_seeds: tuple[int, ...] = 
             "difference_pct": spread("difference_pct"), "paper_difference_pct": 98.05 - 98.23}
 
 
+def _rerun_scores(params: dict[str, Any], prepared: Any, seed: int) -> dict[str, Any]:
+    """One setting fitted with model seed ``seed``: validation and test AUC (%), features kept, seconds."""
+    threads.apply_budget(1)
+    start = time.perf_counter()
+    model = SkinnyTreesClassifier(**{**params, "random_state": seed, "device": "cpu"})
+    model.fit(prepared.X_train, prepared.y_train)
+    return {"val_auc_pct": 100 * class_auc(prepared.y_val, model.predict_proba(prepared.X_val), model.classes_),
+            "test_auc_pct": 100 * class_auc(prepared.y_test, model.predict_proba(prepared.X_test), model.classes_),
+            "features": int(model.selected_features_.size), "seconds": time.perf_counter() - start}
+
+
+def selection_study(name: str, *, top: int = 10, seeds: int = 10, quick: bool = False) -> dict[str, Any]:
+    """How much of a searched row's result is the luck of its selection.
+
+    The search (:func:`logged_search`) keeps the trial with the best validation AUC within the
+    budget, each trial fitted once with its own seed. Here the ``top`` such trials of the row's log
+    are re-fitted with model seeds 0 … ``seeds`` − 1, each scored on validation and test: per trial,
+    the mean test AUC ± its SE, the mean validation AUC and the share of fits within the budget; and
+    which trial a selection by the *mean* validation AUC over seeds would take. Every fit is logged
+    (``<log>_selection.jsonl``), so a stopped study resumes. ``quick``: two trials, two seeds, 3
+    epochs, no log."""
+    plan = SEARCHED[name]
+    prepared = _satimage()
+    k = budget_size(plan.budget, prepared.X_train.shape[1])
+    trials = [t for t in _logged_trials(PartLog(plan.log)).values() if not t.error and t.n_features is not None
+              and 0 < t.n_features <= k and t.metrics.get("val_auc") is not None]
+    if quick:
+        top, seeds = 2, 2
+    trials.sort(key=lambda t: (-t.metrics["val_auc"], t.n_features, t.index))
+    chosen = trials[:top]
+    settings = {t.index: {key: v for key, v in t.params.items() if key != "random_state"}
+                | ({"max_epochs": 3} if quick else {}) for t in chosen}
+    tasks = [(f"{i}/{s}", delayed(_rerun_scores)(settings[i], prepared, s)) for i in settings for s in range(seeds)]
+    done = run_keyed(tasks, None if quick else PartLog(f"{plan.log}_selection"))
+    candidates = []
+    for t in chosen:
+        fits = [done[f"{t.index}/{s}"] for s in range(seeds)]
+        test = np.array([f["test_auc_pct"] for f in fits])
+        candidates.append({
+            "trial": t.index, "params": settings[t.index], "search_val_auc_pct": 100 * t.metrics["val_auc"],
+            "search_test_auc_pct": 100 * t.metrics["test_auc"], "search_features": t.n_features,
+            "test_auc_pct": float(test.mean()), "test_auc_se": _se(test.tolist()),
+            "val_auc_pct": float(np.mean([f["val_auc_pct"] for f in fits])),
+            "within_budget": sum(f["features"] <= k for f in fits) / seeds,
+            "seconds": float(sum(f["seconds"] for f in fits))})
+    by_mean_val = max(candidates, key=lambda c: c["val_auc_pct"])
+    return {"row": name, "budget": k, "seeds": list(range(seeds)), "candidates": candidates,
+            "chosen_by_mean_val": by_mean_val["trial"], "chosen_by_mean_val_test_auc_pct": by_mean_val["test_auc_pct"],
+            "best_test_auc_pct": max(c["test_auc_pct"] for c in candidates), "paper": plan.paper,
+            "how": f"benchmarks.skinny.selection_study: the top {top} trials of {plan.log} within the budget "
+                   f"by validation AUC, each re-fitted with model seeds 0-{seeds - 1}, one thread per fit"}
+
+
 # ------------------------------------------------------------------------------------------ device mode
 def _trial_line(trial: Trial) -> dict[str, Any]:
     keep = ("val_auc", "test_auc", "n_features")
@@ -755,7 +811,13 @@ def run(quick: bool = False, device: str = "cpu") -> dict[str, Any]:
               "paper": mean_text(r["paper_mean"], r.get("paper_std")),
               "meets paper": yes_no(r.get("within_paper_se_or_better"))} for r in rows]
     results = {"rows": rows, "total_seconds": time.perf_counter() - start}
+    if not quick:  # the studies run apart (see __main__); a full rerun keeps them
+        results |= {key: study for key in STUDIES if (study := stored_section(NAME, key)) is not None}
     return {"rows": table, "results": device_timing.carry_device_section(NAME, results, quick=quick)}
+
+
+#: Studies of the satimage rows, run apart and kept in ``results`` beside the rows.
+STUDIES = ("satimage_split_study", "satimage_selection_study")
 
 
 if __name__ == "__main__":
@@ -768,8 +830,12 @@ if __name__ == "__main__":
                             "30 minutes on 2 cores)")
     _what.add_argument("--table4", action="store_true",
                        help="Table 4's Skinny Trees row on the paper's protocol (2 000 random trials of its S5.3 "
-                            "space, 100 re-runs; about 6 CPU hours, every trial logged: stop it at any time "
+                            "space, 100 re-runs; about 5 CPU hours, every trial logged: stop it at any time "
                             "and run it again to resume)")
+    _what.add_argument("--selection-study", action="store_true",
+                       help="re-fit the Table 4 search's 10 best trials within the budget with 10 seeds each "
+                            "(selection_study; about 30 CPU minutes, resumable), stored as "
+                            "results.satimage_selection_study")
     _what.add_argument("--single-tree", action="store_true",
                        help="Table 2's single-tree row on the paper's protocol (500 random trials of its space, "
                             "100 re-runs; resumable)")
@@ -785,6 +851,12 @@ if __name__ == "__main__":
         merge_rows(_rows, results_dir() / f"{NAME}.json")
         for _r in _rows:
             print(_r["name"], _r["ours_mean"], _r["ours_se"], _r["paper_mean"], _r["within_paper_se_or_better"])
+    elif _args.selection_study:
+        _study = selection_study(next(iter(SEARCHED)))
+        store_section(results_dir() / f"{NAME}.json", "satimage_selection_study", _study)
+        for _c in _study["candidates"]:
+            print(_c["trial"], f"search val {_c['search_val_auc_pct']:.2f}", f"mean val {_c['val_auc_pct']:.2f}",
+                  f"test {_c['test_auc_pct']:.2f} ± {_c['test_auc_se']:.3f}", f"in budget {_c['within_budget']:.0%}")
     elif _args.table4 or _args.single_tree:
         _r = logged_search([*SEARCHED][0 if _args.table4 else 1])
         print(_r["name"], _r["ours_mean"], _r["ours_se"], _r.get("chosen"), _r.get("n_trials"))

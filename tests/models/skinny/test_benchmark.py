@@ -105,3 +105,40 @@ def test_the_toolkit_row_chooses_the_best_validation_trial_within_the_budget():
     assert top[0]["params"] == row["chosen"] and top[0]["val_auc"] == row["search_best_val_auc"]
     assert all(a["val_auc"] >= b["val_auc"] for a, b in pairwise(top))
     assert all(1 <= t["n_features"] <= row["budget"] for t in top)
+
+
+def test_the_selection_study_refits_the_best_trials_within_the_budget_and_resumes(tmp_path, monkeypatch):
+    from benchmarks import skinny
+    from benchmarks.common import PartLog, store_section, stored_section
+
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    _, prepared = _small_prepared()  # 12 inputs: a 25 % budget keeps 3
+    monkeypatch.setattr(skinny, "_satimage", lambda: prepared)
+    name = next(iter(skinny.SEARCHED))
+    small = {"n_trees": 2, "depth": 2, "max_epochs": 2, "batch_size": 64, "lambda0": 100.0,
+             "schedule": "dense_to_sparse"}
+
+    def line(index, val, features, error=None):
+        return {"index": index, "error": error, "params": {**small, "random_state": index},
+                "metrics": {"val_auc": val, "test_auc": 0.5, "n_features": features}}
+
+    # the best validation AUCs are over the budget (4 features) or failed; ties go to fewer features
+    PartLog(skinny.SEARCHED[name].log).add([line(0, 0.99, 4), line(1, 0.98, 0, "diverged"), line(2, 0.90, 3),
+                                            line(3, 0.95, 3), line(4, 0.95, 2), line(5, 0.80, 1)])
+    study = skinny.selection_study(name, top=2, seeds=2)
+    assert [c["trial"] for c in study["candidates"]] == [4, 3]
+    assert study["budget"] == 3 and study["seeds"] == [0, 1]
+    for c in study["candidates"]:
+        assert "random_state" not in c["params"] and c["search_val_auc_pct"] == 95.0
+        assert 0 <= c["within_budget"] <= 1 and 0 < c["test_auc_pct"] <= 100 and c["test_auc_se"] >= 0
+    best = max(study["candidates"], key=lambda c: c["val_auc_pct"])
+    assert study["chosen_by_mean_val"] == best["trial"]
+    fits = PartLog(f"{skinny.SEARCHED[name].log}_selection")
+    assert sorted(r["key"] for r in fits.records()) == ["3/0", "3/1", "4/0", "4/1"]
+    assert skinny.selection_study(name, top=2, seeds=2) == study  # from the log, nothing refitted
+    assert len(fits.records()) == 4
+    # stored beside the rows, and what a full rerun keeps
+    (tmp_path / "skinny.json").write_text(json.dumps({"quick": False, "results": {"rows": []}}))
+    store_section(tmp_path / "skinny.json", "satimage_selection_study", study)
+    assert stored_section("skinny", "satimage_selection_study") == json.loads(json.dumps(study))
+    assert "satimage_selection_study" in skinny.STUDIES
