@@ -20,8 +20,8 @@ Protocol (``python -m benchmarks.run laptao``):
   set that chooses each method's settings (``GRID``: depth and α for every TAO method, depth and
   confidence threshold for self-training, neighbours for label spreading); LapTAO runs the
   thesis's schedule of 20 μ steps × 15 TAO iterations, the supervised trees 15 TAO iterations.
-  Digits takes about 20 minutes on 2 cores. MNIST needs 300 LapTAO fits of 275–388 s each, about
-  29 CPU hours: every finished fit goes to a :class:`benchmarks.common.PartLog`
+  Digits takes about 20 minutes on 2 cores. MNIST needs 300 LapTAO fits of 16–312 s each (104 s on
+  average in the first 50), about 9 CPU hours: every finished fit goes to a :class:`benchmarks.common.PartLog`
   (``benchmarks/results/parts/laptao_mnist5k_<digest>.jsonl``), so the run is done in parts, each
   resuming where the last stopped (``python -m benchmarks.laptao --mnist``); the MNIST rows are
   written when the last fit is in.
@@ -522,7 +522,7 @@ if __name__ == "__main__":
                         help="rerun the digits rows alone (the thesis's protocol, about 25 minutes on 2 cores) "
                              "and merge them into benchmarks/results/laptao.json")
     _group.add_argument("--mnist", action="store_true",
-                        help="run, or continue, the MNIST 5k rows on the thesis's protocol (about 29 CPU hours, "
+                        help="run, or continue, the MNIST 5k rows on the thesis's protocol (about 9 CPU hours, "
                              "every fit logged: stop it at any time and run it again to resume); the rows are "
                              "merged into benchmarks/results/laptao.json when the last fit is in")
     _args = _ap.parse_args()
