@@ -131,6 +131,11 @@ def merge_rows(rows: list[dict[str, Any]], path: Path) -> None:
     names = {r["name"] for r in rows}
     kept = [r for r in payload["results"]["rows"] if r["name"] not in names]
     payload["results"]["rows"] = kept + rows
+    _write_payload(path, payload)
+
+
+def _write_payload(path: Path, payload: dict[str, Any]) -> None:
+    """Replace the results file at ``path`` with ``payload`` in one step (never half written)."""
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
     os.replace(tmp, path)
@@ -141,32 +146,30 @@ def store_section(path: Path, key: str, value: Any) -> None:
     apart from the rows, kept beside them)."""
     payload = json.loads(path.read_text())
     payload["results"][key] = value
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
-    os.replace(tmp, path)
+    _write_payload(path, payload)
 
 
-def stored_section(name: str, key: str) -> Any:
-    """``results[key]`` of the stored full-size ``benchmarks/results/<name>.json`` (None without
-    one): what a full rerun keeps of a study run apart."""
+def _stored_results(name: str) -> dict[str, Any]:
+    """``results`` of the stored full-size ``benchmarks/results/<name>.json`` (empty without a
+    readable file, or when it holds a quick run)."""
     try:
         payload = json.loads((results_dir() / f"{name}.json").read_text())
     except (OSError, ValueError):
-        return None
-    return None if payload.get("quick") else payload.get("results", {}).get(key)
+        return {}
+    return {} if payload.get("quick") else payload.get("results", {})
+
+
+def stored_section(name: str, key: str) -> Any:
+    """``results[key]`` of the stored full-size results (None without one): what a full rerun
+    keeps of a study run apart."""
+    return _stored_results(name).get(key)
 
 
 def stored_rows(name: str, keep: Callable[[str], bool]) -> list[dict[str, Any]]:
     """The rows of the stored full-size ``benchmarks/results/<name>.json`` whose name ``keep``
     accepts (none without a file, or when it holds a quick run): what a rerun keeps of the rows
     that a separate command computes apart."""
-    try:
-        payload = json.loads((results_dir() / f"{name}.json").read_text())
-    except (OSError, ValueError):
-        return []
-    if payload.get("quick"):
-        return []
-    return [r for r in payload.get("results", {}).get("rows", []) if keep(str(r.get("name", "")))]
+    return [r for r in _stored_results(name).get("rows", []) if keep(str(r.get("name", "")))]
 
 
 class PartLog:
