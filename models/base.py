@@ -118,6 +118,8 @@ class CancelFlag:
         self._folder = tempfile.mkdtemp(prefix="treeviz-cancel-")
         self.path = os.path.join(self._folder, "cancel")
         self._done = threading.Event()
+        if self._requested():  # a cancel that came first is set before any worker looks
+            self.set()
         self._watcher = threading.Thread(target=self._watch, name="treeviz-cancel-watch", daemon=True)
         self._watcher.start()
         return self

@@ -10,7 +10,10 @@ travel once, as files the workers map into memory, and ``stop`` is a
 :class:`~models.base.CancelFlag`. While it waits for a result the caller's process asks
 ``cancelled()`` every :data:`POLL_S` seconds, so a cancel is seen at once even while the worker
 processes are still starting (importing torch took 20-28 s on a loaded machine). On a cancel, or
-when the caller stops iterating, the flag is set (the calls not started return at once), the ones
+when the caller stops iterating, the flag is set (the calls not started return at once, except the
+first, which starts anyway and stops at its own first look at ``stop``, so that a cancel that
+reaches a loaded machine's workers before they pick up their first call still leaves the caller
+one result: a forest of one tree trained part way, not none), the ones
 in training get :data:`GRACE_S` seconds to come back (the next one in order is still yielded: a tree
 trained part way), and worker processes still busy after that (or still starting) are killed, so
 the caller is back within about ``GRACE_S`` seconds. A pool whose calls all ended stays warm.
@@ -49,10 +52,11 @@ _ONE_THREAD = dict.fromkeys(("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM
 def run_in_order(fn: Callable[..., Any], shared: tuple, items: Sequence[Any], workers: int,
                  cancelled: Callable[[], bool]) -> Iterator[Any]:
     """``fn(*shared, item, stop)`` for every item, in item order, here (``workers`` ≤ 1) or in
-    ``workers`` processes; stops early, as the module says, once ``cancelled()`` is true."""
+    ``workers`` processes; stops early, as the module says, once ``cancelled()`` is true. ``fn``
+    never returns None (None marks a call skipped after a cancel)."""
     if workers <= 1:
-        for item in items:
-            if cancelled():
+        for i, item in enumerate(items):
+            if i and cancelled():  # the first call runs, as in workers, and stops at its first look
                 return
             yield fn(*shared, item, cancelled)
         return
@@ -70,7 +74,7 @@ def _in_workers(fn: Callable[..., Any], shared: tuple, items: Sequence[Any], wor
             # at most ``workers`` calls in the pool at once: loky fails on calls still queued when it
             # kills its workers
             while len(futures) < len(items) and sum(not f.done() for f in futures) < workers:
-                futures.append(pool.submit(_call_in_worker, fn, refs, items[len(futures)], flag))
+                futures.append(pool.submit(_call_in_worker, fn, refs, items[len(futures)], flag, not futures))
 
         stopped = False
         try:
@@ -82,7 +86,10 @@ def _in_workers(fn: Callable[..., Any], shared: tuple, items: Sequence[Any], wor
                     if futures[i].done() and futures[i].exception() is None and futures[i].result() is not None:
                         yield futures[i].result()  # the tree in training, cut short by the flag
                     return
-                yield futures[i].result()
+                result = futures[i].result()
+                if result is None:  # skipped: the flag was set before the call began
+                    return
+                yield result
         finally:
             if not stopped:
                 _stop(pool, futures, flag)
@@ -142,9 +149,11 @@ def _share(value: Any, folder: str, index: int) -> Any:
     return _Shared(path)
 
 
-def _call_in_worker(fn: Callable[..., Any], refs: tuple, item: Any, stop: Callable[[], bool]) -> Any:
-    """``fn(*shared, item, stop)`` on one thread; None without calling it once ``stop()``."""
-    if stop():
+def _call_in_worker(fn: Callable[..., Any], refs: tuple, item: Any, stop: Callable[[], bool],
+                    first: bool = False) -> Any:
+    """``fn(*shared, item, stop)`` on one thread; None without calling it once ``stop()``, unless
+    it is the ``first`` call (``fn`` then returns at its first look at ``stop``)."""
+    if stop() and not first:
         return None
     threads.apply_budget(1)
     shared = tuple(ref.load() if isinstance(ref, _Shared) else ref for ref in refs)

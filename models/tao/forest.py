@@ -14,7 +14,8 @@ a sequential fit. Progress inside a tree (its TAO iterations) is not reported, i
 a cancel reaches the tree in training within a depth level (in worker processes through a
 :class:`~models.base.CancelFlag`), and the forest waits for workers still starting no longer than
 :data:`models.parallel.GRACE_S`: it keeps the trees it received, the last one possibly trained
-only part way, and abandons the others.
+only part way, and abandons the others. The first tree always starts, even when the cancel reached
+the workers first, so a cancelled forest has at least one tree once its workers had started.
 """
 
 from __future__ import annotations

@@ -152,3 +152,29 @@ def test_joblib_parallel_still_works_after_a_forest_used_the_pool(iris):
     X, y = iris
     TAOForestClassifier(**SMALL, n_jobs=2).fit(X, y)
     assert Parallel(n_jobs=2)(delayed(abs)(-i) for i in range(3)) == [0, 1, 2]
+
+
+def _item_seen(item, stop):
+    return item, stop()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_cancel_before_any_call_started_still_runs_the_first_call_and_only_it(workers):
+    """A cancel that reaches the workers before they picked up their first call (a loaded machine)
+    still leaves one result, the first call's, which sees ``stop()`` true and returns at once; the
+    calls after it are not made. Without this the forest had no tree and could not predict."""
+    warm = list(parallel.run_in_order(_item_seen, (), [0, 1], workers, lambda: False))  # workers started
+    assert warm == [(0, False), (1, False)]
+    assert list(parallel.run_in_order(_item_seen, (), [0, 1, 2], workers, lambda: True)) == [(0, True)]
+    assert parallel._call_in_worker(_item_seen, (), 5, lambda: True) is None  # a later call is skipped
+
+
+def test_a_forest_cancelled_before_its_workers_start_a_tree_keeps_one_tree(iris):
+    class CancelAtOnce(Callback):  # the cancel arrived as the fit began
+        def on_step(self, estimator, **kwargs):
+            raise TrainingCancelled()
+
+    X, y = iris
+    TAOForestClassifier(**SMALL, n_jobs=2).fit(X, y)  # workers started (a cold pool is killed instead)
+    forest = TAOForestClassifier(**SMALL, n_jobs=2).fit(X, y, callbacks=[CancelAtOnce()])
+    assert forest.stopped_early_ and len(forest.trees_) == 1 and forest.predict(X).shape == (150,)
