@@ -32,6 +32,9 @@ FIGURES = """() => [...document.querySelectorAll('.js-plotly-plot')].map((gd, i)
     title: JSON.stringify(gd.layout && gd.layout.title)}))"""
 BARS_DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].some(
     gd => gd.data && gd.data[0] && gd.data[0].type === 'bar' && gd.layout.meta && gd.layout.meta.features)"""
+#: The tree diagram is drawn too (on a loaded machine it can come after the bars).
+TREE_DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].some(
+    gd => gd.data && gd.data.some(t => t.name === 'nodes'))"""
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +69,7 @@ def panel(page) -> tuple[str, dict, list[dict]]:
     rule = page.get_by_test_id("stMarkdown").filter(has_text="Right if").first.locator("code").first.inner_text()
     page.get_by_text("Right if").first.scroll_into_view_if_needed()
     page.wait_for_function(BARS_DRAWN, timeout=60_000)
+    page.wait_for_function(TREE_DRAWN, timeout=60_000)
     figures = page.evaluate(FIGURES)
     bars = next(f for f in figures if f["type"] == "bar" and f["meta"] and "features" in f["meta"])
     return rule, bars, figures
