@@ -4,11 +4,11 @@
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh tests/treeviz -x`.
 #
 # Tiers (the first argument may choose one):
-#   (none)   what CI runs: every test, the `slow` ones included, with the fuzz tests at their small
-#            CI count, in one pytest-xdist worker per core (TREEVIZ_TEST_WORKERS overrides: a number,
-#            or 0 for one process)
-#   --fast   the quick loop: the tests not marked `slow` (`pytest -m "not slow"`)
-#   --deep   every test, and the fuzz tests at 2 000 examples each
+#   (none)   what CI runs: every test but the `deep` ones, the `slow` ones included, with the fuzz
+#            tests at their small CI count, in one pytest-xdist worker per core
+#            (TREEVIZ_TEST_WORKERS overrides: a number, or 0 for one process)
+#   --fast   the quick loop: the tests marked neither `slow` nor `deep`
+#   --deep   every test, the `deep` browser re-checks included, and the fuzz tests at 2 000 examples
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -28,7 +28,7 @@ case "${1:-}" in
 esac
 WORKERS=(-n "${TREEVIZ_TEST_WORKERS:-auto}")
 case "$TIER" in
-  fast) exec $PY -m pytest "${WORKERS[@]}" -m "not slow" "$@" ;;
+  fast) exec $PY -m pytest "${WORKERS[@]}" -m "not slow and not deep" "$@" ;;
   deep) TREEVIZ_FUZZ_PROFILE=slow exec $PY -m pytest "${WORKERS[@]}" "$@" ;;
-  *) exec $PY -m pytest "${WORKERS[@]}" "$@" ;;
+  *) exec $PY -m pytest "${WORKERS[@]}" -m "not deep" "$@" ;;
 esac

@@ -15,6 +15,10 @@ pages. A test that needs the real child processes asks for the ``jobs_in_process
 """
 
 import os
+from pathlib import Path
+
+#: The repository root: ``covered_by`` paths start here.
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _pin_this_test_worker() -> None:
@@ -91,3 +95,31 @@ def jobs_in_processes(home, monkeypatch):
     """The app runs its jobs in child processes, as it does outside the tests."""
     monkeypatch.setenv(state.JOB_PROCESSES_ENV, "1")
     return home
+
+
+def deep_only_counterpart(item: pytest.Item) -> str | None:
+    """Why ``item``, marked ``deep``, may stay out of CI: None when its ``covered_by`` names a test
+    that exists (``path::name``, from the repository root) and is not itself ``deep``; otherwise the
+    sentence saying what is wrong."""
+    mark = item.get_closest_marker("deep")
+    target = mark.kwargs.get("covered_by", "") if mark else ""
+    path, _, name = target.partition("::")
+    file = ROOT / path
+    if not path or not name or not file.is_file():
+        return f"{item.nodeid} is marked deep but covered_by={target!r} names no test file::test."
+    source = file.read_text()
+    at = source.find(f"def {name}(")
+    if at < 0:
+        return f"{item.nodeid}: covered_by names {target}, and {path} has no test {name}."
+    if "mark.deep" in source[max(0, source.rfind("\n\n\n", 0, at)):at]:
+        return f"{item.nodeid}: covered_by names {target}, which is itself deep-only."
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m "not deep"` deselects them
+def pytest_collection_modifyitems(config, items):
+    """Every ``deep`` test (run only by ``scripts/test.sh --deep``) names, in ``covered_by``, the test
+    that asserts the same behaviour in every tier; a missing or wrong name stops the session."""
+    wrong = [why for item in items if item.get_closest_marker("deep") and (why := deep_only_counterpart(item))]
+    if wrong:
+        raise pytest.UsageError("\n".join(wrong))

@@ -15,6 +15,7 @@ TIME_LEFT = re.compile(r"about \d+(\.\d)? (s|min|h) left")
 CANCEL_SHOWN = re.compile(r"cancelling…|Training was cancelled")
 
 
+@pytest.mark.deep(covered_by="tests/app/test_long_jobs_page.py::test_the_train_page_shows_the_time_left_then_cancelling_then_cancelled")
 def test_a_long_dgt_training_warns_shows_its_time_left_and_cancels_at_once(app_url, page):
     open_train_page_on_breast_cancer(page, app_url)
     choose(page, "Model family", "DGT (quantised gradient descent)")
@@ -45,6 +46,7 @@ def test_a_long_dgt_training_warns_shows_its_time_left_and_cancels_at_once(app_u
     expect(page.get_by_text("cancelling…")).to_have_count(0)
 
 
+@pytest.mark.deep(covered_by="tests/app/test_long_jobs_page.py::test_the_train_page_warns_before_the_tree_embedding_defaults_on_digits")
 def test_the_tree_embedding_defaults_on_digits_are_warned_about_and_the_quick_preset_is_not(app_url, page):
     page.goto(app_url)
     page.get_by_role("heading", name="Data", exact=True).wait_for()

@@ -24,6 +24,7 @@ def download(page, tmp_path, button):
     return path
 
 
+@pytest.mark.deep(covered_by="tests/app/test_predict_page.py::test_the_upload_widgets_state_the_apps_own_limit")
 def test_the_upload_widget_states_the_data_pages_limit(app_url, page):
     page.goto(app_url)
     page.get_by_role("heading", name="Data", exact=True).wait_for()

@@ -23,6 +23,7 @@ def open_train_page(page, app_url: str, sample: str, dataset_key: str) -> None:
     settle(page)
 
 
+@pytest.mark.deep(covered_by="tests/e2e/test_bandit_freeze.py::test_the_train_page_answers_within_seconds_of_a_bandit_runs_finish")
 def test_dgt_bandit_run_leaves_the_train_page_answering(app_url, page):
     open_train_page(page, app_url, "Iris", "iris")
     choose(page, "Model family", "DGT-Bandit")  # defaults: 20 000 rounds, about 20 s on 2 cores
@@ -42,12 +43,14 @@ def test_dgt_bandit_run_leaves_the_train_page_answering(app_url, page):
     assert time.monotonic() - finished < 15, "the Train page took too long to answer after the run finished"
 
 
+@pytest.mark.deep(covered_by="tests/app/test_train_page_truth.py::test_iris_shows_counts_and_no_split_warning")
 def test_split_warnings_show_before_training(app_url, page):
     open_train_page(page, app_url, "Iris", "iris")
     expect(page.get_by_text(re.compile(r"Rows per class and split \(3 classes\)"))).to_be_visible()
     expect(page.get_by_role("button", name="Train", exact=True)).to_be_enabled()
 
 
+@pytest.mark.deep(covered_by="tests/app/test_train_page_truth.py::test_train_page_warns_of_a_split_that_cannot_score")
 def test_a_twelve_row_twelve_class_upload_warns_before_training(app_url, page, tmp_path):
     rows = "\n".join(f"{i},{i * 0.5},class{i}" for i in range(12))
     csv = tmp_path / "twelve.csv"
@@ -68,6 +71,7 @@ def test_a_twelve_row_twelve_class_upload_warns_before_training(app_url, page, t
     expect(page.get_by_role("button", name="Train", exact=True)).to_be_enabled()  # still allowed
 
 
+@pytest.mark.deep(covered_by="tests/app/test_runs_page_truth.py::test_rename_and_delete_say_so_and_update_the_sidebar")
 def test_rename_says_so_and_updates_the_sidebar(app_url, page):
     open_train_page(page, app_url, "Iris", "iris")
     choose(page, "Model family", "CART")

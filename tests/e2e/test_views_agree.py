@@ -310,6 +310,7 @@ def test_item6_runs_page_shows_parameters_as_text_and_no_none(views_url, page):
 
 
 # ---------------------------------------------------------------------------------------------- item 14
+@pytest.mark.deep(covered_by="tests/app/test_runs_page_truth.py::test_importing_the_same_zip_twice_gives_two_names")
 def test_item14_importing_one_zip_twice_gives_two_names(own_url, page, tmp_path):
     open_runs_page_on(page, own_url, "CART iris")
     archive = tmp_path / "run.zip"
@@ -335,6 +336,7 @@ def test_item14_importing_one_zip_twice_gives_two_names(own_url, page, tmp_path)
     assert len(names) == len(set(names)), names
 
 
+@pytest.mark.deep(covered_by="tests/app/test_runs_page_truth.py::test_rename_and_delete_say_so_and_update_the_sidebar")
 def test_item14_delete_says_so_and_the_run_chooser_drops_the_run(own_url, page):
     open_runs_page_on(page, own_url, "CART iris")
     page.get_by_role("button", name="Rename or delete").click()
@@ -362,6 +364,7 @@ def _family_colours(page) -> dict[str, str]:
     return {t["name"]: t["color"] for t in pareto["traces"] if t["name"] in pareto["meta"]["families"]}
 
 
+@pytest.mark.deep(covered_by="tests/treeviz/test_small_things.py::test_a_family_keeps_its_colour_whichever_runs_are_shown")
 def test_item15_family_colours_hold_across_compare_visits(views_url, page):
     open_page(page, views_url, "Compare", "Compare")
     choose(page, "Data set", "breast_cancer")
@@ -377,6 +380,7 @@ def test_item15_family_colours_hold_across_compare_visits(views_url, page):
     assert len(set(first.values()) | set(second.values())) == len(set(first) | set(second)), (first, second)
 
 
+@pytest.mark.deep(covered_by="tests/treeviz/test_small_things.py::test_exports_leave_out_the_selection_ring_and_the_page_keeps_it")
 def test_item15_an_exported_svg_has_no_selection_ring(views_url, page):
     open_explorer(page, views_url, "CART cancer")
     [tree] = tree_figures(page)
