@@ -71,6 +71,7 @@ def test_pick_a_sample_train_cart_and_see_the_tree(app_url, page):
 
 
 @pytest.mark.slow  # a heavy end-to-end run; the full tier runs it, the fast one (-m "not slow") leaves it out
+@pytest.mark.deep(covered_by="tests/models/skinny/test_app.py::test_train_skinny_trees_then_see_the_selected_features")
 def test_train_skinny_trees_and_see_the_features_page(app_url, page):
     open_train_page_on_breast_cancer(page, app_url)
     choose(page, "Model family", "Skinny Trees (feature selection)")

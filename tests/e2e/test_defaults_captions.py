@@ -21,6 +21,7 @@ def open_page(page, app_url: str, title: str) -> None:
     settle(page)
 
 
+@pytest.mark.deep(covered_by="tests/app/test_page_defaults.py::test_tao_on_the_lambda_path_trains_at_auto_depth_and_20_iterations")
 def test_the_lambda_path_trains_tao_at_its_declared_defaults(app_url, page):
     open_page(page, app_url, "Pruning / λ path")
     choose(page, "Model family", "TAO sparse oblique tree")
@@ -32,6 +33,7 @@ def test_the_lambda_path_trains_tao_at_its_declared_defaults(app_url, page):
     expect(page.get_by_role("spinbutton", name="max iter").first).to_have_value("20")
 
 
+@pytest.mark.deep(covered_by="tests/app/test_page_defaults.py::test_the_bandit_page_starts_from_the_declared_defaults")
 def test_the_bandit_page_starts_from_the_familys_rounds(app_url, page):
     open_page(page, app_url, "Bandit feedback")
     start_from = page.get_by_test_id("stSelectbox").filter(has_text="Start from").first.get_by_role("combobox")

@@ -278,6 +278,7 @@ def test_item6_the_report_diagram_writes_node_ids(views_url, page, tmp_path):
         assert_node_ids_written(tree)
 
 
+@pytest.mark.deep(covered_by="tests/app/test_train_page_truth.py::test_finished_bandit_page_does_not_draw_every_record")
 def test_item6_the_train_page_shows_metric_cards(own_url, page):
     open_train_page_on_breast_cancer(page, own_url)
     choose(page, "Model family", "CART")
