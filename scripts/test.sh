@@ -6,7 +6,8 @@
 # Tiers (the first argument may choose one):
 #   (none)   what CI runs: every test but the `deep` ones, the `slow` ones included, with the fuzz
 #            tests at their small CI count, in one pytest-xdist worker per core
-#            (TREEVIZ_TEST_WORKERS overrides: a number, or 0 for one process)
+#            (TREEVIZ_TEST_WORKERS overrides: a number, or 0 for one process), idle workers taking
+#            queued tests from busy ones
 #   --fast   the quick loop: the tests marked neither `slow` nor `deep`
 #   --deep   every test, the `deep` browser re-checks included, and the fuzz tests at 2 000 examples
 set -euo pipefail
@@ -26,7 +27,9 @@ case "${1:-}" in
   --fast) TIER=fast; shift ;;
   --deep) TIER=deep; shift ;;
 esac
-WORKERS=(-n "${TREEVIZ_TEST_WORKERS:-auto}")
+# worksteal: a worker that runs out of tests takes queued ones from a busy worker, so a worker
+# held up by a long browser test does not leave the others idle at the end of the run
+WORKERS=(-n "${TREEVIZ_TEST_WORKERS:-auto}" --dist worksteal)
 case "$TIER" in
   fast) exec $PY -m pytest "${WORKERS[@]}" -m "not slow and not deep" "$@" ;;
   deep) TREEVIZ_FUZZ_PROFILE=slow exec $PY -m pytest "${WORKERS[@]}" "$@" ;;

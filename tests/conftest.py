@@ -21,6 +21,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+#: The cores this test session may use, comma-separated, as they were before the pinning below
+#: (unset when this process was not pinned): the browser tests start the app's server and chromium
+#: on all of them (:func:`tests.e2e.conftest.on_all_cores`).
+ALL_CORES_ENV = "TREEVIZ_TEST_ALL_CORES"
+
+
 def _pin_this_test_worker() -> None:
     """Under pytest-xdist (``-n N``), keep this worker process to its own share of the cores, as
     if it ran on a machine of its own: the thread budget (:mod:`models.ground.threads`) reads the
@@ -34,6 +40,7 @@ def _pin_this_test_worker() -> None:
     cores = sorted(os.sched_getaffinity(0))
     share = cores[int(worker[2:]) % count::count]
     if len(cores) >= count and share:
+        os.environ[ALL_CORES_ENV] = ",".join(map(str, cores))
         os.sched_setaffinity(0, share)
 
 

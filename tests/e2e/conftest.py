@@ -12,6 +12,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,24 @@ CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
+
+
+@contextmanager
+def on_all_cores() -> Iterator[None]:
+    """Processes started inside this block run on every core of the test session. A pytest-xdist
+    worker is pinned to its share of the cores (tests/conftest.py), and its children inherit the
+    pin: without this, the app's server, chromium and the test would share one core while the
+    other cores may be idle (as at the end of a run, when one worker is left)."""
+    cores = os.environ.get("TREEVIZ_TEST_ALL_CORES", "")
+    if not cores or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    pinned = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {int(c) for c in cores.split(",")})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, pinned)
 
 
 _LOGS: list[Path] = []  # the streamlit logs of this session's servers, newest last
@@ -60,12 +80,13 @@ def serve_store(home: Path):
 
 
 def _serve(log, log_path, port: int, env: dict):
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
+    with on_all_cores():
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+             "--server.address", "127.0.0.1", "--server.headless", "true",
+             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
@@ -94,10 +115,18 @@ def browser():
         pytest.fail(f"{CHROMIUM} is missing: run `bash scripts/test.sh`, which installs Debian's chromium.")
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    with on_all_cores():  # playwright's driver and chromium start here
+        p = sync_playwright().start()
+        try:
+            b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        except BaseException:
+            p.stop()
+            raise
+    try:
         yield b
+    finally:
         b.close()
+        p.stop()
 
 
 @pytest.fixture

@@ -32,9 +32,10 @@ FIGURES = """() => [...document.querySelectorAll('.js-plotly-plot')].map((gd, i)
     title: JSON.stringify(gd.layout && gd.layout.title)}))"""
 BARS_DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].some(
     gd => gd.data && gd.data[0] && gd.data[0].type === 'bar' && gd.layout.meta && gd.layout.meta.features)"""
-#: The tree diagram is drawn too (on a loaded machine it can come after the bars).
+#: The tree diagram is drawn (on a loaded machine it can come after the run's caption and the bars).
 TREE_DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].some(
-    gd => gd.data && gd.data.some(t => t.name === 'nodes'))"""
+    gd => gd.data && gd.layout && gd.layout.meta && gd.layout.meta.node_trace !== undefined
+    && gd.layout.meta.nodes)"""
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +62,7 @@ def open_explorer(page, url: str, run_name: str) -> None:
     expect(page.get_by_test_id("stCaptionContainer").filter(has_text=f"{run_name} ·").first).to_be_visible(
         timeout=60_000)
     page.get_by_text("Right if").first.wait_for()
+    page.wait_for_function(TREE_DRAWN, timeout=60_000)
     settle(page)
 
 
