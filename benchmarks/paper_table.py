@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from benchmarks.common import results_dir
+from benchmarks.device_timing import EARLIER_MACHINE
 
 FILES = ("tao_paper", "dgt", "skinny", "embeddings", "laptao")
 #: The keys a row's time is read from, first found first (a search's reruns are added to it).
@@ -57,7 +58,11 @@ def row_time(row: dict[str, Any]) -> str:
 
 
 def row_machine(row: dict[str, Any], payload: dict[str, Any]) -> str:
-    machine = row.get("machine") or payload.get("machine") or {}
+    """The machine the row ran on: its own, else the file's. A timing-only device run rewrites the
+    file's machine and keeps the rows' one as ``results["machine_of_cpu_results"]``
+    (:func:`benchmarks.device_timing.merge_previous`), so that one is the rows' when present."""
+    results = payload.get("results") or {}
+    machine = row.get("machine") or results.get(EARLIER_MACHINE) or payload.get("machine") or {}
     if isinstance(machine, str):
         return machine
     return machine.get("cuda") or f"{machine.get('cpus')}-core CPU"

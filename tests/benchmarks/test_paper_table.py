@@ -54,3 +54,19 @@ def test_a_row_compared_on_standard_errors_shows_ours_and_the_papers_as_se():
     assert row_spreads({**row, "paper_spread": "SD"})[1] == "8.000 ± 0.000 SD"
     del row["ours_se"]
     assert row_spreads(row) == ("8.600 ± 2.263", "8.000 ± 0.000")
+
+
+def test_rows_kept_by_a_device_run_name_the_machine_they_ran_on(tmp_path, monkeypatch):
+    """A timing-only GPU run rewrites the file's machine; the rows it kept ran on the earlier one."""
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    cpu = {"cpus": 2, "cuda": None}
+    (tmp_path / "skinny.json").write_text(json.dumps({
+        "benchmark": "skinny", "machine": {"cpus": 16, "cuda": "NVIDIA H200"},
+        "results": {"machine_of_cpu_results": cpu, "device_timing": {"rows": []}, "rows": [
+            {"name": "toy accuracy", "ours_mean": 0.977, "ours_std": 0.004, "paper_mean": 0.982, "paper_std": 0.01},
+            {"name": "Table 1 MSE", "ours_mean": 0.263, "ours_std": 0.009, "paper_mean": 0.26, "paper_std": 0.0,
+             "machine": {"cpus": 4, "cuda": None}},
+        ]}}))
+    toy, table1 = table_rows()
+    assert toy["machine"] == "2-core CPU"
+    assert table1["machine"] == "4-core CPU"

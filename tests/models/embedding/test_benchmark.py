@@ -23,7 +23,12 @@ def test_quick_embeddings_benchmark_writes_rows(tmp_path, monkeypatch, capsys):
     tree = rows["breast_cancer t-SNE: tree embedding"]
     assert isinstance(tree["tree_below_direct"], bool) and tree["n_leaves"] >= 1
     assert rows["breast_cancer t-SNE: direct CART fit"]["cart_nodes"] >= 1
-    assert payload["results"]["history"][0]["step"] == 0
+    step0 = payload["results"]["history"][0]
+    assert step0["step"] == 0
+    # every row has a time; the free embedding and the direct fit carry the path's step 0
+    assert all(isinstance(r["fit_seconds"], float | list) for r in rows.values() if "t-SNE: " in r["name"])
+    for method in ("free embedding", "direct TAO fit"):
+        assert rows[f"breast_cancer t-SNE: {method}"]["fit_seconds"] == step0["seconds"] > 0
 
 
 @pytest.mark.slow  # minutes-scale; the full tier runs it, the fast one leaves it out
