@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ALL_CORES_ENV
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("TREEVIZ_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(os.environ.get("TREEVIZ_E2E_ARTIFACTS", ROOT / "tests" / "e2e" / "artifacts"))
@@ -33,7 +35,7 @@ def on_all_cores() -> Iterator[None]:
     worker is pinned to its share of the cores (tests/conftest.py), and its children inherit the
     pin: without this, the app's server, chromium and the test would share one core while the
     other cores may be idle (as at the end of a run, when one worker is left)."""
-    cores = os.environ.get("TREEVIZ_TEST_ALL_CORES", "")
+    cores = os.environ.get(ALL_CORES_ENV, "")
     if not cores or not hasattr(os, "sched_setaffinity"):
         yield
         return
