@@ -186,6 +186,16 @@ class PartLog:
             return []
         return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
 
+    def seconds(self, keys: Sequence[str]) -> float | None:
+        """The summed ``seconds`` that :func:`run_keyed` logged for ``keys`` (each task's wall time
+        in its worker): the compute behind a result however many parts it took; None when a key is
+        missing or was logged without one (by an older run)."""
+        logged = {r["key"]: r.get("seconds") for r in self.records()}
+        times = [logged.get(key) for key in keys]
+        if not times or any(not isinstance(t, int | float) for t in times):
+            return None
+        return float(sum(times))
+
     def add(self, records: Sequence[dict[str, Any]]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a") as out:
@@ -196,18 +206,20 @@ class PartLog:
 def run_keyed(tasks: Sequence[tuple[str, Any]], log: PartLog | None, *, n_jobs: int | None = None) -> dict[str, Any]:
     """Run ``(key, joblib.delayed call)`` tasks in ``n_jobs`` processes (default: every usable
     core); the result of each by key. With ``log``, the tasks it holds are not run again and each
-    new result is logged (``{"key", "result"}``, JSON) as it finishes, so a stopped run resumes."""
+    new result is logged (``{"key", "result", "seconds"}``, JSON; seconds: the task's wall time in
+    its worker, :meth:`PartLog.seconds`) as it finishes, so a stopped run resumes."""
     done = {} if log is None else {r["key"]: r["result"] for r in log.records()}
     pending = [(key, call) for key, call in tasks if key not in done]
     if not pending:
         return done
-    keyed = [delayed(_keyed)(key, fn, args, kwargs) for key, (fn, args, kwargs) in pending]
+    keyed = [delayed(_keyed_timed)(key, fn, args, kwargs) for key, (fn, args, kwargs) in pending]
     finished = len(tasks) - len(pending)
-    for key, result in Parallel(n_jobs=n_jobs or threads.usable_cores(), return_as="generator_unordered")(keyed):
+    for key, result, seconds in Parallel(n_jobs=n_jobs or threads.usable_cores(),
+                                         return_as="generator_unordered")(keyed):
         done[key] = result
         finished += 1
         if log is not None:
-            log.add([{"key": key, "result": result}])
+            log.add([{"key": key, "result": result, "seconds": seconds}])
             print(f"  {key} done ({finished} of {len(tasks)}), {time.strftime('%H:%M:%S')}", flush=True)
     return done
 
@@ -227,5 +239,7 @@ def memo(fn: Callable[..., Any], *args: Any) -> Any:
     return _MEMO[key]
 
 
-def _keyed(key: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[str, Any]:
-    return key, fn(*args, **kwargs)
+def _keyed_timed(key: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[str, Any, float]:
+    start = time.perf_counter()
+    result = fn(*args, **kwargs)
+    return key, result, time.perf_counter() - start

@@ -105,6 +105,11 @@ THESIS_LAPTAO = {"n_mu": 20, "tao_iter": 15, "labelled_fraction": 1.0}  # the th
 QUICK_LAPTAO_SCHEDULE = {"n_mu": 2, "tao_iter": 2, "labelled_fraction": 1.0}
 QUICK_SIZE = 200  # points per data set in --quick
 SURROGATE_DIGITS_5PCT = 86.2  # a ridge-linear LapTAO surrogate, digits, 5 % labels, unlabelled points
+#: What a data set's rows' ``part_seconds`` is when its fits were logged with their times.
+FITS_SECONDS_NOTE = "every fit's wall time in its worker process, summed (over every part the run took)"
+#: Why rows resumed from a log without fit times have no ``part_seconds``.
+RESUMED_NOTE = ("no total: the run resumed from fits logged without their times; this_part_seconds is the last "
+                "part's wall time only (the LapTAO rows keep each chosen fit's time in fit_seconds)")
 THESIS_MNIST_20PCT = 95.0  # thesis: ~5 % test error on full MNIST with 20 % labels
 METHODS = ("LapTAO", "supervised TAO (labelled only)", "label spreading (kNN)", "self-training (decision tree)")
 TREE_SSL = ("self-training (decision tree)", "supervised TAO (labelled only)")
@@ -251,7 +256,7 @@ def _fit_log(label: str, grid: dict[str, tuple], schedule: dict[str, Any], n_sub
 
 
 def _tuned_runs(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndarray, label: str,
-                quick: bool) -> tuple[float, list[dict[str, Any]], str, dict[str, Any]]:
+                quick: bool) -> tuple[float, list[dict[str, Any]], str, dict[str, Any], dict[str, Any]]:
     """The thesis's protocol (its section 3.2.1) on one data set.
 
     A fixed 1 % of the training part, with its labels, is the cross-validation set: it chooses the
@@ -260,6 +265,10 @@ def _tuned_runs(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndarr
     held out of every fit; the labelled subsets are drawn from the rest. LapTAO runs the thesis's
     schedule (20 μ steps × 15 TAO iterations) and the supervised trees 15 TAO iterations. Every
     grid point is a separate fit; the one the cross-validation set scores highest is reported.
+
+    Returns the oblique-all ceiling, one run per labelled subset, the protocol, the ceiling's
+    details and the timing: ``fits_seconds`` (every fit's logged time, summed over the parts the
+    run took; None when a fit was logged without one) and ``resumed`` (the log held fits already).
     """
     grid = QUICK_GRID if quick else GRID
     n_subsets = QUICK_SUBSETS if quick else SUBSETS[label]
@@ -278,7 +287,10 @@ def _tuned_runs(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndarr
     tasks += [(f"laptao/{f}/{s}/{d}/{a}", delayed(_laptao_fit)(Xfit, np.where(lab, yfit, -1), Xcv, ycv, Xte, yte, yfit,
                                                                d, a, _subset_seed(f, s), schedule))
               for (f, s), lab in zip(jobs, masks) for d, a in settings]
-    done = run_keyed(tasks, None if quick else _fit_log(label, grid, schedule, n_subsets))
+    log = None if quick else _fit_log(label, grid, schedule, n_subsets)
+    resumed = log is not None and bool(log.records())
+    done = run_keyed(tasks, log)
+    timing = {"fits_seconds": None if log is None else log.seconds([key for key, _ in tasks]), "resumed": resumed}
     ceiling_fits = [done[f"oblique-all/{d}/{a}"] for d, a in settings]
     baselines = [done[f"baselines/{f}/{s}"] for f, s in jobs]
     laptao = [done[f"laptao/{f}/{s}/{d}/{a}"] for f, s in jobs for d, a in settings]
@@ -307,7 +319,7 @@ def _tuned_runs(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndarr
                 + ("; reduced (quick: tiny subset, tiny grids, short schedule)" if quick else ""))
     extra_ceiling = {"chosen": {"depth": top["depth"], "alpha": top["alpha"], "cv_accuracy": top["cv"]},
                      "grid": [{k: r[k] for k in ("depth", "alpha", "cv", "test")} for r in ceiling_fits]}
-    return top["test"], runs, protocol, extra_ceiling
+    return top["test"], runs, protocol, extra_ceiling, timing
 
 
 def _span(values: tuple) -> str:
@@ -322,13 +334,24 @@ def _subset_seed(fraction: float, subset: int) -> int:
     return 1000 * subset + round(1000 * fraction)
 
 
+def _time_fields(timing: dict[str, Any], wall: float) -> dict[str, Any]:
+    """A data set's rows' time (see :func:`_tuned_runs`'s timing): the fits' own logged times however
+    many parts the run took; else, for a run done in one part, its wall time; else (resumed from
+    fits logged without their times) no total, and this part's wall time apart."""
+    if timing["fits_seconds"] is not None:
+        return {"part_seconds": timing["fits_seconds"], "part_seconds_note": FITS_SECONDS_NOTE}
+    if not timing["resumed"]:
+        return {"part_seconds": wall}
+    return {"this_part_seconds": wall, "part_seconds_note": RESUMED_NOTE}
+
+
 def _dataset_rows(label: str, data: tuple[np.ndarray, np.ndarray], quick: bool) -> list[dict[str, Any]]:
     Xtr, Xte, ytr, yte = _split(*data, quick)
     start = time.perf_counter()
-    ceiling, runs, protocol, extra_ceiling = _tuned_runs(Xtr, ytr, Xte, yte, label, quick)
+    ceiling, runs, protocol, extra_ceiling, timing = _tuned_runs(Xtr, ytr, Xte, yte, label, quick)
     n_subsets = len(runs) // len(FRACTIONS)
     jobs = _jobs(n_subsets)
-    part_seconds = time.perf_counter() - start
+    time_fields = _time_fields(timing, time.perf_counter() - start)
     rows: list[dict[str, Any]] = []
     by_fraction: dict[float, dict[str, list[float]]] = {}
     for f in FRACTIONS:
@@ -386,7 +409,7 @@ def _dataset_rows(label: str, data: tuple[np.ndarray, np.ndarray], quick: bool) 
                          meets_reference=bool(np.mean([r["laptao_unlabelled"] for r in five])
                                               >= SURROGATE_DIGITS_5PCT)))
     for r in rows:
-        r["part_seconds"] = part_seconds  # wall time of every fit behind the data set's rows
+        r.update(time_fields)
     return rows
 
 

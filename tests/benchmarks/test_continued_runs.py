@@ -131,6 +131,10 @@ def test_a_logged_grid_of_fits_runs_only_the_keys_its_log_lacks(tmp_path, monkey
     assert run_keyed(tasks, log) == {"k0": 0, "k1": 100, "k2": 4, "k3": 9}
     assert sorted(r["key"] for r in log.records()) == ["k0", "k1", "k2", "k3"]
     assert run_keyed(tasks, None) == {"k0": 0, "k1": 1, "k2": 4, "k3": 9}  # no log: everything runs
+    # each task run here logs its time; k1, logged without one, leaves the sum unknown
+    assert all(r["seconds"] >= 0.0 for r in log.records() if r["key"] != "k1")
+    assert log.seconds(["k0", "k2", "k3"]) == sum(r["seconds"] for r in log.records() if r["key"] != "k1")
+    assert log.seconds(["k0", "k1"]) is None and log.seconds(["k9"]) is None and log.seconds([]) is None
 
 
 def test_a_changed_grid_or_schedule_starts_a_new_fit_log(tmp_path, monkeypatch):

@@ -80,3 +80,16 @@ def test_a_rerun_keeps_the_thesis_claim_rows_computed_apart(tmp_path, monkeypatc
         (tmp_path / "laptao.json").write_text(json.dumps({"benchmark": "laptao", "quick": quick,
                                                            "results": {"rows": [other, claim]}}))
         assert _kept_thesis_claim_rows() == expected
+
+
+def test_rows_of_a_run_done_in_parts_carry_the_fits_own_times_or_no_total():
+    from benchmarks.laptao import RESUMED_NOTE, _time_fields
+
+    # fits logged with their times: their sum, however many parts (the wall time of the last is ignored)
+    assert _time_fields({"fits_seconds": 9000.0, "resumed": True}, 60.0)["part_seconds"] == 9000.0
+    # one part, no log (quick): the wall time covers every fit
+    assert _time_fields({"fits_seconds": None, "resumed": False}, 60.0) == {"part_seconds": 60.0}
+    # resumed from fits logged without times: the last part's wall time is not the rows' time
+    resumed = _time_fields({"fits_seconds": None, "resumed": True}, 60.0)
+    assert "part_seconds" not in resumed and resumed["this_part_seconds"] == 60.0
+    assert resumed["part_seconds_note"] == RESUMED_NOTE
