@@ -32,10 +32,11 @@ FIGURES = """() => [...document.querySelectorAll('.js-plotly-plot')].map((gd, i)
     title: JSON.stringify(gd.layout && gd.layout.title)}))"""
 BARS_DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].some(
     gd => gd.data && gd.data[0] && gd.data[0].type === 'bar' && gd.layout.meta && gd.layout.meta.features)"""
-#: The tree diagram is drawn (on a loaded machine it can come after the run's caption and the bars).
-TREE_DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].some(
-    gd => gd.data && gd.layout && gd.layout.meta && gd.layout.meta.node_trace !== undefined
-    && gd.layout.meta.nodes)"""
+#: One tree diagram is on the page, not counting the previous run's while a rerun replaces it (an
+#: element Streamlit marks stale); on a loaded machine it can come after the run's caption and the bars.
+TREE_DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].filter(
+    gd => !gd.closest('[data-stale="true"]') && gd.data && gd.layout && gd.layout.meta
+    && gd.layout.meta.node_trace !== undefined && gd.layout.meta.nodes).length === 1"""
 
 
 @pytest.fixture(scope="module")

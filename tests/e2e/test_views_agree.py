@@ -38,7 +38,8 @@ RUNS = (
 )
 #: Every plotly figure on the page: its meta, title (with subtitle), shapes and traces.
 FIGURES = """() => [...document.querySelectorAll('.js-plotly-plot')].map((gd, i) => ({
-    i, meta: (gd.layout && gd.layout.meta) || null, title: JSON.stringify(gd.layout && gd.layout.title),
+    i, stale: !!gd.closest('[data-stale="true"]'),
+    meta: (gd.layout && gd.layout.meta) || null, title: JSON.stringify(gd.layout && gd.layout.title),
     shapes: ((gd.layout && gd.layout.shapes) || []).map(s => ({dash: s.line && s.line.dash, x0: s.x0})),
     traces: (gd.data || []).map(t => ({
         name: t.name, text: t.text || null,
@@ -90,8 +91,10 @@ def figures(page) -> list[dict]:
 
 
 def tree_figures(page) -> list[dict]:
-    """The tree diagrams on the page (their meta names the node trace and the node of each point)."""
-    return [f for f in figures(page) if f["meta"] and "node_trace" in f["meta"] and "nodes" in f["meta"]]
+    """The tree diagrams on the page (their meta names the node trace and the node of each point),
+    not counting one a rerun is replacing (Streamlit marks it stale)."""
+    return [f for f in figures(page)
+            if not f["stale"] and f["meta"] and "node_trace" in f["meta"] and "nodes" in f["meta"]]
 
 
 def assert_node_ids_written(fig: dict) -> None:
