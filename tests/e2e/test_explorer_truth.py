@@ -38,6 +38,10 @@ TREE_DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].filter(
     gd => !gd.closest('[data-stale="true"]') && gd.data && gd.layout && gd.layout.meta
     && gd.layout.meta.node_trace !== undefined && gd.layout.meta.nodes).length === 1"""
 
+#: The grid of every decision node's weight image is drawn.
+WEIGHT_GRID_DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].some(
+    gd => gd.layout && gd.layout.meta && gd.layout.meta.nodes && gd.layout.meta.image_shape)"""
+
 
 @pytest.fixture(scope="module")
 def explorer_url(tmp_path_factory):
@@ -121,6 +125,7 @@ def test_node_panel_and_weight_images_on_digits(explorer_url, page):
     # every node's image on its own scale
     page.get_by_text("Weights of all decision nodes").click()
     settle(page)
+    page.wait_for_function(WEIGHT_GRID_DRAWN, timeout=60_000)
     figures = page.evaluate(FIGURES)
     grid = next(f for f in figures if f["meta"] and "nodes" in f["meta"] and f["meta"].get("image_shape"))
     assert len(set(grid["zmax"])) > 1 and grid["meta"]["shared_scale"] is False
