@@ -126,11 +126,13 @@ def write_results(name: str, results: dict[str, Any], *, quick: bool) -> Path:
 
 
 def merge_rows(rows: list[dict[str, Any]], path: Path) -> None:
-    """Put ``rows`` into the stored results file at ``path``, replacing rows of the same name."""
+    """Put ``rows`` into the stored results file at ``path``: a row replaces the stored row of its
+    name where that stood, and a new row goes at the end."""
     payload = json.loads(path.read_text())
-    names = {r["name"] for r in rows}
-    kept = [r for r in payload["results"]["rows"] if r["name"] not in names]
-    payload["results"]["rows"] = kept + rows
+    fresh = {r["name"]: r for r in rows}
+    stored = payload["results"]["rows"]
+    names = {r["name"] for r in stored}
+    payload["results"]["rows"] = [fresh.get(r["name"], r) for r in stored] + [r for r in rows if r["name"] not in names]
     _write_payload(path, payload)
 
 
@@ -186,15 +188,38 @@ class PartLog:
             return []
         return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
 
+    def times(self) -> dict[str, float | None]:
+        """Each logged key's time (its latest record's): the ``seconds`` that :func:`run_keyed` or
+        :func:`retime` logged (the task's wall time in its worker), else the ``seconds`` the task
+        reported in its own result (a fit that timed itself), else None (an older run's record)."""
+        out: dict[str, float | None] = {}
+        for r in self.records():
+            own = r["result"].get("seconds") if isinstance(r.get("result"), dict) else None
+            value = r.get("seconds", own)
+            out[r["key"]] = float(value) if _is_number(value) else None
+        return out
+
     def seconds(self, keys: Sequence[str]) -> float | None:
-        """The summed ``seconds`` that :func:`run_keyed` logged for ``keys`` (each task's wall time
-        in its worker): the compute behind a result however many parts it took; None when a key is
-        missing or was logged without one (by an older run)."""
-        logged = {r["key"]: r.get("seconds") for r in self.records()}
+        """The summed time (:meth:`times`) of ``keys``: the compute behind a result however many
+        parts it took; None when a key is missing or has no time."""
+        logged = self.times()
         times = [logged.get(key) for key in keys]
-        if not times or any(not isinstance(t, int | float) for t in times):
+        if not times or any(t is None for t in times):
             return None
         return float(sum(times))
+
+    def estimate(self, keys: Sequence[str]) -> dict[str, Any] | None:
+        """The summed time of ``keys`` when some have none: the known times plus their mean for each
+        of the others (a sample re-timed by :func:`retime`, for tasks drawn alike, stands for the
+        rest). ``{"seconds", "timed", "of"}``; None when no key has a time or a key is missing."""
+        logged = self.times()
+        if not keys or any(key not in logged for key in keys):
+            return None
+        known = [logged[key] for key in keys if logged[key] is not None]
+        if not known:
+            return None
+        mean = sum(known) / len(known)
+        return {"seconds": float(sum(known) + mean * (len(keys) - len(known))), "timed": len(known), "of": len(keys)}
 
     def add(self, records: Sequence[dict[str, Any]]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -222,6 +247,58 @@ def run_keyed(tasks: Sequence[tuple[str, Any]], log: PartLog | None, *, n_jobs: 
             log.add([{"key": key, "result": result, "seconds": seconds}])
             print(f"  {key} done ({finished} of {len(tasks)}), {time.strftime('%H:%M:%S')}", flush=True)
     return done
+
+
+def retime(tasks: Sequence[tuple[str, Any]], log: PartLog, *, sample: int | None = None, seed: int = 0,
+           n_jobs: int | None = None) -> dict[str, Any]:
+    """Time tasks that ``log`` holds without a time (an older run logged them before times were
+    kept): each is run again in ``n_jobs`` processes (default: every usable core, as
+    :func:`run_keyed` ran it), and when its result reproduces the logged one (numbers to a relative
+    1e-9) its time is logged beside its key with the logged result, so :meth:`PartLog.seconds`
+    sums it. A result that differs (the code changed since) is reported and its time not logged.
+    ``sample``: time only that many of the untimed tasks, drawn with ``seed`` (for
+    :meth:`PartLog.estimate`). Returns ``{"untimed", "retimed", "differ", "seconds"}``: the counts
+    of untimed tasks and of those timed now, the keys that did not reproduce, and the times logged."""
+    logged = {r["key"]: r["result"] for r in log.records()}
+    times = log.times()
+    untimed = [(key, call) for key, call in tasks if key in logged and times.get(key) is None]
+    chosen = untimed
+    if sample is not None and sample < len(untimed):
+        picks = np.random.default_rng(seed).choice(len(untimed), size=sample, replace=False)
+        chosen = [untimed[i] for i in sorted(picks)]
+    keyed = [delayed(_keyed_timed)(key, fn, args, kwargs) for key, (fn, args, kwargs) in chosen]
+    differ, timed = [], {}
+    for key, result, seconds in Parallel(n_jobs=n_jobs or threads.usable_cores(),
+                                         return_as="generator_unordered")(keyed):
+        if not same_result(result, logged[key]):
+            differ.append(key)
+            continue
+        timed[key] = seconds
+        log.add([{"key": key, "result": logged[key], "seconds": seconds, "retimed": True}])
+        print(f"  {key} re-timed: {seconds:.1f} s ({len(timed)} of {len(chosen)}), {time.strftime('%H:%M:%S')}",
+              flush=True)
+    return {"untimed": len(untimed), "retimed": len(timed), "differ": sorted(differ), "seconds": timed}
+
+
+def same_result(a: Any, b: Any, rel: float = 1e-9) -> bool:
+    """Whether two JSON-like results agree: the same structure, numbers to a relative ``rel``
+    (infinities and NaNs equal themselves), everything else exactly (a flag is not a number)."""
+    if isinstance(a, bool) != isinstance(b, bool):
+        return False
+    if _is_number(a) and _is_number(b):
+        a, b = float(a), float(b)
+        if np.isnan(a) or np.isnan(b) or np.isinf(a) or np.isinf(b):
+            return (np.isnan(a) and np.isnan(b)) or a == b
+        return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_result(a[k], b[k], rel) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(same_result(x, y, rel) for x, y in zip(a, b))
+    return a == b
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float | np.number) and not isinstance(value, bool)
 
 
 _MEMO: dict[tuple, Any] = {}

@@ -45,7 +45,9 @@ def _is_number(value: Any) -> bool:
 
 def row_time(row: dict[str, Any]) -> str:
     """The row's wall time in seconds, as its benchmark recorded it (``—`` when it did not); a row
-    that records one time per fit shows their mean."""
+    that records one time per fit shows their mean, and one whose time is partly estimated
+    (``estimated_seconds``: tasks logged without a time counted at the mean of those timed) says
+    how many were timed."""
     for key in TIME_KEYS:
         value = row.get(key)
         if isinstance(value, list) and value and all(_is_number(v) for v in value):
@@ -54,6 +56,9 @@ def row_time(row: dict[str, Any]) -> str:
             reruns = row.get("rerun_s") if key == "search_s" else None
             extra = f" + {reruns:.0f} s reruns" if isinstance(reruns, int | float) else ""
             return f"{value:.0f} s{extra}" + (" per fit" if key == "fit_s_mean" else "")
+    estimate, basis = row.get("estimated_seconds"), row.get("estimated_from") or {}
+    if _is_number(estimate):
+        return f"≈ {estimate:.0f} s (estimated: {basis.get('timed', '?')} of {basis.get('of', '?')} tasks timed)"
     return "—"
 
 

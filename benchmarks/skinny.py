@@ -70,6 +70,7 @@ from benchmarks.common import (
     memo,
     merge_rows,
     results_dir,
+    retime,
     run_keyed,
     shared_data_dir,
     store_section,
@@ -184,8 +185,10 @@ def _toy_fit(seed: int, epochs: int, device: str) -> dict[str, float]:
     threads.apply_budget(1)
     Xtr, ytr, Xva, yva, Xte, yte = _toy_split()
     model = SkinnyTreesClassifier(**{**TOY, "max_epochs": epochs}, device=device, random_state=seed)
+    start = time.perf_counter()
     model.fit(Xtr, ytr, eval_set=(Xva, yva))
-    return {"features": float(model.selected_features_.size),
+    fit_s = time.perf_counter() - start
+    return {"fit_s": fit_s,"features": float(model.selected_features_.size),
             "test_auc": class_auc(yte, model.predict_proba(Xte), model.classes_),
             "test_accuracy": float(model.score(Xte, yte)),
             "s_per_epoch": float(np.median([r["epoch_s"] for r in model.history_])),
@@ -210,7 +213,7 @@ def toy_rows(quick: bool) -> list[dict[str, Any]]:
         delayed(_toy_fit)(s, epochs, "cpu") for s in seeds)
     protocol = (f"the authors' toy settings, {epochs} epochs, split 364/91/114 (seed 8), {len(seeds)} seed(s)"
                 + ("; reduced (quick)" if quick else ""))
-    rows = [
+    rows = [{**row, "fit_seconds": [r["fit_s"] for r in runs]} for row in [
         _row("breast_cancer toy: features kept", "features", [r["features"] for r in runs], 24.0, None, protocol,
              higher_is_better=False, first_removal_epoch=[r["first_removal"] for r in runs]),
         _row("breast_cancer toy: test AUC", "AUC", [r["test_auc"] for r in runs], 0.9993, None, protocol),
@@ -220,7 +223,7 @@ def toy_rows(quick: bool) -> list[dict[str, Any]]:
              f"five runs: {', '.join(f'{v:.4f}' for v in REFERENCE_TOY['test_accuracy'])}), not the paper's "
              "98.25 %, which is one notebook run", reference_values=list(REFERENCE_TOY["test_accuracy"]),
              paper_spread="SD"),
-    ]
+    ]]
     if torch.cuda.is_available():
         gpu = _toy_fit(0, 30 if quick else 200, "cuda")
         rows.append(_row("breast_cancer toy: s/epoch, GPU", "s/epoch", [gpu["s_per_epoch"]], None,
@@ -296,6 +299,7 @@ def speed_rows(quick: bool) -> list[dict[str, Any]]:
     rounds = 1 if quick else 3
     rows = []
     for name, data, params, fused_epochs, plain_epochs in plans:
+        start = time.perf_counter()
         fused_runs, plain_runs = [], []
         for _ in range(rounds):  # interleaved, so that both paths see the same machine
             fused_runs.append(_timed_epochs({**params, "max_epochs": fused_epochs}, data, plain=False))
@@ -312,13 +316,15 @@ def speed_rows(quick: bool) -> list[dict[str, Any]]:
             speedup_vs_plain_path=float(np.median(plain_s) / np.median(fused_s)),
             test_auc=float(np.median([r["test_auc"] for r in fused_runs])),
             plain_path_test_auc=float(np.median([r["test_auc"] for r in plain_runs])),
-            features=float(np.median([r["features"] for r in fused_runs])), epochs=fused_epochs))
+            features=float(np.median([r["features"] for r in fused_runs])), epochs=fused_epochs,
+            row_seconds=time.perf_counter() - start))
     return rows
 
 
 # ------------------------------------------------------------------------------------------ compact model
 def compact_rows(quick: bool) -> list[dict[str, Any]]:
     """Dense vs compact inference on the synthetic p = 256 problem after selection (10 000 rows)."""
+    start = time.perf_counter()
     data = sparse_regression(1000, 256, 0.5, seed=1)
     model = SkinnyTreesRegressor(**SYNTHETIC, lambda2=10.0, learning_rate=0.05, max_epochs=20 if quick else 300,
                                  device="cpu", random_state=1).fit(data.X[:800], data.y[:800])
@@ -341,7 +347,8 @@ def compact_rows(quick: bool) -> list[dict[str, Any]]:
              "dense_ms": dense_s * 1e3, "speedup_vs_dense": dense_s / compact_s, "identical_to_full_model": identical,
              "max_abs_diff_dense_vs_compact": float(np.max(np.abs(dense_pred - small.predict(Xs)))),
              "protocol": "one thread; dense = the kernel with every feature's row (zeros included), compact = "
-                         "SkinnyTreesRegressor.compact() on the kept columns; the paper claims up to 10x"}]
+                         "SkinnyTreesRegressor.compact() on the kept columns; the paper claims up to 10x",
+             "row_seconds": time.perf_counter() - start}]
 
 
 # ------------------------------------------------------------------------------------------ Table 1
@@ -380,12 +387,17 @@ def table1_params(rng: np.random.Generator, quick: bool = False) -> dict[str, An
             "learning_rate": _log_uniform(rng, 1e-3, 1e-1)}
 
 
-def synthetic_rows(quick: bool, sizes: tuple[int, ...] = (1000, 200)) -> list[dict[str, Any]]:
+def synthetic_rows(quick: bool, sizes: tuple[int, ...] = (1000, 200), retime_sample: int = 0) -> list[dict[str, Any]]:
     """Table 1 on the paper's protocol: for each N in ``sizes`` (the paper's 200 and 1000), 25
     simulations (seeds 1-25), each with 500 random trials of :func:`table1_params` (drawn per
     simulation), the lowest validation MSE chosen. Every finished trial goes to a
     :class:`PartLog`, so the run (about 5 CPU hours) is done in parts (``python -m
-    benchmarks.skinny --table1 [--sizes 200]``); the smaller N runs first."""
+    benchmarks.skinny --table1 [--sizes 200]``); the smaller N runs first.
+
+    The rows' time is the trials' logged times summed (``part_seconds``). Trials logged before
+    times were kept have none: ``retime_sample`` of them per N, drawn at random, are run again
+    (:func:`retime`, which checks that each reproduces its logged result) and the N's total is
+    estimated from them (``estimated_seconds``; ``--retime N``)."""
     sims = [1] if quick else list(range(1, TABLE1_SIMULATIONS + 1))
     n_trials = 2 if quick else TABLE1_TRIALS
     plans = {}
@@ -395,9 +407,12 @@ def synthetic_rows(quick: bool, sizes: tuple[int, ...] = (1000, 200)) -> list[di
             plans[(n, sim)] = [table1_params(rng, quick) for _ in range(n_trials)]
     tasks = [(f"{n}/{sim}/{i}", delayed(_synthetic_trial)(n, sim, params))
              for (n, sim), trials in plans.items() for i, params in enumerate(trials)]
-    done = run_keyed(tasks, None if quick else PartLog("skinny_table1"))
+    log = None if quick else PartLog("skinny_table1")
+    done = run_keyed(tasks, log)
     rows = []
     for n in sizes:
+        keys = [f"{n}/{sim}/{i}" for sim in sims for i in range(n_trials)]
+        timing = {} if log is None else _table1_time(log, [t for t in tasks if t[0] in set(keys)], retime_sample)
         chosen = [min((done[f"{n}/{sim}/{i}"] for i in range(n_trials)), key=lambda r: r["val_mse"]) for sim in sims]
         protocol = (f"sigma=0.5, p=256, N={n} (80/20 train/validation), 10 000 test rows; lambda0=100 (gamma=100/p) "
                     f"ramped at rate s; {n_trials} random trials per simulation of the paper's space (trees U[1, 50], "
@@ -410,13 +425,36 @@ def synthetic_rows(quick: bool, sizes: tuple[int, ...] = (1000, 200)) -> list[di
         machine = cpu_machine()
         rows += [
             _row(f"Table 1 N={n}: test MSE", "MSE", [c["test_mse"] for c in chosen], mse_p, mse_se, protocol,
-                 higher_is_better=False, decimals=2, chosen=[c["params"] for c in chosen], machine=machine),
+                 higher_is_better=False, decimals=2, chosen=[c["params"] for c in chosen], machine=machine,
+                 **timing),
             _row(f"Table 1 N={n}: features", "features", [c["features"] for c in chosen], f_p, f_se, protocol,
-                 higher_is_better=False, machine=machine),
+                 higher_is_better=False, machine=machine, **timing),
             _row(f"Table 1 N={n}: support F1", "F1", [c["f1"] for c in chosen], f1_p, f1_se, protocol, decimals=2,
-                 machine=machine),
+                 machine=machine, **timing),
         ]
     return rows
+
+
+def _table1_time(log: PartLog, tasks: list[tuple[str, Any]], retime_sample: int) -> dict[str, Any]:
+    """One N's time fields: its trials' logged times summed, or (some logged without one) an
+    estimate from ``retime_sample`` of those re-timed now plus any timed before; none without one."""
+    keys = [key for key, _ in tasks]
+    exact = log.seconds(keys)
+    if exact is not None:
+        return {"part_seconds": exact}
+    if retime_sample:
+        got = retime(tasks, log, sample=retime_sample)
+        if got["differ"]:
+            print(f"  {len(got['differ'])} re-run trial(s) did not reproduce their logged result, e.g. "
+                  f"{got['differ'][0]}: the code changed since they ran, so their times were not kept", flush=True)
+    estimate = log.estimate(keys)
+    if estimate is None:
+        return {}
+    return {"estimated_seconds": estimate["seconds"],
+            "estimated_from": {"timed": estimate["timed"], "of": estimate["of"],
+                               "how": "trials logged without a time count at the mean of those timed: a random "
+                                      "sample re-run by python -m benchmarks.skinny --table1 --retime N, each "
+                                      "reproducing its logged result"}}
 
 
 # ------------------------------------------------------------------------------------------ satimage
@@ -848,9 +886,21 @@ if __name__ == "__main__":
                             "resume)")
     _ap.add_argument("--sizes", type=int, nargs="+", choices=sorted(TABLE1_PAPER), default=[1000, 200],
                      help="with --table1: the N to run and write (default both)")
+    _ap.add_argument("--retime", type=int, default=0, metavar="K",
+                     help="with --table1: re-run K trials per N of those logged without a time (drawn at random; "
+                          "each must reproduce its logged result) to estimate the rows' time")
+    _what.add_argument("--sections", nargs="+", choices=("toy", "speed", "compact"),
+                       help="rerun these rows alone (the breast_cancer toy, the per-epoch timings, the compact model; "
+                            "about 2 minutes on 2 cores) and merge them into the stored results")
     _args = _ap.parse_args()
-    if _args.table1:
-        _rows = synthetic_rows(False, tuple(_args.sizes))
+    if _args.sections:
+        _rows = [r for _s in _args.sections for r in {"toy": toy_rows, "speed": speed_rows,
+                                                      "compact": compact_rows}[_s](False)]
+        merge_rows(_rows, results_dir() / f"{NAME}.json")
+        for _r in _rows:
+            print(_r["name"], _r["ours_mean"], _r.get("paper_mean"))
+    elif _args.table1:
+        _rows = synthetic_rows(False, tuple(_args.sizes), _args.retime)
         merge_rows(_rows, results_dir() / f"{NAME}.json")
         for _r in _rows:
             print(_r["name"], _r["ours_mean"], _r["ours_se"], _r["paper_mean"], _r["within_paper_se_or_better"])

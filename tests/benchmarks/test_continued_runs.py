@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from benchmarks import embeddings, skinny
-from benchmarks.common import PartLog, memo, run_keyed
+from benchmarks.common import PartLog, memo, retime, run_keyed, same_result
 from treeviz.services.search import Trial
 
 
@@ -137,6 +137,62 @@ def test_a_logged_grid_of_fits_runs_only_the_keys_its_log_lacks(tmp_path, monkey
     assert log.seconds(["k0", "k1"]) is None and log.seconds(["k9"]) is None and log.seconds([]) is None
 
 
+def _timed_square(x):
+    return {"value": x * x, "seconds": 0.25}
+
+
+def test_retime_times_untimed_tasks_that_reproduce_their_logged_result(tmp_path, monkeypatch):
+    from joblib import delayed
+
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    log = PartLog("old")
+    # k0-k3 logged by an older run without times; k2's logged result is not what the code gives now
+    log.add([{"key": f"k{i}", "result": 99 if i == 2 else i * i} for i in range(4)])
+    log.add([{"key": "k4", "result": 16, "seconds": 3.0}])
+    tasks = [(f"k{i}", delayed(_square)(i)) for i in range(5)]
+    keys = [key for key, _ in tasks]
+    assert log.seconds(keys) is None and log.estimate(keys) == {"seconds": 15.0, "timed": 1, "of": 5}
+    got = retime(tasks, log, n_jobs=1)
+    assert got["untimed"] == 4 and got["retimed"] == 3 and got["differ"] == ["k2"]
+    assert sorted(got["seconds"]) == ["k0", "k1", "k3"]
+    times = log.times()
+    assert times["k2"] is None and times["k4"] == 3.0 and all(times[k] >= 0.0 for k in ("k0", "k1", "k3"))
+    # the logged results stand; nothing was re-run twice
+    assert run_keyed(tasks, log) == {"k0": 0, "k1": 1, "k2": 99, "k3": 9, "k4": 16}
+    assert retime(tasks, log, n_jobs=1)["retimed"] == 0  # k2 still differs; the rest are timed
+    estimate = log.estimate(keys)
+    known = [times[k] for k in ("k0", "k1", "k3", "k4")]
+    assert estimate["timed"] == 4 and estimate["seconds"] == pytest.approx(sum(known) + sum(known) / 4)
+    assert log.estimate(["k0", "missing"]) is None and log.estimate([]) is None
+
+
+def test_retime_can_time_a_random_sample_and_a_task_can_time_itself(tmp_path, monkeypatch):
+    from joblib import delayed
+
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    log = PartLog("sample")
+    log.add([{"key": f"k{i}", "result": i * i} for i in range(10)])
+    tasks = [(f"k{i}", delayed(_square)(i)) for i in range(10)]
+    first = retime(tasks, log, sample=3, seed=1, n_jobs=1)
+    assert first["untimed"] == 10 and first["retimed"] == 3
+    assert retime(tasks, log, sample=3, seed=1, n_jobs=1)["untimed"] == 7  # the timed ones are not drawn again
+    assert log.estimate([key for key, _ in tasks])["timed"] == 6
+    own = PartLog("own")
+    own.add([{"key": "a", "result": {"value": 1, "seconds": 0.25}}])
+    assert own.times() == {"a": 0.25} and own.seconds(["a"]) == 0.25  # a fit that timed itself
+    # ... and a re-run compares everything but needs no time of its own
+    assert retime([("a", delayed(_timed_square)(1))], own, n_jobs=1)["untimed"] == 0
+
+
+def test_same_result_compares_numbers_to_a_relative_tolerance_and_the_rest_exactly():
+    assert same_result({"a": [1.0, 2.0], "b": "x"}, {"a": [1.0, 2.0 + 1e-12], "b": "x"})
+    assert not same_result({"a": [1.0, 2.0]}, {"a": [1.0, 2.001]})
+    assert not same_result({"a": 1.0}, {"a": 1.0, "b": 2.0}) and not same_result([1, 2], [1, 2, 3])
+    assert same_result(float("inf"), float("inf")) and same_result(float("nan"), float("nan"))
+    assert not same_result(float("inf"), 1e308) and not same_result("x", "y") and same_result(0.0, 0)
+    assert not same_result(True, 1.0)  # a flag is not a number
+
+
 def test_a_changed_grid_or_schedule_starts_a_new_fit_log(tmp_path, monkeypatch):
     from benchmarks import laptao
 
@@ -198,6 +254,21 @@ def test_table1_runs_and_writes_only_the_sizes_asked_for(tmp_path, monkeypatch):
     assert all("reduced" in r["protocol"] and r["machine"]["cuda"] is None for r in rows)
     assert rows[0]["paper_mean"] == 0.31 and len(rows[0]["values"]) == 1
     assert not (tmp_path / "parts").exists()  # --quick logs nothing
+
+
+def test_table1_time_sums_the_logged_times_or_estimates_them_from_a_retimed_sample(tmp_path, monkeypatch):
+    from joblib import delayed
+
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    log = PartLog("skinny_table1")
+    log.add([{"key": f"k{i}", "result": i * i} for i in range(6)])  # an older run: no times
+    tasks = [(f"k{i}", delayed(_square)(i)) for i in range(6)]
+    assert skinny._table1_time(log, tasks, 0) == {}  # nothing timed, nothing asked: no time at all
+    sampled = skinny._table1_time(log, tasks, 2)
+    assert sampled["estimated_from"]["timed"] == 2 and sampled["estimated_from"]["of"] == 6
+    assert sampled["estimated_seconds"] == pytest.approx(3 * sum(log.times()[k] or 0.0 for k in log.times()))
+    log.add([{"key": key, "result": int(key[1:]) ** 2, "seconds": 1.5} for key, _ in tasks])
+    assert skinny._table1_time(log, tasks, 2) == {"part_seconds": 9.0}  # all timed: the sum, nothing re-run
 
 
 def test_a_full_run_keeps_the_searched_rows_run_apart(tmp_path, monkeypatch):

@@ -43,6 +43,9 @@ def test_a_search_row_counts_its_reruns_and_a_missing_time_says_so():
     assert row_time({"ours_mean": 1.0}) == "—"
     assert row_time({"fit_seconds": [2000.0, 2200.0, 2400.0]}) == "2200 s per fit (3 fits)"
     assert row_time({"fit_seconds": [], "fit_s_mean": 4.0}) == "4 s per fit"
+    assert row_time({"estimated_seconds": 21604.4, "estimated_from": {"timed": 200, "of": 12500}}) == \
+        "≈ 21604 s (estimated: 200 of 12500 tasks timed)"
+    assert row_time({"part_seconds": 7.0, "estimated_seconds": 9.0}) == "7 s"  # a measured total comes first
     assert row_protocol({"protocol": "full size, 10 seeds"}) == "full"
 
 

@@ -55,14 +55,16 @@ def test_ties_on_the_cross_validation_set_go_to_the_first_and_simplest_setting()
     assert _first_best([50.0]) == 0
 
 
-def test_merge_rows_replaces_rows_of_the_same_name_and_keeps_the_rest(tmp_path):
+def test_merge_rows_replaces_rows_of_the_same_name_in_place_and_keeps_the_rest(tmp_path):
     path = tmp_path / "laptao.json"
-    path.write_text(json.dumps({"benchmark": "laptao", "results": {"rows": [{"name": "a", "ours_mean": 1.0},
-                                                                            {"name": "b", "ours_mean": 2.0}]}}))
+    path.write_text(json.dumps({"benchmark": "laptao", "results": {"rows": [
+        {"name": "a", "ours_mean": 1.0}, {"name": "b", "ours_mean": 2.0}, {"name": "d", "ours_mean": 5.0}]}}))
     merge_rows([{"name": "b", "ours_mean": 3.0}, {"name": "c", "ours_mean": 4.0}], path)
     payload = json.loads(path.read_text())
     assert payload["benchmark"] == "laptao"
-    assert {r["name"]: r["ours_mean"] for r in payload["results"]["rows"]} == {"a": 1.0, "b": 3.0, "c": 4.0}
+    # the table keeps its order: b where it stood, the new c at the end
+    assert [(r["name"], r["ours_mean"]) for r in payload["results"]["rows"]] == [
+        ("a", 1.0), ("b", 3.0), ("d", 5.0), ("c", 4.0)]
 
 
 def test_the_thesis_claim_says_so_when_mnist_is_absent(tmp_path, monkeypatch):

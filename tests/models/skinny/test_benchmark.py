@@ -29,6 +29,10 @@ def test_quick_skinny_benchmark_writes_rows_beside_the_paper(tmp_path, monkeypat
     assert all("speedup_vs_authors" not in r for r in rows.values())
     compact = next(r for name, r in rows.items() if name.startswith("compact model"))
     assert compact["identical_to_full_model"] is True and compact["dense_ms"] > 0
+    # every row says how long it took: each toy fit, each timing's rounds, the compact comparison
+    toy = [r for name, r in rows.items() if name.startswith("breast_cancer toy:")]
+    assert len(toy) >= 3 and all(len(r["fit_seconds"]) == r["n"] and min(r["fit_seconds"]) > 0 for r in toy)
+    assert all(r["row_seconds"] > 0 for r in [*speed, compact])
     data = shared_data_dir()
     if data is not None and (data / "uci" / "satimage.csv.gz").is_file():
         assert rows["satimage Table 4, 25% budget: Skinny Trees"]["paper_mean"] == 98.05
