@@ -72,6 +72,13 @@ def yes_no(verdict: bool | None) -> str:
     return "—" if verdict is None else ("yes" if verdict else "no")
 
 
+def measured_on() -> str:
+    """When and under what load a timing ran: the date, this machine's cores and its one-minute
+    load average at the start (a timing taken beside other work says so)."""
+    return (f"{time.strftime('%Y-%m-%d')}, this {os.cpu_count()}-core machine, load average "
+            f"{os.getloadavg()[0]:.1f} at the start")
+
+
 def best_time(fn: Callable[[], Any], *, repeat: int = 5, min_time: float = 0.05) -> float:
     """Best wall time of ``fn`` in seconds over ``repeat`` rounds (each round loops to ``min_time``)."""
     best = float("inf")
@@ -211,15 +218,19 @@ class PartLog:
     def estimate(self, keys: Sequence[str]) -> dict[str, Any] | None:
         """The summed time of ``keys`` when some have none: the known times plus their mean for each
         of the others (a sample re-timed by :func:`retime`, for tasks drawn alike, stands for the
-        rest). ``{"seconds", "timed", "of"}``; None when no key has a time or a key is missing."""
+        rest). ``{"seconds", "timed", "of", "se_seconds"}`` (the estimate's standard error from the
+        timed ones' spread, 0 when all are timed, None from one); None when no key has a time or a
+        key is missing."""
         logged = self.times()
         if not keys or any(key not in logged for key in keys):
             return None
         known = [logged[key] for key in keys if logged[key] is not None]
         if not known:
             return None
-        mean = sum(known) / len(known)
-        return {"seconds": float(sum(known) + mean * (len(keys) - len(known))), "timed": len(known), "of": len(keys)}
+        mean, missing = sum(known) / len(known), len(keys) - len(known)
+        se = None if len(known) < 2 else float(np.std(known, ddof=1) / np.sqrt(len(known)) * missing)
+        return {"seconds": float(sum(known) + mean * missing), "timed": len(known), "of": len(keys),
+                "se_seconds": 0.0 if missing == 0 else se}
 
     def add(self, records: Sequence[dict[str, Any]]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -67,6 +67,7 @@ from benchmarks.common import (
     PartLog,
     best_time,
     mean_text,
+    measured_on,
     memo,
     merge_rows,
     results_dir,
@@ -299,7 +300,7 @@ def speed_rows(quick: bool) -> list[dict[str, Any]]:
     rounds = 1 if quick else 3
     rows = []
     for name, data, params, fused_epochs, plain_epochs in plans:
-        start = time.perf_counter()
+        start, measured = time.perf_counter(), measured_on()
         fused_runs, plain_runs = [], []
         for _ in range(rounds):  # interleaved, so that both paths see the same machine
             fused_runs.append(_timed_epochs({**params, "max_epochs": fused_epochs}, data, plain=False))
@@ -317,14 +318,14 @@ def speed_rows(quick: bool) -> list[dict[str, Any]]:
             test_auc=float(np.median([r["test_auc"] for r in fused_runs])),
             plain_path_test_auc=float(np.median([r["test_auc"] for r in plain_runs])),
             features=float(np.median([r["features"] for r in fused_runs])), epochs=fused_epochs,
-            row_seconds=time.perf_counter() - start))
+            row_seconds=time.perf_counter() - start, measured=measured))
     return rows
 
 
 # ------------------------------------------------------------------------------------------ compact model
 def compact_rows(quick: bool) -> list[dict[str, Any]]:
     """Dense vs compact inference on the synthetic p = 256 problem after selection (10 000 rows)."""
-    start = time.perf_counter()
+    start, measured = time.perf_counter(), measured_on()
     data = sparse_regression(1000, 256, 0.5, seed=1)
     model = SkinnyTreesRegressor(**SYNTHETIC, lambda2=10.0, learning_rate=0.05, max_epochs=20 if quick else 300,
                                  device="cpu", random_state=1).fit(data.X[:800], data.y[:800])
@@ -348,7 +349,7 @@ def compact_rows(quick: bool) -> list[dict[str, Any]]:
              "max_abs_diff_dense_vs_compact": float(np.max(np.abs(dense_pred - small.predict(Xs)))),
              "protocol": "one thread; dense = the kernel with every feature's row (zeros included), compact = "
                          "SkinnyTreesRegressor.compact() on the kept columns; the paper claims up to 10x",
-             "row_seconds": time.perf_counter() - start}]
+             "row_seconds": time.perf_counter() - start, "measured": measured}]
 
 
 # ------------------------------------------------------------------------------------------ Table 1
@@ -451,7 +452,7 @@ def _table1_time(log: PartLog, tasks: list[tuple[str, Any]], retime_sample: int)
     if estimate is None:
         return {}
     return {"estimated_seconds": estimate["seconds"],
-            "estimated_from": {"timed": estimate["timed"], "of": estimate["of"],
+            "estimated_from": {"timed": estimate["timed"], "of": estimate["of"], "se_seconds": estimate["se_seconds"],
                                "how": "trials logged without a time count at the mean of those timed: a random "
                                       "sample re-run by python -m benchmarks.skinny --table1 --retime N, each "
                                       "reproducing its logged result"}}

@@ -151,7 +151,8 @@ def test_retime_times_untimed_tasks_that_reproduce_their_logged_result(tmp_path,
     log.add([{"key": "k4", "result": 16, "seconds": 3.0}])
     tasks = [(f"k{i}", delayed(_square)(i)) for i in range(5)]
     keys = [key for key, _ in tasks]
-    assert log.seconds(keys) is None and log.estimate(keys) == {"seconds": 15.0, "timed": 1, "of": 5}
+    assert log.seconds(keys) is None
+    assert log.estimate(keys) == {"seconds": 15.0, "timed": 1, "of": 5, "se_seconds": None}  # one time: no spread
     got = retime(tasks, log, n_jobs=1)
     assert got["untimed"] == 4 and got["retimed"] == 3 and got["differ"] == ["k2"]
     assert sorted(got["seconds"]) == ["k0", "k1", "k3"]
@@ -163,6 +164,7 @@ def test_retime_times_untimed_tasks_that_reproduce_their_logged_result(tmp_path,
     estimate = log.estimate(keys)
     known = [times[k] for k in ("k0", "k1", "k3", "k4")]
     assert estimate["timed"] == 4 and estimate["seconds"] == pytest.approx(sum(known) + sum(known) / 4)
+    assert estimate["se_seconds"] == pytest.approx(np.std(known, ddof=1) / 2)  # one untimed key, 4 timed
     assert log.estimate(["k0", "missing"]) is None and log.estimate([]) is None
 
 

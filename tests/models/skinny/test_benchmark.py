@@ -33,6 +33,7 @@ def test_quick_skinny_benchmark_writes_rows_beside_the_paper(tmp_path, monkeypat
     toy = [r for name, r in rows.items() if name.startswith("breast_cancer toy:")]
     assert len(toy) >= 3 and all(len(r["fit_seconds"]) == r["n"] and min(r["fit_seconds"]) > 0 for r in toy)
     assert all(r["row_seconds"] > 0 for r in [*speed, compact])
+    assert all("load average" in r["measured"] for r in [*speed, compact])  # under what load it was timed
     data = shared_data_dir()
     if data is not None and (data / "uci" / "satimage.csv.gz").is_file():
         assert rows["satimage Table 4, 25% budget: Skinny Trees"]["paper_mean"] == 98.05
