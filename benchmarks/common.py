@@ -281,7 +281,7 @@ def retime(tasks: Sequence[tuple[str, Any]], log: PartLog, *, sample: int | None
     differ, timed = [], {}
     for key, result, seconds in Parallel(n_jobs=n_jobs or threads.usable_cores(),
                                          return_as="generator_unordered")(keyed):
-        if not same_result(result, logged[key]):
+        if not same_result(json.loads(json.dumps(result)), logged[key]):  # as the log would hold it
             differ.append(key)
             continue
         timed[key] = seconds

@@ -141,6 +141,21 @@ def _timed_square(x):
     return {"value": x * x, "seconds": 0.25}
 
 
+def _by_number(x):
+    return {x: (x, x * x)}  # JSON makes the key a string and the tuple a list
+
+
+def test_retime_compares_a_rerun_as_the_log_holds_it(tmp_path, monkeypatch):
+    from joblib import delayed
+
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    log = PartLog("json")
+    run_keyed([("a", delayed(_by_number)(3))], log)
+    assert log.records()[0]["result"] == {"3": [3, 9]}
+    log.add([{"key": "a", "result": {"3": [3, 9]}}])  # as an older run, without a time
+    assert retime([("a", delayed(_by_number)(3))], log, n_jobs=1)["differ"] == []
+
+
 def test_retime_times_untimed_tasks_that_reproduce_their_logged_result(tmp_path, monkeypatch):
     from joblib import delayed
 
