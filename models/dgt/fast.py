@@ -413,7 +413,15 @@ class CollapsedStack:
     """The collapsed forward P̃ and the exact layer gradients from M̃ = Gᵀ X̃, for T stacked trees.
 
     ``views``: the parameter views of :class:`_Flat` (W̃₁ (T, H₁, r), W_k (T, H_k, H_{k−1}),
-    b_k (T, H_k), ..., Θ); ``grads``: views of the same shapes receiving the gradients."""
+    b_k (T, H_k), ..., Θ); ``grads``: views of the same shapes receiving the gradients.
+
+    The ``"r"`` order keeps the chain transposed, Q̃_kᵀ (T, r, H_k), as :class:`SingleTree` does:
+    Q̃_kᵀ = Q̃_{k−1}ᵀ W_kᵀ, ∂W_k = (∂Q̃_kᵀ)ᵀ Q̃_{k−1}ᵀ and ∂Q̃_{k−1}ᵀ = ∂Q̃_kᵀ W_k. Batched BLAS
+    runs these skinny products (inner or outer size r) several times faster in that layout than
+    W_k Q̃_{k−1} and W_kᵀ ∂Q̃_k (measured in ``benchmarks/dgt.py``'s forest rows); the arithmetic
+    is the same. :meth:`forward` returns P̃ as a view of Q̃_Lᵀ, so ``P.transpose(1, 2)`` is
+    contiguous, and :meth:`backward` reads ∂Q̃_Lᵀ as ``M.transpose(1, 2)``: pass M̃ as the
+    transposed view of X̃ᵀ G (see :meth:`gradient_input`) to keep that contiguous too."""
 
     def __init__(self, views: Sequence[Tensor], order: str | None = None) -> None:
         self.views = list(views)
@@ -428,19 +436,28 @@ class CollapsedStack:
     def _b(self, k: int) -> Tensor:
         return self.views[2 + 2 * (k - 2)]
 
+    def gradient_input(self, G: Tensor, x: Tensor, out: Tensor | None = None) -> Tensor:
+        """M̃ = Gᵀ X̃ (T, n, r) for :meth:`backward` from G (T, B, n) and the batch X̃ (T, B, r):
+        in the ``"r"`` order of two or more layers, the transposed view of X̃ᵀ G (T, r, n), the
+        layout :meth:`backward` reads; otherwise Gᵀ X̃ itself, into ``out`` when given (for L = 1,
+        ∂W̃₁ is M̃: pass the gradient view)."""
+        if self.order == "r" and self.n_layers > 1:
+            return torch.bmm(x.transpose(1, 2), G).transpose(1, 2)
+        return torch.bmm(G.transpose(1, 2), x, out=out)
+
     def forward(self) -> Tensor:
         """P̃ (T, n, r), keeping what the backward pass needs."""
         L, W1 = self.n_layers, self.views[0]
         if L == 1:
             return W1
         if self.order == "r":
-            Q = [W1]
+            Qt = [W1.transpose(1, 2)]
             for k in range(2, L + 1):
-                q = torch.bmm(self._W(k), Q[-1])
-                q[:, :, -1] += self._b(k)
-                Q.append(q)
-            self._Q = Q
-            return Q[-1]
+                q = torch.bmm(Qt[-1], self._W(k).transpose(1, 2))  # Q̃_kᵀ (T, r, H_k)
+                q[:, -1, :] += self._b(k)
+                Qt.append(q)
+            self._Qt = Qt
+            return Qt[-1].transpose(1, 2)
         # "n": A_k = W_L ⋯ W_{k+1}, from A_{L−1} = W_L down to A_1
         A: dict[int, Tensor] = {L - 1: self._W(L)}
         for k in range(L - 1, 1, -1):
@@ -461,11 +478,12 @@ class CollapsedStack:
                 grads[0].copy_(M)
             return
         if self.order == "r":
-            dQ = M
+            dQt = M.transpose(1, 2)  # ∂Q̃_Lᵀ (T, r, n)
             for k in range(L, 1, -1):
-                torch.bmm(dQ, self._Q[k - 2].transpose(1, 2), out=grads[1 + 2 * (k - 2)])
-                grads[2 + 2 * (k - 2)].copy_(dQ[:, :, -1])
-                dQ = torch.bmm(self._W(k).transpose(1, 2), dQ, out=grads[0] if k == 2 else None)
+                torch.bmm(dQt.transpose(1, 2), self._Qt[k - 2], out=grads[1 + 2 * (k - 2)])
+                grads[2 + 2 * (k - 2)].copy_(dQt[:, -1, :])
+                dQt = torch.bmm(dQt, self._W(k))  # ∂Q̃_{k−1}ᵀ (T, r, H_{k−1})
+            grads[0].copy_(dQt.transpose(1, 2))
             return
         W1, A = self.views[0], self._A
         g = M[:, :, -1:]  # (T, n, 1)
@@ -751,7 +769,7 @@ def fit_stack(nets: Sequence[DGTNetwork], data: Sequence[TreeData], loss: str, c
                 G, window = head_backward(z, views[-1], A, dout, leaf, p, gscale, grads[-1])
                 open_window += window.mean(dim=(1, 2))
             # for L = 1, ∂W̃₁ is M̃ itself: written straight into its gradient
-            M = torch.bmm(G.transpose(1, 2), xb, out=grads[0] if stack.n_layers == 1 else None)
+            M = stack.gradient_input(G, xb, out=grads[0] if stack.n_layers == 1 else None)
             stack.backward(M, grads)
             if use_fused:
                 _fused_update(np_w, np_g, np_sq, np_buf, offsets, sizes, penalised, T, config.l1_penalty,

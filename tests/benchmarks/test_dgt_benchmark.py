@@ -290,3 +290,19 @@ def test_the_quick_forest_part_writes_both_rows_without_a_log(tmp_path, monkeypa
         assert r["single_tree_test_mean"] > 0 and r["tuning_scores"] == []
         assert "no validation grid search" in r["protocol"]["reduced"] and "log" not in r["protocol"]
     assert not (tmp_path / "parts").exists()
+
+
+def test_the_quick_forest_benchmark_times_both_paths_and_both_layouts_compute_the_same(tmp_path, monkeypatch):
+    from benchmarks import dgt_forest
+
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    assert run.main(["dgt_forest", "--quick"]) == 0
+    results = json.loads((tmp_path / "dgt_forest.json").read_text())["results"]
+    epochs, *layout = results["rows"]
+    assert epochs["batched_s"] > 0 and epochs["one_at_a_time_s"] > 0
+    assert epochs["forest_cpu_s_estimate"] == pytest.approx(epochs["batched_s"] * dgt_forest.FOREST_TREE_EPOCHS)
+    assert [r["name"].split(",")[0] for r in layout] == ["forward", "first layers' gradient", "outer product"]
+    for r in layout:  # the same products in both layouts: equal to float rounding
+        assert r["transposed_s"] > 0 and r["untransposed_s"] > 0
+        assert r["max_abs_diff"] <= 1e-5 * r["max_abs"]
+    assert "load average" in results["measured"]
