@@ -79,6 +79,17 @@ def measured_on() -> str:
             f"{os.getloadavg()[0]:.1f} at the start")
 
 
+def median_cpu_time(fn: Callable[[], Any], repeat: int = 25) -> float:
+    """Median process CPU seconds of ``fn`` over ``repeat`` calls (after one warm-up call)."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = time.process_time()
+        fn()
+        times.append(time.process_time() - start)
+    return float(np.median(times))
+
+
 def best_time(fn: Callable[[], Any], *, repeat: int = 5, min_time: float = 0.05) -> float:
     """Best wall time of ``fn`` in seconds over ``repeat`` rounds (each round loops to ``min_time``)."""
     best = float("inf")

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks.common import measured_on
+from benchmarks.common import measured_on, median_cpu_time
 from models.dgt.fast import TreeData, fit_stack
 from models.dgt.network import DGTNetwork, hidden_widths
 from models.dgt.train import TrainConfig
@@ -76,16 +76,6 @@ def tree_epoch_rows(s: dict[str, int]) -> list[dict[str, Any]]:
              "hidden_width": hidden_widths(height, 3)[0]}]
 
 
-def _median_cpu(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return float(np.median(times))
-
-
 def layout_rows(s: dict[str, int]) -> list[dict[str, Any]]:
     T, r = s["trees"], FEATURES + 1
     H = hidden_widths(s["height"], 3)[0]
@@ -103,8 +93,8 @@ def layout_rows(s: dict[str, int]) -> list[dict[str, Any]]:
     for name, (transposed, plain) in products.items():
         t_s, p_s = [], []
         for _ in range(s["rounds"]):
-            t_s.append(_median_cpu(transposed, s["repeat"]))
-            p_s.append(_median_cpu(plain, s["repeat"]))
+            t_s.append(median_cpu_time(transposed, s["repeat"]))
+            p_s.append(median_cpu_time(plain, s["repeat"]))
         t, p = float(np.median(t_s)), float(np.median(p_s))
         a, b = transposed().clone(), plain().clone()
         if a.shape != b.shape:  # the transposed layout's result is the other's transpose

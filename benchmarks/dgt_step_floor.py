@@ -33,6 +33,7 @@ import time
 import numpy as np
 import torch
 
+from benchmarks.common import median_cpu_time as _cpu_time
 from models.dgt.fast import HAVE_NUMBA, TreeData, _fused_head, fit_stack
 from models.dgt.network import DGTNetwork, hidden_widths
 from models.dgt.train import TrainConfig
@@ -53,17 +54,6 @@ if HAVE_NUMBA:
             v = a * sq[i] + b
             sq[i] = v
             w[i] = w[i] - v
-
-
-def _cpu_time(fn, repeat: int = 25) -> float:
-    """Median process CPU seconds of ``fn`` over ``repeat`` calls (after one warm-up call)."""
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return float(np.median(times))
 
 
 def _fastest(*variants) -> float:
