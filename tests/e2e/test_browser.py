@@ -53,7 +53,7 @@ def test_pick_a_sample_train_cart_and_see_the_tree(app_url, page):
     points = plot.locator("g.scatterlayer .trace .points path.point")
     points.first.wait_for()
     assert points.count() >= 3
-    assert page.get_by_text("Right if").count() >= 1
+    page.get_by_text("Right if").first.wait_for()  # the node panel, drawn after the diagram
 
     # clicking a node selects it: the node panel follows the click (Streamlit's on_select)
     node_input = page.get_by_role("spinbutton", name="Selected node")

@@ -113,9 +113,19 @@ def download(page, button) -> bytes:
 def rules_expander(page):
     """The explorer's "All N rules" expander, opened."""
     box = page.get_by_test_id("stExpander").filter(has_text=re.compile(r"All \d+ rules")).first
-    box.locator("summary").click()
-    settle(page)
-    box.get_by_test_id("stCode").first.wait_for()
+    code = box.get_by_test_id("stCode").first
+    # a click that lands while a rerun redraws the page can be lost (the expander stays closed,
+    # seen under load): click again only while it is not open, until its code shows
+    for _ in range(3):
+        if box.locator("details").get_attribute("open") is None:
+            box.locator("summary").click()
+        settle(page)
+        try:
+            code.wait_for(timeout=20_000)
+            return box
+        except PlaywrightTimeout:
+            continue
+    code.wait_for()
     return box
 
 
