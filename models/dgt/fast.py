@@ -91,6 +91,16 @@ class TreeJob:
     device: str
     X_all: Any = None
 
+    def trains_faster_alone(self) -> bool:
+        """Whether this tree trains faster alone than stacked with others: on the CPU (with the
+        compiled optimiser step) a tree of two or more layers takes the single-tree path
+        (:class:`SingleTree`), whose two-dimensional products beat the batched ones per tree
+        (measured in ``benchmarks/dgt_forest.py``)."""
+        r = self.data.X.shape[1] + 1
+        n = 2 ** self.net.height - 1
+        return (HAVE_NUMBA and torch.device(self.device).type == "cpu" and len(self.net.layers) > 1
+                and cheapest_order(r, n) == "r")
+
     def shape_key(self) -> tuple:
         """Jobs with equal keys can train as one batched program."""
         d = self.data

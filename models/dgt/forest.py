@@ -9,15 +9,20 @@ trees; classification takes the majority vote (ties go to the smaller class inde
 The trees train together as **one batched program** (:func:`models.dgt.fast.train_jobs`): their
 parameters are stacked on a leading dimension and every step is a batched matrix product over the
 trees, each tree with its own bootstrap rows, hold-out, scaling, initial weights, batch order,
-optimiser state and best epoch. A tree depends only on its seed, drawn from ``random_state``
-before any tree trains, so each tree is the one that fitting ``DGTClassifier`` / ``DGTRegressor``
-with ``random_state=seed`` on its bootstrap rows gives (to float rounding; tested). Trees whose
-shapes differ (a classification bootstrap sample that needed extra rows for a missing class) form
-their own batch. ``n_jobs`` caps the torch threads of the batched program (one thread for small
-stacks, whose steps are too small to share). Callbacks get one record per tree, in tree order,
-after training; a cancel reaches the batched program within an optimiser step, and the forest keeps
-every tree that took a step (each at its best epoch so far, part way), as a single tree cancelled
-part way; a callback that stops the forest at a tree's record keeps the trees recorded so far.
+optimiser state and best epoch. On the CPU, trees with hidden layers (``n_layers`` ≥ 2) train one
+after another instead, each through the single-tree path (:class:`models.dgt.fast.SingleTree`),
+whose two-dimensional products are faster per tree there than the batched ones
+(``benchmarks/dgt_forest.py`` measures both). A tree depends only on its seed, drawn from
+``random_state`` before any tree trains, so each tree is the one that fitting ``DGTClassifier`` /
+``DGTRegressor`` with ``random_state=seed`` on its bootstrap rows gives (exactly when it trains
+alone, to float rounding when batched; tested). Trees whose shapes differ (a classification
+bootstrap sample that needed extra rows for a missing class) form their own batch. ``n_jobs`` caps
+the torch threads (one thread for small networks, whose steps are too small to share). Callbacks
+get one record per tree, in tree order, after training. A cancel reaches the training within an
+optimiser step, and the forest keeps every tree that took a step, each at its best epoch so far
+(the trees of a batched program all part way; trees trained one after another: those finished and
+the one in training part way), as a single tree cancelled part way; a callback that stops the
+forest at a tree's record keeps the trees recorded so far.
 """
 
 from __future__ import annotations
@@ -102,10 +107,11 @@ class _DGTForestBase(TreeEstimator):
             histories: list[list[dict[str, Any]]] = [[] for _ in jobs]
             infos: list[dict[str, Any] | None] = [None] * len(jobs)
             # trees of equal shapes (all of them, unless a bootstrap sample needed extra rows for a
-            # missing class) train together as one batched program
+            # missing class) train together as one batched program, except where a tree trains
+            # faster alone (on the CPU, trees with hidden layers): then one after another
             groups: dict[tuple, list[int]] = {}
             for t, (_, job) in enumerate(jobs):
-                groups.setdefault(job.shape_key(), []).append(t)
+                groups.setdefault((t,) if job.trains_faster_alone() else job.shape_key(), []).append(t)
             for members in groups.values():
                 if self._cancel_requested():
                     break
@@ -214,8 +220,9 @@ def _summary(tree: TreeEstimator) -> dict[str, Any]:
 class DGTForestClassifier(ClassifierMixin, _DGTForestBase):
     """Bagged DGT classification trees, combined by majority vote. Tree parameters as
     :class:`~models.dgt.estimators.DGTClassifier`; ``n_trees`` trees, each on a bootstrap sample of
-    ``subsample``·n rows drawn with replacement. ``n_jobs`` trees train at once in worker processes
-    (scikit-learn's meaning; -1, the default, is capped by the process's thread budget, see
+    ``subsample``·n rows drawn with replacement. The trees train in this process, as one batched
+    program or one after another (see the module's description); ``n_jobs`` caps their torch
+    threads (-1, the default, is the process's thread budget, see
     :func:`models.ground.threads.worker_count`)."""
 
     _task = "classification"

@@ -3,6 +3,7 @@ merges the rows of parts run separately (numbers are not asserted: accuracy agai
 belongs in the full benchmark)."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -298,9 +299,14 @@ def test_the_quick_forest_benchmark_times_both_paths_and_both_layouts_compute_th
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     assert run.main(["dgt_forest", "--quick"]) == 0
     results = json.loads((tmp_path / "dgt_forest.json").read_text())["results"]
-    epochs, *layout = results["rows"]
-    assert epochs["batched_s"] > 0 and epochs["one_at_a_time_s"] > 0
-    assert epochs["forest_cpu_s_estimate"] == pytest.approx(epochs["batched_s"] * dgt_forest.FOREST_TREE_EPOCHS)
+    epochs = [r for r in results["rows"] if "threads" in r]
+    layout = [r for r in results["rows"] if "threads" not in r]
+    assert [r["threads"] for r in epochs] == sorted({1, min(os.cpu_count(), dgt_forest.MAX_THREADS)})
+    assert epochs[0]["clock"] == "process CPU time"
+    for r in epochs:
+        assert r["batched_s"] > 0 and r["one_at_a_time_s"] > 0 and r["forest_s"] > 0
+        assert r["forest_s_estimate"] == pytest.approx(r["forest_s"] * dgt_forest.FOREST_TREE_EPOCHS)
+        assert r["speedup_one_at_a_time"] == pytest.approx(r["batched_s"] / r["one_at_a_time_s"])
     assert [r["name"].split(",")[0] for r in layout] == ["forward", "first layers' gradient", "outer product"]
     for r in layout:  # the same products in both layouts: equal to float rounding
         assert r["transposed_s"] > 0 and r["untransposed_s"] > 0

@@ -14,6 +14,7 @@ from models.dgt.fast import (
     CollapsedStack,
     SingleTree,
     TreeData,
+    TreeJob,
     _augment,
     _Flat,
     _layout,
@@ -157,7 +158,13 @@ def test_training_equals_the_autograd_loop_step_for_step(layers, fused, setting)
         torch.testing.assert_close(a, b, rtol=1e-8, atol=1e-10)
 
 
-def test_the_batched_forest_has_the_trees_of_one_at_a_time_training():
+@pytest.mark.parametrize("batched", [True, False])
+def test_the_forest_has_the_trees_of_one_at_a_time_training(batched, monkeypatch):
+    """Trees with hidden layers train one after another on the CPU (the single-tree path, so each
+    is exactly the tree fitted alone); forced into one batched program (the GPU's path), they are
+    the same trees to float rounding."""
+    if batched:
+        monkeypatch.setattr(TreeJob, "trains_faster_alone", lambda self: False)
     rng = np.random.default_rng(0)
     X = rng.standard_normal((240, 4))
     y = X[:, 0] - 2 * (X[:, 1] > 0) + 0.1 * rng.standard_normal(240)
@@ -168,12 +175,32 @@ def test_the_batched_forest_has_the_trees_of_one_at_a_time_training():
     for seed, tree in zip(seeds, forest.estimators_):
         alone, idx = _bootstrap_tree(DGTRegressor, forest._tree_params(), X, y, 240, seed)
         alone.fit(X[idx], y[idx])
+        if not batched:
+            np.testing.assert_array_equal(tree.split_weight_, alone.split_weight_)
+            np.testing.assert_array_equal(tree.leaves_, alone.leaves_)
+            assert tree.history_ == [{**r, "epoch_s": t["epoch_s"]} for r, t in zip(alone.history_, tree.history_)]
         np.testing.assert_allclose(tree.split_weight_, alone.split_weight_, rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(tree.leaves_, alone.leaves_, rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(tree.predict(X), alone.predict(X), rtol=1e-4, atol=1e-4)
         assert tree.best_epoch_ == alone.best_epoch_
         assert [r["val_loss"] for r in tree.history_] == pytest.approx([r["val_loss"] for r in alone.history_],
                                                                        rel=1e-4)
+
+
+def test_a_tree_trains_alone_on_the_cpu_when_it_has_hidden_layers():
+    X = np.random.default_rng(0).standard_normal((60, 3))
+    y = X[:, 0]
+
+    def job(n_layers, device="cpu", depth=3):
+        tree = DGTRegressor(depth=depth, n_layers=n_layers, width_multiplier=2, max_epochs=1, device=device)
+        return tree._prepare(X, y, None, None, ["a", "b", "c"])
+
+    assert job(2).trains_faster_alone() and job(3).trains_faster_alone()
+    assert not job(1).trains_faster_alone()  # a plain tree: the batched program (no hidden layer)
+    assert not job(2, depth=1).trains_faster_alone()  # n = 1 < r: the other multiplication order
+    cuda = job(2)
+    cuda.device = "cuda"
+    assert not cuda.trains_faster_alone()
 
 
 def test_the_batched_classification_forest_has_the_trees_of_one_at_a_time_training():

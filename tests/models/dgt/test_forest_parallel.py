@@ -1,5 +1,5 @@
-"""DGT forests training their trees in worker processes (``n_jobs``): the same forest as in one
-process, one record per tree in order, cancelling stops early, 0 refused with a sentence."""
+"""DGT forests and ``n_jobs`` (the torch threads their trees train with): the same forest on one
+thread and on two, one record per tree in order, cancelling stops early, 0 refused with a sentence."""
 
 import numpy as np
 import pytest
@@ -52,3 +52,32 @@ def test_zero_jobs_is_refused(iris):
     X, y = iris
     with pytest.raises(TreevizError, match="n_jobs"):
         DGTForestClassifier(**SMALL, n_jobs=0).fit(X, y)
+
+
+class StepCounter(Callback):
+    """Counts the forest's cancel checks (one before every optimiser step) and cancels at ``stop_at``."""
+
+    def __init__(self, stop_at=None):
+        self.calls, self.stop_at = 0, stop_at
+
+    def on_step(self, estimator, **kwargs):
+        self.calls += 1
+        if self.stop_at is not None and self.calls >= self.stop_at:
+            raise TrainingCancelled()
+
+
+def test_a_cancel_while_trees_train_one_after_another_keeps_the_trees_trained_so_far(iris):
+    """Trees with hidden layers train one after another on the CPU: a cancel half way through the
+    forest keeps the finished first tree and the second part way, and records both."""
+    X, y = iris
+    params = {**SMALL, "depth": 3, "n_layers": 2, "width_multiplier": 2, "max_epochs": 6}
+    full = StepCounter()
+    whole = DGTForestClassifier(**params).fit(X, y, callbacks=[full])
+    assert not whole.stopped_early_ and len(whole.estimators_) == 3
+    stop = StepCounter(stop_at=full.calls // 2)
+    f = DGTForestClassifier(**params).fit(X, y, callbacks=[stop])
+    assert f.stopped_early_ and len(f.estimators_) == 2
+    assert [r["tree"] for r in f.history_] == [1, 2]
+    first, second = f.estimators_
+    np.testing.assert_array_equal(first.split_weight_, whole.estimators_[0].split_weight_)
+    assert len(first.history_) == 6 and 0 < len(second.history_) < 6
