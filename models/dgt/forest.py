@@ -27,6 +27,7 @@ forest at a tree's record keeps the trees recorded so far.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
@@ -123,7 +124,9 @@ class _DGTForestBase(TreeEstimator):
                     return True
 
                 n_params = len(group) * sum(p.numel() for p in group[0].net.parameters())
-                with threads.limited(1 if n_params < SMALL_NETWORK else threads.worker_count(self.n_jobs, 1)):
+                # n_jobs in scikit-learn's meaning, as threads (no task count caps them)
+                n_threads = threads.worker_count(self.n_jobs, os.cpu_count() or 1)
+                with threads.limited(1 if n_params < SMALL_NETWORK else n_threads):
                     for t, info in zip(members, train_jobs(group, record=keep, stop=self._cancel_requested)):
                         infos[t] = info
             # a cancel during the batched program leaves every tree of the groups that took a step

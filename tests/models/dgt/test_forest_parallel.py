@@ -81,3 +81,26 @@ def test_a_cancel_while_trees_train_one_after_another_keeps_the_trees_trained_so
     first, second = f.estimators_
     np.testing.assert_array_equal(first.split_weight_, whole.estimators_[0].split_weight_)
     assert len(first.history_) == 6 and 0 < len(second.history_) < 6
+
+
+def test_n_jobs_sets_the_threads_a_large_forest_trains_with(iris, monkeypatch):
+    """Networks too small to share a step train on one thread; larger ones on ``n_jobs`` threads."""
+    import torch
+
+    from models.dgt import forest as forest_module
+
+    seen = []
+    real = forest_module.train_jobs
+
+    def spy(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(forest_module, "train_jobs", spy)
+    X, y = iris
+    DGTForestClassifier(**{**SMALL, "n_trees": 2}, n_jobs=2).fit(X, y)
+    assert seen == [1]  # both trees batched: a plain tree of depth 2 is a small network
+    monkeypatch.setattr(forest_module, "SMALL_NETWORK", 0)
+    seen.clear()
+    DGTForestClassifier(**{**SMALL, "n_trees": 2}, n_jobs=2).fit(X, y)
+    assert seen == [2]
