@@ -98,9 +98,17 @@ def test_n_jobs_sets_the_threads_a_large_forest_trains_with(iris, monkeypatch):
 
     monkeypatch.setattr(forest_module, "train_jobs", spy)
     X, y = iris
-    DGTForestClassifier(**{**SMALL, "n_trees": 2}, n_jobs=2).fit(X, y)
-    assert seen == [1]  # both trees batched: a plain tree of depth 2 is a small network
-    monkeypatch.setattr(forest_module, "SMALL_NETWORK", 0)
-    seen.clear()
-    DGTForestClassifier(**{**SMALL, "n_trees": 2}, n_jobs=2).fit(X, y)
-    assert seen == [2]
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)  # a test worker runs on one thread, and a fit never takes more than it has
+    try:
+        DGTForestClassifier(**{**SMALL, "n_trees": 2}, n_jobs=2).fit(X, y)
+        assert seen == [1]  # both trees batched: a plain tree of depth 2 is a small network
+        monkeypatch.setattr(forest_module, "SMALL_NETWORK", 0)
+        seen.clear()
+        DGTForestClassifier(**{**SMALL, "n_trees": 2}, n_jobs=2).fit(X, y)
+        assert seen == [2]
+        seen.clear()
+        DGTForestClassifier(**{**SMALL, "n_trees": 2}, n_jobs=1).fit(X, y)
+        assert seen == [1]
+    finally:
+        torch.set_num_threads(before)
