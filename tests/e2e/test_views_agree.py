@@ -309,6 +309,8 @@ def test_item6_runs_page_shows_parameters_as_text_and_no_none(views_url, page):
     for name in ("CART cancer", "Latent cancer", "DGT diabetes"):
         open_runs_page_on(page, views_url, name)
         page.get_by_test_id("stDataFrame").first.wait_for()
+        # the run's details are drawn after the selector (a fresh-clone CI read the page between the two)
+        expect(page.get_by_test_id("stMain")).to_contain_text(re.compile(r"Parameters:\s*\S"), timeout=30_000)
         body = page.get_by_test_id("stMain").inner_text()
         assert "{'" not in body and "{\"" not in body, body[:2000]  # no raw dict
         assert re.search(r"Parameters:\s*\S", body), body[:2000]  # one line of text
