@@ -46,10 +46,13 @@ momentum are chosen on the validation part of split 0 with seed 0 over the paper
 {5e-5, 1e-5, 5e-6, 1e-6, 0}, momentum in {0, 0.3}, plus 0.8 for classification), then that
 configuration is rerun on every split × seed, as the authors' selection scripts do. Otherwise λ =
 1e-5, momentum 0 are fixed, and the row's protocol says so. Forests use λ = 1e-5, momentum 0 and
-bootstrap fraction 1 unless ``TREEVIZ_DGT_TUNE=grid``, which searches the paper's forest grid
-(momentum in {0, 0.2, 0.3, 0.4, 0.6} × fraction in {0.7, 0.85, 0.9, 1}) on split 0 / seed 0 with
-the λ1 Table 1 chose for the data set (the paper's forests take DGT's per-tree settings); the
-bandit rows use the paper's defaults (δ = 0.5, learning rate 1e-3). Heights are the paper's best heights, not re-chosen.
+bootstrap fraction 1 at height 8 unless ``TREEVIZ_DGT_TUNE=grid``, which searches the paper's
+forest grid (momentum in {0, 0.2, 0.3, 0.4, 0.6} × fraction in {0.7, 0.85, 0.9, 1}) at heights 6
+and 8 on split 0 / seed 0 with the λ1 Table 1 chose for the data set (the paper's forests take
+DGT's per-tree settings, whose height is 6 on both data sets, and Table 4 gives their maximum
+height, 8); the
+bandit rows use the paper's defaults (δ = 0.5, learning rate 1e-3). Heights are the paper's best
+heights, not re-chosen (the forests' grid excepted).
 
 A row's ``protocol`` dict holds every setting, and ``protocol["reduced"]`` (with the word
 "reduced" in ``protocol["summary"]``) says how the run is smaller than the paper's (fewer than
@@ -75,8 +78,10 @@ Environment variables (all optional):
   ``reused_from``). Growing Letter's grid or its seeds then costs only the new fits. Table 6's
   authors'-loop row reuses its λ1 × momentum × learning-rate grid the same way.
 * ``TREEVIZ_DGT_TREES`` — trees per forest (default 30 with CUDA, 10 without).
-* ``TREEVIZ_DGT_FOREST_DEPTH`` — the forests' tree height (default 8, the largest height the paper
-  reports for Abalone and Comp-Activ forests; Table 4 gives the maximum height, not each tree's).
+* ``TREEVIZ_DGT_FOREST_DEPTH`` — the forests' tree height, or a comma list of heights for
+  ``TREEVIZ_DGT_TUNE=grid`` to search (default: 6,8 with the grid, else 8). Table 4 gives the
+  forests' maximum height (8 for Abalone and Comp-Activ), not each tree's; 6 is DGT's per-tree
+  height on both (Table 1), and the paper's forests take DGT's per-tree settings.
 * ``TREEVIZ_DGT_BANDIT_PASSES`` — passes of the bandit stream over the training part (default 100,
   about 210 000 rounds; the paper does not state its stream length).
 * ``TREEVIZ_DGT_DEVICE`` — ``cpu``, ``cuda`` or ``auto`` for the training parts (default: CUDA when
@@ -209,6 +214,9 @@ FIXED = {"l1_penalty": 1e-5, "momentum": 0.0}
 #: bootstrap sample's size as a fraction of the training rows.
 FOREST_MOMENTUM = (0.0, 0.2, 0.3, 0.4, 0.6)
 FOREST_FRACTION = (0.7, 0.85, 0.9, 1.0)
+#: The forests' tree heights searched with the grid: Table 4's 8 (the forests' maximum height) and
+#: 6, the height of DGT's per-tree settings (Table 1's best height on Abalone and Comp-Activ).
+FOREST_HEIGHTS = (6, 8)
 #: The paper's learning rates for bandit regression.
 AUTHORS_LOOP_LR = (1e-2, 1e-3)
 CART_DEPTHS = (2, 4, 6, 8, 10)
@@ -254,6 +262,19 @@ def _env_floats(name: str, default: tuple[float, ...]) -> tuple[float, ...]:
     return values
 
 
+def _env_heights(name: str, default: tuple[int, ...]) -> tuple[int, ...]:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        values = tuple(sorted({int(v) for v in raw.split(",") if v.strip()}))
+    except ValueError:
+        raise ValueError(f"{name} must be a tree height or a comma list of heights, got {raw!r}") from None
+    if not values or min(values) < 1:
+        raise ValueError(f"{name} must list heights of at least 1, got {raw!r}")
+    return values
+
+
 def _env_list(name: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
     raw = os.environ.get(name, "").strip()
     if not raw or raw.lower() == "all":
@@ -293,7 +314,8 @@ def settings(quick: bool) -> dict[str, Any]:
         "tune_table2": not quick and tune == "grid",
         "tune_table4": not quick and tune == "grid",
         "trees": 2 if quick else _env_int("TREEVIZ_DGT_TREES", PAPER_TREES if cuda else 10),
-        "forest_depth": 4 if quick else _env_int("TREEVIZ_DGT_FOREST_DEPTH", HEIGHT[("table4", "abalone")]),
+        "forest_depths": (4,) if quick else _env_heights(
+            "TREEVIZ_DGT_FOREST_DEPTH", FOREST_HEIGHTS if tune == "grid" else (HEIGHT[("table4", "abalone")],)),
         "l1_grid": _env_floats("TREEVIZ_DGT_L1_GRID", L1_GRID),
         "bandit_passes": 1 if quick else _env_int("TREEVIZ_DGT_BANDIT_PASSES", BANDIT_PASSES),
         "device": device or ("cuda" if cuda and not quick else "cpu"),
@@ -769,74 +791,84 @@ def _forest_part(datasets: tuple[str, ...], s: dict[str, Any]) -> list[dict[str,
     ``--quick`` every finished chunk is logged (``benchmarks/results/parts/dgt_forest.jsonl``, a
     :class:`PartLog`), so a stopped run resumes and a run with more splits or seeds fits only
     what the log lacks. With ``TREEVIZ_DGT_TUNE=grid`` the paper's forest grid (momentum ×
-    bootstrap fraction) is searched on split 0 / seed 0 first, and the chosen forest is that
-    run."""
+    bootstrap fraction × tree height) is searched on split 0 / seed 0 first, and the chosen
+    forest is that run."""
     device = s["device"]
     n_jobs = _jobs_for(s, device)
     one_thread = n_jobs <= 1 or s["one_thread_workers"]
-    depth = s["forest_depth"]
+    depths = s["forest_depths"]
     n_splits, trees, tune = s["splits_forest"], s["trees"], s["tune_table4"]
+    if len(depths) > 1 and not tune:
+        raise ValueError(f"TREEVIZ_DGT_FOREST_DEPTH lists the heights {list(depths)}, but only "
+                         "TREEVIZ_DGT_TUNE=grid searches heights; give one height, or set the grid")
     n_chunks = min(trees, n_jobs) if n_jobs > 1 else 1  # the same for any number of runs, so logs are reused
     sizes = [trees // n_chunks + (1 if c < trees % n_chunks else 0) for c in range(n_chunks)]
     log = None if s["quick"] else PartLog("dgt_forest")
-    grid = [(mom, frac) for frac in FOREST_FRACTION for mom in FOREST_MOMENTUM] if tune else \
-        [(FIXED["momentum"], 1.0)]
+    # the tallest trees first (the search's most expensive forests, logged first)
+    grid = [(depth, mom, frac) for depth in sorted(depths, reverse=True) for frac in FOREST_FRACTION
+            for mom in FOREST_MOMENTUM] if tune else [(depths[0], FIXED["momentum"], 1.0)]
     l1 = {ds: _forest_l1(ds, s) for ds in datasets}
 
-    def params(ds: str, mom: float) -> dict[str, Any]:
+    def params(ds: str, depth: int, mom: float) -> dict[str, Any]:
         return _tree_params(depth, s["epochs"], device, l1_penalty=l1[ds][0], momentum=mom)
 
-    def forest_keys(ds: str, k: int, seed: int, mom: float, frac: float) -> list[str]:
-        return [_forest_key(ds, k, seed, c, sizes, params(ds, mom), frac) for c in range(n_chunks)]
+    def forest_keys(ds: str, k: int, seed: int, depth: int, mom: float, frac: float) -> list[str]:
+        return [_forest_key(ds, k, seed, c, sizes, params(ds, depth, mom), frac) for c in range(n_chunks)]
 
-    def forest_tasks(ds: str, k: int, seed: int, mom: float, frac: float) -> list[tuple[str, Any]]:
-        return [(key, delayed(_in_worker)(fit_forest_chunk, (ds, k, seed, c, sizes[c], params(ds, mom), frac),
-                                          one_thread))
-                for c, key in enumerate(forest_keys(ds, k, seed, mom, frac))]
+    def forest_tasks(ds: str, k: int, seed: int, depth: int, mom: float, frac: float) -> list[tuple[str, Any]]:
+        return [(key, delayed(_in_worker)(fit_forest_chunk,
+                                          (ds, k, seed, c, sizes[c], params(ds, depth, mom), frac), one_thread))
+                for c, key in enumerate(forest_keys(ds, k, seed, depth, mom, frac))]
 
-    def forest_run(ds: str, k: int, seed: int, mom: float, frac: float, done: dict[str, Any]) -> dict[str, Any]:
-        chunks = [done[key] for key in forest_keys(ds, k, seed, mom, frac)]
+    def forest_run(ds: str, k: int, seed: int, depth: int, mom: float, frac: float,
+                   done: dict[str, Any]) -> dict[str, Any]:
+        chunks = [done[key] for key in forest_keys(ds, k, seed, depth, mom, frac)]
         _, _, _, yv, _, yte = regression_split(ds, k)
-        return {"split": k, "seed": seed, "momentum": mom, "subsample": frac,
+        return {"split": k, "seed": seed, "depth": depth, "momentum": mom, "subsample": frac,
                 "val": rmse(_pooled(chunks, "val_pred"), yv), "test": rmse(_pooled(chunks, "test_pred"), yte),
                 "fit_s": float(sum(c["fit_s"] for c in chunks)),
                 "epoch_s_mean": float(np.mean([c["epoch_s"] for c in chunks])),
                 "single_tree_test_mean": float(np.mean([t for c in chunks for t in c["tree_test"]]))}
 
-    tuning_tasks = [t for ds in datasets for mom, frac in grid for t in forest_tasks(ds, 0, 0, mom, frac)] \
-        if tune else []
+    tuning_tasks = [t for ds in datasets for point in grid for t in forest_tasks(ds, 0, 0, *point)] if tune else []
     done = run_keyed(tuning_tasks, log, n_jobs=n_jobs) if tuning_tasks else {}
-    scores = {ds: [forest_run(ds, 0, 0, mom, frac, done) for mom, frac in grid] if tune else [] for ds in datasets}
+    scores = {ds: [forest_run(ds, 0, 0, *point, done) for point in grid] if tune else [] for ds in datasets}
     chosen = {}
     for ds in datasets:
         best = _choose(scores[ds], "rmse") if tune else None
-        chosen[ds] = (best["momentum"], best["subsample"]) if best else grid[0]
+        chosen[ds] = (best["depth"], best["momentum"], best["subsample"]) if best else grid[0]
     run_tasks = [t for ds in datasets for k in range(n_splits) for seed in range(s["seeds"])
                  for t in forest_tasks(ds, k, seed, *chosen[ds])]
     done.update(run_keyed([t for t in run_tasks if t[0] not in done], log, n_jobs=n_jobs))
     rows = []
     for ds in datasets:
         runs = [forest_run(ds, k, seed, *chosen[ds], done) for k in range(n_splits) for seed in range(s["seeds"])]
-        mom, frac = chosen[ds]
-        protocol = {**params(ds, mom), "epochs": s["epochs"], "trees": trees, "subsample": frac,
+        depth, mom, frac = chosen[ds]
+        protocol = {**params(ds, depth, mom), "epochs": s["epochs"], "trees": trees, "subsample": frac,
                     "bagging": "bootstrap samples drawn with replacement (DGTForestRegressor), mean prediction",
                     "training": f"each forest trained as {n_chunks} DGTForestRegressor fit(s) of {sizes} trees "
                                 "with their own seeds, their predictions pooled into the forest's mean",
-                    "tuning": (f"grid on the validation part of split 0, seed 0: momentum in {list(FOREST_MOMENTUM)} "
-                               f"x bootstrap fraction in {list(FOREST_FRACTION)}; {l1[ds][1]}" if tune else
+                    "tuning": (f"grid on the validation part of split 0, seed 0: height in {list(depths)} x "
+                               f"momentum in {list(FOREST_MOMENTUM)} x bootstrap fraction in "
+                               f"{list(FOREST_FRACTION)}; {l1[ds][1]}" if tune else
                                "none: fixed λ1=1e-5, momentum 0, bootstrap fraction 1 (the paper tunes momentum "
                                f"in {list(FOREST_MOMENTUM)} and the fraction in {list(FOREST_FRACTION)})")}
         if log is not None:
             protocol["log"] = f"benchmarks/results/parts/{log.path.name}"
         extra = (f"h={depth} instead of 8",) if s["quick"] else ()
-        if depth != HEIGHT[("table4", ds)] and not s["quick"]:
+        if tune and len(depths) > 1:
+            protocol["height_note"] = (f"h={depth}, chosen on validation from {list(depths)}: the paper's Table 4 "
+                                       f"gives the forests' maximum height ({HEIGHT[('table4', ds)]}), and its "
+                                       f"forests take DGT's per-tree settings (h={HEIGHT[('table1', ds)]} in "
+                                       "Table 1)")
+        elif depth != HEIGHT[("table4", ds)] and not s["quick"]:
             protocol["height_note"] = (f"h={depth}: the paper's Table 4 gives the forests' maximum height "
                                        f"({HEIGHT[('table4', ds)]}), and its heights are tuned")
         reduced = _reduced(s, n_splits, 5, epochs=s["epochs"], tuned=tune, trees=trees, extra=extra,
                            fixed="fixed λ1=1e-5, momentum 0, bootstrap fraction 1")
         rows.append(make_row("table4", ds, "DGT-Forest", runs, protocol, reduced, device, {
             "single_tree_test_mean": float(np.mean([r["single_tree_test_mean"] for r in runs])),
-            "tuning_scores": [{key: r[key] for key in ("momentum", "subsample", "val", "test", "fit_s")}
+            "tuning_scores": [{key: r[key] for key in ("depth", "momentum", "subsample", "val", "test", "fit_s")}
                               for r in scores[ds]]}))
     return rows
 

@@ -241,17 +241,18 @@ def test_forest_chunks_pool_into_the_mean_of_all_their_trees():
 
 
 def test_the_forest_part_logs_its_chunks_resumes_and_searches_the_papers_grid(tmp_path, monkeypatch):
-    """With TREEVIZ_DGT_TUNE=grid the forests search momentum x bootstrap fraction on split 0 /
-    seed 0 (λ1 from Table 1's choice), the chosen forest is that run, every chunk is logged,
-    and a rerun with more seeds fits only what the log lacks."""
+    """With TREEVIZ_DGT_TUNE=grid the forests search tree height x momentum x bootstrap fraction on
+    split 0 / seed 0 (λ1 from Table 1's choice), the chosen forest is that run, every chunk is
+    logged, and a rerun with more seeds fits only what the log lacks."""
     rng = np.random.default_rng(0)
     data = tuple(rng.normal(size=n) for n in (6, 6, 5, 5, 4, 4))  # the fake fits only need y_val, y_test
     monkeypatch.setattr(dgt_benchmark, "regression_split", lambda ds, k: (None, None, None, data[3], None, data[5]))
     calls = []
 
     def fake_chunk(ds, k, seed, chunk, n_trees, params, subsample):
-        calls.append((ds, k, seed, params["momentum"], subsample, params["l1_penalty"]))
-        off = abs(params["momentum"] - 0.3) + abs(subsample - 0.9) + 0.01 * seed  # best: momentum 0.3, fraction 0.9
+        calls.append((ds, k, seed, params["momentum"], subsample, params["l1_penalty"], params["depth"]))
+        # best: height 6, momentum 0.3, fraction 0.9
+        off = abs(params["momentum"] - 0.3) + abs(subsample - 0.9) + abs(params["depth"] - 6) + 0.01 * seed
         return {"n_trees": n_trees, "val_pred": list(data[3] + off), "test_pred": list(data[5] + off + k),
                 "tree_test": [1.0] * n_trees, "fit_s": 2.0, "epoch_s": 0.01}
 
@@ -264,18 +265,40 @@ def test_the_forest_part_logs_its_chunks_resumes_and_searches_the_papers_grid(tm
                        "TREEVIZ_DGT_TREES": "30", "TREEVIZ_DGT_JOBS": "1", "TREEVIZ_DGT_DEVICE": "cpu"}.items():
         monkeypatch.setenv(key, value)
     (row,) = dgt_benchmark._forest_part(("abalone",), dgt_benchmark.settings(False))
-    assert len(calls) == 20 + 1  # the grid on split 0 / seed 0, then split 1 only
+    assert len(calls) == 2 * 20 + 1  # the grid on split 0 / seed 0 at heights 8 and 6, then split 1 only
+    assert [c[6] for c in calls[:20]] == [8] * 20 and [c[6] for c in calls[20:]] == [6] * 21  # the tallest first
     assert {c[5] for c in calls} == {5e-6}  # Table 1's λ1 for abalone
-    assert (row["protocol"]["momentum"], row["protocol"]["subsample"]) == (0.3, 0.9)
-    assert len(row["tuning_scores"]) == 20 and "5e-06: Table 1's validation choice" in row["protocol"]["tuning"]
+    assert (row["protocol"]["depth"], row["protocol"]["momentum"], row["protocol"]["subsample"]) == (6, 0.3, 0.9)
+    assert len(row["tuning_scores"]) == 40 and "5e-06: Table 1's validation choice" in row["protocol"]["tuning"]
+    assert "height in [6, 8]" in row["protocol"]["tuning"]
+    assert row["protocol"]["height_note"].startswith("h=6, chosen on validation from [6, 8]")
     assert row["per_run"] == pytest.approx([0.0, 1.0])  # the chosen forest's test RMSE on splits 0 and 1
     assert "grid search" not in row["protocol"]["reduced"] and "2 split(s) x 1 seed(s)" in row["protocol"]["reduced"]
-    assert len((tmp_path / "parts" / "dgt_forest.jsonl").read_text().splitlines()) == 21
+    assert len((tmp_path / "parts" / "dgt_forest.jsonl").read_text().splitlines()) == 41
     calls.clear()
     monkeypatch.setenv("TREEVIZ_DGT_SEEDS", "2")
     (row,) = dgt_benchmark._forest_part(("abalone",), dgt_benchmark.settings(False))
     assert sorted((c[1], c[2]) for c in calls) == [(0, 1), (1, 1)]  # only the new seed's forests
     assert row["n_runs"] == 4 and row["per_run"] == pytest.approx([0.0, 0.01, 1.0, 1.01])
+
+
+def test_the_forest_heights_setting(monkeypatch):
+    """Heights to search come from TREEVIZ_DGT_FOREST_DEPTH (6 and 8 by default with the grid, 8
+    without); several heights without the grid, or a bad list, are refused with a sentence."""
+    monkeypatch.setenv("TREEVIZ_DGT_TUNE", "grid")
+    assert dgt_benchmark.settings(False)["forest_depths"] == (6, 8)
+    monkeypatch.setenv("TREEVIZ_DGT_FOREST_DEPTH", "8, 4")
+    assert dgt_benchmark.settings(False)["forest_depths"] == (4, 8)
+    monkeypatch.setenv("TREEVIZ_DGT_FOREST_DEPTH", "eight")
+    with pytest.raises(ValueError, match="comma list of heights"):
+        dgt_benchmark.settings(False)
+    monkeypatch.setenv("TREEVIZ_DGT_FOREST_DEPTH", "6,8")
+    monkeypatch.setenv("TREEVIZ_DGT_TUNE", "fixed")
+    with pytest.raises(ValueError, match="only TREEVIZ_DGT_TUNE=grid searches heights"):
+        dgt_benchmark._forest_part(("abalone",), dgt_benchmark.settings(False))
+    monkeypatch.delenv("TREEVIZ_DGT_FOREST_DEPTH")
+    assert dgt_benchmark.settings(False)["forest_depths"] == (8,)
+    assert dgt_benchmark.settings(True)["forest_depths"] == (4,)
 
 
 @pytest.mark.slow  # real 2-tree forests of 2 epochs on both data sets
