@@ -50,9 +50,8 @@ bootstrap fraction 1 at height 8 unless ``TREEVIZ_DGT_TUNE=grid``, which searche
 forest grid (momentum in {0, 0.2, 0.3, 0.4, 0.6} × fraction in {0.7, 0.85, 0.9, 1}) at heights 6
 and 8 on split 0 / seed 0 with the λ1 Table 1 chose for the data set (the paper's forests take
 DGT's per-tree settings, whose height is 6 on both data sets, and Table 4 gives their maximum
-height, 8); the
-bandit rows use the paper's defaults (δ = 0.5, learning rate 1e-3). Heights are the paper's best
-heights, not re-chosen (the forests' grid excepted).
+height, 8); the bandit rows use the paper's defaults (δ = 0.5, learning rate 1e-3). Heights are
+the paper's best heights, not re-chosen (the forests' grid excepted).
 
 A row's ``protocol`` dict holds every setting, and ``protocol["reduced"]`` (with the word
 "reduced" in ``protocol["summary"]``) says how the run is smaller than the paper's (fewer than
