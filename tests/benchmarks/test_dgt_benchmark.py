@@ -243,7 +243,8 @@ def test_forest_chunks_pool_into_the_mean_of_all_their_trees():
 def test_the_forest_part_logs_its_chunks_resumes_and_searches_the_papers_grid(tmp_path, monkeypatch):
     """With TREEVIZ_DGT_TUNE=grid the forests search tree height x momentum x bootstrap fraction on
     split 0 / seed 0 (λ1 from Table 1's choice), the chosen forest is that run, every chunk is
-    logged, and a rerun with more seeds fits only what the log lacks."""
+    logged, and a rerun with more seeds fits only what the log lacks. The row is split 0's seeds
+    (Table 4 ran on one split); the other splits' seed 0 is reported beside it."""
     rng = np.random.default_rng(0)
     data = tuple(rng.normal(size=n) for n in (6, 6, 5, 5, 4, 4))  # the fake fits only need y_val, y_test
     monkeypatch.setattr(dgt_benchmark, "regression_split", lambda ds, k: (None, None, None, data[3], None, data[5]))
@@ -272,14 +273,25 @@ def test_the_forest_part_logs_its_chunks_resumes_and_searches_the_papers_grid(tm
     assert len(row["tuning_scores"]) == 40 and "5e-06: Table 1's validation choice" in row["protocol"]["tuning"]
     assert "height in [6, 8]" in row["protocol"]["tuning"]
     assert row["protocol"]["height_note"].startswith("h=6, chosen on validation from [6, 8]")
-    assert row["per_run"] == pytest.approx([0.0, 1.0])  # the chosen forest's test RMSE on splits 0 and 1
-    assert "grid search" not in row["protocol"]["reduced"] and "2 split(s) x 1 seed(s)" in row["protocol"]["reduced"]
+    assert row["per_run"] == pytest.approx([0.0])  # the chosen forest's test RMSE on split 0 only
+    assert row["across_splits"]["per_split"] == pytest.approx([0.0, 1.0], abs=1e-9)
+    assert row["across_splits"]["std"] == pytest.approx(0.5)
+    assert "grid search" not in row["protocol"]["reduced"]
+    assert "1 split(s) x 1 seed(s) instead of the paper's 10 seeds" in row["protocol"]["reduced"]
+    assert "5 splits" not in row["protocol"]["reduced"] and "split 0" in row["protocol"]["splits"]
     assert len((tmp_path / "parts" / "dgt_forest.jsonl").read_text().splitlines()) == 41
+    # the row's time is every forest behind it (40 searched, 1 more run) at 2 s each, not this run's wall time
+    assert row["row_seconds"] == pytest.approx(41 * 2.0) and "41 chunks (41 forests)" in row["row_seconds_of"]
     calls.clear()
     monkeypatch.setenv("TREEVIZ_DGT_SEEDS", "2")
     (row,) = dgt_benchmark._forest_part(("abalone",), dgt_benchmark.settings(False))
-    assert sorted((c[1], c[2]) for c in calls) == [(0, 1), (1, 1)]  # only the new seed's forests
-    assert row["n_runs"] == 4 and row["per_run"] == pytest.approx([0.0, 0.01, 1.0, 1.01])
+    assert [(c[1], c[2]) for c in calls] == [(0, 1)]  # only the new seed's forest, on split 0
+    assert row["n_runs"] == 2 and row["per_run"] == pytest.approx([0.0, 0.01])
+    assert row["row_seconds"] == pytest.approx(42 * 2.0)  # logged forests count, though this run fitted 1
+    calls.clear()
+    monkeypatch.setenv("TREEVIZ_DGT_SPLITS", "1")
+    (row,) = dgt_benchmark._forest_part(("abalone",), dgt_benchmark.settings(False))
+    assert calls == [] and "across_splits" not in row and row["per_run"] == pytest.approx([0.0, 0.01])
 
 
 def test_the_forest_heights_setting(monkeypatch):
@@ -335,3 +347,24 @@ def test_the_quick_forest_benchmark_times_both_paths_and_both_layouts_compute_th
         assert r["transposed_s"] > 0 and r["untransposed_s"] > 0
         assert r["max_abs_diff"] <= 1e-5 * r["max_abs"]
     assert "load average" in results["measured"]
+
+
+def test_the_table4_splits_study_measures_the_spread_of_splits_and_of_seeds():
+    """The study behind Table 4's one-split protocol: each method's spread across splits (seed 0)
+    and across seeds on split 0, with the paper's numbers beside them."""
+    from benchmarks import dgt_table4_splits as study
+
+    assert study.spread([2.0, 2.0])["prints_as_zero"] and study.spread([2.0, 2.004])["prints_as_zero"]
+    assert study.spread([2.0, 2.02]) == {"values": [2.0, 2.02], "mean": pytest.approx(2.01),
+                                         "std": pytest.approx(0.01), "prints_as_zero": False}
+    _require_shared_data()
+    rows = study.study(splits=2, seeds=2, trees=5)
+    assert [(r["dataset"], r["method"]) for r in rows] == [(ds, m) for ds in study.DATASETS
+                                                          for m in ("Ridge", "XGBoost", "AdaBoost")]
+    for r in rows:
+        assert len(r["across_splits"]["values"]) == 2 and r["across_splits"]["std"] > 0  # the splits differ
+        assert (r["paper_mean"], r["paper_std"]) == study.PAPER[(r["dataset"], r["method"])]
+        if r["method"] == "Ridge":
+            assert r["across_seeds_on_split_0"] is None  # deterministic: no seeds
+        else:  # split 0 with seed 0 is the same fit in both lists
+            assert r["across_seeds_on_split_0"]["values"][0] == pytest.approx(r["across_splits"]["values"][0])
