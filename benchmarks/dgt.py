@@ -883,8 +883,9 @@ def _forest_part(datasets: tuple[str, ...], s: dict[str, Any]) -> list[dict[str,
             key for k, seed in runs_of for key in forest_keys(ds, k, seed, *chosen[ds])}
         rows.append(make_row("table4", ds, "DGT-Forest", runs, protocol, reduced, device, {
             "row_seconds": float(sum(done[key]["fit_s"] for key in keys)),
-            "row_seconds_of": f"the summed fit times of the {len(keys)} chunks ({len(keys) // n_chunks} forests) "
-                              f"behind the row, each in a worker of {1 if one_thread else 'several'} thread(s)",
+            "row_seconds_of": f"the summed fit times (each chunk's wall time in its worker process) of the "
+                              f"{len(keys)} chunks ({len(keys) // n_chunks} forests: the search, the seeds and "
+                              "any other splits) the row and its across_splits rest on",
             "single_tree_test_mean": float(np.mean([r["single_tree_test_mean"] for r in runs])),
             **({"across_splits": {"per_split": [r["test"] for r in across],
                                   "mean": float(np.mean([r["test"] for r in across])),
