@@ -358,6 +358,11 @@ def test_the_table4_splits_study_measures_the_spread_of_splits_and_of_seeds():
     assert study.spread([2.0, 2.0])["prints_as_zero"] and study.spread([2.0, 2.004])["prints_as_zero"]
     assert study.spread([2.0, 2.02]) == {"values": [2.0, 2.02], "mean": pytest.approx(2.01),
                                          "std": pytest.approx(0.01), "prints_as_zero": False}
+    fits = []
+    both = study._both_spreads(lambda k, s: fits.append((k, s)) or 2.0 + k + s / 100, splits=3, seeds=2)
+    assert sorted(fits) == [(0, 0), (0, 1), (1, 0), (2, 0)]  # split 0 with seed 0 is fitted once
+    assert both["across_splits"]["values"] == [2.0, 3.0, 4.0]
+    assert both["across_seeds_on_split_0"]["values"] == [2.0, 2.01]
     _require_shared_data()
     rows = study.study(splits=2, seeds=2, trees=5)
     assert [(r["dataset"], r["method"]) for r in rows] == [(ds, m) for ds in study.DATASETS
