@@ -9,8 +9,6 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from models.ground.errors import TreevizError
 from models.persist import load_model
 from treeviz.cli.common import OK, PROG, note, open_store, read_model_bytes, read_table_file, write_output
@@ -19,12 +17,11 @@ from treeviz.services.data.dataset import ARRAYS, DATASET_JSON
 from treeviz.services.data.upload import ENCODINGS
 from treeviz.services.predict import (  # noqa: F401 - spreadsheet_safe and FORMULA_STARTS: also this module's API
     FORMULA_STARTS,
-    model_outputs,
     model_task,
     offers_proba,
+    predict_table,
     predictions_csv,
     spreadsheet_safe,
-    table_features,
 )
 from treeviz.services.run_archive import DATASET_PREFIX, read_run_zip
 from treeviz.services.runs import RUN_ID_RE, RUN_JSON, RunRecord, RunStore
@@ -108,13 +105,12 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if missing:
         raise TreevizError(f"--keep names column(s) {', '.join(repr(c) for c in missing)} that "
                            f"{table_path.name} lacks.")
-    X, notes = table_features(df, model, prepared, name=table_path.name, what=what)
-    for text in notes:
-        note(args, f"note: {text}")
     if args.proba and not offers_proba(model):
         raise TreevizError(f"--proba needs a classifier; {what} is a model for {model_task(model)}.")
-    out = pd.DataFrame({c: df[c].to_numpy() for c in args.keep})
-    for column, values in model_outputs(model, X, proba=args.proba, what=what).items():
-        out[column] = values
-    write_output(args.out, predictions_csv(out), args, "predictions")
+    # the Predict page's service: a kept column the model does not read is not noted as ignored
+    result = predict_table(df, model, prepared, keep=list(dict.fromkeys(args.keep)), proba=args.proba,
+                           name=table_path.name, what=what)
+    for text in result.notes:
+        note(args, f"note: {text}")
+    write_output(args.out, predictions_csv(result.frame), args, "predictions")
     return OK

@@ -11,6 +11,7 @@ class when asked for and the model has them.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,9 @@ ROW_COLUMN = "row"
 ID_NAMES = ("id", "row_id", "rowid", "sample_id", "record_id", "index", "key")
 #: Text cells starting with one of these are formulas to a spreadsheet (OWASP's CSV injection list).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+#: A number as a spreadsheet reads it: an optional minus, ASCII digits with an optional decimal point, an
+#: optional exponent; nothing else (no spaces, signs after the first, underscores, "inf" or "nan").
+PLAIN_NUMBER = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 @dataclass(frozen=True)
@@ -215,7 +219,7 @@ def predict_table(df: pd.DataFrame, model: Any, prepared: PreparedData | None, *
     # a kept column the model does not read is not "ignored" (the note would say so): leave it out
     unread = [c for c in keep if not _may_feed(c, model, prepared)]
     X, notes = table_features(df.drop(columns=unread), model, prepared, name=name, what=what)
-    frame = pd.DataFrame({c: df[c].to_numpy() for c in keep})
+    frame = pd.DataFrame({c: _kept_column(df[c]) for c in keep})
     if row_numbers:
         frame.insert(0, ROW_COLUMN, np.arange(1, len(df) + 1))
     outputs = model_outputs(model, X, proba=proba, what=what)
@@ -224,11 +228,42 @@ def predict_table(df: pd.DataFrame, model: Any, prepared: PreparedData | None, *
     return Predictions(frame=frame, notes=notes, output=output_kind(model), outputs=tuple(outputs))
 
 
+def _kept_column(column: pd.Series) -> pd.Series:
+    """A kept input column as the table holds it, except whole numbers that pandas read as floats only
+    because a cell is empty (an id column with a gap): those stay whole numbers (``-3``, not ``-3.0``)."""
+    values = column.reset_index(drop=True)
+    if values.dtype.kind != "f" or not values.isna().any():
+        return values
+    present = values.dropna().to_numpy()
+    if len(present) and np.isfinite(present).all() and (present == np.round(present)).all() \
+            and (np.abs(present) < 2**53).all():
+        return values.astype("Int64")
+    return values
+
+
+def plain_number(text: str) -> bool:
+    """Whether ``text`` is a plain decimal number (``-1``, ``-0.5``, ``-1e3``, ``.5``): the strict form of
+    :data:`PLAIN_NUMBER` and a finite float. Such text is a number to a spreadsheet, never a formula.
+
+    Examples
+    --------
+    >>> [plain_number(t) for t in ("-1", "-0.5", "-1e3", "-1+2", "-2*A1", "=1", "-inf", "-1 ", "-1_000")]
+    [True, True, True, False, False, False, False, False, False]
+    """
+    if not PLAIN_NUMBER.fullmatch(text):
+        return False
+    return math.isfinite(float(text))  # "-1e999" matches the form but is no number a spreadsheet holds
+
+
 def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
     """The table with every text cell and column name that a spreadsheet would run as a formula
-    prefixed with a single quote (numbers, negative ones included, are left as they are)."""
+    prefixed with a single quote. Numbers are left as they are: numeric columns, numbers in a column of
+    mixed values, and text that is a plain number (:func:`plain_number`), such as a class label "-1"
+    (a -1/+1 target's predictions stay one column of numbers). Text such as "-1+2" or "=1" is guarded."""
     def cell(value: Any) -> Any:
-        return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+        if isinstance(value, str) and value.startswith(FORMULA_STARTS) and not plain_number(value):
+            return "'" + value
+        return value
 
     out = frame.rename(columns=lambda c: cell(str(c)))
     for column in out.columns:
