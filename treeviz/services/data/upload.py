@@ -225,9 +225,25 @@ def _decode(name: str, data: bytes, encoding: str) -> str:
     return text
 
 
+#: A record ends where pandas' parser ends one: \r\n, \n, or an old Mac \r. Not at the other breaks
+#: str.splitlines knows (U+2028, U+2029, \x0b, \x0c, \x1c-\x1e, \x85), which are text inside a field.
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _first_lines(text: str, n: int) -> list[str]:
+    """The first ``n`` lines of ``text``, split only at :data:`_LINE_END` (and without reading further)."""
+    lines, start = [], 0
+    for end in _LINE_END.finditer(text):
+        lines.append(text[start:end.start()])
+        start = end.end()
+        if len(lines) == n:
+            return lines
+    return [*lines, text[start:]] if start < len(text) else lines
+
+
 def _sniff_delimiter(text: str, tab_default: bool) -> str:
     """The delimiter among , ; tab that splits the first lines into the most, consistent fields."""
-    lines = [ln for ln in text.splitlines()[:30] if ln.strip()]
+    lines = [ln for ln in _first_lines(text, 30) if ln.strip()]
     best, best_score = ("\t" if tab_default else ","), 1
     for delim in (",", ";", "\t"):
         try:
