@@ -35,11 +35,14 @@ from safetensors.numpy import load, save
 
 from models.ground import __version__
 from models.ground.errors import TreevizError
-from models.ground.jsonio import json_default
+from models.ground.jsonio import check_version, json_default
 from models.registry import get_family, registered_class
 
 FORMAT = "treeviz.model"
+#: The model file version this treeviz writes, the newest it reads.
 VERSION = 1
+#: The oldest model file version this treeviz reads (:func:`models.ground.jsonio.check_version`).
+MIN_VERSION = 1
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "weights.safetensors"
 # A zip bigger than this once unpacked is refused (zip bombs).
@@ -208,11 +211,8 @@ def _load(files: dict[str, bytes]) -> Any:
         raise TreevizError("The model's config.json is not valid JSON.") from err
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise TreevizError("This is not a treeviz model (config.json has no 'treeviz.model' format).")
-    version = config.get("version", 0)
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise TreevizError("The model's config.json has no valid version number.")
-    if version > VERSION:
-        raise TreevizError("This model was saved by a newer treeviz; upgrade treeviz to open it.")
+    check_version(config, what="The model's config.json", kind="model files", oldest=MIN_VERSION, newest=VERSION,
+                  again=f"export the model again with a treeviz that writes version {VERSION} (this one does)")
     for key, kind in (("params", dict), ("learned", dict), ("history", list), ("context", dict)):
         if not isinstance(config.get(key, kind()), kind):
             raise TreevizError(f"The model's config.json has a malformed '{key}' (not a JSON {kind.__name__}).")

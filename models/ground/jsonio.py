@@ -9,7 +9,9 @@ torch scalar is encoded the same way everywhere:
 * :func:`jsonable` returns a value after a lenient JSON round trip (unknown objects become text);
 * :func:`dumps_json` gives the indented UTF-8 bytes the stored files hold;
 * :func:`encode_labels` / :func:`decode_labels` store class labels and read them back with their
-  natural dtype.
+  natural dtype;
+* :func:`check_version` reads the format version of a stored description (model file, data set,
+  Tree), refusing one this treeviz does not read.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
+from models.ground import __version__
+from models.ground.errors import TreevizError
 
 
 def plain(value: Any) -> Any:
@@ -76,3 +81,45 @@ def decode_labels(values: list[Any]) -> np.ndarray:
     if values and all(isinstance(v, str) for v in values):
         return np.array(values, dtype=object)
     return np.asarray(values)
+
+
+def check_version(data: dict[str, Any], *, what: str, kind: str, oldest: int, newest: int, again: str) -> int:
+    """The ``version`` of a stored JSON description ``data``, checked in both directions.
+
+    Parameters
+    ----------
+    data : dict
+        The parsed description (its format already checked).
+    what : str
+        How a message names the file ("The model's config.json").
+    kind : str
+        What the versions count ("model files").
+    oldest, newest : int
+        The versions this treeviz reads (``newest`` is the one it writes).
+    again : str
+        What to do for a file of another version, continuing "...; " ("export the model again with ...").
+
+    Returns
+    -------
+    int
+        The version.
+
+    Raises
+    ------
+    TreevizError
+        When the version is missing, not a whole number (``true``, ``1.0``, ``"1"``: treeviz writes
+        a JSON integer), older than ``oldest`` or newer than ``newest``.
+    """
+    span = f"{oldest}" if oldest == newest else f"{oldest} to {newest}"
+    reads = f"this treeviz ({__version__}) reads {kind} of version {span} only"
+    if "version" not in data:
+        raise TreevizError(f"{what} has no version, so treeviz did not write it; {reads}, so {again}.")
+    version = data["version"]
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise TreevizError(f"{what} says version {version!r}, which is not a whole number; {reads}, so {again}.")
+    if version > newest:
+        raise TreevizError(f"{what} says version {version!r}: a newer treeviz wrote it, and {reads}, so upgrade "
+                           f"treeviz to open it, or {again}.")
+    if version < oldest:
+        raise TreevizError(f"{what} says version {version!r}, an older format; {reads}, so {again}.")
+    return version

@@ -43,12 +43,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from models.ground.errors import TreevizError
-from models.ground.jsonio import json_default
+from models.ground.jsonio import check_version, json_default
 
 ROUTINGS = ("hard", "soft")
 ACTIVATIONS = ("sigmoid", "smoothstep")
 TASKS = ("classification", "regression", "clustering", "embedding")
 FORMAT_VERSION = 1
+#: The oldest tree description version :meth:`Tree.from_dict` reads (``FORMAT_VERSION`` is the newest).
+MIN_FORMAT_VERSION = 1
 
 # Above this density a dense matmul beats a sparse one for decision values.
 _SPARSE_DENSITY = 0.1
@@ -757,11 +759,9 @@ class Tree:
         before trees routed missing values) sends every missing value left."""
         if not isinstance(data, dict) or data.get("format") != "treeviz.Tree":
             raise TreevizError("This is not a treeviz tree description (missing 'format').")
-        if int(data.get("version", 0)) > FORMAT_VERSION:
-            raise TreevizError(
-                f"This tree was written by a newer treeviz (format {data['version']}); "
-                "upgrade treeviz to read it."
-            )
+        check_version(data, what="This tree description", kind="tree descriptions", oldest=MIN_FORMAT_VERSION,
+                      newest=FORMAT_VERSION, again=f"write the tree again with a treeviz that writes version "
+                                                  f"{FORMAT_VERSION} (Tree.to_json)")
 
         def dec(v: Any) -> np.ndarray | None:
             if v is None:

@@ -34,12 +34,14 @@ from safetensors import SafetensorError
 from safetensors.numpy import load, save
 
 from models.ground.errors import TreevizError
-from models.ground.jsonio import dumps_json, jsonable
+from models.ground.jsonio import check_version, dumps_json, jsonable
 
 TASKS = ("classification", "regression", "clustering")
 #: The stored form's file names (see :meth:`Dataset.to_files`).
 DATASET_JSON, ARRAYS = "dataset.json", "arrays.safetensors"
 DATASET_FORMAT, DATASET_VERSION = "treeviz.dataset", 1
+#: The oldest ``dataset.json`` version this treeviz reads; :data:`DATASET_VERSION` is the one it writes.
+DATASET_MIN_VERSION = 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -202,6 +204,16 @@ class Dataset:
         label = "" if fingerprint is None else f" {fingerprint}"
         try:
             info = json.loads(info_bytes.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            raise TreevizError(f"The stored data set{label} is damaged (its dataset.json is not JSON).") from None
+        if not isinstance(info, dict) or info.get("format") != DATASET_FORMAT:
+            raise TreevizError(f"The stored data set{label} is not a treeviz data set (its dataset.json has no "
+                               f"'{DATASET_FORMAT}' format).")
+        check_version(info, what=f"The stored data set{label}'s dataset.json", kind="data sets",
+                      oldest=DATASET_MIN_VERSION, newest=DATASET_VERSION,
+                      again=f"export the run again with a treeviz that writes version {DATASET_VERSION} "
+                            "(this one does)")
+        try:
             arrays = load(arrays_bytes)
             dataset = cls(
                 name=str(info["name"]), X=arrays["X"], y=arrays.get("y"),
