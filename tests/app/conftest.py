@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
 from treeviz.ui.pages import PAGES as PAGE_TABLE
@@ -87,3 +89,19 @@ def wait_for_figure(at: AppTest, key: str, timeout: float = 240.0) -> AppTest:
         time.sleep(0.5)
         at.run()
     raise AssertionError(f"no figure with {key!r} appeared in time")
+
+
+@pytest.fixture
+def downloads(monkeypatch):
+    """The bytes of every file a page hands to a download button, by file name (AppTest keeps only
+    the button, whose file lives in a media store that goes with the script run)."""
+    files: dict[str, bytes] = {}
+    original = MemoryMediaFileStorage.load_and_get_id
+
+    def keep(self, path_or_data, mimetype, kind, filename=None):
+        if filename:
+            files[filename] = path_or_data.encode() if isinstance(path_or_data, str) else bytes(path_or_data)
+        return original(self, path_or_data, mimetype, kind, filename)
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", keep)
+    return files

@@ -7,8 +7,6 @@ import io
 
 import numpy as np
 import pandas as pd
-import pytest
-from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
 from tests.app.conftest import assert_clean, new_app, open_page, texts
 from treeviz.services.data import PrepConfig, TableOptions, prepare, read_table, table_to_dataset
@@ -21,22 +19,6 @@ def signed_rows(n: int = 40) -> pd.DataFrame:
     return pd.DataFrame({"id": np.arange(-n // 2, n - n // 2),
                          "code": [f"-{i}" if i % 2 else f"=A{i}" for i in range(n)], "x": x,
                          "y": np.where(x > 0, 1, -1)})
-
-
-@pytest.fixture
-def downloads(monkeypatch):
-    """The bytes of every file a page hands to a download button, by file name."""
-    files: dict[str, bytes] = {}
-    original = MemoryMediaFileStorage.load_and_get_id
-
-    def keep(self, path_or_data, mimetype, kind, filename=None):
-        if filename:
-            data = path_or_data.encode() if isinstance(path_or_data, str) else path_or_data
-            files[filename] = bytes(data)
-        return original(self, path_or_data, mimetype, kind, filename)
-
-    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", keep)
-    return files
 
 
 def test_the_download_writes_negative_labels_and_ids_as_numbers_and_notes_only_true_things(home, downloads):

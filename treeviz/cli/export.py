@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from models.ground.errors import TreevizError
 from treeviz.cli.common import OK, PROG, note, open_store, whole_number, write_output
-from treeviz.services.export import ALL_TERMS, TREE_FORMATS, Format, TreeExport, render, tree_exports
+from treeviz.services.export import ALL_TERMS, TREE_FORMATS, Format, TreeExport, format_notes, render, tree_exports
 from treeviz.services.run_archive import export_zip
 from treeviz.services.runs import RunRecord, RunStore
 
@@ -93,6 +93,8 @@ def _tree_text(store: RunStore, run_id: str, args: argparse.Namespace, fmt: Form
     index = 0 if args.tree is None else args.tree
     record, [export] = _exports(store, run_id, args, [index])
     text = render(fmt.key, [export], max_terms=args.max_terms or ALL_TERMS, table=args.table, row_key=args.key)
+    for sentence in format_notes(fmt.key, [export], table=args.table, row_key=args.key):
+        note(args, f"note: {sentence}")
     if export.n_trees > 1:
         note(args, f"note: the code is tree {index} of the {export.n_trees} of this ensemble, not the ensemble's "
                    "prediction; --tree picks another.")

@@ -10,7 +10,10 @@ that latent trees' hard routing reaches.
 * :func:`sql_expression` writes one SQL ``CASE`` expression over the features as columns
   (``SELECT <expression> AS prediction FROM t``); :func:`sql_query` a whole ``SELECT`` with a
   header comment, one column per output, after the row key column when one is named (``key="id"``)
-  so that the predictions join back onto the table.
+  so that the predictions join back onto the table. Each feature is read from the column of its
+  name, except where a database would take two names for one column (``A`` and ``a``, ``Ä`` and
+  ``ä``, ``x`` and ``X ``): :func:`sql_columns` renames the later ones (``a_2``) and the query's
+  header says so (:func:`sql_rename_note`).
 
 What the code returns: the class name (as text) for classification, the arg max of the leaf's
 scores with ties to the first class as :func:`numpy.argmax`; the value for one output; a tuple of
@@ -50,6 +53,7 @@ from __future__ import annotations
 import keyword
 import math
 import textwrap
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -634,6 +638,59 @@ def _sql_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _sql_fold(name: str) -> str:
+    """The form in which databases may compare two column names: SQLite, MySQL and SQL Server ignore
+    case (MySQL and SQL Server beyond ASCII), SQL Server trailing spaces; Unicode's caseless
+    identifier match (NFKC, case folded) covers compatibility forms such as ``ﬁ`` for ``fi`` too."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold()).rstrip(" ")
+
+
+def sql_columns(feature_names: Sequence[str], *, key: str | None = None) -> tuple[str, ...]:
+    """The column the SQL export reads each feature from: the feature's own name, unless a database
+    could take it for an earlier feature's column or for the row key column ``key`` (the names differ
+    only in case, in compatibility forms or in trailing spaces, :func:`_sql_fold`); then the name
+    (stripped) with the first suffix ``_2``, ``_3``, ... that is no other feature's or column's name.
+
+    Examples
+    --------
+    >>> sql_columns(["A", "a", "Ä", "ä", "x", "X "])
+    ('A', 'a_2', 'Ä', 'ä_2', 'x', 'X_2')
+    >>> sql_columns(["id", "x"], key="ID")
+    ('id_2', 'x')
+    """
+    names = [str(n) for n in feature_names]
+    reserved = {_sql_fold(n) for n in names}  # a new name never takes another feature's own name
+    used: set[str] = set()
+    if key is not None:
+        reserved.add(_sql_fold(key))
+        used.add(_sql_fold(key))
+    out = []
+    for name in names:
+        if key is not None and name == key:  # the key column is itself a feature: one column, read twice
+            out.append(name)
+            continue
+        column = name
+        if _sql_fold(name) in used:
+            base, k = name.strip() or "column", 2
+            while _sql_fold(f"{base}_{k}") in used | reserved:
+                k += 1
+            column = f"{base}_{k}"
+        used.add(_sql_fold(column))
+        out.append(column)
+    return tuple(out)
+
+
+def sql_rename_note(feature_names: Sequence[str], columns: Sequence[str]) -> str:
+    """The sentence saying which features the SQL reads from renamed columns (empty when none)."""
+    renamed = [(f, c) for f, c in zip(feature_names, columns, strict=True) if f != c]
+    if not renamed:
+        return ""
+    pairs = ", ".join(f"feature '{f}' from column \"{c}\"" for f, c in renamed)
+    return ("Column names: databases such as SQLite, MySQL and SQL Server take names that differ only in case (or "
+            f"in trailing spaces) for one column, so this query reads {pairs}; give the table those columns "
+            "(every other feature keeps its own name).")
+
+
 def _sql_string(text: str) -> str:
     if "\x00" in text:
         raise TreevizError(f"The name {text!r} contains a NUL character, which SQL cannot quote; rename it.")
@@ -643,10 +700,10 @@ def _sql_string(text: str) -> str:
 class _Sql:
     """SQL text for one plan: column references, conditions, leaves and the nested CASE."""
 
-    def __init__(self, plan: _Plan, output_index: int | None) -> None:
+    def __init__(self, plan: _Plan, output_index: int | None, key: str | None = None) -> None:
         self.plan = plan
         self.output_index = output_index
-        names = plan.tree.feature_names
+        names = sql_columns(plan.tree.feature_names, key=key)
         self.columns = {j: _sql_ident(names[j]) for j in plan.used}
 
     def ref(self, j: int) -> str:
@@ -712,11 +769,12 @@ def _sql_case(whens: Sequence[tuple[str, str]], tail: str, pad: str) -> str:
 
 
 def sql_expression(tree: Tree, *, output: str = "prediction", output_index: int | None = None,
-                   fill_values: Any = None) -> str:
+                   fill_values: Any = None, key: str | None = None) -> str:
     """One SQL ``CASE`` expression that computes the tree's prediction (or leaf) from a row's columns.
 
     Use it as ``SELECT <expression> AS prediction FROM t``, where ``t`` has one column per feature
-    named as ``tree.feature_names`` (identifiers are double-quoted, embedded quotes doubled).
+    named as ``sql_columns(tree.feature_names, key=key)`` says: the feature names, except those a
+    database would take for an earlier one's (identifiers are double-quoted, embedded quotes doubled).
 
     Parameters
     ----------
@@ -730,6 +788,9 @@ def sql_expression(tree: Tree, *, output: str = "prediction", output_index: int 
     fill_values : array of shape (n_features,), optional
         Values for NULL inputs (``COALESCE``), as in :func:`python_source`. Without them a NULL in a
         feature a split uses sends the row the way ``missing_right`` says (``IS NULL`` checks).
+    key : str, optional
+        The table's row key column, when the query selects one: a feature whose name a database
+        would take for it is read from a renamed column (:func:`sql_columns`).
 
     Returns
     -------
@@ -746,7 +807,7 @@ def sql_expression(tree: Tree, *, output: str = "prediction", output_index: int 
     """
     plan = _Plan(tree, output, fill_values)
     index = _output_index(plan, output_index)
-    return _Sql(plan, index).node(0, "")
+    return _Sql(plan, index, key).node(0, "")
 
 
 def _output_index(plan: _Plan, output_index: int | None) -> int | None:
@@ -770,21 +831,27 @@ def sql_query(tree: Tree, table: str = "data", *, output: str = "prediction", fi
     One column per output: ``"prediction"`` (classes or one value), ``"leaf"`` (leaf ids), or the
     output names (``"z1"``, ``"z2"`` for an embedding). Parameters as :func:`python_source` and
     :func:`sql_expression`; ``table`` is quoted as one identifier. ``key``, a column of ``table``
-    (the row id), comes first, so each prediction joins back onto its row; by default none.
+    (the row id), comes first, so each prediction joins back onto its row; by default none. Features
+    whose names a database would take for one column are read from renamed columns
+    (:func:`sql_columns`), and the header says which (:func:`sql_rename_note`).
     """
     _check_units(units)
     plan = _Plan(tree, output, fill_values)
+    if key is not None and not str(key).strip():
+        raise TreevizError("The SQL key column needs a name; leave it out for no key.")
     if plan.kind == "values" and plan.tree.n_outputs > 1:
-        columns = [(_Sql(plan, k).node(0, "  "), plan.tree.output_names[k]) for k in range(plan.tree.n_outputs)]
+        columns = [(_Sql(plan, k, key).node(0, "  "), plan.tree.output_names[k])
+                   for k in range(plan.tree.n_outputs)]
     else:
-        columns = [(_Sql(plan, _output_index(plan, None)).node(0, "  "), "leaf" if output == "leaf" else "prediction")]
+        columns = [(_Sql(plan, _output_index(plan, None), key).node(0, "  "),
+                    "leaf" if output == "leaf" else "prediction")]
     selected = ",\n".join(f"  {expr} AS {_sql_ident(name)}" for expr, name in columns)
     if key is not None:
-        if not str(key).strip():
-            raise TreevizError("The SQL key column needs a name; leave it out for no key.")
-        if key in {name for _, name in columns}:
-            raise TreevizError(f"The key column {key!r} has the name of an output column; the query would "
-                               "return two columns of that name.")
+        if _sql_fold(key) in {_sql_fold(name) for _, name in columns}:
+            raise TreevizError(f"The key column {key!r} has the name of an output column (to a database, which "
+                               "ignores case); the query would return two columns of that name. Choose another "
+                               "key column, or rename it in the table.")
         selected = f"  {_sql_ident(key)},\n{selected}"
-    lines = _header(plan, "sql", units, notes, "The query")
+    renamed = sql_rename_note(tree.feature_names, sql_columns(tree.feature_names, key=key))
+    lines = _header(plan, "sql", units, [*notes, *([renamed] if renamed else [])], "The query")
     return "\n".join([*lines, "SELECT", selected, f"FROM {_sql_ident(table)};"]) + "\n"

@@ -31,7 +31,7 @@ import numpy as np
 
 from models.ground.errors import TreevizError
 from models.ground.tree import Tree
-from treeviz.readers.codegen import python_source, sql_query
+from treeviz.readers.codegen import python_source, sql_columns, sql_query, sql_rename_note
 from treeviz.readers.rules import Agreement, leaf_agreement, rules
 from treeviz.services.data import PreparedData
 
@@ -181,12 +181,21 @@ def sql_file(exports: Sequence[TreeExport], *, table: str = "data", row_key: str
     return _code(exports[0], lambda tree, **kw: sql_query(tree, table, key=row_key, **kw))
 
 
+def sql_notes(exports: Sequence[TreeExport], *, row_key: str | None = None, **_: Any) -> list[str]:
+    """What a reader of the SQL must know before running it: the features it reads from renamed
+    columns, because a database would take their names for one column (the SQL's header says it too)."""
+    names = exports[0].tree.feature_names
+    note = sql_rename_note(names, sql_columns(names, key=row_key))
+    return [note] if note else []
+
+
 @dataclass(frozen=True)
 class Format:
     """One file format of a tree: its key (also the command line's flag, ``--<key>``), button
     label, file suffix, MIME type, help text and builder (``build(exports, **options) -> text``;
     options a builder does not use are ignored); ``code`` formats need a hard tree and export one
-    tree of an ensemble; ``noun`` names the file in messages ("wrote the <noun> to ...")."""
+    tree of an ensemble; ``noun`` names the file in messages ("wrote the <noun> to ..."); ``notes``,
+    when given, returns the sentences a caller shows beside the file (``notes(exports, **options)``)."""
 
     key: str
     label: str
@@ -196,6 +205,7 @@ class Format:
     build: Callable[..., str] = field(repr=False)
     code: bool = False
     noun: str = ""
+    notes: Callable[..., list[str]] | None = field(default=None, repr=False)
 
 
 TREE_FORMATS: dict[str, Format] = {f.key: f for f in (
@@ -206,8 +216,16 @@ TREE_FORMATS: dict[str, Format] = {f.key: f for f in (
            noun="Python code"),
     Format("sql", "SQL CASE (.sql)", ".sql", "application/sql",
            "SELECT CASE ... END AS prediction FROM data: the tree as one SQL expression.", sql_file, code=True,
-           noun="SQL"),
+           noun="SQL", notes=sql_notes),
 )}
+
+
+def format_notes(key: str, exports: Sequence[TreeExport], **options: Any) -> list[str]:
+    """The sentences to show beside format ``key``'s file for these exports (none for most formats)."""
+    fmt = TREE_FORMATS.get(key)
+    if fmt is None:
+        raise TreevizError(f"Unknown export format {key!r}; use one of {', '.join(TREE_FORMATS)}.")
+    return [] if fmt.notes is None or not exports else fmt.notes(list(exports), **options)
 
 
 def render(key: str, exports: Sequence[TreeExport], **options: Any) -> str:
