@@ -2,6 +2,11 @@
 
 Chromium is Debian's (`/usr/bin/chromium`, installed by scripts/test.sh); Playwright never
 downloads a browser (that fails offline).
+
+No browser test asserts a time. Every wait is for a state (a text shown, a figure drawn, the app
+idle) with a limit far above what it needs on a quiet machine: :data:`WAIT_MS` for each Playwright
+action and ``expect`` (set here for every page), :data:`TRAINING_MS` for a training or another job
+to finish, so a machine ten times slower (or two busy loops on a 2-core machine) still passes.
 """
 
 from __future__ import annotations
@@ -17,10 +22,19 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.conftest import ALL_CORES_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The most a browser action or an ``expect`` waits for the page to get there, in milliseconds
+#: (Playwright's own defaults, 30 s and 5 s, fail on a loaded machine).
+WAIT_MS = 300_000
+#: The most a test waits for a training (or another background job) to finish, in milliseconds.
+TRAINING_MS = 600_000
+#: The most the app's server may take to answer its health check after it started, in seconds.
+SERVER_START_S = 300
+expect.set_options(timeout=WAIT_MS)
 CHROMIUM = os.environ.get("TREEVIZ_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(os.environ.get("TREEVIZ_E2E_ARTIFACTS", ROOT / "tests" / "e2e" / "artifacts"))
 CHROMIUM_ARGS = [
@@ -90,7 +104,7 @@ def _serve(log, log_path, port: int, env: dict):
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
         )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + SERVER_START_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"streamlit exited early; see {log_path}")
@@ -102,7 +116,7 @@ def _serve(log, log_path, port: int, env: dict):
             time.sleep(0.5)
     else:
         proc.kill()
-        raise RuntimeError(f"streamlit did not answer on {url} within 90 s; see {log_path}")
+        raise RuntimeError(f"streamlit did not answer on {url} within {SERVER_START_S} s; see {log_path}")
     yield url
     proc.terminate()
     try:
@@ -135,7 +149,7 @@ def browser():
 def page(browser, request):
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     pg = context.new_page()
-    pg.set_default_timeout(60_000)
+    pg.set_default_timeout(WAIT_MS)
     request.node._page = pg
     yield pg
     context.close()

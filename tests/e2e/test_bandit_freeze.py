@@ -1,27 +1,33 @@
-"""Browser check that a finished DGT-Bandit run leaves the Train page answering at once.
+"""Browser check that a finished DGT-Bandit run leaves the Train page answering, its chart drawn
+with Plotly's own tick spacing.
 
 The Train page redraws its live training chart at every poll and once more after the run. A
 DGT-Bandit run records every few hundred rounds (x = 400, 800, ...), and the chart used to ask for a
 tick at every whole number whenever it had at most 12 records: Plotly then laid out thousands of
 ticks, about 30 s of the browser's main thread per draw, and the tab stopped answering for minutes
-after the run (issue 22, item 9). This run records every 2 000 of its 20 000 default rounds, 10
-records, as the first polls of a default run see them, so that both the live chart and the final
-one have few records far apart.
+after the run (issue 22, item 9). This run (the "quick" preset, 5 000 rounds, so the job is short)
+records every 500 rounds, 10 records, as the first polls of a default run see them, so that both
+the live chart and the final one have few records far apart: the old chart would ask for about
+5 000 ticks.
+
+What it checks is behaviour, not time: after the run the page still answers a click (the "All
+metrics" expander opens), and the chart has fewer than 50 ticks on its round axis. The waits are
+for those states, with limits far above what they need (``tests/e2e/conftest.py``).
 """
 
 import re
-import time
 
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.conftest import TRAINING_MS
 from tests.e2e.test_browser import choose, settle
 from tests.e2e.test_train_runs import open_train_page
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # a browser and a server: the full tier
 
-#: How long the page may take to answer a click once the run shows it finished.
-ANSWER_S = 5.0
+#: The tick labels of every x axis of a Plotly figure (``g.xtick``, ``g.x2tick``, ``g.x3tick``, ...).
+X_TICKS = 'g[class^="x"][class$="tick"]'
 
 
 def untick(page, label: str, tries: int = 3) -> None:
@@ -37,26 +43,27 @@ def untick(page, label: str, tries: int = 3) -> None:
     expect(box).not_to_be_checked()
 
 
-def test_the_train_page_answers_within_seconds_of_a_bandit_runs_finish(app_url, page):
+def test_the_train_page_answers_after_a_bandit_runs_finish(app_url, page):
     open_train_page(page, app_url, "Iris", "iris")
     choose(page, "Model family", "DGT-Bandit")
+    choose(page, "Preset", "quick")  # 5 000 rounds: a short job
     page.get_by_text("Advanced parameters").click()
     settle(page)
     untick(page, "eval every: about 50 records")
     every = page.get_by_role("spinbutton", name="eval every")
-    every.fill("2000")
+    every.fill("500")
     every.press("Enter")
     settle(page)
+    expect(every).to_have_value("500")
     page.get_by_role("button", name="Train", exact=True).click()
-    # the chart is drawn (and was redrawn at each poll) before the sentence: a chart that holds the
-    # browser for half a minute per draw makes this wait run out as well
-    page.get_by_text(re.compile(r"Finished: saved as ")).wait_for(timeout=60_000)
-    finished = time.monotonic()
+    page.get_by_text(re.compile(r"Finished: saved as ")).wait_for(timeout=TRAINING_MS)
+    # the page answers a click: the expander opens
     expander = page.get_by_test_id("stExpander").filter(has_text=re.compile(r"All metrics \("))
-    expander.get_by_text(re.compile(r"All metrics \(")).click(timeout=ANSWER_S * 1000)
-    expect(expander.locator("details")).to_have_attribute("open", "", timeout=ANSWER_S * 1000)
-    took = time.monotonic() - finished
-    assert took < ANSWER_S, f"the Train page took {took:.1f} s to answer a click after the run finished"
-    # the chart the page keeps showing has Plotly's own tick spacing on its round axis
+    expander.get_by_text(re.compile(r"All metrics \(")).click()
+    expect(expander.locator("details")).to_have_attribute("open", "")
+    # the chart the page keeps showing has Plotly's own tick spacing on its round axis: its panels
+    # share that axis, and only the lowest one (x3 with three panels) draws tick labels
     chart = page.get_by_test_id("stPlotlyChart").first
-    assert chart.locator(".xtick").count() < 50
+    ticks = chart.locator(X_TICKS)
+    ticks.first.wait_for()  # drawn
+    assert 0 < ticks.count() < 50

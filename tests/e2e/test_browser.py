@@ -5,6 +5,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.conftest import TRAINING_MS
+
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # a browser and a server: the full tier
 
 
@@ -13,9 +15,11 @@ IDLE = "() => !document.querySelector('[data-testid=\"stStatusWidgetRunningIcon\
 
 def settle(page) -> None:
     """Wait until the app's script is not running (a click during a rerun can land on an element that
-    the rerun then replaces, and the click is lost)."""
+    the rerun then replaces, and the click is lost). The short pause lets the rerun an action
+    started begin; it is no wait for work: the wait for the app to be idle has the page's generous
+    limit, and every test then waits for the state it expects."""
     page.wait_for_timeout(250)
-    page.wait_for_function(IDLE, timeout=60_000)
+    page.wait_for_function(IDLE)
 
 
 def choose(page, label: str, option: str) -> None:
@@ -43,7 +47,7 @@ def test_pick_a_sample_train_cart_and_see_the_tree(app_url, page):
     open_train_page_on_breast_cancer(page, app_url)
     settle(page)
     page.get_by_role("button", name="Train", exact=True).click()
-    page.get_by_text(re.compile(r"Finished: saved as 'CART on breast_cancer #1'")).wait_for(timeout=120_000)
+    page.get_by_text(re.compile(r"Finished: saved as 'CART on breast_cancer #1'")).wait_for(timeout=TRAINING_MS)
 
     page.get_by_role("button", name="Open in Tree explorer").click()
     page.get_by_role("heading", name="Tree explorer", exact=True).wait_for()
@@ -65,7 +69,6 @@ def test_pick_a_sample_train_cart_and_see_the_tree(app_url, page):
     page.wait_for_function(
         "() => { const el = [...document.querySelectorAll('input')].find("
         "i => i.getAttribute('aria-label') === 'Selected node'); return el && el.value !== '0'; }",
-        timeout=30_000,
     )
     assert node_input.input_value() != "0"
 
@@ -78,12 +81,12 @@ def test_train_skinny_trees_and_see_the_features_page(app_url, page):
     choose(page, "Preset", "quick")
     settle(page)
     page.get_by_role("button", name="Train", exact=True).click()
-    page.get_by_role("heading", name="Skinny Trees (feature selection) on breast_cancer").wait_for(timeout=30_000)
-    page.get_by_text(re.compile(r"Finished: saved as 'Skinny Trees on breast_cancer")).wait_for(timeout=180_000)
+    page.get_by_role("heading", name="Skinny Trees (feature selection) on breast_cancer").wait_for()
+    page.get_by_text(re.compile(r"Finished: saved as 'Skinny Trees on breast_cancer")).wait_for(timeout=TRAINING_MS)
 
     page.get_by_test_id("stSidebarNav").get_by_role("link", name="Features").click()
     page.get_by_role("heading", name="Features", exact=True).wait_for()
-    page.get_by_text("Features kept during training").first.wait_for(timeout=60_000)
+    page.get_by_text("Features kept during training").first.wait_for()
     page.get_by_text("Selected features, ranked").first.wait_for()
     assert page.locator(".js-plotly-plot").count() >= 2
     assert page.get_by_test_id("stMetricValue").filter(has_text=re.compile(r"^\d+ / 30$")).count() == 1
@@ -94,7 +97,7 @@ def train_cart_and_open_explorer(page, url: str) -> None:
     open_train_page_on_breast_cancer(page, url)
     settle(page)
     page.get_by_role("button", name="Train", exact=True).click()
-    page.get_by_text(re.compile(r"Finished: saved as 'CART on breast_cancer")).wait_for(timeout=120_000)
+    page.get_by_text(re.compile(r"Finished: saved as 'CART on breast_cancer")).wait_for(timeout=TRAINING_MS)
     page.get_by_role("button", name="Open in Tree explorer").click()
     page.get_by_role("heading", name="Tree explorer", exact=True).wait_for()
     page.locator(".js-plotly-plot").first.wait_for()
@@ -144,8 +147,8 @@ def test_the_bandit_page_runs_dgt_bandit_against_the_linear_baseline(app_url, pa
     choose(page, "Data set", "Wine")
     settle(page)
     page.get_by_role("button", name="Start", exact=True).click()
-    page.get_by_role("heading", name=re.compile(r"DGT-Bandit on wine")).wait_for(timeout=180_000)
-    page.get_by_test_id("stDataFrame").first.wait_for(timeout=60_000)
+    page.get_by_role("heading", name=re.compile(r"DGT-Bandit on wine")).wait_for(timeout=TRAINING_MS)
+    page.get_by_test_id("stDataFrame").first.wait_for(timeout=TRAINING_MS)
     settle(page)
     assert page.locator(".js-plotly-plot").count() >= 3
     page.locator(".js-plotly-plot").nth(1).scroll_into_view_if_needed()

@@ -7,6 +7,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.conftest import TRAINING_MS
 from tests.e2e.test_browser import choose, settle
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # a browser and a server: the full tier
@@ -52,7 +53,7 @@ def test_the_semi_supervised_caption_describes_the_run(app_url, page):
     choose(page, "Model family", "LapTAO")
     choose(page, "Preset", "quick, 10 % labelled")
     page.get_by_role("button", name="Train", exact=True).click()
-    page.get_by_text(re.compile(r"Finished: saved as 'LapTAO")).wait_for(timeout=180_000)
+    page.get_by_text(re.compile(r"Finished: saved as 'LapTAO")).wait_for(timeout=TRAINING_MS)
     settle(page)
     page.get_by_test_id("stSidebarNav").get_by_role("link", name="Semi-supervised").click()
     page.get_by_role("heading", name="Semi-supervised", exact=True).wait_for()
@@ -62,7 +63,7 @@ def test_the_semi_supervised_caption_describes_the_run(app_url, page):
     settle(page)
     page.get_by_role("button", name="Run", exact=True).click()
     caption = page.get_by_text(re.compile(r"The thesis reports that the semi-supervised tree beats"))
-    caption.first.wait_for(timeout=300_000)
+    caption.first.wait_for(timeout=TRAINING_MS)
     text = caption.first.inner_text()
     assert re.search(r"At 1 % labels the test error is [\d.]+ for LapTAO and [\d.]+ for supervised TAO", text)
     assert re.search(r"on this run LapTAO is lower at \d of 3 labelled fractions", text)

@@ -64,10 +64,9 @@ def open_explorer(page, url: str, run_name: str) -> None:
     box.locator("input").click()
     page.get_by_role("option", name=re.compile(re.escape(run_name))).first.click()
     settle(page)
-    expect(page.get_by_test_id("stCaptionContainer").filter(has_text=f"{run_name} ·").first).to_be_visible(
-        timeout=60_000)
+    expect(page.get_by_test_id("stCaptionContainer").filter(has_text=f"{run_name} ·").first).to_be_visible()
     page.get_by_text("Right if").first.wait_for()
-    page.wait_for_function(TREE_DRAWN, timeout=60_000)
+    page.wait_for_function(TREE_DRAWN)
     settle(page)
 
 
@@ -75,8 +74,8 @@ def panel(page) -> tuple[str, dict, list[dict]]:
     """The node's right-branch rule text, its top-weights bar figure, and every figure's data."""
     rule = page.get_by_test_id("stMarkdown").filter(has_text="Right if").first.locator("code").first.inner_text()
     page.get_by_text("Right if").first.scroll_into_view_if_needed()
-    page.wait_for_function(BARS_DRAWN, timeout=60_000)
-    page.wait_for_function(TREE_DRAWN, timeout=60_000)
+    page.wait_for_function(BARS_DRAWN)
+    page.wait_for_function(TREE_DRAWN)
     figures = page.evaluate(FIGURES)
     bars = next(f for f in figures if f["type"] == "bar" and f["meta"] and "features" in f["meta"])
     return rule, bars, figures
@@ -105,7 +104,7 @@ def test_node_panel_agrees_on_a_tao_run(explorer_url, page):
     page.get_by_test_id("stCheckbox").filter(has_text="Units: the data's own").first.locator("label").click()
     settle(page)
     code = page.get_by_test_id("stMarkdown").filter(has_text="Right if").first.locator("code").first
-    expect(code).not_to_have_text(rule, timeout=60_000)
+    expect(code).not_to_have_text(rule)
     settle(page)
     scaled_rule, scaled_bars, _ = panel(page)
     assert_rule_matches_bars(scaled_rule, scaled_bars)
@@ -125,7 +124,7 @@ def test_node_panel_and_weight_images_on_digits(explorer_url, page):
     # every node's image on its own scale
     page.get_by_text("Weights of all decision nodes").click()
     settle(page)
-    page.wait_for_function(WEIGHT_GRID_DRAWN, timeout=60_000)
+    page.wait_for_function(WEIGHT_GRID_DRAWN)
     figures = page.evaluate(FIGURES)
     grid = next(f for f in figures if f["meta"] and "nodes" in f["meta"] and f["meta"].get("image_shape"))
     assert len(set(grid["zmax"])) > 1 and grid["meta"]["shared_scale"] is False

@@ -3,6 +3,7 @@ render every figure."""
 
 import pytest
 
+from tests.e2e.conftest import WAIT_MS
 from treeviz.plots import tree_figure
 from treeviz.plots.export import figure_html
 from treeviz.services.data import PrepConfig, load_dataset, prepare
@@ -19,6 +20,7 @@ def open_offline(browser, path):
     """The file in a browser context with the network switched off (any request would fail)."""
     context = browser.new_context(offline=True, viewport={"width": 1300, "height": 900})
     page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
     requests = []
     page.on("request", lambda r: requests.append(r.url))
     page.goto(path.as_uri())
@@ -32,7 +34,7 @@ def test_a_figures_html_renders_offline(browser, tmp_path):
     path.write_text(figure_html(tree_figure(model.to_tree()), name="tree"), encoding="utf-8")
     context, page, requests = open_offline(browser, path)
     try:
-        page.wait_for_function(f"{RENDERED} === 1", timeout=30_000)
+        page.wait_for_function(f"{RENDERED} === 1")
         assert page.locator("g.scatterlayer .trace .points path.point").count() >= 7  # the tree's nodes
         assert [u for u in requests if not u.startswith("file:")] == []
     finally:
@@ -52,7 +54,7 @@ def test_a_run_report_renders_every_figure_offline(browser, tmp_path, family, ta
     try:
         expected = int(page.locator("body").get_attribute("data-figures"))
         assert expected >= 4
-        page.wait_for_function(f"{RENDERED} === {expected}", timeout=60_000)
+        page.wait_for_function(f"{RENDERED} === {expected}")
         assert page.locator(".js-plotly-plot").count() == expected
         for heading in ("Data", "Hyperparameters", "Metrics", "Training curves", "Node weights", "Rules"):
             assert page.get_by_role("heading", name=heading, exact=True).count() == 1, heading

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from models.registry import get_family
-from tests.e2e.conftest import ARTIFACTS
+from tests.e2e.conftest import ARTIFACTS, WAIT_MS
 from treeviz.plots import class_flow_figure, embedding_panels, forest_summary_figure, lambda_path_figure
 from treeviz.plots.export import figure_html
 from treeviz.services.data import PrepConfig, load_dataset, prepare
@@ -36,6 +36,21 @@ TEXT_BOXES = """() => [...document.querySelectorAll(
   .map(e => { const r = e.getBoundingClientRect();
               return {text: e.textContent, x0: r.left, y0: r.top, x1: r.right, y1: r.bottom}; })
   .filter(b => b.text.trim() && b.x1 - b.x0 > 0 && b.y1 - b.y0 > 0)"""
+
+
+#: Resolves once the text boxes have stayed the same for ten animation frames in a row: plotly's
+#: second layout pass (legends, colour bars, automargins) is done, however long it took (it gives
+#: up after 10 000 frames, when the overlap check then measures what is drawn).
+SETTLED = f"""() => new Promise(done => {{
+  let last = null, same = 0, frames = 0;
+  const look = () => {{
+    const now = JSON.stringify(({TEXT_BOXES})());
+    same = now === last ? same + 1 : 0;
+    last = now;
+    if (same >= 10 || ++frames > 10000) done(same >= 10); else requestAnimationFrame(look);
+  }};
+  requestAnimationFrame(look);
+}})"""
 
 
 def overlaps(boxes, tolerance: float = 1.0) -> list[tuple[str, str]]:
@@ -85,9 +100,10 @@ def test_no_two_pieces_of_text_overlap(browser, figures, tmp_path, width):
         context = browser.new_context(offline=True, viewport={"width": width, "height": 1000})
         try:
             page = context.new_page()
+            page.set_default_timeout(WAIT_MS)
             page.goto(path.as_uri())
-            page.wait_for_selector(".main-svg", timeout=30_000)
-            page.wait_for_timeout(300)  # plotly's second layout pass (legends, colour bars)
+            page.wait_for_selector(".main-svg")
+            page.evaluate(SETTLED)  # plotly's second layout pass (legends, colour bars) is done
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / f"overlap_{name.replace(' ', '_')}_{width}.png"), full_page=True)
             bad = overlaps(page.evaluate(TEXT_BOXES))

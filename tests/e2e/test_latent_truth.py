@@ -9,11 +9,12 @@ screenshots go to tests/e2e/artifacts/.
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import ARTIFACTS, serve_store
+from tests.e2e.conftest import ARTIFACTS, WAIT_MS, serve_store
 from tests.e2e.test_browser import settle
 from tests.e2e.test_explorer_truth import open_explorer
 from treeviz.services.data import PrepConfig, load_dataset, prepare
@@ -56,8 +57,7 @@ def test_the_explorer_shows_pruned_leaves_and_says_the_head_decides(latent_store
     open_explorer(page, latent_url, "Latent xor")
     expect(page.get_by_text("A head on the inputs and the path through the tree predicts").first).to_be_visible()
     # the diagram of this run (the chart of the run shown before may still be on screen for a moment)
-    page.wait_for_function(f"() => ({FIGURES})().some(f => f.subtitle.includes('all {tree.n_nodes} nodes'))",
-                           timeout=60_000)
+    page.wait_for_function(f"() => ({FIGURES})().some(f => f.subtitle.includes('all {tree.n_nodes} nodes'))")
     figures = page.evaluate(FIGURES)
     diagram = next(f for f in figures if "nodes" in f["names"] and f"all {tree.n_nodes} nodes" in f["subtitle"])
     assert "a head predicts; leaves describe their rows" in diagram["subtitle"]
@@ -85,7 +85,7 @@ def test_compare_counts_the_latent_heads_weights(latent_store, latent_url, page)
     settle(page)
     expect(page.get_by_text("a head on top of the tree included").first).to_be_visible()
     # the size-vs-accuracy chart with the latent run's point (on a loaded machine it comes after the others)
-    page.wait_for_function(PARETO_DRAWN, timeout=60_000)
+    page.wait_for_function(PARETO_DRAWN)
     figures = page.evaluate(FIGURES)
     pareto = next(f for f in figures if any(isinstance(t, list) and "Latent xor" in t for t in f["text"]))
     i = next(k for k, t in enumerate(pareto["text"]) if isinstance(t, list) and "Latent xor" in t)
@@ -105,16 +105,19 @@ def test_the_sql_download_selects_the_row_key_first(latent_url, page, tmp_path):
     box.fill("row_id")
     box.press("Enter")
     expect(box).to_have_value("row_id")
-    body = ""
-    for attempt in range(3):  # the button holds the file its last rerun wrote: wait for the rerun the key starts
+    # the button holds the file its last rerun wrote: download again until the rerun the key starts
+    # has written the new one (or the page's usual limit has passed; the assertion then shows the file)
+    body, attempt, deadline = "", 0, time.monotonic() + WAIT_MS / 1000
+    while True:
         settle(page)
         with page.expect_download() as info:
             page.get_by_role("button", name="SQL CASE (.sql)").first.click()
         sql = tmp_path / f"tree{attempt}.sql"
         info.value.save_as(sql)
         body = sql.read_text(encoding="utf-8")
-        if '"row_id"' in body:
+        attempt += 1
+        if '"row_id"' in body or time.monotonic() > deadline:
             break
-        page.wait_for_timeout(1000)
+        page.wait_for_timeout(500)  # a poll's pause, not a wait for the rerun
     assert re.search(r'SELECT\n  "row_id",\n  CASE', body), body[-400:]
     assert body.rstrip().endswith('FROM "data";')

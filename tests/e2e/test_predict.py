@@ -48,7 +48,7 @@ def test_upload_rows_without_labels_and_download_predictions(served, page, tmp_p
     run_box = page.get_by_test_id("stSelectbox").filter(has_text="Run").first.get_by_role("combobox")
     assert "penguin tree" in run_box.input_value()  # the sidebar's run
     page.locator("input[type=file]").first.set_input_files(str(path))
-    page.get_by_text(re.compile(r"25 row\(s\) predicted by penguin tree")).wait_for(timeout=60_000)
+    page.get_by_text(re.compile(r"25 row\(s\) predicted by penguin tree")).wait_for()
     settle(page)
     id_box = page.get_by_test_id("stSelectbox").filter(has_text="Id column").first.get_by_role("combobox")
     assert id_box.input_value() == "penguin_id"  # named like an id: taken without asking

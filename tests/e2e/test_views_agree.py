@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import serve_store
+from tests.e2e.conftest import TRAINING_MS, serve_store
 from tests.e2e.test_browser import choose, open_train_page_on_breast_cancer, settle
 from tests.e2e.test_explorer_truth import open_explorer
 from treeviz.services.data import PrepConfig, load_dataset, prepare
@@ -55,7 +55,7 @@ def table_cells(page) -> list[str]:
     """The cells of the page's tables, once the grids have filled their hidden tables (they do so
     after drawing, later on a loaded machine)."""
     try:
-        page.wait_for_function(f"() => ({CELLS})().some(c => c.length > 0)", timeout=30_000)
+        page.wait_for_function(f"() => ({CELLS})().some(c => c.length > 0)")
     except PlaywrightTimeout:
         pass  # the caller's assertion shows what the tables held
     return page.evaluate(CELLS)
@@ -177,7 +177,7 @@ def test_item3_oblique_rules_fold_on_screen_and_unfold_with_the_toggle(views_url
     box.get_by_test_id("stCheckbox").filter(has_text="Show every term").locator("label").click()
     settle(page)
     code = box.get_by_test_id("stCode").first
-    expect(code).not_to_contain_text("more)", timeout=30_000)
+    expect(code).not_to_contain_text("more)")
     assert code.inner_text().count("·") > folded.count("·")
 
 
@@ -221,7 +221,7 @@ def test_item5_latent_curves_mark_the_kept_epoch(views_url, page):
     # the training curves: the figure whose meta names its panels' history keys
     page.wait_for_function(
         "() => [...document.querySelectorAll('.js-plotly-plot')].some(gd => gd.layout && gd.layout.meta"
-        " && gd.layout.meta.groups)", timeout=60_000)
+        " && gd.layout.meta.groups)")
     curves = [f for f in figures(page) if f["meta"] and f["meta"].get("groups")]
     assert "val_loss" in str(curves[0]["meta"]["groups"]), curves[0]["meta"]
     title = curves[0]["title"]
@@ -245,8 +245,7 @@ def test_item5_one_headline_metric_per_task(views_url, page):
     page.get_by_test_id("stDataFrame").first.wait_for()
     # the grid fills its hidden table of cells after it draws: wait for the metric cells (a loaded machine is slow)
     try:
-        page.wait_for_function(f"() => ({CELLS})().filter(c => /^(test|val|train) /.test(c)).length >= {len(RUNS)}",
-                               timeout=30_000)
+        page.wait_for_function(f"() => ({CELLS})().filter(c => /^(test|val|train) /.test(c)).length >= {len(RUNS)}")
     except PlaywrightTimeout:
         pass  # the assertion below shows what the table held
     cells = page.evaluate(CELLS)
@@ -270,7 +269,7 @@ def test_item6_compare_side_by_side_writes_node_ids(views_url, page):
     page.get_by_role("heading", name="Two runs side by side").scroll_into_view_if_needed()
     page.wait_for_function(
         "() => [...document.querySelectorAll('.js-plotly-plot')].filter(gd => gd.layout && gd.layout.meta"
-        " && gd.layout.meta.node_trace !== undefined).length >= 2", timeout=60_000)
+        " && gd.layout.meta.node_trace !== undefined).length >= 2")
     trees = tree_figures(page)
     assert len(trees) == 2
     for tree in trees:
@@ -284,7 +283,7 @@ def test_item6_the_report_diagram_writes_node_ids(views_url, page, tmp_path):
     page.goto(report.as_uri())  # the report opens offline: plotly is inlined
     page.wait_for_function(
         "() => [...document.querySelectorAll('.js-plotly-plot')].some(gd => gd.layout && gd.layout.meta"
-        " && gd.layout.meta.node_trace !== undefined)", timeout=60_000)
+        " && gd.layout.meta.node_trace !== undefined)")
     trees = tree_figures(page)
     assert trees
     for tree in trees:
@@ -296,7 +295,7 @@ def test_item6_the_train_page_shows_metric_cards(own_url, page):
     open_train_page_on_breast_cancer(page, own_url)
     choose(page, "Model family", "CART")
     page.get_by_role("button", name="Train", exact=True).click()
-    page.get_by_text(re.compile(r"Finished: saved as ")).wait_for(timeout=120_000)
+    page.get_by_text(re.compile(r"Finished: saved as ")).wait_for(timeout=TRAINING_MS)
     settle(page)
     main = page.get_by_test_id("stMain")
     expect(main.get_by_test_id("stMetric").filter(has_text=re.compile("accuracy", re.I)).first).to_be_visible()
@@ -310,7 +309,7 @@ def test_item6_runs_page_shows_parameters_as_text_and_no_none(views_url, page):
         open_runs_page_on(page, views_url, name)
         page.get_by_test_id("stDataFrame").first.wait_for()
         # the run's details are drawn after the selector (a fresh-clone CI read the page between the two)
-        expect(page.get_by_test_id("stMain")).to_contain_text(re.compile(r"Parameters:\s*\S"), timeout=30_000)
+        expect(page.get_by_test_id("stMain")).to_contain_text(re.compile(r"Parameters:\s*\S"))
         body = page.get_by_test_id("stMain").inner_text()
         assert "{'" not in body and "{\"" not in body, body[:2000]  # no raw dict
         assert re.search(r"Parameters:\s*\S", body), body[:2000]  # one line of text
@@ -341,7 +340,7 @@ def test_item14_importing_one_zip_twice_gives_two_names(own_url, page, tmp_path)
         settle(page)
         page.get_by_role("button", name="Import", exact=True).click()
         flash = page.get_by_text(re.compile(r"Imported '.*'")).first
-        flash.wait_for(timeout=30_000)
+        flash.wait_for()
         imported.append(re.search(r"Imported '(.*)'", flash.inner_text()).group(1))
         settle(page)
         page.goto(f"{own_url}/runs")  # a fresh session: no uploaded file and no flash left over
@@ -359,7 +358,7 @@ def test_item14_delete_says_so_and_the_run_chooser_drops_the_run(own_url, page):
     page.get_by_text("Yes, delete this run for good").click()
     settle(page)
     page.get_by_role("button", name="Delete", exact=True).click()
-    expect(page.get_by_text("Deleted 'CART iris'.")).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("Deleted 'CART iris'.")).to_be_visible()
     labels = sidebar_run_labels(page) if page.get_by_test_id("stSidebar").get_by_role(
         "combobox", name="Run", exact=True).count() else []
     assert not [label for label in labels if label.split(" · ")[0] == "CART iris"], labels
@@ -375,7 +374,7 @@ def test_item15_a_forest_tree_title_reads_the_family_label(views_url, page):
 def _family_colours(page) -> dict[str, str]:
     page.wait_for_function(
         "() => [...document.querySelectorAll('.js-plotly-plot')].some(gd => gd.layout && gd.layout.meta"
-        " && gd.layout.meta.families)", timeout=60_000)
+        " && gd.layout.meta.families)")
     pareto = next(f for f in figures(page) if f["meta"] and f["meta"].get("families"))
     return {t["name"]: t["color"] for t in pareto["traces"] if t["name"] in pareto["meta"]["families"]}
 
@@ -389,7 +388,7 @@ def test_item15_family_colours_hold_across_compare_visits(views_url, page):
     choose(page, "Data set", "digits")
     page.wait_for_function(
         "() => [...document.querySelectorAll('.js-plotly-plot')].some(gd => gd.layout && gd.layout.meta"
-        " && gd.layout.meta.families && gd.layout.meta.families.length === 2)", timeout=60_000)
+        " && gd.layout.meta.families && gd.layout.meta.families.length === 2)")
     second = _family_colours(page)
     assert "CART" in first and "CART" in second, (first, second)
     assert first["CART"] == second["CART"], (first, second)
