@@ -11,7 +11,8 @@ import streamlit as st
 
 from treeviz.ui import pages, sidebar
 
-st.set_page_config(page_title="treeviz", page_icon=":material/account_tree:", layout="wide")
+# the icon ships with the app: a Material icon name would make every browser fetch it from a font CDN
+st.set_page_config(page_title="treeviz", page_icon=str(pages.ICON), layout="wide")
 
 # expanded: past twelve pages Streamlit folds the list behind "View N more", hiding the last ones
 navigation = st.navigation(pages.navigation_pages(), expanded=True)

@@ -22,6 +22,7 @@ from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
 from treeviz.ui.forms import family_select, param_form
 from treeviz.ui.job_panel import job_panel, page_job, start
+from treeviz.ui.text import md
 from treeviz.ui.view_run import offering
 
 PREFIX = "bandit"
@@ -78,8 +79,8 @@ if loaded is None:
 ds, prepared = loaded
 n_eval = prepared.X_test.shape[0] or prepared.X_val.shape[0]
 split = "test" if prepared.X_test.shape[0] else "validation"
-st.caption(f"**{ds.name}** ({ds.task}): the stream plays its {prepared.X_train.shape[0]} training rows; the curves are "
-           f"scored on its {n_eval} {split} rows.")
+st.caption(f"**{md(ds.name)}** ({ds.task}): the stream plays its {prepared.X_train.shape[0]} training rows; the "
+           f"curves are scored on its {n_eval} {split} rows.")
 
 families = families_offering("bandit", ds.task)
 if not families:
@@ -173,7 +174,7 @@ if job is not None and job.done:
             task, meta = job.meta["task"], job.meta
             keys = curve_keys(task)
             name = (meta["dataset"], "bandit")
-            st.subheader(meta["label"])
+            st.subheader(md(meta["label"]))
             show_figure(score_figure(rows, task), key="bandit.score", name=(*name, "score"))
             left, right = st.columns(2)
             show_figure(bandit_reward_figure(curve_bands(rows, keys["reward"]), task=task), key="bandit.reward",

@@ -11,12 +11,13 @@ from treeviz.services.quantities import family_index, family_name
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
+from treeviz.ui.text import md
 
 st.title("Compare")
 store = state.store()
 runs = store.list()
 for problem in store.problems:
-    st.warning(problem)
+    st.warning(md(problem))
 found = groups(runs)
 if not found:
     st.info("No runs yet. Train models of several families on one data set on the Train page; they line up here.")
@@ -33,7 +34,7 @@ score = score_of(group.task, group.runs)
 rows = leaderboard(group.runs, score)
 label = score.label if score else "score"
 table = pd.DataFrame(rows).rename(columns={"score": label}).drop(columns=["run_id"])
-st.subheader(f"Leaderboard · {group.dataset} ({group.task})")
+st.subheader(f"Leaderboard · {md(group.dataset)} ({group.task})")
 st.dataframe(table, hide_index=True)
 st.caption(f"Ranked by {label} ({'higher' if score is None or score.higher_is_better else 'lower'} is better). "
            "Nonzero weights and FLOPs count the parameters a prediction touches, a head on top of the tree "

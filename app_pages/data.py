@@ -24,6 +24,7 @@ from treeviz.services.data.upload import ENCODINGS
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
+from treeviz.ui.text import md
 
 SOURCES = ("Sample dataset", "Upload a file", "Saved dataset")
 STICKY_TARGET = "data.sticky_target"  # the target column chosen for the last uploaded file
@@ -80,7 +81,7 @@ def _target_for(upload, df: pd.DataFrame) -> str | None:
                 )
     note = st.session_state.get("data.target_note")
     if note:
-        st.warning(note)
+        st.warning(md(note))
     if sticky is not None and sticky in df.columns:
         return sticky
     return suggest_target(df)
@@ -114,7 +115,7 @@ def upload_form() -> None:
                            help="Otherwise a missing target value stops the upload with a message.")
         opts = TableOptions(target=None if target == NO_TARGET else target, task=task,
                             drop_missing_target=drop, image=image)
-        with st.expander(f"Columns of {upload.name} ({len(df)} rows × {len(columns)} columns)"):
+        with st.expander(f"Columns of {md(upload.name)} ({len(df)} rows × {len(columns)} columns)"):
             st.dataframe(inspect_table(df, opts.target), hide_index=True)
         ds = table_to_dataset(df, upload.name, opts, source=f"upload: {upload.name}")
         if ds.fingerprint != current.fingerprint:
@@ -158,23 +159,23 @@ with user_errors("setting the split"):
 st.caption(MISSING_VALUE_POLICY)
 
 # ------------------------------------------------------------------ the current dataset
-st.subheader(f"Current dataset: {ds.name} ({ds.task})")
+st.subheader(f"Current dataset: {md(ds.name)} ({ds.task})")
 with user_errors("preparing the dataset"):
     prepared = state.current_prepared()
     cols = st.columns(6)
     cols[0].metric("Rows", ds.n_samples)
     cols[1].metric("Features", ds.n_features)
     cols[2].metric("Classes", ds.n_classes if ds.class_names else "–",
-                   help=None if ds.class_names else f"Target: {ds.target_name or 'none'}")
+                   help=None if ds.class_names else f"Target: {md(ds.target_name or 'none')}")
     cols[3].metric("Train rows", prepared.train_idx.size)
     cols[4].metric("Validation rows", prepared.val_idx.size)
     cols[5].metric("Test rows", prepared.test_idx.size)
-    st.caption(f"Fingerprint {ds.fingerprint} · {ds.source or 'built in'}"
+    st.caption(f"Fingerprint {ds.fingerprint} · {md(ds.source or 'built in')}"
                + (f" · image {ds.image_shape[0]}×{ds.image_shape[1]}" if ds.image_shape else ""))
     for note in prepared.notes:
-        st.info(note)
+        st.info(md(note))
     for warning in split_warnings(prepared):  # what in this split makes scores meaningless
-        st.warning(warning)
+        st.warning(md(warning))
     counts = class_counts_by_split(prepared)
     if counts:
         with st.expander(f"Rows per class and split ({len(counts)} classes)"):

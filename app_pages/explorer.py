@@ -14,12 +14,13 @@ from treeviz.plots import (
 from treeviz.plots.export import export_name
 from treeviz.plots.node_info import node_panel
 from treeviz.readers.rules import leaf_summary, node_rule, path_conditions, rules
-from treeviz.services.export import ALL_TERMS, TREE_FORMATS, render, tree_exports
+from treeviz.services.export import ALL_TERMS, TREE_FORMATS, format_notes, render, tree_exports
 from treeviz.services.quantities import family_name, run_headline
 from treeviz.services.run_view import PARTS
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
+from treeviz.ui.text import md, md_code
 
 NODE = "explorer.node"
 ROOT = "explorer.root"
@@ -48,7 +49,7 @@ def zoom_to_root() -> None:
 
 with user_errors("opening the run"):
     record = state.store().get(run_id)
-    st.caption(f"**{record.name}** · {family_name(record.family)} · trained on {record.dataset_name} · "
+    st.caption(f"**{md(record.name)}** · {family_name(record.family)} · trained on {md(record.dataset_name)} · "
                f"{record.created_at:%Y-%m-%d %H:%M}")
     controls = st.columns([1, 1, 1, 1])
     part = controls[0].selectbox("Data for statistics", PARTS, index=0, key="explorer.part",
@@ -86,7 +87,7 @@ with user_errors("opening the run"):
         metrics[6].metric("FLOPs / sample", f"{tree.flops(view.X):.2f}",
                           help="Nonzero weights met on the root-to-leaf path, averaged over the split.")
     for note in tree.meta.get("notes", ()):  # what the family wants said about this tree
-        st.caption(note)
+        st.caption(md(note))
     if tree.head_decides:
         st.info("A head on the inputs and the path through the tree predicts, not the leaves: leaf colours and "
                 "labels show the training rows that reach each leaf, pruned leaves have no class, and each rule "
@@ -168,12 +169,12 @@ with user_errors("opening the run"):
         st.dataframe(pd.DataFrame({"": list(facts), "value": [str(v) for v in facts.values()]}),
                      hide_index=True)
         if panel is None:
-            st.markdown(f"**{'Leaf' if shown.head_decides else 'Predicts'}:** {leaf_summary(shown, node)}")
+            st.markdown(f"**{'Leaf' if shown.head_decides else 'Predicts'}:** {md(leaf_summary(shown, node))}")
         else:
-            st.markdown(f"**Right if** `{panel.right_rule}`  \n**Left if** `{panel.left_rule}`")
+            st.markdown(f"**Right if** {md_code(panel.right_rule)}  \n**Left if** {md_code(panel.left_rule)}")
         path_rules = path_conditions(shown, node)  # one interval per feature's thresholds, as the rules
         if path_rules:
-            st.caption("Reached when: " + " AND ".join(path_rules))
+            st.caption("Reached when: " + md(" AND ".join(path_rules)))
     with right:
         if view.stats is not None and view.stats.class_counts is not None:
             show_figure(class_balance_figure(view.stats.class_counts[node], tree.output_names,
@@ -210,8 +211,8 @@ with user_errors("opening the run"):
                                     "w·x + b": round(s.value, 4), "P(right)": round(s.p_right, 4)}
                                    for s in steps]), hide_index=True)
         truth = view.true_label(row)
-        st.markdown(f"**Prediction:** {view.predicted_label(row)}"
-                    + (f" · **true:** {truth}" if truth is not None else ""))
+        st.markdown(f"**Prediction:** {md(view.predicted_label(row))}"
+                    + (f" · **true:** {md(truth)}" if truth is not None else ""))
         conditions = " AND ".join(node_rule(shown, s.node, s.goes_right) for s in steps) or "TRUE"
         st.code(f"IF {conditions} THEN {leaf_summary(shown, int(tree.apply(view.X[row])[0]))}",
                 language=None, wrap_lines=True)
@@ -247,7 +248,9 @@ with user_errors("opening the run"):
                                        file_name=f"{base}{fmt.suffix}",
                                        mime=fmt.mime, key=f"explorer.{fmt.key}_download", on_click="ignore",
                                        help=fmt.help)
+                for sentence in format_notes(fmt.key, [export], **options):  # e.g. SQL columns renamed
+                    column.caption(md(sentence))
         st.caption(("Rules and code take the data's own units (raw rows); missing values are filled with the "
                     "training medians, as the app does." if export.units == "input" else
-                    f"Rules and code take the model's prepared features ({export.units_reason}).")
-                   + (f" {export.output_note}" if export.output_note else ""))
+                    f"Rules and code take the model's prepared features ({md(export.units_reason)}).")
+                   + (f" {md(export.output_note)}" if export.output_note else ""))

@@ -24,6 +24,7 @@ from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
 from treeviz.ui.forms import kept_select, offered_family, param_form
 from treeviz.ui.job_panel import job_panel, start, take_result
+from treeviz.ui.text import md
 
 SEARCH_ID = "features.search_id"
 
@@ -46,7 +47,7 @@ with st.expander("Search for a feature budget", expanded=not state.searches()):
         key = family.key
         selection = family.feature_selection
         p = ds.n_features
-        st.caption(f"Dataset **{ds.name}** ({ds.task}, {p} features). Random search: each trial draws "
+        st.caption(f"Dataset **{md(ds.name)}** ({ds.task}, {p} features). Random search: each trial draws "
                    f"{', '.join(family.param(n, ds.task).title for n in selection.search)} at random; the trial with "
                    "the best validation score among those using at most the budget's features is chosen. A quarter "
                    "more trials then copy the best one with its λ lowered, to use more of the budget.")
@@ -81,7 +82,7 @@ with st.expander("Search for a feature budget", expanded=not state.searches()):
 def failed_trials(snap) -> None:
     failed = [r for r in snap.records if r.get("error")]
     if failed:
-        st.caption(f"{len(failed)} trial(s) failed so far: {failed[-1]['error']}")
+        st.caption(f"{len(failed)} trial(s) failed so far: {md(failed[-1]['error'])}")
 
 
 job_panel("features", cancelled="The search was cancelled; the trials finished before are kept.",
@@ -131,7 +132,7 @@ if run_id is None:
 
 with user_errors("reading the run's features"):
     record = state.store().get(run_id)
-    st.caption(f"**{record.name}** · {family_name(record.family)} · trained on {record.dataset_name}")
+    st.caption(f"**{md(record.name)}** · {family_name(record.family)} · trained on {md(record.dataset_name)}")
     try:
         family = get_family(record.family)
     except TreevizError:

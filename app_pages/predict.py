@@ -22,6 +22,7 @@ from treeviz.services.quantities import family_name
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.sidebar import run_label
+from treeviz.ui.text import md
 
 NO_ID = f"(none: number the rows 1, 2, …, in a '{ROW_COLUMN}' column)"
 PREVIEW_ROWS = 200
@@ -55,12 +56,12 @@ if model is None or prepared is None:
     st.stop()
 dataset = prepared.dataset
 kind = output_kind(model)
-target = f" The label column ({dataset.target_name!r}) may be left out." if dataset.target_name else ""
-st.caption(f"Trained on {dataset.name}: {dataset.n_features} features. The table needs the columns of that data, "
+target = f" The label column ({md(repr(dataset.target_name))}) may be left out." if dataset.target_name else ""
+st.caption(f"Trained on {md(dataset.name)}: {dataset.n_features} features. The table needs the columns of that data, "
            f"laid out as when it was uploaded (or the feature names as columns); others are ignored.{target} "
            f"The rows are preprocessed as in training. Output: {OUTPUTS[kind]}.")
 if kind == "embedding":
-    st.info(f"{record.name} is an embedding run: it does not predict. The download holds each row's 2-D "
+    st.info(f"{md(record.name)} is an embedding run: it does not predict. The download holds each row's 2-D "
             "coordinates from its transform (z0, z1) instead.")
 
 # ------------------------------------------------------------------ the table
@@ -98,9 +99,9 @@ with user_errors("predicting the rows"):
                            row_numbers=id_column == NO_ID, proba=proba, name=upload.name,
                            what=f"run '{record.name}'")
     for text in result.notes:
-        st.caption(text)
+        st.caption(md(text))
     frame = result.frame
-    st.success(f"{len(frame):,} row(s) predicted by {record.name}.")
+    st.success(f"{len(frame):,} row(s) predicted by {md(record.name)}.")
     st.dataframe(frame.head(PREVIEW_ROWS), hide_index=True)
     if len(frame) > PREVIEW_ROWS:
         st.caption(f"The first {PREVIEW_ROWS} of {len(frame):,} rows; the download holds them all.")

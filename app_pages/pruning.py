@@ -17,6 +17,7 @@ from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
 from treeviz.ui.forms import kept_select, offered_family, param_form
 from treeviz.ui.job_panel import job_panel, page_job, start, take_result
+from treeviz.ui.text import md
 
 SWEEP_ID = "pruning.sweep_id"
 GRID_ID = "grid.grid_id"
@@ -49,7 +50,7 @@ def where_to_run() -> bool:
                    f"`{SCHEDULER_ENV}` (README, 'Sweeps on a cluster').")
         return False
     choice = st.radio("Run the trials on", ("cluster", "here"), horizontal=True, key="grid.where",
-                      format_func={"cluster": f"the configured Dask cluster ({scheduler})",
+                      format_func={"cluster": f"the configured Dask cluster ({md(scheduler)})",
                                    "here": "this machine"}.get,
                       help=f"The cluster is set by whoever started the app, with `{SCHEDULER_ENV}`; its workers "
                            "fit the trials and this app stores each run as it comes back.")
@@ -66,7 +67,7 @@ with st.expander("Run a new λ path", expanded=not state.store().list()):
         key = family.key
         path = family.lambda_path
         lam_title = family.param(path.param, ds.task).title
-        st.caption(f"Dataset **{ds.name}** ({ds.task}). One model per value of {lam_title}, fitted in increasing "
+        st.caption(f"Dataset **{md(ds.name)}** ({ds.task}). One model per value of {lam_title}, fitted in increasing "
                    "order. Warm start: each fit starts from the previous one's result; otherwise every λ starts "
                    "from the same initial model.")
         c1, c2, c3, c4 = st.columns(4)
@@ -163,7 +164,7 @@ with user_errors("showing the λ paths"):
     param = str(records[0].sweep["param"])
     spec = get_family(records[0].family).lambda_path
     if spec is None or spec.param != param:
-        st.info(f"This sweep is over '{param}', which is not its family's λ path; its runs are on the Runs page.")
+        st.info(f"This sweep is over '{md(param)}', which is not its family's λ path; its runs are on the Runs page.")
         st.stop()
     warm_note = "warm-started from the previous λ" if records[-1].sweep.get("warm_start") else \
         "every λ from the same initial tree"

@@ -8,6 +8,7 @@ from treeviz.services.run_view import PARTS
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
+from treeviz.ui.text import md
 
 st.title("Routing")
 run_id = state.current_run_id()
@@ -17,7 +18,7 @@ if run_id is None:
 
 with user_errors("routing the data"):
     record = state.store().get(run_id)
-    st.caption(f"**{record.name}** · {family_name(record.family)} · trained on {record.dataset_name}")
+    st.caption(f"**{md(record.name)}** · {family_name(record.family)} · trained on {md(record.dataset_name)}")
     if record.task != "classification":
         st.info("Class routing follows the classes of a classification run. For this "
                 f"{record.task} run, the Tree explorer colours each node by its mean target instead.")

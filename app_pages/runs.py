@@ -14,6 +14,7 @@ from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
 from treeviz.ui.report import run_report
+from treeviz.ui.text import md
 
 NONE = "—"  # what a table cell with no value shows (not "None")
 
@@ -42,7 +43,7 @@ def readable(table: pd.DataFrame) -> pd.DataFrame:
 st.title("Runs")
 state.show_flash()  # "Renamed ...", "Deleted ...", "Imported ..." after the rerun that redraws the sidebar
 store = state.store()
-st.caption(f"Runs are kept in {store.root} (set TREEVIZ_HOME to use another folder). This app has no "
+st.caption(f"Runs are kept in {md(store.root)} (set TREEVIZ_HOME to use another folder). This app has no "
            "accounts: everyone who can open it sees, exports and deletes every run and data set stored here.")
 
 with st.expander("Import a run (.zip exported from treeviz)"):
@@ -56,7 +57,7 @@ with st.expander("Import a run (.zip exported from treeviz)"):
 
 runs = store.list()
 for problem in store.problems:
-    st.warning(problem)
+    st.warning(md(problem))
 if not runs:
     st.info("No runs yet. Train a model on the Train page; it is saved here automatically.")
     st.stop()
@@ -114,15 +115,15 @@ with c3.popover("Rename or delete"):
 
 left, right = st.columns(2)
 with left:
-    st.markdown(f"**Preparation:** {describe_prep(rec.prep)}")
-    st.markdown("**Parameters:** " + (" · ".join(f"{k}: {value_text(v)}" for k, v in rec.params.items())
-                                      or NONE))
+    st.markdown(f"**Preparation:** {md(describe_prep(rec.prep))}")
+    st.markdown("**Parameters:** " + md(" · ".join(f"{k}: {value_text(v)}" for k, v in rec.params.items())
+                                         or NONE))
     st.markdown("**Metrics**")
     st.dataframe(pd.DataFrame({"metric": list(rec.metrics),
                                "value": [value_text(v) for v in rec.metrics.values()]}), hide_index=True)
-    st.caption(f"Dataset {rec.dataset_name} (fingerprint {rec.dataset_fingerprint}).")
+    st.caption(f"Dataset {md(rec.dataset_name)} (fingerprint {rec.dataset_fingerprint}).")
     for note in rec.notes:
-        st.info(note)
+        st.info(md(note))
 with right, user_errors("reading the training history"):
     # thinned like the Train page's chart: a stream that recorded every round stays quick to draw
     show_figure(training_curves(plot_records(store.history(run_id)), **curve_layout(rec.family)),

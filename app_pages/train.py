@@ -17,10 +17,11 @@ from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
 from treeviz.ui.forms import param_form
 from treeviz.ui.job_panel import bar_text, cancel_button
+from treeviz.ui.text import md
 
 st.title("Train")
 ds = state.current_dataset()
-st.caption(f"Dataset: **{ds.name}** ({ds.task}, {ds.n_samples} rows × {ds.n_features} features). "
+st.caption(f"Dataset: **{md(ds.name)}** ({ds.task}, {ds.n_samples} rows × {ds.n_features} features). "
            "Change it on the Data page.")
 
 # the families for the data set's task, then those that run on any data set (embeddings)
@@ -63,7 +64,7 @@ def split_check() -> None:
         warnings = split_warnings(prepared)
         rows = class_counts_by_split(prepared)
         for warning in warnings:
-            st.warning(warning)
+            st.warning(md(warning))
         if rows:
             with st.expander(f"Rows per class and split ({len(rows)} classes)", expanded=bool(warnings)):
                 st.dataframe(pd.DataFrame(rows), hide_index=True)
@@ -76,7 +77,7 @@ def time_check() -> None:
         warning = long_training_warning(family, task, params, state.current_prepared(),
                                         preset=None if preset == "defaults" else preset)
         if warning:
-            st.warning(warning)
+            st.warning(md(warning))
 
 
 split_check()
@@ -115,8 +116,8 @@ def show_job() -> None:
     if job is None:
         return
     snap = job.snapshot()
-    st.subheader(snap.label)
-    st.progress(min(1.0, snap.progress), text=bar_text(snap))  # "running · 12.3 s · about 40 s left"
+    st.subheader(md(snap.label))
+    st.progress(min(1.0, snap.progress), text=md(bar_text(snap)))  # "running · 12.3 s · about 40 s left"
     if snap.records:
         # thinned: this chart is redrawn at every poll and after the end, so its size must not grow
         # with a stream that records every round (the stored run keeps every record)
@@ -130,18 +131,18 @@ def show_job() -> None:
         cancel_button(snap, "train.cancel")
         return
     if snap.status == "failed":
-        st.error(snap.message)
+        st.error(md(snap.message))
         return
     record = snap.result
     if snap.status == "cancelled":
         if record is None:
             st.warning("Training was cancelled before a usable model existed; nothing was saved.")
             return
-        st.warning(f"Training was cancelled; the model as it stood was saved as '{record.name}'.")
+        st.warning(f"Training was cancelled; the model as it stood was saved as '{md(record.name)}'.")
     else:
-        st.success(f"Finished: saved as '{record.name}'.")
+        st.success(f"Finished: saved as '{md(record.name)}'.")
     for warning in run_warnings(record):  # a fit that diverged or learned nothing says so
-        st.warning(warning)
+        st.warning(md(warning))
     metric_cards(record)
     if st.button("Open in Tree explorer", key="train.open", on_click=open_run, args=(record.run_id,)):
         pages.switch_to("explorer")

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import streamlit as st
 
 from models.ground.errors import TreevizError
+from treeviz.ui.text import md
 
 log = logging.getLogger("treeviz")
 
@@ -22,11 +23,11 @@ def user_errors(context: str = "") -> Iterator[None]:
     try:
         yield
     except TreevizError as err:
-        st.error(str(err))
+        st.error(md(err))  # its sentence may quote a name: text, never Markdown
     except Exception as err:
         log.exception("Unexpected error %s", context)
         where = f" while {context}" if context else ""
-        st.error(
+        st.error(md(
             f"Something went wrong{where} ({type(err).__name__}: {err}). "
             "The details were written to the app's log; please report them."
-        )
+        ))

@@ -22,6 +22,7 @@ import streamlit as st
 from models.ground.errors import TreevizError
 from treeviz.services.jobs import ACTIVE_STATUSES, Job, JobSnapshot
 from treeviz.ui import state
+from treeviz.ui.text import md
 
 #: What the panels say while a job was asked to stop but has not stopped yet.
 CANCELLING = "cancelling…"
@@ -90,13 +91,13 @@ def job_panel(prefix: str, *, cancelled: str, progress_text: Callable[[JobSnapsh
         snap = current.snapshot()
         status = CANCELLING if snap.status == "cancelling" else snap.status
         text = progress_text(snap) if progress_text else f"{snap.label}: {status}"
-        st.progress(min(1.0, snap.progress), text=bar_text(snap, text))
+        st.progress(min(1.0, snap.progress), text=md(bar_text(snap, text)))  # the label names a data set
         if snap.status in ACTIVE_STATUSES:
             cancel_button(snap, f"{prefix}.cancel")
             if while_running is not None:
                 while_running(snap)
         elif snap.status == "failed":
-            st.error(snap.message)
+            st.error(md(snap.message))
         elif snap.status == "cancelled":
             st.warning(cancelled)
         if active and current.done:

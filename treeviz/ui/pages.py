@@ -12,10 +12,15 @@ navigation when at least one registered family offers that view.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import streamlit as st
 
 from models.registry import families
+
+#: The app's icon (the browser tab's), served by the app itself: the app makes no request outside its
+#: own origin, so it works offline (``tests/e2e/test_offline.py``).
+ICON = Path(__file__).resolve().parent / "assets" / "icon.png"
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from treeviz.services.quantities import headline_text
 from treeviz.services.runs import RunRecord
 from treeviz.services.training import run_warnings
 from treeviz.ui import state
+from treeviz.ui.text import md
 
 
 def run_label(rec: RunRecord) -> str:
@@ -23,7 +24,7 @@ def render() -> None:
     """Draw the shared sidebar (called by app.py before the page runs)."""
     with st.sidebar:
         ds = state.current_dataset()
-        st.markdown(f"**Dataset:** {ds.name}  \n{ds.task}, {ds.n_samples} rows × {ds.n_features} features")
+        st.markdown(f"**Dataset:** {md(ds.name)}  \n{ds.task}, {ds.n_samples} rows × {ds.n_features} features")
         store = state.store()
         runs = store.list()
         if store.problems:
@@ -41,7 +42,7 @@ def render() -> None:
                          help="The trained model the Tree explorer and Routing pages show.")
             chosen = next(r for r in runs if r.run_id == st.session_state[state.RUN_ID])
             for warning in run_warnings(chosen):
-                st.warning(warning)  # every page showing this run shows that its fit went wrong
+                st.warning(md(warning))  # every page showing this run shows that its fit went wrong
         else:
             st.caption("No runs yet: train one on the Train page.")
         devices = available_devices()

@@ -10,6 +10,7 @@ from models.registry import families_offering
 from treeviz.services.quantities import family_name
 from treeviz.services.runs import RunRecord
 from treeviz.ui import state
+from treeviz.ui.text import md
 
 
 def offering(view: str, task: str | None = None, *, default: str) -> str:
@@ -31,9 +32,9 @@ def view_run(view: str, *, no_run: str, wrong_run: str, task: str | None = None)
     try:
         record = state.store().get(run_id)
     except TreevizError as err:
-        st.error(str(err))
+        st.error(md(err))
         st.stop()
-    st.caption(f"**{record.name}** · {family_name(record.family)} · trained on {record.dataset_name}")
+    st.caption(f"**{md(record.name)}** · {family_name(record.family)} · trained on {md(record.dataset_name)}")
     offered = any(f.key == record.family for f in families_offering(view))
     if not offered or (task is not None and record.task != task):
         st.info(wrong_run.format(task=record.task))
