@@ -14,7 +14,7 @@ from models.cart.estimators import CARTClassifier, CARTRegressor
 from models.ground.errors import TreevizError
 from models.ground.tree import Tree
 from treeviz.plots import NODE_TRACE_NAME, node_from_selection, tree_figure
-from treeviz.plots.style import CLASS_PALETTE, NEUTRAL, class_color
+from treeviz.plots.style import CLASS_PALETTE, NEUTRAL, class_color, plot_text
 from treeviz.readers.layout import tidy_layout
 from treeviz.readers.rules import node_rule
 
@@ -113,7 +113,7 @@ def test_hover_shows_rule_prediction_and_class_counts(cancer):
             k = int(np.argmax(tree.leaf_value[v]))
             assert f"predicts <b>{tree.output_names[k]}</b>" in hover[v]
         else:
-            assert node_rule(tree, v) in hover[v]
+            assert plot_text(node_rule(tree, v)) in hover[v]  # as Plotly text: '>' is '&gt;'
         for k in np.flatnonzero(stats.class_counts[v]):
             assert f"{tree.output_names[k]}: {int(stats.class_counts[v, k]):,}" in hover[v]
     assert "0: 212" in hover[0] and "1: 357" in hover[0]

@@ -26,7 +26,7 @@ def _band_traces(fig: go.Figure, band: Mapping[str, Any], color: str, y_title: s
     low = [float(v) for v in band["low"]]
     high = [float(v) for v in band["high"]]
     n = [int(v) for v in band.get("n", [1] * len(x))]
-    name = str(band["method"])
+    name = style.plot_text(band["method"])
     if any(h > lo for h, lo in zip(high, low)):
         fig.add_trace(go.Scatter(x=x + x[::-1], y=high + low[::-1], fill="toself", mode="lines",
                                  line=dict(width=0), fillcolor=style.rgba(color, BAND_ALPHA), hoverinfo="skip",
@@ -40,7 +40,8 @@ def _band_traces(fig: go.Figure, band: Mapping[str, Any], color: str, y_title: s
 
 def _reference_traces(fig: go.Figure, reference: Mapping[str, Any], x_range: tuple[int, int], y_title: str) -> None:
     mean, low, high = float(reference["mean"]), float(reference["low"]), float(reference["high"])
-    name = f"{reference['method']} ({style.fmt_num(mean)})"
+    method = style.plot_text(reference["method"])
+    name = f"{method} ({style.fmt_num(mean)})"
     x0, x1 = x_range
     if high > low:
         fig.add_trace(go.Scatter(x=[x0, x1, x1, x0], y=[high, high, low, low], fill="toself", mode="lines",
@@ -48,7 +49,7 @@ def _reference_traces(fig: go.Figure, reference: Mapping[str, Any], x_range: tup
                                  showlegend=False, legendgroup="reference", name="reference 95% CI"))
     fig.add_trace(go.Scatter(x=[x0, x1], y=[mean, mean], mode="lines", name=name, legendgroup="reference",
                              line=dict(color=REFERENCE_COLOR, width=1.8, dash="dash"),
-                             hovertemplate=f"{reference['method']}<br>{y_title} {mean:.4g} "
+                             hovertemplate=f"{method}<br>{y_title} {mean:.4g} "
                                            f"(95% CI {low:.4g} to {high:.4g}, {int(reference.get('n', 1))} seed(s))"
                                            "<extra></extra>"))
 
@@ -61,6 +62,8 @@ def bandit_curve_figure(bands: Sequence[Mapping[str, Any]], *, y_title: str, tit
     with ``zero_line``, the line y = 0. The layout's ``meta`` holds ``bandit`` (= ``kind``),
     ``methods`` and ``reference`` (its mean, or None), for tests and exports."""
     drawn = [b for b in bands if len(b.get("queries", ())) > 0]
+    title, y_title = style.plot_text(title), style.plot_text(y_title)
+    subtitle = style.plot_text(subtitle) if subtitle else subtitle
     if not drawn:
         return style.message_figure("No rounds recorded yet.", title=title)
     fig = go.Figure()

@@ -135,13 +135,15 @@ def training_curves(
         xs, x_title = list(range(1, len(records) + 1)), "record"
     else:
         x_title = x
+    x_title = style.plot_text(x_title)
     if panels is None:
         known = [t for t, _ in _GROUPS]
         order = [t for t in known if t in groups] + [t for t in groups if t not in known]
     else:
         order = list(groups)
     rows = len(order)
-    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, subplot_titles=order,
+    # history keys and panel titles come from a run's history, which a run zip carries: Plotly text
+    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, subplot_titles=style.plot_texts(order),
                         vertical_spacing=min(0.08, 0.35 / max(rows - 1, 1)))
     single = len(records) == 1
     color_i = 0
@@ -151,11 +153,11 @@ def training_curves(
             color = style.line_color(color_i)
             color_i += 1
             fig.add_trace(go.Scatter(
-                x=xs, y=ys, mode="lines+markers", name=k, legendgroup=group,
-                legendgrouptitle=dict(text=group) if k == groups[group][0] else None,
+                x=xs, y=ys, mode="lines+markers", name=style.plot_text(k), legendgroup=group,
+                legendgrouptitle=dict(text=style.plot_text(group)) if k == groups[group][0] else None,
                 line=dict(color=color, width=2), marker=dict(color=color, size=10 if single else 6),
                 connectgaps=False,
-                hovertemplate=f"<b>{k}</b><br>{x_title} %{{x}}: %{{y:.5~g}}<extra></extra>",
+                hovertemplate=f"<b>{style.plot_text(k)}</b><br>{x_title} %{{x}}: %{{y:.5~g}}<extra></extra>",
             ), row=row, col=1)
         fig.update_yaxes(showgrid=True, gridcolor="#ECEEF1", zeroline=False, row=row, col=1)
     # one tick per whole number only over a short span: a bandit stream's first records sit at rounds
@@ -171,8 +173,9 @@ def training_curves(
     if kept_at is not None:
         for row in range(1, rows + 1):
             fig.add_vline(x=kept_at, line=dict(color=style.INK, dash="dot", width=1.2), row=row, col=1)
-        subtitle += f" · dotted: the stored model keeps {x_title} {kept_at:g} (lowest {kept})"
-    style.apply_style(fig, title=title, subtitle=subtitle, height=height or int(min(140 + 210 * rows, 1100)))
+        subtitle += f" · dotted: the stored model keeps {x_title} {kept_at:g} (lowest {style.plot_text(kept)})"
+    style.apply_style(fig, title=style.plot_text(title), subtitle=subtitle,
+                      height=height or int(min(140 + 210 * rows, 1100)))
     fig.update_layout(hovermode="x unified" if not single else "closest", legend=dict(tracegroupgap=14),
                       margin=style.MARGIN_SUBPLOTS,
                       meta=dict(groups={g: groups[g] for g in order}, x=x_title))

@@ -17,7 +17,7 @@ def class_balance_figure(counts: Sequence[float], class_names: Sequence[str], *,
                          title: str = "Rows per class", height: int | None = None) -> go.Figure:
     """Bar chart of the number of rows per class, each bar in its class colour."""
     counts = np.asarray(counts, dtype=np.float64)
-    names = [str(c) for c in class_names]
+    names = style.plot_texts(class_names)
     if counts.shape[0] != len(names):
         raise TreevizError(f"{counts.shape[0]} class counts were given for {len(names)} classes.")
     total = counts.sum() or 1.0
@@ -26,7 +26,8 @@ def class_balance_figure(counts: Sequence[float], class_names: Sequence[str], *,
         customdata=(counts / total * 100).tolist(),
         hovertemplate="<b>%{x}</b><br>%{y} rows (%{customdata:.1f}%)<extra></extra>",
     ))
-    style.apply_style(fig, title=title, subtitle=f"{style.fmt_count(float(counts.sum()))} rows, {len(names)} classes",
+    style.apply_style(fig, title=style.plot_text(title),
+                      subtitle=f"{style.fmt_count(float(counts.sum()))} rows, {len(names)} classes",
                       height=height or 320)
     fig.update_xaxes(type="category")
     fig.update_yaxes(title="rows")
@@ -38,6 +39,7 @@ def target_histogram(y: Sequence[float], *, name: str = "target", bins: int = 40
     """Histogram of a regression target."""
     y = np.asarray(y, dtype=np.float64)
     y = y[np.isfinite(y)]
+    name = style.plot_text(name)
     if y.size == 0:
         return style.message_figure("No target values to show.", title=f"Distribution of {name}")
     fig = go.Figure(go.Histogram(x=y.tolist(), nbinsx=bins, marker=dict(color=style.class_color(0)),
@@ -62,7 +64,7 @@ def sample_images_figure(X: np.ndarray, image_shape: Sequence[int], labels: Sequ
         return style.message_figure("No rows to show.", title="Sample images")
     cols = min(columns, n)
     rows = math.ceil(n / cols)
-    titles = [str(labels[i]) if labels is not None else f"row {i}" for i in range(n)]
+    titles = [style.plot_text(labels[i]) if labels is not None else f"row {i}" for i in range(n)]
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.02,
                         vertical_spacing=0.08)
     finite = X[:n][np.isfinite(X[:n])]

@@ -82,13 +82,14 @@ def dendrogram_figure(tree: Tree, stats: NodeStats, *, class_names: Sequence[str
     fig.add_trace(go.Scatter(x=lx, y=ly, mode="lines", line=dict(color=style.EDGE, width=2),
                              hoverinfo="skip", showlegend=False, name="links"), row=1, col=1)
     shown = np.flatnonzero(keep)
+    labels = None if class_names is None else style.plot_texts(class_names)
     hover = []
     for v in shown:
         line = f"node {v}<br>depth {tree.node_depth[v]}<br>{style.fmt_count(float(stats.count[v]))} points"
         if has_classes and stats.count[v] > 0:
             frac = stats.class_counts[v] / stats.count[v]
             k = int(np.argmax(frac))
-            names = list(class_names) if class_names is not None else [str(i) for i in range(frac.size)]
+            names = labels if labels is not None else [str(i) for i in range(frac.size)]
             line += f"<br>majority {names[k]} ({frac[k]:.0%})"
         line += f"<br>activity a_t {tree.active[v]:.2f}"
         hover.append(line)
@@ -99,15 +100,16 @@ def dendrogram_figure(tree: Tree, stats: NodeStats, *, class_names: Sequence[str
         customdata=[[int(v)] for v in shown], hovertext=hover, hoverinfo="text", showlegend=False,
     ), row=1, col=1)
     if has_classes:
-        names = list(class_names) if class_names is not None else [str(i) for i in range(stats.class_counts.shape[1])]
+        names = labels if labels is not None else [str(i) for i in range(stats.class_counts.shape[1])]
         for k, name in enumerate(names):
             fig.add_trace(go.Bar(x=list(range(len(ends))), y=stats.class_counts[ends, k].tolist(), name=name,
                                  marker=dict(color=style.class_color(k)),
                                  hovertemplate=f"{name}: %{{y}}<extra></extra>"), row=2, col=1)
         fig.update_layout(barmode="stack")
         fig.update_yaxes(title="points", row=2, col=1)
-    style.apply_style(fig, title=title, subtitle=subtitle or f"{len(ends)} clusters (end nodes) · "
-                      f"{int(keep.sum())} nodes shown", height=height or 520)
+    style.apply_style(fig, title=style.plot_text(title),
+                      subtitle=style.plot_text(subtitle) if subtitle else
+                      f"{len(ends)} clusters (end nodes) · {int(keep.sum())} nodes shown", height=height or 520)
     fig.update_xaxes(tickvals=list(range(len(ends))), ticktext=[f"node {v}" for v in ends],
                      showgrid=False, row=2 if has_classes else 1, col=1)
     fig.update_xaxes(showticklabels=not has_classes, showgrid=False, zeroline=False, row=1, col=1)

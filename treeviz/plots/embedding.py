@@ -71,7 +71,7 @@ def _points(fig: go.Figure, Z: np.ndarray, codes: np.ndarray | None, names: list
         if idx.size == 0:
             continue
         color = style.class_color(0 if k is None else k)
-        name = label if k is None else f"{names[k]} ({label})"
+        name = label if k is None else f"{style.plot_text(names[k])} ({label})"
         fig.add_trace(cls(
             x=Z[idx, 0], y=Z[idx, 1], mode="markers", name=name, legendgroup=group or name, showlegend=show_legend,
             marker=dict(color=color, size=size, symbol=symbol, opacity=opacity,
@@ -130,6 +130,7 @@ def embedding_map(Z: Any, *, classes: Any = None, class_names: Sequence[str] | N
     """
     Z = _check_coords(Z)
     codes, names = _class_codes(classes, Z.shape[0], class_names)
+    subtitle = style.plot_text(subtitle) if subtitle else subtitle
     fig = go.Figure()
     if leaves is not None:
         regions = leaf_regions(Z, np.asarray(leaves))
@@ -166,7 +167,8 @@ def embedding_map(Z: Any, *, classes: Any = None, class_names: Sequence[str] | N
             fig.update_yaxes(range=[low[1] - pad[1], high[1] + pad[1]])
             subtitle = (subtitle + " · " if subtitle else "") + (
                 f"{outside} mapped point(s) fall outside this view (double-click the plot to see all)")
-    style.apply_style(fig, title=title, subtitle=subtitle, height=height or 560, legend=dict(itemsizing="constant"),
+    style.apply_style(fig, title=style.plot_text(title), subtitle=subtitle, height=height or 560,
+                      legend=dict(itemsizing="constant"),
                       meta={"n_train": int(Z.shape[0]), "n_test": 0 if test_Z is None else int(np.shape(test_Z)[0]),
                             "regions": 0 if leaves is None else min(len(regions), MAX_REGIONS)})
     fig.update_xaxes(title="z1", zeroline=False)
@@ -189,8 +191,8 @@ def embedding_panels(panels: Sequence[Mapping[str, Any]], *, classes: Any = None
     rows = math.ceil(n_panels / cols)
     # a note's parts (" · ") each take a line: three panels share a narrow page's width
     notes = [str(p.get("note", "")).split(" · ") for p in panels]
-    titles = [f"{p['title']}" + (f"<br><sup>{'<br>'.join(part for part in note if part)}</sup>"
-                                 if any(note) else "")
+    notes = [[style.plot_text(part) for part in note if part] for note in notes]
+    titles = [style.plot_text(p["title"]) + (f"<br><sup>{'<br>'.join(note)}</sup>" if note else "")
               for p, note in zip(panels, notes, strict=True)]
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.05,
                         vertical_spacing=0.12 if rows > 1 else 0.0)
@@ -202,7 +204,8 @@ def embedding_panels(panels: Sequence[Mapping[str, Any]], *, classes: Any = None
                 size=_marker_size(Z.shape[0]) - 1)
     # panel titles with a note take two lines: the top margin leaves them room under the subtitle
     top = style.MARGIN_SUBPLOTS["t"] + 26 * max(len([part for part in note if part]) for note in notes)
-    style.apply_style(fig, title=title, subtitle=subtitle, height=340 * rows + 80 + top - style.MARGIN_SUBPLOTS["t"],
+    style.apply_style(fig, title=style.plot_text(title), subtitle=style.plot_text(subtitle) if subtitle else None,
+                      height=340 * rows + 80 + top - style.MARGIN_SUBPLOTS["t"],
                       margin=dict(style.MARGIN_SUBPLOTS, t=top),
                       meta={"panels": [str(p["title"]) for p in panels]})
     fig.update_xaxes(showticklabels=False, zeroline=False)
@@ -219,6 +222,7 @@ def embedding_objective_curve(history: Sequence[Mapping[str, Any]], *, free: flo
     if not steps:
         return style.message_figure("No μ steps were recorded.", title=title)
     e_tree = [float(r["E_tree"]) for r in history if "step" in r and "E_tree" in r]
+    name, title = style.plot_text(name), style.plot_text(title)
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=steps, y=e_tree, mode="lines+markers", name=f"{name}(F(X)): the tree",
                              line=dict(color=style.line_color(0), width=2.5),
@@ -249,6 +253,7 @@ def label_fraction_figure(rows: Sequence[Mapping[str, Any]], *, metric: str = "t
         return style.message_figure("No results yet.", title=title)
     methods = list(dict.fromkeys(str(r["method"]) for r in rows))
     fig = go.Figure()
+    shown_metric = style.plot_text(metric)
     for i, method in enumerate(methods):
         fractions = sorted({float(r["fraction"]) for r in rows if r["method"] == method})
         mean, std, count = [], [], []
@@ -258,15 +263,15 @@ def label_fraction_figure(rows: Sequence[Mapping[str, Any]], *, metric: str = "t
             std.append(float(values.std()))
             count.append(int(values.size))
         fig.add_trace(go.Scatter(
-            x=[100 * f for f in fractions], y=mean, mode="lines+markers", name=method,
+            x=[100 * f for f in fractions], y=mean, mode="lines+markers", name=style.plot_text(method),
             error_y=dict(type="data", array=std, visible=True, thickness=1.2),
             line=dict(color=style.line_color(i), width=2.5 if i == 0 else 1.8), customdata=np.c_[std, count],
-            hovertemplate=f"{method}<br>%{{x:.3g}} % labelled<br>{metric} %{{y:.3f}} ± %{{customdata[0]:.3f}} "
-                          "(%{customdata[1]} subsets)<extra></extra>"))
-    style.apply_style(fig, title=title, subtitle="mean ± std over the labelled subsets", height=420,
+            hovertemplate=f"{style.plot_text(method)}<br>%{{x:.3g}} % labelled<br>{shown_metric} %{{y:.3f}} "
+                          "± %{customdata[0]:.3f} (%{customdata[1]} subsets)<extra></extra>"))
+    style.apply_style(fig, title=style.plot_text(title), subtitle="mean ± std over the labelled subsets", height=420,
                       meta={"methods": methods})
     fig.update_xaxes(title="labelled points (% of the training split)", type="log")
-    fig.update_yaxes(title=metric, rangemode="tozero")
+    fig.update_yaxes(title=shown_metric, rangemode="tozero")
     return fig
 
 
@@ -307,16 +312,17 @@ def labelled_points_figure(X2: Any, *, classes: Any = None, class_names: Sequenc
             if idx.size == 0:
                 continue
             color = style.class_color(0 if k is None else k)
-            name = "labelled" if k is None else f"{names[k]} (labelled)"
+            name = "labelled" if k is None else f"{style.plot_text(names[k])} (labelled)"
             fig.add_trace(_scatter_cls(n)(x=P[idx, 0], y=P[idx, 1], mode="markers", name=name,
                                           marker=dict(color=color, size=12, symbol="star",
                                                       line=dict(width=1.5, color="black")),
                                           hovertemplate=f"{name}<br>(%{{x:.3g}}, %{{y:.3g}})<extra></extra>"))
-    style.apply_style(fig, title=title, subtitle=subtitle or f"{int(mask.sum())} of {P.shape[0]} labelled",
+    style.apply_style(fig, title=style.plot_text(title),
+                      subtitle=style.plot_text(subtitle) if subtitle else f"{int(mask.sum())} of {P.shape[0]} labelled",
                       height=height or 520, legend=dict(itemsizing="constant"),
                       meta={"labelled": int(mask.sum()), "regions": regions is not None})
-    fig.update_xaxes(title=axes[0], zeroline=False)
-    fig.update_yaxes(title=axes[1], zeroline=False)
+    fig.update_xaxes(title=style.plot_text(axes[0]), zeroline=False)
+    fig.update_yaxes(title=style.plot_text(axes[1]), zeroline=False)
     return fig
 
 
@@ -331,11 +337,12 @@ def leaf_class_bars(counts: Any, leaves: Sequence[int], class_names: Sequence[st
                            f"classes, got shape {counts.shape}.")
     fig = go.Figure()
     labels = [f"leaf {v}" for v in leaves]
-    for k, name in enumerate(class_names):
-        fig.add_trace(go.Bar(x=counts[:, k], y=labels, orientation="h", name=str(name),
+    for k, name in enumerate(style.plot_texts(class_names)):
+        fig.add_trace(go.Bar(x=counts[:, k], y=labels, orientation="h", name=name,
                              marker=dict(color=style.class_color(k)),
                              hovertemplate=f"%{{y}}: %{{x:.0f}} × {name}<extra></extra>"))
-    style.apply_style(fig, title=title, subtitle=subtitle, height=max(260, 26 * len(leaves) + 120),
+    style.apply_style(fig, title=style.plot_text(title), subtitle=style.plot_text(subtitle) if subtitle else None,
+                      height=max(260, 26 * len(leaves) + 120),
                       barmode="stack")
     fig.update_xaxes(title="points")
     fig.update_yaxes(autorange="reversed", type="category")

@@ -34,16 +34,18 @@ def feature_trajectory_figure(history: Sequence[Mapping[str, Any]], *, count: st
     if not rows:
         return style.message_figure("This run recorded no feature counts.", title="Features kept")
     xs = [r.get(x, i + 1) for i, r in enumerate(rows)]
+    x_title = style.plot_text(x)
     fig = make_subplots(specs=[[{"secondary_y": schedule is not None}]])
     fig.add_trace(go.Scatter(x=xs, y=[r[count] for r in rows], mode="lines", line=dict(color=KEPT, width=3,
                                                                                      shape="hv"),
-                             name="features kept", hovertemplate=f"{x} %{{x}}<br>%{{y}} features<extra></extra>"),
+                             name="features kept",
+                             hovertemplate=f"{x_title} %{{x}}<br>%{{y}} features<extra></extra>"),
                   secondary_y=False)
     if schedule is not None:
-        label = schedule_label or schedule
+        label = style.plot_text(schedule_label or schedule)
         values = [r.get(schedule) for r in rows]
         fig.add_trace(go.Scatter(x=xs, y=values, mode="lines", line=dict(color=style.line_color(3), dash="dash"),
-                                 name=label, hovertemplate=f"{x} %{{x}}<br>{label}: %{{y:.4g}}<extra></extra>"),
+                                 name=label, hovertemplate=f"{x_title} %{{x}}<br>{label}: %{{y:.4g}}<extra></extra>"),
                       secondary_y=True)
         fig.update_yaxes(title=label, secondary_y=True, rangemode="tozero", showgrid=False)
     last = rows[-1][count]
@@ -52,7 +54,7 @@ def feature_trajectory_figure(history: Sequence[Mapping[str, Any]], *, count: st
                       subtitle=f"{int(last)}{of} features at the end · a feature is removed when its weights in "
                                "every node of every tree are zero", height=height or 360,
                       legend=dict(orientation="h", y=-0.2))
-    fig.update_xaxes(title=x, tickformat="d")
+    fig.update_xaxes(title=x_title, tickformat="d")
     fig.update_yaxes(title="features kept", secondary_y=False, rangemode="tozero", tickformat="d")
     fig.update_layout(meta=dict(count=[r[count] for r in rows], x=xs))
     return fig
@@ -70,7 +72,7 @@ def feature_ranking_figure(names: Sequence[str], norms: Sequence[float], used: S
     shown = list(reversed(order))  # plotly draws the first bar at the bottom
     colors = [KEPT if used[j] else REMOVED for j in shown]
     fig = go.Figure(go.Bar(
-        x=[float(norms[j]) for j in shown], y=[str(names[j]) for j in shown], orientation="h",
+        x=[float(norms[j]) for j in shown], y=[style.plot_text(names[j]) for j in shown], orientation="h",
         marker=dict(color=colors), customdata=[["kept" if used[j] else "removed"] for j in shown],
         hovertemplate="%{y}: %{customdata[0]}<br>weight norm %{x:.4g}<extra></extra>",
     ))
@@ -115,6 +117,7 @@ def budget_trials_figure(trials: Sequence[Mapping[str, Any]], *, budget: int, sc
     ``trials`` are dicts with ``index``, ``n_features`` and the score keys; trials without a count
     or a score (failed fits) are left out. ``chosen`` is the index of the selected trial."""
     done = [t for t in trials if t.get("n_features") is not None and t.get(score) is not None]
+    score_label = style.plot_text(score_label)
     if not done:
         return style.message_figure("No finished trial yet.", title="Budget search")
     fig = go.Figure()
@@ -132,8 +135,10 @@ def budget_trials_figure(trials: Sequence[Mapping[str, Any]], *, budget: int, sc
         tested = [t for t in done if t.get(test_score) is not None]
         fig.add_trace(go.Scatter(
             x=[t["n_features"] for t in tested], y=[t[test_score] for t in tested], mode="markers",
-            name=test_score.replace("_", " "), marker=dict(symbol="circle-open", color=style.line_color(2), size=9),
-            hovertemplate=f"%{{x}} features<br>{test_score.replace('_', ' ')}: %{{y:.4f}}<extra></extra>"))
+            name=style.plot_text(test_score.replace("_", " ")),
+            marker=dict(symbol="circle-open", color=style.line_color(2), size=9),
+            hovertemplate=f"%{{x}} features<br>{style.plot_text(test_score.replace('_', ' '))}: %{{y:.4f}}"
+                          "<extra></extra>"))
     if chosen is not None:
         best = next((t for t in done if t["index"] == chosen), None)
         if best is not None:
@@ -160,11 +165,12 @@ def selection_comparison_figure(rows: Sequence[Mapping[str, Any]], *, metrics: S
     if not rows:
         return style.message_figure("Nothing to compare yet.", title="At the same budget")
     fig = go.Figure()
-    labels = [m.replace("_", " ") for m in metrics]
+    labels = [style.plot_text(m.replace("_", " ")) for m in metrics]
     for i, row in enumerate(rows):
-        fig.add_trace(go.Bar(x=labels, y=[row.get(m) for m in metrics], name=f"{row['method']} ({row['n_features']})",
+        method = style.plot_text(row["method"])
+        fig.add_trace(go.Bar(x=labels, y=[row.get(m) for m in metrics], name=f"{method} ({row['n_features']})",
                              marker=dict(color=style.line_color(i)),
-                             hovertemplate="%{x}: %{y:.4f}<extra>" + str(row["method"]) + "</extra>"))
+                             hovertemplate="%{x}: %{y:.4f}<extra>" + method + "</extra>"))
     values = [float(row[m]) for row in rows for m in metrics if row.get(m) is not None]
     low = max(0.0, min(values) - 0.05) if values else 0.0
     style.apply_style(fig, title="Selections at the same budget",

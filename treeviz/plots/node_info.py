@@ -62,8 +62,10 @@ def node_values(tree: Tree, stats: NodeStats | None) -> np.ndarray:
 
 def hover_text(tree: Tree, v: int, stats: NodeStats | None, root_count: float,
                  names: list[str], cut_below: int) -> str:
-    """The hover text of node ``v``: rule or prediction, samples, class counts or mean, pruning."""
+    """The hover text of node ``v``: rule or prediction, samples, class counts or mean, pruning.
+    ``names`` are the class names as Plotly text (:func:`style.class_names`)."""
     lines = []
+    output = style.plot_text(tree.output_names[0]) if tree.n_outputs else ""
     state = leaf_state(tree, v) if tree.is_leaf[v] else ""
     if state == "pruned":
         lines.append("leaf · pruned: no prediction")
@@ -71,16 +73,17 @@ def hover_text(tree: Tree, v: int, stats: NodeStats | None, root_count: float,
         lines.append("leaf · no training row reached it: no prediction")
     elif state == "head":
         rows = "mostly" if tree.task == "classification" else "mean"
-        lines.append(f"leaf · the head decides; its training rows: {rows} <b>{leaf_label(tree, v)}</b>")
+        label = style.plot_text(leaf_label(tree, v))
+        lines.append(f"leaf · the head decides; its training rows: {rows} <b>{label}</b>")
     elif tree.is_leaf[v]:
         lv = tree.leaf_value[v]
         if tree.task == "classification":
             k = int(np.argmax(lv))
             lines.append(f"leaf · predicts <b>{names[k]}</b> (score {style.fmt_num(lv[k], 3)})")
         else:
-            lines.append(f"leaf · predicts {tree.output_names[0]} = <b>{style.fmt_num(lv[0])}</b>")
+            lines.append(f"leaf · predicts {output} = <b>{style.fmt_num(lv[0])}</b>")
     else:
-        lines.append(f"split: right if <b>{node_rule(tree, v)}</b>")
+        lines.append(f"split: right if <b>{style.plot_text(node_rule(tree, v))}</b>")
     if stats is not None:
         c = float(stats.count[v])
         share = f" ({c / root_count:.1%} of window)" if root_count > 0 else ""
@@ -94,7 +97,7 @@ def hover_text(tree: Tree, v: int, stats: NodeStats | None, root_count: float,
             if len(order) > 8:
                 lines.append(f"… {len(order) - 8} more classes")
         if stats.value_mean is not None and c > 0:
-            lines.append(f"mean {tree.output_names[0]} = {style.fmt_num(stats.value_mean[v])} "
+            lines.append(f"mean {output} = {style.fmt_num(stats.value_mean[v])} "
                          f"± {style.fmt_num(stats.value_std[v], 3)}")
     a = float(tree.active[v])
     if a == 0:

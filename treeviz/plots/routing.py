@@ -193,7 +193,7 @@ def class_split_bars(
     titles = []
     for v in nodes:
         t = f"node {v}: right if {node_rule(tree, v, max_terms=2, precision=3)}"
-        titles.append(t if len(t) <= 52 else t[:51] + "…")
+        titles.append(style.plot_text(t if len(t) <= 52 else t[:51] + "…"))  # cut, then Plotly text
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.12,
                         vertical_spacing=min(0.12, 0.3 / rows))
     for i, v in enumerate(nodes):

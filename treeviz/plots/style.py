@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -141,16 +141,50 @@ def fmt_count(v: float) -> str:
     return f"{v:,.1f}"
 
 
+def plot_text(value: Any) -> str:
+    """A user's string (a feature, class, data set or run name, a rule that quotes one) as Plotly
+    text that shows exactly that string.
+
+    Plotly reads its HTML subset in every text it draws (titles, ticks, legends, hovers,
+    annotations, Sankey labels): ``<span style=…url(…)>`` would make the browser fetch a URL,
+    ``<a href=…>`` would become a live link and ``<b>`` bold. ``&``, ``<`` and ``>`` become
+    entities, and ``%`` becomes ``&#37;`` so that ``%{x}`` in a name is not a hover template's
+    placeholder. Line breaks become spaces (Plotly ignores them; ``<br>`` is its break). Every name a
+    figure builder draws goes through this function (or :func:`class_names` /
+    :func:`feature_names`, which call it); ``tests/test_contract_names.py`` checks every builder
+    with a corpus of hostile names.
+    """
+    text = str(value)
+    for raw, entity in _PLOT_ENTITIES:
+        text = text.replace(raw, entity)
+    return text
+
+
+_PLOT_ENTITIES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("%", "&#37;"), ("\r\n", " "), ("\n", " "),
+                  ("\r", " "))
+
+
+def plot_texts(values: Iterable[Any]) -> list[str]:
+    """:func:`plot_text` of each value."""
+    return [plot_text(v) for v in values]
+
+
 def class_names(tree: Any, names: Sequence[str] | None = None) -> list[str]:
-    """Class names for the figures: ``names`` if given, else the tree's ``output_names``."""
+    """Class names for the figures, as Plotly text (:func:`plot_text`): ``names`` if given, else
+    the tree's ``output_names``."""
     if names is not None:
         names = [str(n) for n in names]
         if len(names) != tree.n_outputs:
             raise TreevizError(
                 f"The tree has {tree.n_outputs} classes but {len(names)} class names were given."
             )
-        return names
-    return list(tree.output_names)
+        return plot_texts(names)
+    return plot_texts(tree.output_names)
+
+
+def feature_names(tree: Any) -> list[str]:
+    """The tree's feature names as Plotly text (:func:`plot_text`)."""
+    return plot_texts(tree.feature_names)
 
 
 def class_indices(tree: Any, y: Any) -> np.ndarray:

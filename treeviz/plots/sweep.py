@@ -37,6 +37,7 @@ def sweep_figure(rows: Sequence[dict[str, Any]], *, param: str,
         return style.message_figure("No sweep points yet.", title="Sweep")
     rows = sorted(rows, key=lambda r: r["value"])
     x = [float(r["value"]) for r in rows]
+    shown = style.plot_text(param)  # a sweep's parameter name comes from its runs, which a zip can carry
     if metric_keys is None:
         wanted = ("accuracy", "r2", "dendrogram_purity")
         metric_keys = [k for k in rows[0] if k.split("_", 1)[0] in ("train", "val", "test")
@@ -46,22 +47,23 @@ def sweep_figure(rows: Sequence[dict[str, Any]], *, param: str,
     for i, (key, label) in enumerate(SIZE_KEYS):
         fig.add_trace(go.Scatter(x=x, y=[r.get(key) for r in rows], mode="lines+markers", name=label,
                                  line=dict(color=style.line_color(i)), legendgroup="size",
-                                 hovertemplate=f"{param} %{{x:.4g}}<br>{label}: %{{y}}<extra></extra>"),
+                                 hovertemplate=f"{shown} %{{x:.4g}}<br>{label}: %{{y}}<extra></extra>"),
                       row=1, col=1)
     for i, key in enumerate(metric_keys):
+        label = style.plot_text(key)
         fig.add_trace(go.Scatter(x=x, y=[r.get(key) for r in rows], mode="lines+markers",
-                                 name=key.replace("_", " "), line=dict(color=style.line_color(i + 2)),
+                                 name=label.replace("_", " "), line=dict(color=style.line_color(i + 2)),
                                  legendgroup="score",
-                                 hovertemplate=f"{param} %{{x:.4g}}<br>{key}: %{{y:.4f}}<extra></extra>"),
+                                 hovertemplate=f"{shown} %{{x:.4g}}<br>{label}: %{{y:.4f}}<extra></extra>"),
                       row=1, col=2)
     if selected is not None:
         for col in (1, 2):
             fig.add_vline(x=float(selected), line=dict(color=style.HIGHLIGHT, width=2, dash="dot"),
                           row=1, col=col)
-    style.apply_style(fig, title=f"Sweep over {param}",
+    style.apply_style(fig, title=f"Sweep over {shown}",
                       subtitle=f"{len(rows)} points · fits in increasing order",
                       margin=style.MARGIN_SUBPLOTS, height=height or 380)
-    fig.update_xaxes(type="log" if log_x and min(x) > 0 else "linear", title=param)
+    fig.update_xaxes(type="log" if log_x and min(x) > 0 else "linear", title=shown)
     fig.update_yaxes(title="nodes / levels", row=1, col=1, rangemode="tozero")
     fig.update_yaxes(title="score", row=1, col=2)
     fig.update_layout(meta=dict(param=param, values=x, metric_keys=list(metric_keys)))
@@ -145,7 +147,7 @@ def lambda_path_figure(rows: Sequence[dict[str, Any]], *, param: str, selected: 
     if selected is not None:
         for col in (1, 2, 3):
             fig.add_vline(x=float(selected), line=dict(color=style.HIGHLIGHT, width=2, dash="dot"), row=1, col=col)
-    style.apply_style(fig, title="λ path", subtitle=f"{len(rows)} values of {param} · one tree per λ",
+    style.apply_style(fig, title="λ path", subtitle=f"{len(rows)} values of {style.plot_text(param)} · one tree per λ",
                       margin=style.MARGIN_SUBPLOTS, height=height or 380)
     # the x labels stand off a little, so the first one clears the y axis's "0" at the corner
     log = min(x) > 0

@@ -137,16 +137,18 @@ def _mix_shapes(node_list: list[int], fractions: np.ndarray, skip: np.ndarray, p
     return shapes
 
 
-def _leaf_labels(tree: Tree, leaves: list[int], pos: dict, names: list[str], shift: float) -> list[dict]:
+def _leaf_labels(tree: Tree, leaves: list[int], pos: dict, shift: float) -> list[dict]:
     out = []
     for v in leaves:
         lv = tree.leaf_value[v]
         if leaf_state(tree, v) in ("pruned", "empty"):  # no class or value to show
             text = leaf_label(tree, v)
         else:
-            text = names[int(np.argmax(lv))] if tree.task == "classification" else style.fmt_num(lv[0], 3)
-        text = text if len(text) <= 14 else text[:13] + "…"
-        out.append(dict(x=pos[v][0], y=pos[v][1], text=text, showarrow=False, yanchor="top", yshift=-shift,
+            text = tree.output_names[int(np.argmax(lv))] if tree.task == "classification" else \
+                style.fmt_num(lv[0], 3)
+        text = text if len(text) <= 14 else text[:13] + "…"  # cut the name, then make it Plotly text
+        out.append(dict(x=pos[v][0], y=pos[v][1], text=style.plot_text(text), showarrow=False, yanchor="top",
+                        yshift=-shift,
                         textangle=0 if len(leaves) <= 12 else -90, font=dict(size=11, color=style.INK)))
     return out
 
@@ -238,8 +240,8 @@ def tree_figure(
         finite = vals[np.isfinite(vals)]
         lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
         colors = style.scale_colors(vals, style.SEQUENTIAL, lo, hi)
-        title = f"mean {tree.output_names[0]}" if stats is not None and stats.value_mean is not None \
-            else f"leaf {tree.output_names[0]}"
+        output = style.plot_text(tree.output_names[0])
+        title = f"mean {output}" if stats is not None and stats.value_mean is not None else f"leaf {output}"
         colorbar = (style.SEQUENTIAL, lo, hi, title)
     else:
         colors = style.scale_colors(tree.active[nodes], style.ACTIVE_SCALE, 0.0, 1.0)
@@ -327,7 +329,7 @@ def tree_figure(
     leaves = [v for v, leaf in zip(node_list, is_leaf) if leaf]
     annotations = []
     if len(leaves) <= MAX_LABEL_LEAVES:
-        annotations = _leaf_labels(tree, leaves, pos, names, (msize / 2 + 9 if shapes else msize / 2) + 3)
+        annotations = _leaf_labels(tree, leaves, pos, (msize / 2 + 9 if shapes else msize / 2) + 3)
 
     # ---- layout
     levels = int(-ny.min()) + 1 if m else 1
@@ -348,7 +350,7 @@ def tree_figure(
     if tree.head_decides:  # the leaves describe their rows; they do not predict
         mode_text += " · a head predicts; leaves describe their rows"
     # the family's own name comes from the caller (plots read no registry); the key is the fallback
-    family = family_label or tree.family
+    family = style.plot_text(family_label or tree.family)
     title = f"{family + ' tree' if family else 'Tree'} · depth {tree.max_depth}"
     fig = go.Figure(data=traces)
     style.apply_style(fig, title=title, subtitle=f"{window} · colour: {mode_text}",

@@ -45,7 +45,7 @@ def top_weights_figure(tree: Tree, node: int, k: int = 10, *, height: int | None
     nz = np.flatnonzero(w)
     order = nz[np.argsort(-np.abs(w[nz]), kind="stable")][:k]
     shown = order[::-1]  # plotly draws the first category at the bottom
-    names = [tree.feature_names[j] for j in shown]
+    names = style.plot_texts(tree.feature_names[j] for j in shown)
     vals = w[shown]
     fig = go.Figure(go.Bar(
         x=vals.tolist(), y=names, orientation="h", name="weight",
@@ -116,7 +116,7 @@ def weights_heatmap(
         return style.message_figure("All split weights of these nodes are zero.", title="Split weights")
     z = W[:, feats]
     lim = style.symmetric_limit(z)
-    fnames = [tree.feature_names[j] for j in feats]
+    fnames = style.plot_texts(tree.feature_names[j] for j in feats)
     rows = [f"node {v}" for v in nodes]
     fig = go.Figure(go.Heatmap(
         z=z.tolist(), x=fnames, y=rows, zmin=-lim, zmax=lim, zmid=0.0, colorscale=style.DIVERGING,
@@ -150,7 +150,7 @@ def _image_shape(tree: Tree, image_shape: Sequence[int]) -> tuple[int, int]:
 
 
 def _pixel_names(tree: Tree, h: int, w: int) -> np.ndarray:
-    return np.asarray(tree.feature_names, dtype=object).reshape(h, w)
+    return np.asarray(style.feature_names(tree), dtype=object).reshape(h, w)
 
 
 def weight_image_figure(
