@@ -23,6 +23,7 @@ from models.registry import families, get_family
 from models.schema import ANY_DATA_TASKS, Family, Param
 from treeviz.services.atomic import replace_file
 from treeviz.services.data import CATALOGUE, Dataset, PreparedData, PrepConfig, TableOptions, load_dataset, prepare
+from treeviz.services.data.names import visible
 from treeviz.services.data.upload import max_upload_mb, read_table, suggest_target, table_to_dataset
 from treeviz.services.quantities import run_headline
 from treeviz.services.run_archive import MAX_IMPORT_BYTES
@@ -153,10 +154,28 @@ def families_help(task: str | None = None) -> str:
 
 # ---------------------------------------------------------------------------- output and files
 
+def shown(text: Any) -> str:
+    """``text`` for a terminal, shown as text: every control character a terminal would act on
+    becomes its escape (``\\x1b``, ``\\u202e``), so a name from a user's file (a column, a class,
+    the file's own name) can neither move the cursor, recolour the screen nor reorder a line. Every
+    line the command line writes for people goes through it (:func:`say`, :func:`note`,
+    :func:`format_table`, error messages); data written on purpose (``--json``, exported code,
+    predictions, ``-o -``) is written as it is. The characters are those of
+    :data:`treeviz.services.data.names.UNSAFE`: C0 and C1 controls (an escape sequence can move the
+    cursor, recolour, retitle the window), the bidirectional marks, overrides and isolates (which
+    reorder a line) and the Unicode line separators."""
+    return visible(text)
+
+
+def say(text: str) -> None:
+    """A line for people on stdout (:func:`shown`)."""
+    print(shown(text))
+
+
 def note(args: argparse.Namespace, text: str) -> None:
-    """A note on stderr, unless ``--quiet``."""
+    """A note on stderr (:func:`shown`), unless ``--quiet``."""
     if not getattr(args, "quiet", False):
-        print(f"treeviz: {text}", file=sys.stderr)
+        print(f"treeviz: {shown(text)}", file=sys.stderr)
 
 
 def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str]]) -> str:
@@ -176,7 +195,7 @@ def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str,
     """
     cells = [[h for _, h in columns]]
     for row in rows:
-        cells.append(["–" if row.get(k) is None else str(row.get(k)) for k, _ in columns])
+        cells.append(["–" if row.get(k) is None else shown(row.get(k)) for k, _ in columns])
     widths = [max(len(r[j]) for r in cells) for j in range(len(columns))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells)
 

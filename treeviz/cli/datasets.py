@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from treeviz.cli.common import OK, format_table, open_store, to_json
+from treeviz.cli.common import OK, format_table, open_store, say, to_json
 from treeviz.services.data import CATALOGUE
 
 #: The command's one-line help, also the first line of its ``--help``.
@@ -25,7 +25,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
         return OK
     print("Built-in data sets (--data KEY):")
     print(format_table(builtin, [("key", "key"), ("task", "task"), ("label", "data set"), ("group", "group")]))
-    print(f"\nSaved data sets in {open_store(args).root} (--data FINGERPRINT):")
+    say(f"\nSaved data sets in {open_store(args).root} (--data FINGERPRINT):")
     if saved:
         rows = [{**s, "shape": f"{s['n_samples']} × {s['n_features']}"} for s in saved]
         print(format_table(rows, [("fingerprint", "fingerprint"), ("name", "name"), ("task", "task"),

@@ -21,6 +21,7 @@ from treeviz.cli.common import (
     params_help_requested,
     record_json,
     require,
+    say,
     to_json,
     training_setup,
     whole_number,
@@ -137,7 +138,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
     elif args.quiet:
         print("\n".join(t.run_id for t in stored))
     else:
-        print(f"Grid '{result.label}' ({len(stored)} of {result.size} trials stored, {result.where}; "
+        say(f"Grid '{result.label}' ({len(stored)} of {result.size} trials stored, {result.where}; "
               f"grid id {result.grid_id})")
         columns = [("trial", "trial"), *[(n, n) for n in result.names], ("run", "run"), ("status", "status"),
                    ("seconds", "seconds"), ("headline", "headline"), ("nodes", "decision nodes")]

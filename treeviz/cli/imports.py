@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from treeviz.cli.common import OK, open_store, read_model_bytes
+from treeviz.cli.common import OK, open_store, read_model_bytes, say
 from treeviz.services.run_archive import import_zip
 
 #: The command's one-line help, also the first line of its ``--help``.
@@ -28,6 +28,6 @@ def cmd_import(args: argparse.Namespace) -> int:
         if args.quiet:
             print(record.run_id)
         else:
-            print(f"imported {path.name} as run {record.run_id} '{record.name}' ({record.family}, "
+            say(f"imported {path.name} as run {record.run_id} '{record.name}' ({record.family}, "
                   f"{record.dataset_name})")
     return OK

@@ -29,6 +29,7 @@ from treeviz.cli.common import (
     device_name,
     help_width,
     name_value,
+    shown,
     whole_number,
 )
 from treeviz.services.data import CATALOGUE, PrepConfig
@@ -263,7 +264,7 @@ def os_error_sentence(err: OSError) -> str:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    return shown(" ".join(text.split()))
 
 
 def _crashed(err: Exception, *, debug: bool) -> int:

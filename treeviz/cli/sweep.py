@@ -25,6 +25,7 @@ from treeviz.cli.common import (
     record_json,
     require,
     resolve_task,
+    say,
     to_json,
     whole_number,
 )
@@ -146,7 +147,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                    *[(k, size_label(k)) for k in sizes]]
         if results:
             sweep = results[0].record.sweep or {}
-            print(f"λ path '{sweep.get('label', '')}' over {param} ({len(results)} of {len(set(values))} points; "
+            say(f"λ path '{sweep.get('label', '')}' over {param} ({len(results)} of {len(set(values))} points; "
                   f"sweep id {sweep.get('id', '?')})")
         print(format_table(sweep_rows(results, family, param), columns))
     if stop.requested:

@@ -15,6 +15,8 @@ from treeviz.cli.common import (
     params_help_requested,
     record_json,
     require,
+    say,
+    shown,
     to_json,
     training_setup,
 )
@@ -83,9 +85,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     elif args.quiet:
         print(record.run_id)
     else:
-        print("\n".join(_run_lines(record, prepared)))
+        say("\n".join(_run_lines(record, prepared)))
     for warning in run_warnings(record):  # a fit that diverged or learned nothing says so, even with --quiet
-        print(f"treeviz: {warning}", file=sys.stderr)
+        print(f"treeviz: {shown(warning)}", file=sys.stderr)
     if record.status == "cancelled":
         note(args, f"training was stopped at your request; the model as it stood is stored as run {record.run_id}.")
         return INTERRUPTED

@@ -62,6 +62,7 @@ import pandas as pd
 
 from models.ground.errors import TreevizError
 from treeviz.services.data.dataset import TASKS, Dataset
+from treeviz.services.data.names import unsafe_names, visible
 from treeviz.services.data.preprocess import MAX_MODEL_INPUT
 
 MISSING_LEVEL = "(missing)"
@@ -760,7 +761,14 @@ def table_to_dataset(df: pd.DataFrame, name: str, options: TableOptions, *, sour
     if not isinstance(df, pd.DataFrame):
         raise TreevizError("The table must be a DataFrame; read files with read_table first.")
     notes: list[str] = list(df.attrs.get(READ_NOTES, []))
+    # a file's name only labels the data set (and its source says where it came from): their control
+    # characters as escapes
+    name, source = visible(name), visible(source)
     columns = [str(c).strip() for c in df.columns]
+    if unsafe := unsafe_names(columns):
+        raise TreevizError(f"In '{name}' the column name(s) {', '.join(unsafe[:10])} hold control characters (shown "
+                           "as \\x.. or \\u....), which no page or terminal shows as text. Rename the columns, then "
+                           "upload again.")
     dups = sorted({c for c in columns if columns.count(c) > 1})
     if dups:
         raise duplicate_column_error(name, dups)
@@ -790,6 +798,10 @@ def table_to_dataset(df: pd.DataFrame, name: str, options: TableOptions, *, sour
     if target is not None:
         kept = raw[target].dropna().reset_index(drop=True) if len(df) < n_uploaded else raw[target]
         y, class_names = _target_array(df[target], task, kept)
+        if class_names is not None and (unsafe := unsafe_names(class_names)):
+            raise TreevizError(f"The target '{target}' has class label(s) {', '.join(unsafe[:10])} holding control "
+                               "characters (shown as \\x.. or \\u....), which no page or terminal shows as text. "
+                               "Change those labels in the file, then upload again.")
         notes.extend(_class_notes(y, class_names, target) if task == "classification" else [])
     features = df.drop(columns=[target]) if target is not None else df
     plan, shape = _plan(features, options, read_as)
