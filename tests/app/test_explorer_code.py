@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.app.conftest import assert_clean, new_app, open_page
+from tests.app.conftest import assert_clean, new_app, open_page, texts
 from treeviz.services.data import PrepConfig, load_dataset, prepare
 from treeviz.services.runs import RunStore
 from treeviz.services.training import train_run
@@ -29,11 +29,11 @@ def test_a_hard_tree_downloads_as_rules_python_and_sql(home):
 def test_a_latent_tree_exports_its_leaves(home):
     at = explorer_for(home, "latent", "classification", "iris", {"depth": 2, "max_epochs": 3})
     assert "explorer.python_download" in {b.key for b in at.get("download_button")}
-    assert any("the code gives each row's leaf" in c.value for c in at.caption)
+    assert any("the code gives each row's leaf" in c for c in texts(at.caption))
 
 
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_soft_tree_says_why_it_has_no_code(home):
     at = explorer_for(home, "skinny", "classification", "iris", {"n_trees": 2, "depth": 2, "max_epochs": 3})
     assert "explorer.python_download" not in {b.key for b in at.get("download_button")}
-    assert any("has no if-then code" in c.value for c in at.caption)
+    assert any("has no if-then code" in c for c in texts(at.caption))
