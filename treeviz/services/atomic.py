@@ -5,6 +5,10 @@ fsyncing the files and their folders, and renaming it into place; the rename nev
 so a crash leaves either nothing or a complete folder. A single file is replaced through a
 temporary file and :func:`os.replace`. A folder is deleted by renaming it out of sight
 (``.trash-*``) first, then removing it. Nothing here pickles or unpickles.
+
+Nothing here writes through a symbolic link: files are created with ``O_NOFOLLOW`` (new ones with
+``O_EXCL`` as well), a folder is published only where no entry at all (not even a dangling link)
+stands, and deleting a link removes the link, never what it points to.
 """
 
 from __future__ import annotations
@@ -41,8 +45,8 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_synced(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` and fsync the file before returning.
+def write_synced(path: Path, data: bytes, *, new: bool = False) -> None:
+    """Write ``data`` to ``path`` and fsync the file before returning; never through a link.
 
     Parameters
     ----------
@@ -50,11 +54,24 @@ def write_synced(path: Path, data: bytes) -> None:
         The file to create or truncate.
     data
         Its new content.
+    new
+        Refuse (``FileExistsError``) when anything already stands at ``path``.
+
+    Raises
+    ------
+    OSError
+        If ``path`` is a symbolic link (``ELOOP``), or the write fails.
     """
-    with open(path, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    flags |= os.O_EXCL if new else os.O_TRUNC
+    with open(os.open(path, flags, 0o666), "wb") as fh:
+        _write_all(fh, data)
+
+
+def _write_all(fh, data: bytes) -> None:
+    fh.write(data)
+    fh.flush()
+    os.fsync(fh.fileno())
 
 
 def publish_folder(files: Mapping[str, bytes], parent: Path, name: str) -> bool:
@@ -72,8 +89,9 @@ def publish_folder(files: Mapping[str, bytes], parent: Path, name: str) -> bool:
     Returns
     -------
     bool
-        True once the folder is in place; False (writing nothing) if ``parent/name`` already
-        exists: nothing is overwritten.
+        True once the folder is in place; False (writing nothing) if anything already stands at
+        ``parent/name``, a symbolic link (even a dangling one) included: nothing is overwritten,
+        and nothing is written through a link.
 
     Raises
     ------
@@ -87,15 +105,15 @@ def publish_folder(files: Mapping[str, bytes], parent: Path, name: str) -> bool:
         for rel, data in files.items():
             target = tmp / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            write_synced(target, data)
+            write_synced(target, data, new=True)
         for folder in {(tmp / rel).parent for rel in files}:
             fsync_dir(folder)
-        if final.exists():
+        if os.path.lexists(final):  # a folder, a file or a link (dangling or not): taken
             return False
         try:
             os.rename(tmp, final)  # fails on an existing non-empty folder: never overwrites
         except OSError:
-            if final.exists():
+            if os.path.lexists(final):
                 return False
             raise
         fsync_dir(parent)
@@ -121,10 +139,10 @@ def replace_file(path: Path, data: bytes) -> None:
         If the file's folder no longer exists.
     """
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
-    os.close(fd)
     try:
-        write_synced(Path(tmp), data)
-        os.replace(tmp, path)
+        with open(fd, "wb") as fh:  # the file mkstemp made, by its descriptor: never a link put there
+            _write_all(fh, data)
+        os.replace(tmp, path)  # a link at ``path`` is replaced itself, never written through
         fsync_dir(path.parent)
     finally:
         if os.path.exists(tmp):
@@ -132,7 +150,8 @@ def replace_file(path: Path, data: bytes) -> None:
 
 
 def discard_folder(folder: Path, parent: Path, missing_ok: bool = False) -> None:
-    """Rename ``folder`` out of sight first (atomic), then delete it.
+    """Rename ``folder`` out of sight first (atomic), then delete it (a symbolic link standing
+    there is removed itself: what it points to is never touched).
 
     Parameters
     ----------
@@ -155,4 +174,17 @@ def discard_folder(folder: Path, parent: Path, missing_ok: bool = False) -> None
         if missing_ok:
             return
         raise TreevizError(f"{folder.name} was already deleted (perhaps in another tab).") from None
-    shutil.rmtree(trash, ignore_errors=True)
+    remove_entry(trash)
+
+
+def remove_entry(path: Path) -> None:
+    """Delete ``path``: a symbolic link or a file is unlinked, a folder removed with what it holds
+    (links inside it are unlinked, never followed). Errors are ignored (a leftover is reported by
+    whoever lists the folder)."""
+    try:
+        if os.path.islink(path) or not os.path.isdir(path):
+            os.unlink(path)
+            return
+    except OSError:
+        return
+    shutil.rmtree(path, ignore_errors=True)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from treeviz.services.quantities import family_name, headline_text
+from treeviz.services.quantities import family_name, headline_text, per_record
 from treeviz.services.runs import RunRecord
 
 
@@ -90,10 +90,15 @@ def leaderboard(runs: Sequence[RunRecord], score: Score | None) -> list[dict[str
 def run_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
     """One row per run for the Runs page's table: name, family, data set, task, headline metric,
     nodes, depth, status, created, fit seconds and id."""
-    return [{"name": r.name, "family": family_name(r.family), "dataset": r.dataset_name, "task": r.task,
-             "metric": headline_text(r), "nodes": r.n_nodes, "depth": r.depth, "status": r.status,
-             "created": r.created_at.strftime("%Y-%m-%d %H:%M"), "seconds": round(r.duration_s, 2),
-             "id": r.run_id} for r in records]
+    return [dict(_run_row(r)) for r in records]
+
+
+@per_record
+def _run_row(r: RunRecord) -> dict[str, Any]:
+    return {"name": r.name, "family": family_name(r.family), "dataset": r.dataset_name, "task": r.task,
+            "metric": headline_text(r), "nodes": r.n_nodes, "depth": r.depth, "status": r.status,
+            "created": r.created_at.strftime("%Y-%m-%d %H:%M"), "seconds": round(r.duration_s, 2),
+            "id": r.run_id}
 
 
 def pareto_mask(size: Sequence[float], score: Sequence[float], *, higher_is_better: bool = True) -> np.ndarray:
@@ -101,10 +106,19 @@ def pareto_mask(size: Sequence[float], score: Sequence[float], *, higher_is_bett
     least as small and at least as good, and strictly better in one of the two. NaN points never are."""
     size = np.asarray(size, dtype=np.float64)
     good = np.asarray(score, dtype=np.float64) * (1.0 if higher_is_better else -1.0)
-    ok = np.isfinite(size) & np.isfinite(good)
+    ok = np.flatnonzero(np.isfinite(size) & np.isfinite(good))
     out = np.zeros(size.shape, dtype=bool)
-    for i in np.flatnonzero(ok):
-        others = ok & (size <= size[i]) & (good >= good[i]) & ((size < size[i]) | (good > good[i]))
-        out[i] = not others.any()
+    if not ok.size:
+        return out
+    # One sort, not a pass over all points per point: by size, the best score first within a size. A
+    # point is on the front when it is the best of its size (ties included) and better than every
+    # strictly smaller point.
+    order = ok[np.lexsort((-good[ok], size[ok]))]
+    s, g = size[order], good[order]
+    first = np.r_[True, s[1:] != s[:-1]]  # the best point of each size
+    group = np.cumsum(first) - 1
+    best = g[first]
+    before = np.r_[-np.inf, np.maximum.accumulate(best)[:-1]]  # the best score of all smaller sizes
+    out[order] = (g == best[group]) & (g > before[group])
     return out
 

@@ -57,10 +57,10 @@ _MEMBERS = (*_RUN_FILES, DATASET_PREFIX + DATASET_JSON, DATASET_PREFIX + ARRAYS)
 
 
 def export_zip(store: RunStore, run_id: str, *, include_dataset: bool = True) -> bytes:
-    """A zip of the run: model files, run.json, history.json and, by default, its data set."""
-    path = store.run_path(run_id)
+    """A zip of the run: model files, run.json, history.json and, by default, its data set (every
+    file read without following a symbolic link: :meth:`RunStore.run_files`)."""
     record = store.get(run_id)
-    files = {n: (path / n).read_bytes() for n in _RUN_FILES if (path / n).is_file()}
+    files = store.run_files(run_id)
     if include_dataset:
         dataset_files = store.dataset_files(record.dataset_fingerprint)
         if dataset_files is not None:

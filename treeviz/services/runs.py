@@ -12,10 +12,23 @@ Layout under the store's root (:func:`default_root`)::
 Every write is atomic (:mod:`treeviz.services.atomic`): files go into a hidden temporary folder
 (``.tmp-*``) in the same parent, are fsynced, and the folder is renamed into place, so a crash
 leaves either nothing or a complete run. A data set's two files are its own stored form
-(:meth:`Dataset.to_files` / :meth:`Dataset.from_files`). Nothing is cached in memory: two
-``RunStore`` objects on one root (two browser tabs, two app processes) always see each other's
-runs. Nothing here pickles or unpickles. A run leaves the store as a zip through
-:mod:`treeviz.services.run_archive`, which holds that format.
+(:meth:`Dataset.to_files` / :meth:`Dataset.from_files`). Nothing here pickles or unpickles. A run
+leaves the store as a zip through :mod:`treeviz.services.run_archive`, which holds that format.
+
+Two ``RunStore`` objects on one root (two browser tabs, two app processes) always agree. A store
+keeps the records it has parsed, each with the identity of the ``run.json`` it came from (inode,
+modification time in nanoseconds, size), and trusts nothing else it remembers: every
+:meth:`RunStore.list` and :meth:`RunStore.get` looks at the files again (``lstat``) and parses only
+a ``run.json`` that is new or whose identity changed; a run gone from disk is dropped. The store
+never rewrites a file in place (a rename writes a new ``run.json`` through :func:`os.replace`, so a
+new inode), so a changed record always has another identity. At 5 000 runs a listing with nothing
+changed costs two ``lstat`` calls per run (:meth:`RunStore.list`), not a JSON parse and check.
+
+The store neither follows nor writes through symbolic links below its ``runs/`` and ``datasets/``
+folders: a run or data set folder that is a link, or a link in place of a run's ``run.json``,
+``config.json`` or weights, is left out with a sentence saying so (:attr:`RunStore.problems`); files
+are read with ``O_NOFOLLOW``; a save or an import never writes where a link stands (it takes another
+id, or replaces the link itself); and deleting removes a link, never what it points to.
 """
 
 from __future__ import annotations
@@ -26,14 +39,14 @@ import math
 import os
 import re
 import secrets
-import shutil
+import stat
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from models.devices import resolve_device
 from models.ground import __version__
@@ -42,7 +55,14 @@ from models.ground.jsonio import dumps_json, jsonable
 from models.persist import CONFIG_NAME, WEIGHTS_NAME, load_model, model_bytes
 from models.registry import family_of_class, get_family, registered_class
 from models.schema import TASKS
-from treeviz.services.atomic import TMP_PREFIX, TRASH_PREFIX, discard_folder, publish_folder, replace_file
+from treeviz.services.atomic import (
+    TMP_PREFIX,
+    TRASH_PREFIX,
+    discard_folder,
+    publish_folder,
+    remove_entry,
+    replace_file,
+)
 from treeviz.services.data.dataset import ARRAYS, DATASET_JSON, Dataset
 from treeviz.services.data.preprocess import PreparedData, PrepConfig, prepare
 
@@ -382,6 +402,70 @@ def _device_used(params: Mapping[str, Any]) -> str:
         return device
 
 
+#: What a store remembers of a file to know it is the one it read: inode, mtime in ns, size.
+FileIdentity = tuple[int, int, int]
+_LINK = "is a symbolic link, which the store never follows"
+#: A run folder modified less than this many seconds before a listing is checked file by file at
+#: the next listing too: a change within the same tick of the file system's clock leaves its
+#: modification time as it was (the "racy" case git's index knows).
+RACY_S = 2.0
+_RUN_JSON_TAIL = os.sep + RUN_JSON
+
+
+class _Known(NamedTuple):
+    """A record a store has parsed: the identity of its ``run.json``, the record, and the identity of
+    its run folder when the folder may be trusted to show any change of its entries (else None)."""
+
+    json: FileIdentity
+    record: RunRecord
+    folder: FileIdentity | None = None
+
+
+def _identity(st: os.stat_result) -> FileIdentity:
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _lstat(path: str | os.PathLike) -> os.stat_result | None:
+    """``os.lstat`` of ``path`` (a link is not followed), or None when nothing stands there."""
+    try:
+        return os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _is_link(st: os.stat_result | None) -> bool:
+    return st is not None and stat.S_ISLNK(st.st_mode)
+
+
+def _read_regular(path: str | os.PathLike) -> tuple[bytes, os.stat_result]:
+    """The bytes of the regular file at ``path`` and its ``fstat``, never through a symbolic link.
+
+    Raises
+    ------
+    OSError
+        ``ELOOP`` if ``path`` is a link; ``FileNotFoundError`` if it is gone; another error if it
+        is not a regular file (a folder, a pipe) or cannot be read.
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)  # a pipe never blocks
+    with open(os.open(path, flags), "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise IsADirectoryError(f"{path} is not a regular file")
+        return fh.read(), st
+
+
+def _parse_run_json(data: bytes, run_id: str) -> RunRecord:
+    """The record in a run folder's ``run.json`` bytes (the one place a stored record is parsed)."""
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise TreevizError("its run.json is not readable JSON.") from None
+    record = RunRecord.from_dict(raw)
+    if record.run_id != run_id:
+        raise TreevizError(f"its run.json names another run ({record.run_id}).")
+    return record
+
+
 class RunStore:
     """Runs and their data sets in a folder; safe to share between threads and processes.
 
@@ -393,7 +477,11 @@ class RunStore:
     Attributes
     ----------
     problems : list of str
-        Sentences about folders the last :meth:`list` skipped (damaged or left over by a crash).
+        Sentences about folders the last :meth:`list` skipped (damaged, left over by a crash, or
+        a symbolic link).
+
+    Records already parsed are kept with their ``run.json``'s identity and used again only while
+    that identity holds (see the module's docstring), so the store always says what is on disk.
     """
 
     def __init__(self, root: str | os.PathLike | None = None) -> None:
@@ -401,9 +489,17 @@ class RunStore:
         self.runs_dir = self.root / "runs"
         self.datasets_dir = self.root / "datasets"
         self.problems: list[str] = []
+        #: run id -> what was parsed from its run.json, with the identities that say it still holds
+        self._records: dict[str, _Known] = {}
 
     def __repr__(self) -> str:
         return f"RunStore({str(self.root)!r})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (sent to a worker process) without the records it keeps: the worker reads its own."""
+        out = dict(self.__dict__)
+        out["_records"] = {}
+        return out
 
     # ------------------------------------------------------------------ saving
     def save(self, estimator: Any, prepared: PreparedData, *, name: str | None = None,
@@ -472,7 +568,16 @@ class RunStore:
         """Held while a default name is chosen and its run published, so that two processes
         saving at once never give two runs one name."""
         self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / NAMING_LOCK, "a+b") as fh:
+        path = self.root / NAMING_LOCK
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(path, flags, 0o644)
+        except OSError:
+            if not _is_link(_lstat(path)):
+                raise
+            os.unlink(path)  # a link put where the lock file goes: removed itself, never followed
+            fd = os.open(path, flags, 0o644)
+        with open(fd, "r+b") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:
                 yield
@@ -512,17 +617,46 @@ class RunStore:
         """Store ``dataset`` under its fingerprint (once) and return the fingerprint."""
         fp = dataset.fingerprint
         final = self.datasets_dir / fp
-
-        def complete() -> bool:
-            return (final / DATASET_JSON).is_file() and (final / ARRAYS).is_file()
-
-        if complete():
+        if self._dataset_complete(fp):
             return fp
         files = dataset.to_files()
-        if final.exists() and not complete():  # damaged by hand: move it aside, never trust it
+        if os.path.lexists(final):  # damaged by hand, or a link: moved aside (a link itself), never trusted
             discard_folder(final, self.datasets_dir, missing_ok=True)
         publish_folder(files, self.datasets_dir, fp)
         return fp
+
+    def _dataset_complete(self, fingerprint: str) -> bool:
+        """Whether ``datasets/<fingerprint>`` is a folder (not a link) holding both files (not links)."""
+        folder = self.datasets_dir / fingerprint
+        st = _lstat(folder)
+        if st is None or not stat.S_ISDIR(st.st_mode):
+            return False
+        return all((f := _lstat(folder / n)) is not None and stat.S_ISREG(f.st_mode) for n in (DATASET_JSON, ARRAYS))
+
+    def _dataset_bytes(self, fingerprint: str) -> dict[str, bytes]:
+        """The two stored files of a data set, never read through a symbolic link.
+
+        Raises
+        ------
+        TreevizError
+            If the data set's folder or one of its files is a symbolic link.
+        OSError
+            If a file is missing or unreadable.
+        """
+        folder = self.datasets_dir / fingerprint
+        if _is_link(_lstat(folder)):
+            raise TreevizError(f"The data set folder {fingerprint} in {self.datasets_dir} {_LINK}; "
+                               "remove the link, then import the run with its data or load the data set again.")
+        out = {}
+        for name in (DATASET_JSON, ARRAYS):
+            try:
+                out[name] = _read_regular(folder / name)[0]
+            except OSError:
+                if _is_link(_lstat(folder / name)):
+                    raise TreevizError(f"The {name} of the data set {fingerprint} {_LINK}; remove the link, "
+                                       "then import the run with its data or load the data set again.") from None
+                raise
+        return out
 
     def list_datasets(self) -> list[dict[str, Any]]:
         """Summaries of the stored data sets, newest first (unreadable folders are skipped).
@@ -532,12 +666,12 @@ class RunStore:
         out = []
         entries = list(os.scandir(self.datasets_dir)) if self.datasets_dir.is_dir() else []
         for entry in entries:
-            if not FINGERPRINT_RE.fullmatch(entry.name):
-                continue
+            if not FINGERPRINT_RE.fullmatch(entry.name) or not entry.is_dir(follow_symlinks=False):
+                continue  # a link is left out: the store never follows one
             try:
-                info = json.loads((Path(entry.path) / DATASET_JSON).read_bytes())
-                mtime = entry.stat().st_mtime
-                if not (Path(entry.path) / ARRAYS).is_file():
+                info = json.loads(_read_regular(Path(entry.path) / DATASET_JSON)[0])
+                mtime = entry.stat(follow_symlinks=False).st_mtime
+                if not self._dataset_complete(entry.name):
                     continue
             except (OSError, ValueError):
                 continue
@@ -550,38 +684,63 @@ class RunStore:
         return [summary for _, summary in sorted(out, key=lambda t: t[0], reverse=True)]
 
     def dataset_files(self, fingerprint: str) -> dict[str, bytes] | None:
-        """The stored files of a data set (for archives), or None when it is not complete here."""
-        folder = self.datasets_dir / fingerprint
+        """The stored files of a data set (for archives), or None when it is not complete here (or
+        is a symbolic link, which the store never follows)."""
         try:
-            return {n: (folder / n).read_bytes() for n in (DATASET_JSON, ARRAYS)}
-        except OSError:
+            return self._dataset_bytes(fingerprint)
+        except (OSError, TreevizError):
             return None
 
     def load_dataset(self, fingerprint: str) -> Dataset:
         """The stored data set with this fingerprint (checked against its arrays)."""
         if not FINGERPRINT_RE.fullmatch(str(fingerprint)):
             raise TreevizError(f"{fingerprint!r} is not a data set fingerprint.")
-        folder = self.datasets_dir / fingerprint
         try:
-            info_bytes = (folder / DATASET_JSON).read_bytes()
-            arrays_bytes = (folder / ARRAYS).read_bytes()
+            files = self._dataset_bytes(fingerprint)
         except OSError:
             raise TreevizError(
                 f"The data set {fingerprint} is not in the run store {self.root}; "
                 "import the run with its data, or load the data set again and retrain."
             ) from None
-        return Dataset.from_files(info_bytes, arrays_bytes, fingerprint)
+        return Dataset.from_files(files[DATASET_JSON], files[ARRAYS], fingerprint)
 
     # ------------------------------------------------------------------ reading
     def list(self) -> list[RunRecord]:
-        """Every readable run, newest first; skipped folders are described in :attr:`problems`."""
+        """Every readable run, newest first; skipped folders are described in :attr:`problems`.
+
+        Each call looks at every run folder again and parses only the ``run.json`` files that are
+        new or changed since this store last read them; a run deleted while the store is being
+        listed (its folder gone) is simply not listed. A run known from an earlier listing costs two
+        ``lstat`` calls, its folder's and its ``run.json``'s: while the folder's identity holds, no
+        file in it was added, removed, replaced or turned into a link, so its model files are
+        checked again only when it changed (or changed within :data:`RACY_S` of being looked at).
+        """
         records, problems = [], []
+        kept, fresh = self._records, {}
         try:
-            entries = sorted(os.scandir(self.runs_dir), key=lambda e: e.name)
+            with os.scandir(self.runs_dir) as scan:
+                entries = list(scan)
         except FileNotFoundError:
             entries = []
         now = time.time()
         for entry in entries:
+            known = kept.get(entry.name)
+            if known is not None and known.folder is not None and entry.is_dir(follow_symlinks=False):
+                # the short way, inline (it runs for every run): a known run whose folder and run.json
+                # are as they were, its folder old enough to be trusted (see _record_in)
+                try:
+                    folder, own = entry.stat(follow_symlinks=False), os.lstat(entry.path + _RUN_JSON_TAIL)
+                except OSError:
+                    folder = own = None
+                if (folder is not None and (folder.st_ino, folder.st_mtime_ns, folder.st_size) == known.folder
+                        and (own.st_ino, own.st_mtime_ns, own.st_size) == known.json and stat.S_ISREG(own.st_mode)):
+                    fresh[entry.name] = known
+                    records.append(known.record)
+                    continue
+            if entry.is_symlink():
+                if not entry.name.startswith(".") and (RUN_ID_RE.fullmatch(entry.name) or entry.is_dir()):
+                    problems.append(f"The run folder {entry.name} was skipped: it {_LINK}.")
+                continue
             if not entry.is_dir(follow_symlinks=False):
                 continue
             if entry.name.startswith("."):
@@ -595,14 +754,24 @@ class RunStore:
                         "it is ignored (RunStore.remove_leftovers() deletes it)."
                     )
                 continue
+            if entry.name not in kept and not RUN_ID_RE.fullmatch(entry.name):
+                problems.append(f"The run folder {entry.name} was skipped: {entry.name!r} is not a run id.")
+                continue
             try:
-                records.append(self._read_record(entry.name))
-            except TreevizError as err:
-                problems.append(f"The run folder {entry.name} was skipped: {err}")
+                found = self._record_in(entry.name, entry.path, kept, entry.stat(follow_symlinks=False), now)
             except Exception as err:
-                problems.append(f"The run folder {entry.name} was skipped: it is unreadable "
-                                f"({type(err).__name__}).")
-        self.problems = problems
+                if not os.path.lexists(entry.path):
+                    continue  # deleted (perhaps by another process) while the store was listed
+                if isinstance(err, TreevizError):
+                    problems.append(f"The run folder {entry.name} was skipped: {err}")
+                else:
+                    problems.append(f"The run folder {entry.name} was skipped: it is unreadable "
+                                    f"({type(err).__name__}).")
+                continue
+            fresh[entry.name] = found
+            records.append(found.record)
+        self._records = fresh  # runs gone from disk are forgotten
+        self.problems = sorted(problems)
         records.sort(key=lambda r: (r.created, r.run_id), reverse=True)
         return records
 
@@ -614,25 +783,64 @@ class RunStore:
         if not isinstance(run_id, str) or not RUN_ID_RE.fullmatch(run_id):
             raise TreevizError(f"{run_id!r} is not a run id.")
         path = self.runs_dir / run_id
-        if not path.is_dir():
+        st = _lstat(path)
+        if _is_link(st):
+            raise TreevizError(f"The run folder {run_id} in {self.runs_dir} {_LINK}; remove the link, or copy "
+                               "the run into the store (or import its zip).")
+        if st is None or not stat.S_ISDIR(st.st_mode):
             raise TreevizError(
                 f"There is no run {run_id} in {self.runs_dir}; it may have been deleted in another tab."
             )
         return path
 
-    def _read_record(self, run_id: str) -> RunRecord:
-        path = self._run_dir(run_id)
-        missing = [n for n in (RUN_JSON, CONFIG_JSON, WEIGHTS) if not (path / n).is_file()]
+    @staticmethod
+    def _file_stats(folder: str | os.PathLike, names: Iterable[str]) -> dict[str, os.stat_result]:
+        """``lstat`` of each named file of a run folder; a TreevizError sentence ("it ...") when one
+        is missing, not a regular file, or a symbolic link."""
+        stats, missing, links = {}, [], []
+        base = os.fspath(folder) + os.sep  # plain strings: this runs for every file of every run
+        for name in names:
+            st = _lstat(base + name)
+            if _is_link(st):
+                links.append(name)
+            elif st is None or not stat.S_ISREG(st.st_mode):
+                missing.append(name)
+            else:
+                stats[name] = st
+        if links:
+            raise TreevizError(f"its {links[0]} {_LINK}." if len(links) == 1 else
+                               f"its {', '.join(links)} are symbolic links, which the store never follows.")
         if missing:
             raise TreevizError(f"it lacks {', '.join(missing)}.")
+        return stats
+
+    def _record_in(self, run_id: str, folder: str | os.PathLike, kept: Mapping[str, _Known],
+                   folder_stat: os.stat_result | None = None, now: float = 0.0) -> _Known:
+        """The record of a run folder, its three files checked: the one in ``kept`` while the
+        identity of its ``run.json`` is unchanged, else the file read (never through a link) and
+        parsed. With the folder's ``lstat`` (taken before anything in it was looked at) and the
+        time, the result says whether the folder may be trusted at the next listing
+        (:meth:`list`'s short way)."""
+        path = os.path.join(folder, RUN_JSON)
+        known = kept.get(run_id)
+        stats = self._file_stats(folder, (RUN_JSON, CONFIG_JSON, WEIGHTS))
+        trusted = None
+        if folder_stat is not None and now - folder_stat.st_mtime > RACY_S:
+            trusted = _identity(folder_stat)
+        if known is not None and known.json == _identity(stats[RUN_JSON]):
+            return known if folder_stat is None else known._replace(folder=trusted)
         try:
-            data = json.loads((path / RUN_JSON).read_bytes().decode("utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            data, st = _read_regular(path)  # its fstat: the identity of exactly these bytes
+        except OSError:
+            if _is_link(_lstat(path)):
+                raise TreevizError(f"its run.json {_LINK}.") from None
             raise TreevizError("its run.json is not readable JSON.") from None
-        record = RunRecord.from_dict(data)
-        if record.run_id != run_id:
-            raise TreevizError(f"its run.json names another run ({record.run_id}).")
-        return record
+        return _Known(_identity(st), _parse_run_json(data, run_id), trusted)
+
+    def _read_record(self, run_id: str) -> RunRecord:
+        found = self._record_in(run_id, self._run_dir(run_id), self._records)
+        self._records[run_id] = found
+        return found.record
 
     def get(self, run_id: str) -> RunRecord:
         """The record of one run; a TreevizError sentence if it is missing or damaged."""
@@ -645,20 +853,63 @@ class RunStore:
             raise
 
     def exists(self, run_id: str) -> bool:
-        return bool(isinstance(run_id, str) and RUN_ID_RE.fullmatch(run_id)
-                    and (self.runs_dir / run_id).is_dir())
+        """Whether a run folder (a folder, not a symbolic link) of this id is in the store."""
+        if not (isinstance(run_id, str) and RUN_ID_RE.fullmatch(run_id)):
+            return False
+        st = _lstat(self.runs_dir / run_id)
+        return st is not None and stat.S_ISDIR(st.st_mode)
+
+    def identity(self, run_id: str) -> tuple[FileIdentity, ...]:
+        """What tells this run's files from those of another run stored later under the same id
+        (deleted, then imported again): the inode, modification time (ns) and size of the run folder,
+        its ``run.json``, ``config.json`` and weights. A cache of anything read from a run keys on
+        it, so a new run under an old id never meets the old run's entry. A TreevizError sentence
+        when the run is missing, damaged or a symbolic link."""
+        folder = self._run_dir(run_id)
+        try:
+            stats = self._file_stats(folder, (RUN_JSON, CONFIG_JSON, WEIGHTS))
+            top = os.lstat(folder)
+        except TreevizError as err:
+            raise TreevizError(f"The run {run_id} cannot be opened: {err}") from None
+        except OSError:
+            raise TreevizError(f"There is no run {run_id} in {self.runs_dir}; it may have been deleted in "
+                               "another tab.") from None
+        return (_identity(top), *(_identity(stats[n]) for n in (RUN_JSON, CONFIG_JSON, WEIGHTS)))
 
     def load_model(self, run_id: str) -> Any:
-        """The run's fitted estimator, loaded with :func:`models.persist.load_model`."""
-        return load_model(self._run_dir(run_id))
+        """The run's fitted estimator, loaded with :func:`models.persist.load_model` (a model file
+        that is a symbolic link is refused)."""
+        folder = self._run_dir(run_id)
+        try:
+            self._file_stats(folder, (CONFIG_JSON, WEIGHTS))
+        except TreevizError as err:
+            raise TreevizError(f"The run {run_id} cannot be opened: {err}") from None
+        return load_model(folder)
 
     def history(self, run_id: str) -> list[dict[str, Any]]:
-        """The estimator's ``history_`` records (without loading the model)."""
+        """The estimator's ``history_`` records (without loading the model); none when the file is
+        missing, damaged or a symbolic link."""
         try:
-            data = json.loads((self._run_dir(run_id) / HISTORY_JSON).read_bytes())
+            data = json.loads(_read_regular(self._run_dir(run_id) / HISTORY_JSON)[0])
         except (OSError, ValueError):
             return []
         return [r for r in data if isinstance(r, dict)] if isinstance(data, list) else []
+
+    def run_files(self, run_id: str) -> dict[str, bytes]:
+        """The files of a run folder (``run.json``, ``history.json``, ``config.json``, weights), read
+        without following a symbolic link: a missing or linked ``history.json`` is left out; the
+        other three must be there (a TreevizError sentence otherwise)."""
+        self.get(run_id)
+        folder = self._run_dir(run_id)
+        out = {}
+        for name in (RUN_JSON, HISTORY_JSON, CONFIG_JSON, WEIGHTS):
+            try:
+                out[name] = _read_regular(folder / name)[0]
+            except OSError:
+                if name != HISTORY_JSON:
+                    raise TreevizError(f"The run {run_id} cannot be read: its {name} is missing, unreadable or "
+                                       "a symbolic link.") from None
+        return out
 
     def load_prepared(self, run_id: str) -> PreparedData:
         """The run's data, split and preprocessed exactly as when it was trained."""
@@ -695,9 +946,11 @@ class RunStore:
         count, now = 0, time.time()
         for parent in (self.runs_dir, self.datasets_dir):
             for entry in (parent.iterdir() if parent.is_dir() else ()):
-                if (entry.name.startswith((TMP_PREFIX, TRASH_PREFIX)) and entry.is_dir()
-                        and now - entry.stat().st_mtime > older_than_s):
-                    shutil.rmtree(entry, ignore_errors=True)
+                st = _lstat(entry)
+                if (entry.name.startswith((TMP_PREFIX, TRASH_PREFIX)) and st is not None
+                        and (stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode))
+                        and now - st.st_mtime > older_than_s):
+                    remove_entry(entry)  # a link is removed itself, never what it points to
                     count += 1
         return count
 
