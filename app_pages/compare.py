@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from treeviz.plots import class_flow_figure, pareto_figure, tree_figure
+from treeviz.plots import class_flow_figure, tree_figure
 from treeviz.services.compare import SIZES, groups, leaderboard, pareto_mask, score_of
 from treeviz.services.quantities import family_index, family_name
 from treeviz.ui import state
@@ -52,8 +52,8 @@ if score is not None:
         points = [{"size": s, "score": v, "family": family_name(r.family), "family_index": family_index(r.family),
                    "name": r.name, "front": bool(f)} for r, s, v, f in zip(group.runs, size, value, front)]
         with user_errors("drawing the Pareto front"):
-            show_figure(pareto_figure(points, size_label=SIZES[size_key], score_label=score.label,
-                                      higher_is_better=score.higher_is_better),
+            show_figure(state.pareto_figure(points, size_label=SIZES[size_key], score_label=score.label,
+                                            higher_is_better=score.higher_is_better),
                         key=f"compare.pareto.{size_key}", name=(group.dataset, "pareto", size_key), where=box)
 
 # ------------------------------------------------------------------ two runs side by side

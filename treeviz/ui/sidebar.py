@@ -5,13 +5,14 @@ from __future__ import annotations
 import streamlit as st
 
 from models.devices import available_devices
-from treeviz.services.quantities import headline_text
+from treeviz.services.quantities import headline_text, per_record
 from treeviz.services.runs import RunRecord
 from treeviz.services.training import run_warnings
 from treeviz.ui import state
 from treeviz.ui.text import md
 
 
+@per_record  # the sidebar labels every stored run at every rerun
 def run_label(rec: RunRecord) -> str:
     """One line naming a run: its name, status and headline metric."""
     metric = headline_text(rec)

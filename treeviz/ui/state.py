@@ -15,6 +15,12 @@ Session-state keys (everything the app remembers per browser tab):
 Runs and jobs are process-wide (cached resources), so a second tab sees the same runs, and runs
 live on disk (:mod:`treeviz.services.runs`), so they survive an app restart.
 
+Everything cached from a run (its model, prepared data, views, sweep rows, importance baselines and
+the view pages' results) is keyed by the run's file identity (:func:`run_identity`: inode,
+modification time and size of its folder and files), not by its id alone: a run deleted and another
+imported under the same id, here or by another process, never meets the old run's entries, so no
+page has to invalidate anything when it deletes or imports a run.
+
 The app runs each training job in a child process of its own (:func:`process_jobs`), so two jobs
 do not contend for one interpreter lock. ``TREEVIZ_JOB_PROCESSES=0`` (also ``false``, ``no``,
 ``off``) runs them in worker threads of the app's process instead (:func:`thread_jobs`): no child
@@ -25,12 +31,16 @@ means child processes.
 
 from __future__ import annotations
 
+import hashlib
 import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from models.ground.errors import TreevizError
+from treeviz.plots import pareto_figure as _pareto_figure
 from treeviz.services.data import Dataset, PreparedData, PrepConfig, load_dataset, prepare
 from treeviz.services.features import BaselineResult
 from treeviz.services.features import importance_baselines as _baselines
@@ -146,24 +156,30 @@ def show_flash() -> None:
         st.success(message)
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _run_model(root: str, run_id: str) -> Any:
-    return RunStore(root).load_model(run_id)
+def run_identity(run_id: str) -> tuple:
+    """The identity of a stored run's files (:meth:`RunStore.identity`): the key, beside the id, of
+    every cache of something read from the run (a TreevizError sentence if the run is gone)."""
+    return store().identity(run_id)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _run_prepared(root: str, run_id: str) -> PreparedData:
-    return RunStore(root).load_prepared(run_id)
+def _run_model(root: str, run_id: str, identity: tuple) -> Any:
+    return _store(root).load_model(run_id)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _run_prepared(root: str, run_id: str, identity: tuple) -> PreparedData:
+    return _store(root).load_prepared(run_id)
 
 
 def run_model(run_id: str) -> Any:
-    """The fitted estimator of a stored run (loaded once per process)."""
-    return _run_model(str(default_root()), run_id)
+    """The fitted estimator of a stored run (loaded once per process and run)."""
+    return _run_model(str(default_root()), run_id, run_identity(run_id))
 
 
 def run_prepared(run_id: str) -> PreparedData:
     """The exact data (split + preprocessing) a stored run was trained on."""
-    return _run_prepared(str(default_root()), run_id)
+    return _run_prepared(str(default_root()), run_id, run_identity(run_id))
 
 
 def current_run_id() -> str | None:
@@ -201,21 +217,21 @@ def device() -> str:
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _run_view(root: str, run_id: str, part: str, tree_index: int) -> RunView:
-    model = _run_model(root, run_id)
-    prepared = _run_prepared(root, run_id)
+def _run_view(root: str, run_id: str, part: str, tree_index: int, identity: tuple) -> RunView:
+    model = _run_model(root, run_id, identity)
+    prepared = _run_prepared(root, run_id, identity)
     return RunView.build(model, prepared, part, tree_index)
 
 
 def run_view(run_id: str, part: str, tree_index: int = 0) -> RunView:
     """The tree of a run (tree ``tree_index`` of an ensemble) with one data split routed through
     it (cached per run, split and tree)."""
-    return _run_view(str(default_root()), run_id, part, int(tree_index))
+    return _run_view(str(default_root()), run_id, part, int(tree_index), run_identity(run_id))
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _sweep_rows(root: str, sweep_id: str, run_ids: tuple[str, ...]) -> list[dict[str, Any]]:
-    store = RunStore(root)
+def _sweep_rows(root: str, sweep_id: str, run_ids: tuple[str, ...], identities: tuple) -> list[dict[str, Any]]:
+    store = _store(root)  # the app's one store: a record it has read is not parsed again
     return sweep_table(store, [store.get(r) for r in run_ids])
 
 
@@ -230,25 +246,77 @@ def searches() -> dict[str, list[Any]]:
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _importance_baselines(root: str, run_id: str, k: int) -> list[BaselineResult]:
-    record = RunStore(root).get(run_id)
-    return _baselines(_run_prepared(root, run_id), k, record.task, seed=0)
+def _importance_baselines(root: str, run_id: str, k: int, identity: tuple) -> list[BaselineResult]:
+    record = _store(root).get(run_id)
+    return _baselines(_run_prepared(root, run_id, identity), k, record.task, seed=0)
 
 
 def importance_baselines(run_id: str, k: int) -> list[BaselineResult]:
     """Random-forest and gradient-boosting importance selections of ``k`` features on a run's
     data (cached per run and budget)."""
-    return _importance_baselines(str(default_root()), run_id, int(k))
+    return _importance_baselines(str(default_root()), run_id, int(k), run_identity(run_id))
 
 
 def sweep_rows(sweep_id: str, run_ids: tuple[str, ...]) -> list[dict[str, Any]]:
     """One row per point of a stored sweep (cached per sweep and its runs)."""
-    return _sweep_rows(str(default_root()), sweep_id, run_ids)
+    return _sweep_rows(str(default_root()), sweep_id, run_ids, tuple(run_identity(r) for r in run_ids))
+
+
+def _identity_of_key(key: str) -> tuple | None:
+    """The file identity of the run a view result's key ``"<page>:<run id>"`` names (None when the
+    key names no stored run)."""
+    try:
+        return run_identity(key.rsplit(":", 1)[-1])
+    except TreevizError:
+        return None
+
+
+class RunResults(dict):
+    """View results by ``"<page>:<run id>"``, each remembered with the identity of its run's files
+    when it was stored (:func:`run_identity`); :func:`view_results` drops those whose run has gone
+    or was replaced by another run under the same id."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.identities: dict[str, tuple | None] = {}
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, value)
+        self.identities[key] = _identity_of_key(key)
+
+    def drop_stale(self) -> None:
+        for key in list(self):
+            if _identity_of_key(key) != self.identities.get(key):
+                self.pop(key, None)
+                self.identities.pop(key, None)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _pareto(key: str, _points: Sequence[Mapping[str, Any]], size_label: str, score_label: str,
+            higher_is_better: bool) -> go.Figure:
+    return _pareto_figure(_points, size_label=size_label, score_label=score_label, higher_is_better=higher_is_better)
+
+
+def pareto_figure(points: Sequence[Mapping[str, Any]], *, size_label: str, score_label: str,
+                  higher_is_better: bool = True) -> go.Figure:
+    """:func:`treeviz.plots.pareto_figure`, built once per set of points: the Compare page draws two
+    at every rerun, one point per run (with 5 000 runs about 70 ms of each rerun went to building
+    them again). Keyed by a digest of the points (their ``repr``: exact numbers) and labels; the
+    figure is shared, never changed."""
+    key = hashlib.sha256(repr((list(points), size_label, score_label, higher_is_better)).encode()).hexdigest()
+    return _pareto(key, points, size_label, score_label, bool(higher_is_better))
 
 
 @st.cache_resource(show_spinner=False)
+def _view_results() -> RunResults:
+    return RunResults()
+
+
 def view_results() -> dict[str, Any]:
-    """Results of a view page's background work, by key (an embedding comparison per run, a
-    label-fraction curve per run and settings): process-wide, so every tab sees them until the
-    app restarts, when they can be computed again."""
-    return {}
+    """Results of a view page's background work, by ``"<page>:<run id>"`` (an embedding comparison
+    per run, a label-fraction curve per run and settings): process-wide, so every tab sees them
+    until the app restarts, when they can be computed again; a result whose run was deleted, or
+    replaced by another run under its id, is dropped."""
+    results = _view_results()
+    results.drop_stale()
+    return results
