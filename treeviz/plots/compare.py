@@ -29,6 +29,7 @@ def pareto_figure(points: Sequence[Mapping[str, Any]], *, size_label: str, score
     family keeps its colour whichever runs are shown), hover ``name``; the
     points with ``front`` True joined by the Pareto front's staircase (the best score reachable at
     each size). Runs without a size or a score are left out and counted in the subtitle."""
+    size_label, score_label = style.plot_text(size_label), style.plot_text(score_label)
     title = f"{score_label} against {size_label}"
     usable = [p for p in points if p.get("size") is not None and p.get("score") is not None]
     if not usable:
@@ -49,13 +50,14 @@ def pareto_figure(points: Sequence[Mapping[str, Any]], *, size_label: str, score
     for family in families:
         mine = [p for p in usable if str(p["family"]) == family]
         color = style.family_color(family, mine[0].get("family_index"))
+        shown = style.plot_text(family)
         fig.add_trace(go.Scatter(
-            x=[float(p["size"]) for p in mine], y=[float(p["score"]) for p in mine], mode="markers", name=family,
-            text=[str(p["name"]) for p in mine],
+            x=[float(p["size"]) for p in mine], y=[float(p["score"]) for p in mine], mode="markers", name=shown,
+            text=style.plot_texts(p["name"] for p in mine),
             marker=dict(color=color, size=_bytes([13 if p.get("front") else 9 for p in mine]),
                         symbol=_bytes([STAR if p.get("front") else CIRCLE for p in mine]),
                         line=dict(width=1, color="white")),
-            hovertemplate=f"%{{text}}<br>{size_label} %{{x:,.4g}}<br>{score_label} %{{y:.4g}}<extra>{family}</extra>"))
+            hovertemplate=f"%{{text}}<br>{size_label} %{{x:,.4g}}<br>{score_label} %{{y:.4g}}<extra>{shown}</extra>"))
     left_out = len(points) - len(usable)
     sizes = np.array([float(p["size"]) for p in usable])
     subtitle = (f"{len(usable)} runs · stars: on the Pareto front ({'higher' if higher_is_better else 'lower'} "

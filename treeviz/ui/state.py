@@ -50,6 +50,7 @@ from treeviz.services.runs import RunStore, default_root
 from treeviz.services.search import searches as search_groups
 from treeviz.services.sweep import sweep_table
 from treeviz.services.sweep import sweeps as sweep_groups
+from treeviz.ui.text import md
 
 DATASET = "treeviz.dataset"
 PREP = "treeviz.prep"
@@ -153,7 +154,7 @@ def show_flash() -> None:
     """Show, once, the message left by the previous run (e.g. "Using file.csv ...")."""
     message = st.session_state.pop(FLASH, None)
     if message:
-        st.success(message)
+        st.success(md(message))  # it quotes names (a file's, a run's): text, never Markdown
 
 
 def run_identity(run_id: str) -> tuple:
