@@ -1,8 +1,13 @@
 """AppTest helpers. The ``home`` fixture (a private run store and fresh caches per test) lives in
-``tests/conftest.py``, so a family's own app tests in ``tests/models/<family>/`` can use it too."""
+``tests/conftest.py``, so a family's own app tests in ``tests/models/<family>/`` can use it too.
+
+No app test asserts a time: the helpers rerun the page until a state shows (a job ended, a figure
+appeared) and give up only after :data:`WAIT_S`, far more than the short trainings here need on a
+quiet machine; one run of the app's script may take up to :data:`SCRIPT_S`."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -11,21 +16,33 @@ from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
 from treeviz.ui.pages import PAGES as PAGE_TABLE
+from treeviz.ui.text import WORD_JOINER
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 PAGES = {p.key: p.path for p in PAGE_TABLE}  # the app's one pages table
+#: Seconds a helper reruns the page waiting for a background job's result before it fails.
+WAIT_S = 600.0
+#: Seconds one run of the app's script may take (AppTest's limit).
+SCRIPT_S = 300
 
 
 def new_app() -> AppTest:
-    return AppTest.from_file(APP, default_timeout=60)
+    return AppTest.from_file(APP, default_timeout=SCRIPT_S)
 
 
 def open_page(at: AppTest, page: str) -> AppTest:
     return at.switch_page(PAGES[page]).run()
 
 
+def shown(markdown: str) -> str:
+    """The text a Markdown value shows for what :func:`treeviz.ui.text.md` escaped: its backslash
+    escapes read back and its invisible word joiners dropped."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown).replace(WORD_JOINER, "")
+
+
 def texts(elements) -> list[str]:
-    return [e.value for e in elements]
+    """The text each element shows (names escaped by the page read back, see :func:`shown`)."""
+    return [shown(e.value) for e in elements]
 
 
 def assert_clean(at: AppTest) -> None:
@@ -34,7 +51,7 @@ def assert_clean(at: AppTest) -> None:
     assert not at.error, texts(at.error)
 
 
-def wait_for_job(at: AppTest, timeout: float = 120.0) -> AppTest:
+def wait_for_job(at: AppTest, timeout: float = WAIT_S) -> AppTest:
     """Rerun the page until the training job has ended (success, warning or error shown)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -45,7 +62,7 @@ def wait_for_job(at: AppTest, timeout: float = 120.0) -> AppTest:
     raise AssertionError("the training job did not finish in time")
 
 
-def wait_for_sweep(at: AppTest, root: Path, size: int, timeout: float = 180.0) -> AppTest:
+def wait_for_sweep(at: AppTest, root: Path, size: int, timeout: float = WAIT_S) -> AppTest:
     """Rerun the λ path page until all ``size`` points of a sweep are stored and shown (or an
     error is shown)."""
     from treeviz.services.runs import RunStore
@@ -79,7 +96,7 @@ def figure_with(at: AppTest, key: str) -> dict:
     return next(s for s in chart_specs(at) if key in s["layout"].get("meta", {}))
 
 
-def wait_for_figure(at: AppTest, key: str, timeout: float = 240.0) -> AppTest:
+def wait_for_figure(at: AppTest, key: str, timeout: float = WAIT_S) -> AppTest:
     """Rerun the page until a figure whose layout ``meta`` has ``key`` is shown (a view page's
     background job has ended), or an error is."""
     deadline = time.monotonic() + timeout

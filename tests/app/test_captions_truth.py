@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.app.conftest import assert_clean, new_app, open_page
+from tests.app.conftest import WAIT_S, assert_clean, new_app, open_page
 from treeviz.services.data import PrepConfig, load_dataset, prepare
 from treeviz.services.runs import RunStore
 from treeviz.services.training import train_run
@@ -63,7 +63,7 @@ def test_the_bandit_caption_reports_this_runs_reward_and_accuracy(home):
     at.number_input(key="bandit.seeds").set_value(1).run()
     at.checkbox(key="bandit.baseline").uncheck().run()
     at.button(key="bandit.start").click().run()
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline and not any("On this run" in c.value for c in at.caption):
         time.sleep(0.3)
         at.run()

@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 from distributed import LocalCluster
 
-from tests.app.conftest import assert_clean, new_app, open_page
+from tests.app.conftest import WAIT_S, assert_clean, new_app, open_page
 from treeviz.services.grid import SCHEDULER_ENV, grids
 from treeviz.services.runs import RunStore
 
 
-def wait_for_grid(at, root, size: int, timeout: float = 180.0):
+def wait_for_grid(at, root, size: int, timeout: float = WAIT_S):
     """Rerun the page until the grid's ``size`` trials are stored and its table is shown."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -15,10 +15,11 @@ import pytest
 
 import treeviz.services.training
 from models.ground.errors import TrainingCancelled
-from tests.app.conftest import assert_clean, new_app, open_page, texts, wait_for_job
+from tests.app.conftest import WAIT_S, assert_clean, new_app, open_page, texts, wait_for_job
 from treeviz.services import jobs
 
-TIMEOUT = 60.0
+#: The most a wait here lasts, and how long the stand-in job holds at most (tests/app/conftest.py).
+TIMEOUT = WAIT_S
 
 
 def progress_texts(at) -> list[str]:
@@ -36,10 +37,11 @@ def rerun_until(at, predicate, timeout: float = TIMEOUT):
 
 
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
-def test_the_train_page_shows_the_time_left_then_cancelling_then_cancelled(home, monkeypatch):
+def test_the_train_page_shows_the_time_left_then_cancelling_then_cancelled(home, monkeypatch, request):
     now = [1000.0]
     monkeypatch.setattr(jobs, "_now", lambda: now[0])
     five_done, gate = threading.Event(), threading.Event()
+    request.addfinalizer(gate.set)  # a failed check must not leave the job held for TIMEOUT
 
     def gated_job_fn(*args, **kwargs):
         def fn(progress):

@@ -2,6 +2,7 @@
 with sklearn's per-node counts, survives an app restart, and reloads with identical predictions."""
 
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ import streamlit as st
 from sklearn.tree import DecisionTreeClassifier
 
 from models.persist import load_model
-from tests.app.conftest import assert_clean, chart_specs, new_app, node_trace, open_page, texts, wait_for_job
+from tests.app.conftest import WAIT_S, assert_clean, chart_specs, new_app, node_trace, open_page, texts, wait_for_job
 from treeviz.services.runs import RunStore
 
 
@@ -142,15 +143,18 @@ def test_cancel_stops_a_running_job(home, monkeypatch):
     import treeviz.services.training
     from models.ground.errors import TrainingCancelled
 
-    started = threading.Event()
+    started, release = threading.Event(), threading.Event()
 
     def slow_job_fn(*args, **kwargs):
+        # three epochs, then the job holds until the test releases it (after its Cancel), so it is
+        # still running whatever the machine's speed; released, it reaches its check and stops
         def fn(progress):
             progress.begin(1000)
             started.set()
             try:
                 for epoch in range(1000):
-                    threading.Event().wait(0.05)
+                    if epoch >= 3:
+                        release.wait(WAIT_S)
                     progress.record({"epoch": epoch + 1, "loss": 1.0 / (epoch + 1)})
             except TrainingCancelled:
                 return
@@ -163,16 +167,18 @@ def test_cancel_stops_a_running_job(home, monkeypatch):
     at.run()
     open_page(at, "train")
     at.button(key="train.start").click().run()
-    assert started.wait(30)
-    for _ in range(100):  # wait for a few epochs to be recorded
-        at.run()
-        if at.get("plotly_chart"):
-            break
-        threading.Event().wait(0.1)
-    assert at.get("plotly_chart"), "live training curves are shown while the job runs"
-    assert at.button(key="train.cancel")
-    assert "running" in at.get("progress")[0].proto.text
-    at.button(key="train.cancel").click().run()
+    try:
+        assert started.wait(WAIT_S)
+        deadline = time.monotonic() + WAIT_S
+        while not at.get("plotly_chart") and time.monotonic() < deadline:  # the epochs recorded so far
+            threading.Event().wait(0.1)
+            at.run()
+        assert at.get("plotly_chart"), "live training curves are shown while the job runs"
+        assert at.button(key="train.cancel")
+        assert "running" in at.get("progress")[0].proto.text
+        at.button(key="train.cancel").click().run()
+    finally:
+        release.set()
     wait_for_job(at)
     assert not at.exception
     assert any("cancelled" in w for w in texts(at.warning))

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.app.conftest import assert_clean, chart_specs, new_app, open_page
+from tests.app.conftest import WAIT_S, assert_clean, chart_specs, new_app, open_page
 
 FORM = "bandit.dgt_bandit.{task}.defaults.{name}"
 
@@ -16,7 +16,7 @@ def figures(at) -> dict[str, dict]:
     return {s["layout"]["meta"]["bandit"]: s for s in chart_specs(at) if "bandit" in s["layout"].get("meta", {})}
 
 
-def wait_for_results(at, timeout: float = 60.0):
+def wait_for_results(at, timeout: float = WAIT_S):
     """Rerun until the finished comparison's regret figure is shown (or an error is)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

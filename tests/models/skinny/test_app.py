@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.app.conftest import assert_clean, chart_specs, new_app, open_page, wait_for_job
+from tests.app.conftest import WAIT_S, assert_clean, chart_specs, new_app, open_page, wait_for_job
 from treeviz.readers.metrics import feature_weight_norms
 from treeviz.services.data import PrepConfig, load_dataset, prepare
 from treeviz.services.runs import RunStore
@@ -87,7 +87,7 @@ def test_a_budget_search_runs_in_the_background_and_chooses_within_the_budget(ho
     at.number_input(key="features.skinny.max_epochs").set_value(20).run()
     assert not any(n.key == "features.skinny.n_trees" for n in at.number_input)  # drawn per trial, not set
     at.button(key="features.start").click().run()
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline and not any(": finished" in (p.proto.text or "") for p in at.get("progress")):
         time.sleep(0.5)
         at.run()
