@@ -6,7 +6,6 @@ keys, and a device run keeps the CPU results already in the JSON (numbers are no
 import json
 import subprocess
 import sys
-import time
 import types
 from pathlib import Path
 
@@ -153,15 +152,23 @@ def test_device_functions_refuse_cuda_without_a_gpu(monkeypatch):
         latent_pruning.run(quick=True, device="cuda")
 
 
-def test_measure_excludes_warm_up_and_times_each_round():
+def test_measure_excludes_warm_up_and_times_each_round(monkeypatch):
     calls = []
     rounds = device_timing.measure(lambda: calls.append(1), "cpu", repeat=3, warmup=2)
     assert len(rounds) == 3 and len(calls) == 5 and all(t >= 0 for t in rounds)
     with pytest.raises(ValueError):
         device_timing.measure(lambda: None, "cpu", repeat=0)
-    # a slow workload stops adding rounds once they took max_seconds (one round always runs)
-    assert len(device_timing.measure(lambda: time.sleep(0.02), "cpu", repeat=5, warmup=0, max_seconds=0.01)) == 1
-    assert len(device_timing.measure(lambda: time.sleep(0.02), "cpu", repeat=5, warmup=0, max_seconds=0.03)) == 2
+    # a slow workload stops adding rounds once they took max_seconds (one round always runs); the
+    # clock is a fake one that each call moves on by exactly 0.02 s, so the machine's speed does not count
+    now = [0.0]
+    monkeypatch.setattr(device_timing, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
+
+    def slow():
+        now[0] += 0.02
+
+    assert len(device_timing.measure(slow, "cpu", repeat=5, warmup=0, max_seconds=0.01)) == 1
+    assert len(device_timing.measure(slow, "cpu", repeat=5, warmup=0, max_seconds=0.03)) == 2
+    assert device_timing.measure(slow, "cpu", repeat=2, warmup=0) == [pytest.approx(0.02)] * 2
 
 
 def _one_workload(quick, device):

@@ -1,6 +1,8 @@
 """Learning from bandit feedback, compared (the Bandit page's background job): DGT-Bandit, the online
 linear model under the same protocol, and supervised DGT as reference and regret comparator."""
 
+import time
+
 import numpy as np
 import pytest
 
@@ -24,6 +26,8 @@ COMPARISON = get_family("dgt_bandit").comparison("bandit")
 SUPERVISED = COMPARISON.reference_label
 QUICK = {"n_rounds": 1000, "eval_every": 50, "learning_rate": 1e-2}
 SUPERVISED_QUICK = {"max_epochs": 30, "min_steps": 300}
+#: The most a wait for a job's state lasts, in seconds (it needs seconds on a quiet machine).
+WAIT_S = 600
 
 
 @pytest.fixture(scope="module")
@@ -114,18 +118,21 @@ def test_regression_counts_two_queries_a_round_for_the_two_point_estimator():
 
 
 def test_cancel_stops_the_job_and_keeps_the_rounds_played(iris):
+    """Cancelled once DGT-Bandit has recorded rounds, the job stops part way (fewer than its 400 000
+    rounds) and keeps the rounds played; the baseline and the second seed never run. The waits are
+    for those states, with a limit far above what they need (no time is asserted)."""
     manager = JobManager(max_workers=1)
     job = manager.submit(BanditCurveJob("dgt_bandit", "classification",
                                         {"n_rounds": 400_000, "eval_every": 100, "learning_rate": 1e-2}, iris,
                                         seeds=(0, 1), supervised_params=SUPERVISED_QUICK, device="cpu"),
                          label="bandit")
     try:
-        for _ in range(400):
-            if any(r.get("method") == "DGT-Bandit" for r in job.records) or job.done:
-                break
+        deadline = time.monotonic() + WAIT_S
+        while not (any(r.get("method") == "DGT-Bandit" for r in job.records) or job.done):
+            assert time.monotonic() < deadline, "DGT-Bandit recorded no rounds"
             job.wait(0.05)
-        manager.cancel(job.id)
-        assert job.wait(30)
+        assert manager.cancel(job.id), "the job ended before the cancel"
+        assert job.wait(WAIT_S), "the job did not stop after its cancel"
         snap = job.snapshot()
         assert snap.status == "cancelled"
         rows = snap.result

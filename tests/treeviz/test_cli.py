@@ -487,14 +487,17 @@ def test_ctrl_c_in_a_real_process_stores_a_cancelled_run(tmp_path):
     argv = [sys.executable, "-m", "treeviz", "train", "-d", "iris", "-f", "latent", "-p", "max_epochs=100000",
             "-p", "patience=0", "--progress", "-q"]
     proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    seen, deadline = b"", time.monotonic() + 60
-    while b"epoch" not in seen and time.monotonic() < deadline:  # the bar has started: training runs
+    # wait for a state, not a time: the bar has started, so training runs (100 000 epochs: it is
+    # still running when the signal comes); the limits only end waits that would never end
+    seen, deadline = b"", time.monotonic() + 600
+    while b"epoch" not in seen and time.monotonic() < deadline:
         chunk = os.read(proc.stderr.fileno(), 4096)
         if not chunk:
             break
         seen += chunk
+    assert b"epoch" in seen, seen.decode()
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=600)
     assert proc.returncode == 130, (seen + err).decode()
     (record,) = RunStore(tmp_path).list()
     assert record.status == "cancelled" and out.decode().strip() == record.run_id

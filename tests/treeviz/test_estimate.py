@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -84,12 +84,13 @@ def test_every_built_in_family_declares_a_cost_model_and_others_get_none():
     assert training_time(get_family("dgt"), {"max_epochs": "many"}, 100, 3) is None  # unvalidated: no estimate
 
 
-def test_the_estimate_is_cheap(big):
+def test_the_estimate_is_cheap():
+    """The estimate reads the training split's shape and nothing else (no pass over the rows, no fit),
+    so its cost does not grow with the table: here a table of ten million rows that holds no data."""
     family = get_family("tree_embedding")
-    start = time.perf_counter()
-    for _ in range(100):
-        long_training_warning(family, "embedding", family.defaults("embedding"), big)
-    assert time.perf_counter() - start < 0.5 * 100  # far below the half second a page run may spend
+    shape_only = SimpleNamespace(X_train=SimpleNamespace(shape=(10_000_000, 19)))
+    warning = long_training_warning(family, "embedding", family.defaults("embedding"), shape_only)
+    assert warning is not None and "on 10,000,000 training rows × 19 features" in warning
 
 
 @pytest.mark.parametrize(("seconds", "text"), [(0.2, "about 1 s"), (42.4, "about 42 s"), (185, "about 3 min"),
