@@ -7,8 +7,8 @@ checks for free):
   (no callback hook is reached); and a fit checks each estimator object once, however many fitting
   methods of it call one another (a forest's or an embedding's inner estimators are their own);
 * a callback that cancels at the first record (epoch or iteration) stops every estimator there: the
-  history holds that one record, ``stopped_early_`` is set and the model is usable. The time a
-  cancel takes in phases that record nothing is ``tests/test_contract_cancel.py``'s.
+  history holds that one record, ``stopped_early_`` is set and the model is usable. A cancel that
+  lands between records, in phases that record nothing, is ``tests/test_contract_cancel.py``'s.
 """
 
 from __future__ import annotations
