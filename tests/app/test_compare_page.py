@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.app.conftest import assert_clean, chart_specs, new_app, open_page
+from tests.app.conftest import assert_clean, chart_specs, new_app, open_page, texts
 from treeviz.services.data import PrepConfig, load_dataset, prepare
 from treeviz.services.runs import RunStore
 from treeviz.services.training import train_run
@@ -59,5 +59,5 @@ def test_a_run_with_text_metrics_is_skipped_with_a_note(home):
     at = new_app().run()
     open_page(at, "compare")
     assert_clean(at)
-    assert any(bad.run_id in w and "test_accuracy" in w for w in (w.value for w in at.warning))
+    assert any(bad.run_id in w and "test_accuracy" in w for w in texts(at.warning))
     assert len(at.dataframe[0].value) == 2

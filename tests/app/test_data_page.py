@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.app.conftest import assert_clean, chart_specs, new_app, texts
+from tests.app.conftest import assert_clean, chart_specs, new_app, shown, texts
 from tests.bad_inputs import BAD_INPUT_ENV, BAD_INPUTS, FATAL, NOTE_ONLY
 
 
@@ -35,7 +35,7 @@ def _has(at, key):
 
 
 def sidebar_dataset(at):
-    return at.sidebar.markdown[0].value
+    return shown(at.sidebar.markdown[0].value)  # the name as the page shows it (escaped in the Markdown)
 
 
 def still_usable(at):

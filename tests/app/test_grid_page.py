@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from distributed import LocalCluster
 
-from tests.app.conftest import WAIT_S, assert_clean, new_app, open_page
+from tests.app.conftest import WAIT_S, assert_clean, new_app, open_page, shown, texts
 from treeviz.services.grid import SCHEDULER_ENV, grids
 from treeviz.services.runs import RunStore
 
@@ -78,10 +78,10 @@ def test_a_bad_value_is_a_sentence(home, monkeypatch):
     at.selectbox(key="grid.family").set_value("tao").run()
     assert_no_address_field(at)
     where = at.radio(key="grid.where")  # the configured cluster, shown read-only, or this machine
-    assert where.value == "cluster" and "tcp://10.0.0.9:8786" in where.format_func("cluster")
+    assert where.value == "cluster" and "tcp://10.0.0.9:8786" in shown(where.format_func("cluster"))
     at.text_input(key="grid.depth.tao").set_value("two").run()
     at.button(key="grid.start").click().run()
-    assert any("'depth' must be a whole number" in e.value for e in at.error)
+    assert any("'depth' must be a whole number" in e for e in texts(at.error))
     assert RunStore(home).list() == []
 
 
@@ -90,7 +90,7 @@ def test_a_malformed_configured_scheduler_is_a_sentence_and_the_grid_runs_here(h
     monkeypatch.setenv(SCHEDULER_ENV, "notaurl")
     at = new_app().run()
     open_page(at, "lambda_path")
-    assert [e.value for e in at.error] == ["'notaurl' is not a Dask scheduler address; write it as tcp://HOST:PORT, "
+    assert texts(at.error) == ["'notaurl' is not a Dask scheduler address; write it as tcp://HOST:PORT, "
                                            "for example tcp://127.0.0.1:8786."]
     assert not any(r.key == "grid.where" for r in at.radio)
 

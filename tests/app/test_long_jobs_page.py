@@ -15,7 +15,7 @@ import pytest
 
 import treeviz.services.training
 from models.ground.errors import TrainingCancelled
-from tests.app.conftest import WAIT_S, assert_clean, new_app, open_page, texts, wait_for_job
+from tests.app.conftest import WAIT_S, assert_clean, new_app, open_page, shown, texts, wait_for_job
 from treeviz.services import jobs
 
 #: The most a wait here lasts, and how long the stand-in job holds at most (tests/app/conftest.py).
@@ -23,7 +23,7 @@ TIMEOUT = WAIT_S
 
 
 def progress_texts(at) -> list[str]:
-    return [p.proto.text for p in at.get("progress")]
+    return [shown(p.proto.text) for p in at.get("progress")]
 
 
 def rerun_until(at, predicate, timeout: float = TIMEOUT):

@@ -12,6 +12,7 @@ from tests.app.conftest import (
     figure_with,
     new_app,
     open_page,
+    texts,
     wait_for_figure,
     wait_for_job,
 )
@@ -56,7 +57,7 @@ def test_train_laptao_with_hidden_labels_and_see_the_labelled_points(home):
     # the tree in the explorer, with LapTAO's note
     open_page(at, "explorer")
     assert_clean(at)
-    assert any("semi-supervised" in c.value for c in at.caption)
+    assert any("semi-supervised" in c for c in texts(at.caption))
 
 
 @pytest.mark.slow  # a heavy end-to-end run; the full tier runs it, the fast one (-m "not slow") leaves it out
@@ -91,4 +92,4 @@ def test_a_run_of_another_family_gets_a_sentence(home):
     at.sidebar.selectbox(key="treeviz.run_id").set_value(record.run_id).run()
     open_page(at, "semi_supervised")
     assert_clean(at)
-    assert any("does not learn from unlabelled points" in i.value for i in at.info)
+    assert any("does not learn from unlabelled points" in i for i in texts(at.info))
