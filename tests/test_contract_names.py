@@ -26,7 +26,7 @@ import pytest
 from google.protobuf.json_format import MessageToDict
 
 import treeviz.plots as plots
-from tests.app.conftest import PAGES, new_app, open_page
+from tests.app.conftest import PAGES, SCRIPT_S, new_app, open_page
 from tests.hostile_names import (
     CLASSES,
     FILE_NAME,
@@ -379,5 +379,5 @@ def test_the_page_check_finds_a_raw_name(home):
 
         st.caption(f"**{RUN_NAME}**")
 
-    at = AppTest.from_function(script).run()
+    at = AppTest.from_function(script, default_timeout=SCRIPT_S).run()
     assert page_leaks(at)
