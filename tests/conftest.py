@@ -51,6 +51,7 @@ import streamlit as st  # noqa: E402
 
 from models import registry  # noqa: E402
 from treeviz.services.jobs import JobManager  # noqa: E402
+from treeviz.services.runs import RunRecord  # noqa: E402
 from treeviz.ui import state  # noqa: E402
 
 STUMP_MODULE = "tests.families.stump.family"
@@ -97,6 +98,22 @@ def home(tmp_path, monkeypatch):
         # ends with it, its child processes too
         state.process_jobs().shutdown()
         st.cache_resource.clear()
+
+
+@pytest.fixture
+def parsed(monkeypatch):
+    """The run ids of every run record parsed (``RunRecord.from_dict``) from now on: what a test of
+    the run store's record cache counts."""
+    seen: list[str] = []
+    real = RunRecord.from_dict.__func__
+
+    def counting(cls, data):
+        record = real(cls, data)
+        seen.append(record.run_id)
+        return record
+
+    monkeypatch.setattr(RunRecord, "from_dict", classmethod(counting))
+    return seen
 
 
 @pytest.fixture

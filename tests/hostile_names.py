@@ -107,9 +107,11 @@ VIEW_RUNS: tuple[tuple[str, str], ...] = (
 )
 
 
-def hostile_store(home: Path) -> list[Any]:
-    """Fill the run store ``home`` with the hostile data set, a small run of every view's family
-    and a λ path of three points, all named from the corpus; returns the runs' records."""
+def store_of_every_view(home: Path, dataset: Any, *, name: str | None = None, notes: tuple[str, ...] = ()
+                        ) -> list[Any]:
+    """Fill the run store ``home`` with ``dataset``, a small run of every view's family
+    (:data:`VIEW_RUNS`, each family's ``test_params``) and a TAO λ path of three points, named
+    ``name`` (the store's default names without one); returns the runs' records."""
     from models.registry import families
     from treeviz.services.data import PrepConfig, prepare
     from treeviz.services.runs import RunStore
@@ -117,14 +119,18 @@ def hostile_store(home: Path) -> list[Any]:
     from treeviz.services.training import train_run
 
     store = RunStore(home)
-    dataset = hostile_dataset()
     store.store_dataset(dataset)
     prepared = prepare(dataset, PrepConfig())
     registry = families()
     sweep = run_sweep("tao", "classification", dict(registry["tao"].test_params), prepared, [0.01, 0.1, 1.0],
-                      store=store, name=RUN_NAME)
+                      store=store, name=name)
     records = [point.record for point in sweep]
     for key, task in VIEW_RUNS:
         params = dict(registry[key].test_params)
-        records.append(train_run(key, task, params, prepared, store=store, name=RUN_NAME, notes=[NOTE]))
+        records.append(train_run(key, task, params, prepared, store=store, name=name, notes=notes))
     return records
+
+
+def hostile_store(home: Path) -> list[Any]:
+    """:func:`store_of_every_view` of the hostile data set, every run and note named from the corpus."""
+    return store_of_every_view(home, hostile_dataset(), name=RUN_NAME, notes=(NOTE,))

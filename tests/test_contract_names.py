@@ -219,11 +219,6 @@ def _reference():
     return {"method": MARKUP[3], "mean": 0.8, "low": 0.75, "high": 0.85, "n": 2}
 
 
-def _image_tree(h):
-    """The tree on a 14-pixel "image" (2 × 7) of hostile pixel names."""
-    return h["tree"], (2, 7)
-
-
 def _node(h):
     return int(h["tree"].decision_nodes[0])
 
@@ -234,8 +229,9 @@ BUILDERS: dict[str, Callable[[dict], go.Figure]] = {
                                                selected=0, family_label=RUN_NAME),
     "top_weights_figure": lambda h: plots.top_weights_figure(h["tree"], _node(h)),
     "weights_heatmap": lambda h: plots.weights_heatmap(h["tree"]),
-    "weight_image_figure": lambda h: plots.weight_image_figure(*_image_tree(h)[:1], _node(h), _image_tree(h)[1]),
-    "weight_images_grid": lambda h: plots.weight_images_grid(*_image_tree(h)),
+    # the 14 hostile features as a 2 × 7 "image" of hostile pixel names
+    "weight_image_figure": lambda h: plots.weight_image_figure(h["tree"], _node(h), (2, 7)),
+    "weight_images_grid": lambda h: plots.weight_images_grid(h["tree"], (2, 7)),
     "class_flow_figure": lambda h: plots.class_flow_figure(h["tree"], None, None, stats=h["stats"], max_levels=3),
     "class_split_bars": lambda h: plots.class_split_bars(h["tree"], None, None, stats=h["stats"], max_levels=3),
     "training_curves": _curves,

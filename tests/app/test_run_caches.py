@@ -16,7 +16,7 @@ import pytest
 from tests.app.conftest import assert_clean, new_app, open_page
 from treeviz.services.data import PrepConfig, load_dataset, prepare
 from treeviz.services.run_archive import export_zip
-from treeviz.services.runs import RunRecord, RunStore
+from treeviz.services.runs import RunStore
 from treeviz.services.sweep import run_sweep
 from treeviz.services.training import train_run
 from treeviz.ui import state
@@ -80,21 +80,6 @@ def test_view_results_of_a_deleted_run_are_dropped(home):
     store.delete(run.run_id)
     assert f"semi:{run.run_id}" not in state.view_results()
     assert state.view_results()["other:not a run"] == "kept"
-
-
-@pytest.fixture()
-def parsed(monkeypatch):
-    """The run id of every run record parsed (``RunRecord.from_dict``) from now on."""
-    seen: list[str] = []
-    real = RunRecord.from_dict.__func__
-
-    def counting(cls, data):
-        record = real(cls, data)
-        seen.append(record.run_id)
-        return record
-
-    monkeypatch.setattr(RunRecord, "from_dict", classmethod(counting))
-    return seen
 
 
 @pytest.mark.slow  # a λ path and a few app reruns: seconds

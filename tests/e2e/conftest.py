@@ -176,3 +176,44 @@ def pytest_runtest_makereport(item, call):
             report.sections.append(("page text", f"could not be read: {err}"))
         if _LOGS:
             report.sections.append(("streamlit log (end)", _tail(_LOGS[-1], 80)))
+
+
+# ---------------------------------------------------------------------------- helpers of the page tours
+
+#: The app's script is not running.
+IDLE = "() => !document.querySelector('[data-testid=\"stStatusWidgetRunningIcon\"]')"
+#: Every figure on the page has been drawn by plotly.js.
+DRAWN = ("() => [...document.querySelectorAll('.js-plotly-plot')].every(d => d.querySelector('.main-svg'))"
+         " && [...document.querySelectorAll('[data-testid=stPlotlyChart]')].every(c => c.querySelector('.main-svg'))")
+
+
+def watch_requests(context, allowed: tuple[str, ...]) -> list[str]:
+    """Intercept every request of ``context``: those whose address starts with one of ``allowed``
+    go through, the others are recorded and refused (no test waits on a name lookup)."""
+    outside: list[str] = []
+
+    def route(r):
+        if r.request.url.startswith(allowed):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    return outside
+
+
+def settled(page) -> None:
+    """The script is idle and every figure on the page is drawn."""
+    page.wait_for_function(IDLE, timeout=WAIT_MS)
+    page.wait_for_function(DRAWN, timeout=WAIT_MS)
+
+
+def open_page(page, title: str) -> None:
+    """Go to a page through the sidebar's navigation, as a user does, and wait until it is drawn."""
+    more = page.get_by_test_id("stSidebarNavViewButton")  # past twelve pages Streamlit folds the last ones
+    if more.count() and "more" in more.inner_text():
+        more.click()
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name=title, exact=True).click()
+    page.get_by_role("heading", name=title, exact=True).wait_for()
+    settled(page)

@@ -5,12 +5,11 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import TRAINING_MS
+from tests.e2e.conftest import IDLE, TRAINING_MS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # a browser and a server: the full tier
 
 
-IDLE = "() => !document.querySelector('[data-testid=\"stStatusWidgetRunningIcon\"]')"
 
 
 def settle(page) -> None:

@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-from tests.e2e.conftest import WAIT_MS, serve_store
+from tests.e2e.conftest import DRAWN, WAIT_MS, open_page, serve_store, settled, watch_requests
 from tests.hostile_names import FILE_NAME, hostile_csv, hostile_store
 from treeviz.plots import tree_figure, weights_heatmap
 from treeviz.plots.export import figure_html, figure_image
@@ -27,10 +27,6 @@ from treeviz.ui.report import run_report
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # a browser and a server: the full tier
 
-IDLE = "() => !document.querySelector('[data-testid=\"stStatusWidgetRunningIcon\"]')"
-#: Every figure on the page has been drawn by plotly.js.
-DRAWN = ("() => [...document.querySelectorAll('.js-plotly-plot')].every(d => d.querySelector('.main-svg'))"
-         " && [...document.querySelectorAll('[data-testid=stPlotlyChart]')].every(c => c.querySelector('.main-svg'))")
 #: The elements a name's markup made: attributes pointing at the corpus's host or a javascript:
 #: address (text-holding attributes aside), and elements whose own text is exactly a marker.
 HOSTILE_ELEMENTS = r"""() => {
@@ -57,38 +53,6 @@ def hostile_home(tmp_path_factory):
 @pytest.fixture(scope="module")
 def hostile_url(hostile_home):
     yield from serve_store(hostile_home[0])
-
-
-def watch_requests(context, allowed: tuple[str, ...]) -> list[str]:
-    """Intercept every request of ``context``: those whose address starts with one of ``allowed``
-    go through, the others are recorded and refused (no test waits on a name lookup)."""
-    outside: list[str] = []
-
-    def route(r):
-        if r.request.url.startswith(allowed):
-            r.continue_()
-        else:
-            outside.append(r.request.url)
-            r.abort()
-
-    context.route("**/*", route)
-    return outside
-
-
-def settled(page) -> None:
-    """The script is idle and every figure on the page is drawn."""
-    page.wait_for_function(IDLE, timeout=WAIT_MS)
-    page.wait_for_function(DRAWN, timeout=WAIT_MS)
-
-
-def open_page(page, title: str) -> None:
-    """Go to a page through the sidebar's navigation, as a user does, and wait until it is drawn."""
-    more = page.get_by_test_id("stSidebarNavViewButton")  # past twelve pages Streamlit folds the last ones
-    if more.count() and "more" in more.inner_text():
-        more.click()
-    page.get_by_test_id("stSidebarNav").get_by_role("link", name=title, exact=True).click()
-    page.get_by_role("heading", name=title, exact=True).wait_for()
-    settled(page)
 
 
 def test_every_page_shows_hostile_names_as_text_and_stays_on_its_origin(hostile_url, page):

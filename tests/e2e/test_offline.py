@@ -6,14 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from models.registry import families
-from tests.e2e.conftest import serve_store
-from tests.e2e.test_hostile_names import open_page, settled, watch_requests
-from tests.hostile_names import VIEW_RUNS
-from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.runs import RunStore
-from treeviz.services.sweep import run_sweep
-from treeviz.services.training import train_run
+from tests.e2e.conftest import open_page, serve_store, settled, watch_requests
+from tests.hostile_names import store_of_every_view
+from treeviz.services.data import load_dataset
 from treeviz.ui.pages import PAGES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # a browser and a server: the full tier
@@ -23,11 +18,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # a browser and a server: the 
 def served(request, tmp_path_factory):
     home = tmp_path_factory.mktemp("offline-home")
     if request.param != "no run":
-        store, registry = RunStore(home), families()
-        prepared = prepare(load_dataset("iris"), PrepConfig(seed=0))
-        run_sweep("tao", "classification", dict(registry["tao"].test_params), prepared, [0.01, 1.0], store=store)
-        for key, task in VIEW_RUNS:
-            train_run(key, task, dict(registry[key].test_params), prepared, store=store)
+        store_of_every_view(home, load_dataset("iris"))
     yield from serve_store(home)
 
 

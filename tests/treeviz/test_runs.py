@@ -43,16 +43,6 @@ def diabetes() -> Dataset:
                    task="regression", target_name="progression")
 
 
-@pytest.fixture(scope="module")
-def prepared():
-    return prepare(breast_cancer(), PrepConfig(scaling="standard", seed=3))
-
-
-@pytest.fixture()
-def store(tmp_path):
-    return RunStore(tmp_path / "home")
-
-
 def fit_cart(prepared, **params):
     est = CARTClassifier(**params)
     return est.fit(prepared.X_train, prepared.labels("train"),

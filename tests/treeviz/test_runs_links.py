@@ -16,21 +16,10 @@ from pathlib import Path
 import pytest
 
 from models.ground.errors import TreevizError
-from tests.treeviz.test_runs import breast_cancer, save
+from tests.treeviz.test_runs import save
 from treeviz.services import atomic
-from treeviz.services.data.preprocess import PrepConfig, prepare
 from treeviz.services.run_archive import export_zip, import_zip
-from treeviz.services.runs import NAMING_LOCK, RunStore, new_run_id
-
-
-@pytest.fixture(scope="module")
-def prepared():
-    return prepare(breast_cancer(), PrepConfig(scaling="standard", seed=3))
-
-
-@pytest.fixture()
-def store(tmp_path):
-    return RunStore(tmp_path / "home")
+from treeviz.services.runs import NAMING_LOCK, new_run_id
 
 
 @pytest.fixture()

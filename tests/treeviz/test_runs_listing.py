@@ -11,40 +11,12 @@ import shutil
 import time
 from pathlib import Path
 
-import pytest
-
 from models import registry
-from tests.treeviz.test_runs import breast_cancer, save
+from tests.treeviz.test_runs import save
 from treeviz.services import compare as compare_mod
 from treeviz.services import runs as runs_mod
 from treeviz.services.compare import run_rows
-from treeviz.services.data.preprocess import PrepConfig, prepare
-from treeviz.services.runs import RunRecord, RunStore
-
-
-@pytest.fixture(scope="module")
-def prepared():
-    return prepare(breast_cancer(), PrepConfig(scaling="standard", seed=3))
-
-
-@pytest.fixture()
-def store(tmp_path):
-    return RunStore(tmp_path / "home")
-
-
-@pytest.fixture()
-def parsed(monkeypatch):
-    """The run ids of every run record parsed (``RunRecord.from_dict``) from now on."""
-    seen: list[str] = []
-    real = RunRecord.from_dict.__func__
-
-    def counting(cls, data):
-        record = real(cls, data)
-        seen.append(record.run_id)
-        return record
-
-    monkeypatch.setattr(RunRecord, "from_dict", classmethod(counting))
-    return seen
+from treeviz.services.runs import RunStore
 
 
 class Scanned(list):

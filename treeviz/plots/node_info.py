@@ -63,9 +63,10 @@ def node_values(tree: Tree, stats: NodeStats | None) -> np.ndarray:
 def hover_text(tree: Tree, v: int, stats: NodeStats | None, root_count: float,
                  names: list[str], cut_below: int) -> str:
     """The hover text of node ``v``: rule or prediction, samples, class counts or mean, pruning.
-    ``names`` are the class names as Plotly text (:func:`style.class_names`)."""
+    ``names`` are the output names (classes, or the target) as Plotly text (:func:`style.class_names`),
+    made once for every node."""
     lines = []
-    output = style.plot_text(tree.output_names[0]) if tree.n_outputs else ""
+    output = names[0] if names else ""
     state = leaf_state(tree, v) if tree.is_leaf[v] else ""
     if state == "pruned":
         lines.append("leaf · pruned: no prediction")

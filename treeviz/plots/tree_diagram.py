@@ -217,7 +217,7 @@ def tree_figure(
     node_list = nodes.tolist()
     pos = {v: (float(a), float(b)) for v, a, b in zip(node_list, x.tolist(), ny.tolist())}
     m = len(node_list)
-    names = style.class_names(tree) if tree.task == "classification" else []
+    names = style.class_names(tree)  # every output's name as Plotly text: the classes, or the target
     dashed = (tree.active[nodes] == 0) if pruned == "dashed" else np.zeros(m, dtype=bool)
     is_leaf = tree.is_leaf[nodes]
     shown = set(node_list)
@@ -240,8 +240,7 @@ def tree_figure(
         finite = vals[np.isfinite(vals)]
         lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
         colors = style.scale_colors(vals, style.SEQUENTIAL, lo, hi)
-        output = style.plot_text(tree.output_names[0])
-        title = f"mean {output}" if stats is not None and stats.value_mean is not None else f"leaf {output}"
+        title = f"mean {names[0]}" if stats is not None and stats.value_mean is not None else f"leaf {names[0]}"
         colorbar = (style.SEQUENTIAL, lo, hi, title)
     else:
         colors = style.scale_colors(tree.active[nodes], style.ACTIVE_SCALE, 0.0, 1.0)

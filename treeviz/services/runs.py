@@ -64,6 +64,7 @@ from treeviz.services.atomic import (
     replace_file,
 )
 from treeviz.services.data.dataset import ARRAYS, DATASET_JSON, Dataset
+from treeviz.services.data.names import RECORD_CONTROL
 from treeviz.services.data.preprocess import PreparedData, PrepConfig, prepare
 
 #: The files of a run folder (the last two are the model file of :mod:`models.persist`).
@@ -174,9 +175,6 @@ MAX_DURATION_S = 1e9
 MAX_EXACT_INT = 2**53
 MAX_JSON_DEPTH = 8
 MAX_FIELD_JSON = 256 * 1024
-#: C0 and C1 control characters, lone surrogates and the bidirectional overrides (which reorder
-#: what a terminal or a page shows).
-_UNSAFE_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
 
 
 def _fail(key: str, what: str) -> TreevizError:
@@ -193,7 +191,7 @@ def _text(value: Any, key: str, *, limit: int = MAX_TEXT, newlines: bool = False
         raise _fail(key, f"it is longer than {limit} characters")
     if not empty and not value.strip():
         raise _fail(key, "it is empty")
-    bad = _UNSAFE_TEXT.search(value.replace("\n", "") if newlines else value)
+    bad = RECORD_CONTROL.search(value.replace("\n", "") if newlines else value)
     if bad:
         raise _fail(key, f"it holds the control character U+{ord(bad.group()):04X}")
     return value
@@ -962,7 +960,7 @@ def _clean_name(name: Any) -> str:
         raise TreevizError("A run name cannot be empty.")
     if len(text) > MAX_NAME:
         raise TreevizError(f"A run name can have at most {MAX_NAME} characters.")
-    bad = _UNSAFE_TEXT.search(text)
+    bad = RECORD_CONTROL.search(text)
     if bad:
         raise TreevizError(f"A run name cannot hold control characters (it holds U+{ord(bad.group()):04X}).")
     return text

@@ -13,8 +13,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-#: C0 controls but tab and line feed, DEL, C1 controls, lone surrogates, the bidirectional marks,
-#: overrides and isolates, and the Unicode line and paragraph separators.
+#: What a run record may not hold in its text (``RunRecord.from_dict``): C0 and C1 control
+#: characters, lone surrogates and the bidirectional overrides and isolates.
+RECORD_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+#: What a terminal or a page would act on: C0 controls but tab and line feed, DEL, C1 controls,
+#: lone surrogates, the bidirectional marks, overrides and isolates, and the Unicode line and
+#: paragraph separators.
 UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 
 
@@ -24,6 +28,6 @@ def visible(text: Any) -> str:
 
 
 def unsafe_names(names: Any) -> list[str]:
-    """The names holding a character of :data:`UNSAFE` (or a tab or line break), each as :func:`visible`
-    writes it, in quotes."""
-    return [f"'{visible(n)}'" for n in names if UNSAFE.search(str(n)) or re.search(r"[\t\n]", str(n))]
+    """The names the run store would refuse (:data:`RECORD_CONTROL`) or a terminal would act on
+    (:data:`UNSAFE`), each as :func:`visible` writes it, in quotes."""
+    return [f"'{visible(n)}'" for n in names if RECORD_CONTROL.search(str(n)) or UNSAFE.search(str(n))]
