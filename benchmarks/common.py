@@ -6,8 +6,12 @@ import gzip
 import json
 import os
 import platform
+import shlex
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,15 @@ from joblib import Parallel, delayed
 from models.ground import threads
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+#: A row's ``protocol``: the benchmark's whole protocol, a reduced one, or not run (what differs or
+#: why it was skipped goes to ``protocol_note``).
+PROTOCOLS = ("full", "reduced", "skipped")
+#: The stamp every stored row (and every results file) carries: what produced it, where and when.
+STAMP_KEYS = ("commit", "machine", "date", "command")
+#: ``stamp`` of a row whose stamp was recovered from the git history of its results file (it was
+#: written before rows were stamped): its commit is the one that last stored the file.
+BACKFILLED = "backfilled from git history"
 
 
 def results_dir() -> Path:
@@ -123,30 +136,109 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None =
     return "\n".join([line, sep] + ["  ".join(v.rjust(w) for v, w in zip(b, widths)) for b in body])
 
 
+def machine_info() -> dict[str, Any]:
+    """This machine as results record it: Python, platform, cores, torch and the GPU (None without)."""
+    return {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
+            "torch": torch.__version__,
+            "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+
+
+def git_commit() -> str:
+    """The checked-out commit, with ``+dirty`` when tracked files differ from it (what ran is then
+    not exactly that commit); ``unknown`` outside a git checkout."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
+
+    try:
+        sha = git("rev-parse", "HEAD").strip()
+        dirty = git("status", "--porcelain", "--untracked-files=no").strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return sha + ("+dirty" if dirty else "")
+
+
+def command_line() -> str:
+    """The command that is running, as one would type it: ``python -m <module> <args>`` for a
+    module run with ``-m``, else ``python <script> <args>``."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    name = getattr(spec, "name", None)
+    program = (f"python -m {name.removesuffix('.__main__')}" if name else f"python {sys.argv[0]}")
+    return " ".join([program, *(shlex.quote(a) for a in sys.argv[1:])])
+
+
+def stamp() -> dict[str, Any]:
+    """What produced a result: the commit, this machine, the UTC date and the command line."""
+    return {"commit": git_commit(), "machine": machine_info(),
+            "date": datetime.now(UTC).isoformat(timespec="seconds"), "command": command_line()}
+
+
+def row_lists(results: dict[str, Any]) -> list[list[Any]]:
+    """The lists of rows in ``results``: every list under a key ``rows`` or ``*_rows``, at the top
+    level or in a section (a dict at the top level, e.g. ``device_timing``)."""
+    found = []
+    for holder in [results, *(v for v in results.values() if isinstance(v, dict))]:
+        found += [v for k, v in holder.items() if (k == "rows" or k.endswith("_rows")) and isinstance(v, list)]
+    return found
+
+
+def result_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every row of ``results`` (:func:`row_lists`) that is a dict."""
+    return [row for rows in row_lists(results) for row in rows if isinstance(row, dict)]
+
+
+def row_problems(row: dict[str, Any]) -> list[str]:
+    """What a stored row lacks: a non-empty stamp (:data:`STAMP_KEYS`) and a ``protocol`` of
+    :data:`PROTOCOLS` (free text belongs in ``protocol_note``); empty for a good row."""
+    problems = [f"no {key}" for key in STAMP_KEYS if not row.get(key)]
+    protocol = row.get("protocol")
+    if not isinstance(protocol, str) or protocol not in PROTOCOLS:
+        problems.append(f"protocol {protocol!r:.80} is not one of {', '.join(PROTOCOLS)} "
+                        "(free text goes to protocol_note)")
+    return problems
+
+
+def stamp_rows(rows: Sequence[Any], *, quick: bool, now: dict[str, Any] | None = None) -> None:
+    """Stamp each row (a dict) that has no ``commit`` with ``now`` (default :func:`stamp`): rows
+    carried over from an earlier run keep their own stamp. A row without a ``protocol`` gets
+    ``reduced`` in a quick run (noted) and ``full`` otherwise: the benchmark's own protocol, which is
+    what it ran. Raises ValueError on a row whose protocol is not one of :data:`PROTOCOLS`."""
+    now = now or stamp()
+    for row in rows:
+        if not isinstance(row, dict):
+            continue
+        if "commit" not in row:
+            for key in STAMP_KEYS:
+                row.setdefault(key, now[key])
+        if "protocol" not in row:
+            row["protocol"] = "reduced" if quick else "full"
+            if quick:
+                row.setdefault("protocol_note", "quick run: CI-sized data and fewer repeats")
+        problems = row_problems(row)
+        if problems:
+            raise ValueError(f"results row {row.get('name', row)!r:.120}: {'; '.join(problems)}")
+
+
 def write_results(name: str, results: dict[str, Any], *, quick: bool) -> Path:
-    """Write ``results`` to ``benchmarks/results/<name>.json`` with machine information."""
+    """Write ``results`` to ``<results>/<name>.json``, stamped (:func:`stamp`): the file with the
+    commit, machine, date and command of this run, and every row (:func:`row_lists`) that has no
+    stamp of its own with the same (:func:`stamp_rows`, which also checks the rows' protocol)."""
+    now = stamp()
+    for rows in row_lists(results):
+        stamp_rows(rows, quick=quick, now=now)
     out_dir = results_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "benchmark": name,
-        "quick": quick,
-        "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                    "cpus": os.cpu_count()},
-        "results": results,
-    }
-    payload["machine"]["torch"] = torch.__version__
-    payload["machine"]["cuda"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    payload = {"benchmark": name, "quick": quick, **now, "results": results}
     path = out_dir / f"{name}.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
-    os.replace(tmp, path)
+    _write_payload(path, payload)
     return path
 
 
 def merge_rows(rows: list[dict[str, Any]], path: Path) -> None:
     """Put ``rows`` into the stored results file at ``path``: a row replaces the stored row of its
-    name where that stood, and a new row goes at the end."""
+    name where that stood, and a new row goes at the end. New rows are stamped and checked
+    (:func:`stamp_rows`)."""
     payload = json.loads(path.read_text())
+    stamp_rows(rows, quick=bool(payload.get("quick")))
     fresh = {r["name"]: r for r in rows}
     stored = payload["results"]["rows"]
     names = {r["name"] for r in stored}

@@ -92,14 +92,14 @@ def run(quick: bool = False) -> dict[str, Any]:
     TAOClassifier(depth=2, max_iter=1, solver="cd").fit(Xtr[:200], ytr[:200])  # compile the solver first
     results: dict[str, Any] = {"n_rows": int(X.shape[0]), "n_features": int(X.shape[1]),
                                "positives": float(y.mean()), "max_abs_z_train": float(np.abs(Xtr).max()),
-                               "runs": []}
+                               "rows": []}
     rows = []
     for name, make in runs:
         res = {"name": name, **_timed(make, Xtr, ytr, Xte, yte)}
-        results["runs"].append(res)
+        results["rows"].append(res)
         rows.append({"run": name, "fit s": res["fit_s"], "test accuracy": res["test_accuracy"],
                      "iterations": res.get("iterations", "")})
-    by = {r["name"]: r for r in results["runs"]}
+    by = {r["name"]: r for r in results["rows"]}
     for what in ("TAO defaults", "TAO depth 8"):
         results[f"speedup_cd_vs_sklearn ({what})"] = by[f"{what}, sklearn solver"]["fit_s"] / by[f"{what}, cd solver"][
             "fit_s"]

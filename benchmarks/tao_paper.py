@@ -401,7 +401,7 @@ def merged_with_stored(entries: list[dict], timing: list[dict]) -> tuple[list[di
     stored = json.loads(path.read_text(encoding="utf-8")).get("results", {})
     fresh = {e["name"]: e for e in entries}
     merged = [fresh.pop(r["name"], r) for r in stored.get("rows", [])] + list(fresh.values())
-    return merged, timing or stored.get("timing", [])
+    return merged, timing or stored.get("timing_rows", [])
 
 
 def _fmt(mean: float | None, std: float | None, metric: str) -> str:
@@ -489,7 +489,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     this_run = time.perf_counter() - start_all
     # merged rows keep their own row_seconds, so the file's total is their sum, not this run's time
     total = (sum(float(e.get("row_seconds", 0.0)) for e in entries) if only is not None and not quick else this_run)
-    results = {"rows": entries, "timing": timing, "total_seconds": total, "last_run_seconds": this_run,
+    results = {"rows": entries, "timing_rows": timing, "total_seconds": total, "last_run_seconds": this_run,
                "cpu_act_tao_c_init_study": study,
                "notes": ("λ in sum form; features standardised on each training split; guard off; init (random or "
                          "CART) chosen with λ and depth on validation for single trees, random for forests; "

@@ -44,7 +44,7 @@ def test_quick_tao_paper_benchmark_writes_rows_with_the_required_fields(tmp_path
         assert isinstance(r["within_one_std_or_better"], bool)
         assert r["n_seeds"] == 1 and r["ours_mean"] >= 0 and r["paper_mean"] > 0
         assert PROTOCOL_FIELDS <= set(r["protocol"]), r["name"]
-    timing = payload["results"]["timing"]
+    timing = payload["results"]["timing_rows"]
     backends = {t["name"] for t in timing}
     assert {"letter s/iter sklearn-cpu", "letter s/iter torch-cpu-1thread"} <= backends
     for t in timing:
@@ -82,7 +82,7 @@ def test_tao_paper_runs_chosen_rows_and_merges_them_into_the_stored_results(tmp_
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     stored = {"results": {"rows": [{"name": "letter CART", "ours_mean": 1.0}, {"name": "letter TAO-l forest",
                                                                                "ours_mean": 4.1}],
-                          "timing": [{"name": "old timing"}], "cpu_act_tao_c_init_study": {"depth": 6}}}
+                          "timing_rows": [{"name": "old timing"}], "cpu_act_tao_c_init_study": {"depth": 6}}}
     (tmp_path / "tao_paper.json").write_text(json.dumps(stored))
     rows, timing = tao_paper.merged_with_stored([{"name": "letter TAO-l forest", "ours_mean": 2.5},
                                                  {"name": "cpu_act TAO-l", "ours_mean": 2.4}], [])
@@ -110,9 +110,9 @@ def test_heavy_tailed_table_is_badly_conditioned_and_the_quick_benchmark_times_b
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     assert run.main(["tao_heavy_tails", "--quick"]) == 0
     results = json.loads((tmp_path / "tao_heavy_tails.json").read_text())["results"]
-    names = [r["name"] for r in results["runs"]]
+    names = [r["name"] for r in results["rows"]]
     assert "TAO defaults, sklearn solver" in names and "TAO defaults, cd solver" in names
-    assert all(r["fit_s"] > 0 and 0 < r["test_accuracy"] <= 1 for r in results["runs"])
+    assert all(r["fit_s"] > 0 and 0 < r["test_accuracy"] <= 1 for r in results["rows"])
     assert results["speedup_cd_vs_sklearn (TAO defaults)"] > 0
 
 
@@ -130,7 +130,7 @@ def test_a_merged_tao_paper_run_totals_every_rows_seconds_not_only_its_own(tmp_p
               "ours_std": 0.2, "paper_mean": 2.09, "paper_std": 0.1, "within_one_std_or_better": False,
               "n_seeds": 5, "row_seconds": 3952.0,
               "protocol": {"depth": 7, "l1_penalty": 0.3, "leaves": "linear", "iterations": 20, "trees": 30}}
-    (tmp_path / "tao_paper.json").write_text(json.dumps({"results": {"rows": [stored], "timing": []}}))
+    (tmp_path / "tao_paper.json").write_text(json.dumps({"results": {"rows": [stored], "timing_rows": []}}))
     results = tao_paper.run(quick=False)["results"]
     (cart,) = [r for r in results["rows"] if r["name"] == "letter CART"]
     assert results["total_seconds"] == pytest.approx(3952.0 + cart["row_seconds"])
