@@ -288,19 +288,14 @@ def train(trials: Trials, data: TrialData, *, task: str, batch_size: int, max_ep
         steps.append((work[hi - lo], x, x.transpose(1, 2), rows[:, lo:hi, p1:p1 + c].transpose(1, 2), F[:, :, lo:hi],
                       coef, Thr[i],
                       Norms[i + 1]))
+    tau = None
     if penalty != "l0":
         tau = as_t([s.threshold_at(0, lr_) for s, lr_ in zip(schedules, lrs)]).view(T, 1, 1)
     zero = torch.zeros((), dtype=dtype, device=device)
     step = trials.step
     for epoch in range(1, int(max_epochs) + 1):
         start = time.perf_counter()
-        orders = torch.stack([torch.randperm(n, generator=g) for g in trials.generators]).to(device)
-        torch.index_select(table, 0, orders.view(-1), out=rows.view(T * n, -1))
-        if weighted:  # ω = w / (the sum of w over the row's batch), times η
-            w = rows[:, :, p1 + c:]
-            for lo, hi in bounds:
-                torch.mul(w[:, lo:hi], lr * gscale / w[:, lo:hi].sum(1, keepdim=True),
-                          out=Omega[:, :, lo:hi].transpose(1, 2))
+        _gather_epoch(trials.generators, table, rows, bounds, Omega, lr * gscale)
         if penalty == "l0":
             Thr.copy_(as_t([[s.threshold_at(step + i, lr_) for s, lr_ in zip(schedules, lrs)]
                             for i in range(1, n_steps + 1)]).view(n_steps, T, 1, 1))
@@ -340,58 +335,100 @@ def train(trials: Trials, data: TrialData, *, task: str, batch_size: int, max_ep
                 K.mul_(decay)
             K.baddbmm_(xt, ws.dZ, alpha=-1.0)
             step += 1
-            # the group prox on the feature rows
-            row_norms = torch.linalg.vector_norm(Kp, dim=2, keepdim=True)  # (T, p, 1)
-            if penalty == "l0":
-                if min_keep > 0:  # keep the min_keep largest nonzero rows when fewer clear the threshold
-                    kth = row_norms.amax(1, keepdim=True) if min_keep == 1 else \
-                        torch.topk(row_norms, min_keep, dim=1).values[:, min_keep - 1:min_keep]
-                    torch.gt(row_norms, torch.minimum(thr, torch.nextafter(kth, zero)), out=mask)
-                else:
-                    torch.gt(row_norms, thr, out=mask)
-            else:
-                above = row_norms > tau
-                factor = torch.where(above, 1.0 - tau / torch.where(above, row_norms, 1.0), 0.0)
-                if min_keep > 0:
-                    kth = torch.topk(row_norms, min_keep, dim=1).values[:, min_keep - 1:min_keep]
-                    factor = torch.where(~above & (row_norms >= kth) & (row_norms > 0), 1.0, factor)
-                mask.copy_(factor)
-            Kp.mul_(mask)
+            row_norms = _group_prox(Kp, penalty, min_keep, thr, tau, mask, zero)
             if use_ridge:
                 torch.mul(row_norms, mask, out=norms)
         # once per epoch: the loss, the feature counts, validation, the records
         LV.copy_(LVt.transpose(1, 2))
         targets = rows[:, :, p1:p1 + c].transpose(1, 2)
-        if classify:
-            per_row = -(torch.log_softmax(F, 1) * targets).sum(1)
-        else:
-            per_row = (F - targets).pow(2).mean(1)
-        per_row = per_row * (Omega[:, 0, :] / (lr.view(T, 1) * gscale) if weighted else share)
-        total = per_row.sum(1)
-        if use_ridge:  # ridge·‖K‖² before each step: the norms after the previous step
-            total = total + ridge * Norms[:n_steps].square().sum((2, 3)).sum(0)
-        mean_loss = (total / n_steps).tolist()
+        shares = Omega[:, 0, :] / (lr.view(T, 1) * gscale) if weighted else share
+        mean_loss = _epoch_loss(F, targets, shares, classify, Norms[:n_steps], ridge if use_ridge else None)
         counts = (torch.linalg.vector_norm(Kp, dim=2) > 0).sum(1).tolist()
         val = outputs(trials, data.X_val) if data.X_val is not None and data.X_val.shape[0] else None
-        elapsed = time.perf_counter() - start
-        go = True
-        for t in range(T):
-            if not math.isfinite(mean_loss[t]):
-                message = (f"Training diverged at epoch {epoch} (the loss is not a finite number); lower the "
-                           f"learning rate (now {lrs[t]:g}).")
-                if T == 1:
-                    trials.step = step
-                    raise TreevizError(message)
-                trials.errors[t] = trials.errors[t] or message
-            numbers: dict[str, Any] = {"epoch": epoch, "loss": mean_loss[t], "n_features": int(counts[t]),
-                                       "step": step, "lambda0": schedules[t].lambda0_at(step),
-                                       "threshold": schedules[t].threshold_at(step, lrs[t])}
-            if val is not None and validation is not None:
-                check = validation[t] if isinstance(validation, Sequence) else validation
-                numbers.update(check(val[t], data.Y_val))
-            numbers["epoch_s"] = elapsed if T == 1 else elapsed / T
-            go = record(t, numbers) and go
-        if not go:
+        if not _record_epoch(trials, data, epoch, step, mean_loss, counts, val, time.perf_counter() - start,
+                             record, validation):
             break
     trials.step = step
     return step
+
+
+def _gather_epoch(generators: Sequence[torch.Generator], table: torch.Tensor, rows: torch.Tensor,
+                  bounds: Sequence[tuple[int, int]], Omega: torch.Tensor | None, scale: torch.Tensor) -> None:
+    """The epoch's inputs, in place: ``table``'s rows in each trial's fresh order (drawn from its
+    generator) into ``rows`` (T, n, columns); with row weights (``Omega`` given, the weight in the
+    last column), each row's ω = w / (the sum of w over its batch), times ``scale`` (η·gscale)."""
+    T, n = rows.shape[0], rows.shape[1]
+    orders = torch.stack([torch.randperm(n, generator=g) for g in generators]).to(rows.device)
+    torch.index_select(table, 0, orders.view(-1), out=rows.view(T * n, -1))
+    if Omega is not None:
+        w = rows[:, :, -1:]
+        for lo, hi in bounds:
+            torch.mul(w[:, lo:hi], scale / w[:, lo:hi].sum(1, keepdim=True), out=Omega[:, :, lo:hi].transpose(1, 2))
+
+
+def _group_prox(Kp: torch.Tensor, penalty: str, min_keep: int, thr: torch.Tensor, tau: torch.Tensor | None,
+                mask: torch.Tensor, zero: torch.Tensor) -> torch.Tensor:
+    """The group prox on the feature rows of the kernel ``Kp`` (T, p, m·(2^d − 1)), in place: ℓ0 keeps
+    the rows whose norm clears ``thr`` (hard threshold), the group lasso shrinks them by ``tau``;
+    either keeps at least ``min_keep`` nonzero rows. The kept fraction of each row goes into ``mask``
+    (T, p, 1); returns the rows' norms before the prox."""
+    row_norms = torch.linalg.vector_norm(Kp, dim=2, keepdim=True)  # (T, p, 1)
+    if penalty == "l0":
+        if min_keep > 0:  # keep the min_keep largest nonzero rows when fewer clear the threshold
+            kth = row_norms.amax(1, keepdim=True) if min_keep == 1 else \
+                torch.topk(row_norms, min_keep, dim=1).values[:, min_keep - 1:min_keep]
+            torch.gt(row_norms, torch.minimum(thr, torch.nextafter(kth, zero)), out=mask)
+        else:
+            torch.gt(row_norms, thr, out=mask)
+    else:
+        above = row_norms > tau
+        factor = torch.where(above, 1.0 - tau / torch.where(above, row_norms, 1.0), 0.0)
+        if min_keep > 0:
+            kth = torch.topk(row_norms, min_keep, dim=1).values[:, min_keep - 1:min_keep]
+            factor = torch.where(~above & (row_norms >= kth) & (row_norms > 0), 1.0, factor)
+        mask.copy_(factor)
+    Kp.mul_(mask)
+    return row_norms
+
+
+def _epoch_loss(F: torch.Tensor, targets: torch.Tensor, shares: torch.Tensor, classify: bool,
+                norms: torch.Tensor, ridge: torch.Tensor | None) -> list[float]:
+    """Each trial's mean training loss over the epoch's steps, from the outputs ``F`` (T, c, n) the
+    steps computed: the per-row loss times the row's share of its batch's mean (``shares``), summed
+    over the rows, plus ridge·‖K‖² before each step (``norms``: the kept rows' norms after the
+    previous step, one slice per step) when ``ridge`` is given; over the number of steps."""
+    if classify:
+        per_row = -(torch.log_softmax(F, 1) * targets).sum(1)
+    else:
+        per_row = (F - targets).pow(2).mean(1)
+    per_row = per_row * shares
+    total = per_row.sum(1)
+    if ridge is not None:
+        total = total + ridge * norms.square().sum((2, 3)).sum(0)
+    return (total / norms.shape[0]).tolist()
+
+
+def _record_epoch(trials: Trials, data: TrialData, epoch: int, step: int, mean_loss: list[float],
+                  counts: list[int], val: torch.Tensor | None, elapsed: float,
+                  record: Callable[[int, dict[str, Any]], bool], validation: Any) -> bool:
+    """Each trial's epoch record, given to ``record``; False when any record asked to stop. A trial
+    whose loss is not finite gets its error in ``trials.errors`` (raised when it is the only one)."""
+    T, schedules, lrs = len(mean_loss), trials.schedules, trials.learning_rates
+    go = True
+    for t in range(T):
+        if not math.isfinite(mean_loss[t]):
+            message = (f"Training diverged at epoch {epoch} (the loss is not a finite number); lower the "
+                       f"learning rate (now {lrs[t]:g}).")
+            if T == 1:
+                trials.step = step
+                raise TreevizError(message)
+            trials.errors[t] = trials.errors[t] or message
+        numbers: dict[str, Any] = {"epoch": epoch, "loss": mean_loss[t], "n_features": int(counts[t]),
+                                   "step": step, "lambda0": schedules[t].lambda0_at(step),
+                                   "threshold": schedules[t].threshold_at(step, lrs[t])}
+        if val is not None and validation is not None:
+            check = validation[t] if isinstance(validation, Sequence) else validation
+            numbers.update(check(val[t], data.Y_val))
+        numbers["epoch_s"] = elapsed if T == 1 else elapsed / T
+        go = record(t, numbers) and go
+    return go

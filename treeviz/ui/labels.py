@@ -1,27 +1,24 @@
-"""The numbers the app shows about a run, named once: metrics, their labels, and the headline.
+"""The names the app shows for a run's numbers, given once: metrics, sizes, families, and the headline.
 
-Every page, the sidebar and the λ path page take their metric and size labels from here, and
+Every page, the sidebar, the report, the command line and the λ path page take their metric and
+size labels from here, and
 :func:`headline` picks a run's headline metric from its family's declared list
 (``Family.metrics``), looking at the test split first, then validation, then training.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from models.ground.errors import TreevizError
 from models.registry import families, get_family
 from models.schema import DEFAULT_METRICS
 
 SPLITS = ("test", "val", "train")
-#: The most values :func:`per_record` remembers for one function before it starts again.
-PER_RECORD_MAX = 50_000
-_T = TypeVar("_T")
-#: Short and long names of the metrics :func:`treeviz.services.training.evaluate` computes.
+#: Short and long names of the metrics :func:`treeviz.services.experiments.training.evaluate` computes.
 METRIC_LABELS: Mapping[str, tuple[str, str]] = {
     "accuracy": ("acc", "accuracy"),
     "auc": ("AUC", "ROC AUC (two classes; for more, the one-vs-one macro average)"),
@@ -94,7 +91,7 @@ def headline(metrics: Mapping[str, Any], family_key: str, task: str) -> Headline
 
 
 def run_headline(record: Any) -> Headline | None:
-    """:func:`headline` of a stored run (a :class:`treeviz.services.runs.RunRecord`)."""
+    """:func:`headline` of a stored run (a :class:`treeviz.services.store.runs.RunRecord`)."""
     return headline(record.metrics, record.family, record.task)
 
 
@@ -124,33 +121,6 @@ def curve_layout(family_key: str) -> dict[str, Any]:
     if curves is None:
         return {}
     return {"x": curves.x, "panels": [(p.title, p.keys) for p in curves.panels], "kept": curves.kept or None}
-
-
-def per_record(fn: Callable[[Any], _T]) -> Callable[[Any], _T]:
-    """``fn`` of a run record (a :class:`treeviz.services.runs.RunRecord`), computed once per record.
-
-    A page redrawn with 5 000 runs makes a label or a table row for each at every rerun; the store
-    gives back the same record objects while their ``run.json`` files are unchanged, so the value
-    is looked up (a record's hash is its id, name and status; a record equal in every field gets
-    the same value). Values are forgotten when the registry's families are discovered again (a
-    label names the family) and when :data:`PER_RECORD_MAX` of them are kept.
-    """
-    memo: dict[Any, _T] = {}
-    seen: list[Any] = [None]  # the families() mapping the values were made with
-
-    @functools.wraps(fn)
-    def cached(record: Any) -> _T:
-        registry = families()
-        if seen[0] is not registry or len(memo) >= PER_RECORD_MAX:
-            memo.clear()
-            seen[0] = registry
-        try:
-            return memo[record]
-        except KeyError:
-            value = memo[record] = fn(record)
-            return value
-
-    return cached
 
 
 def headline_text(record: Any) -> str:

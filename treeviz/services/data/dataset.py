@@ -16,7 +16,7 @@ Targets
 Stored form
 -----------
 :meth:`Dataset.to_files` and :meth:`Dataset.from_files` define how a data set is kept on disk
-(by :class:`treeviz.services.runs.RunStore`, and inside a run's export zip): ``dataset.json`` (format
+(by :class:`treeviz.services.store.runs.RunStore`, and inside a run's export zip): ``dataset.json`` (format
 ``treeviz.dataset``, version, fingerprint, names, task, class names, provenance, notes, sizes)
 and ``arrays.safetensors`` (``X``, NaN kept, and ``y`` when there is one). Nothing is pickled.
 """

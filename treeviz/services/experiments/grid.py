@@ -20,7 +20,7 @@ the prepared data. The app therefore never takes an address from a page: a :clas
 either here or on the scheduler configured in ``$TREEVIZ_DASK_SCHEDULER`` by whoever started the app.
 
 A worker only fits and scores: it returns the fitted estimator, its scores and the fit's duration,
-and this process stores the run (:meth:`treeviz.services.runs.RunStore.save`) as soon as the trial comes
+and this process stores the run (:meth:`treeviz.services.store.runs.RunStore.save`) as soon as the trial comes
 back. So workers on other machines need no access to the run store's folder, only treeviz itself
 on their Python path. Every run is tagged ``RunRecord.sweep = {"id", "kind": "grid", "label",
 "names", "size", "where", "index", "params"}`` (``params``: the point's values; for a family with
@@ -55,10 +55,10 @@ from models.ground.errors import TreevizError
 from models.registry import get_family
 from models.schema import Family, Param
 from treeviz.services.data import PreparedData
-from treeviz.services.jobs import Progress
-from treeviz.services.runs import RunRecord, RunStore, tree_size
-from treeviz.services.sweep import tagged_groups
-from treeviz.services.training import build_estimator, evaluate, fit_estimator, fit_warnings, model_cost
+from treeviz.services.experiments.sweep import tagged_groups
+from treeviz.services.experiments.training import build_estimator, evaluate, fit_estimator, fit_warnings, model_cost
+from treeviz.services.jobs.manager import Progress
+from treeviz.services.store.runs import RunRecord, RunStore, tree_size
 
 KIND = "grid"
 #: Environment variable holding the default Dask scheduler address (empty or unset: run locally).

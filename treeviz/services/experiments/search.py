@@ -11,7 +11,7 @@ paper meets a budget:
    trial a run in the store when one is given, tagged ``RunRecord.sweep = {"id", "kind":
    "budget_search", "label", "budget", "index", "size", "seed"}``. When the family's estimator
    class can fit several estimators as one batched program (its ``fit_together`` hook, see
-   :func:`treeviz.services.training.together_hook`), the trials that differ only in the class's
+   :func:`treeviz.services.experiments.training.together_hook`), the trials that differ only in the class's
    ``together_params`` (seeds, λ, rates: not the shape) train as one batch in one worker, each
    ending as its own fit would; a run's ``duration_s`` is then its share of the batch's time;
 3. then (an extension, not in the paper, which ran ~2000 random trials) a few trials that copy the
@@ -48,10 +48,10 @@ from models.ground.errors import TrainingCancelled, TreevizError
 from models.registry import get_family
 from models.schema import Family, SearchRange
 from treeviz.services.data import PreparedData
-from treeviz.services.jobs import Progress
-from treeviz.services.runs import RunRecord, RunStore
-from treeviz.services.sweep import tagged_groups
-from treeviz.services.training import build_estimator, finish_run, fit_together, together_hook, train_run
+from treeviz.services.experiments.sweep import tagged_groups
+from treeviz.services.experiments.training import build_estimator, finish_run, fit_together, together_hook, train_run
+from treeviz.services.jobs.manager import Progress
+from treeviz.services.store.runs import RunRecord, RunStore
 
 KIND = "budget_search"
 #: Validation metrics that choose among the trials within the budget, best first.

@@ -31,9 +31,9 @@ from models.ground.errors import TrainingCancelled, TreevizError
 from models.ground.tree import Tree
 from models.registry import get_family
 from treeviz.services.data import PreparedData
-from treeviz.services.jobs import Progress
-from treeviz.services.runs import RunRecord, RunStore
-from treeviz.services.training import ProgressCallback, build_estimator, finish_run, fit_estimator
+from treeviz.services.experiments.training import ProgressCallback, build_estimator, finish_run, fit_estimator
+from treeviz.services.jobs.manager import Progress
+from treeviz.services.store.runs import RunRecord, RunStore
 
 
 def value_grid(low: float, high: float, count: int, *, log: bool = True) -> list[float]:

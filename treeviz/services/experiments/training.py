@@ -5,9 +5,9 @@ This is the one training path used by the app's pages, background jobs and sweep
     prepared = prepare(dataset, PrepConfig(seed=0))
     record = train_run("cart", "classification", {"max_depth": 3}, prepared, store=RunStore())
 
-In the app the same call runs inside a :class:`treeviz.services.jobs.JobManager` job (see :func:`job_fn`);
+In the app the same call runs inside a :class:`treeviz.services.jobs.manager.JobManager` job (see :func:`job_fn`);
 :class:`ProgressCallback` turns the estimator's training callbacks into the job's neutral
-:class:`~treeviz.services.jobs.Progress` handle. A cancelled fit keeps the epochs it finished; the run is
+:class:`~treeviz.services.jobs.manager.Progress` handle. A cancelled fit keeps the epochs it finished; the run is
 still stored, with status ``"cancelled"``, so no work is lost.
 """
 
@@ -28,8 +28,8 @@ from models.registry import get_family
 from models.schema import ANY_DATA_TASKS
 from treeviz.readers.metrics import class_auc, dendrogram_purity, features_used, knn_accuracy, trustworthiness_score
 from treeviz.services.data.preprocess import PreparedData
-from treeviz.services.jobs import Progress
-from treeviz.services.runs import RunRecord, RunStore, tree_size
+from treeviz.services.jobs.manager import Progress
+from treeviz.services.store.runs import RunRecord, RunStore, tree_size
 
 PARTS = ("train", "val", "test")
 #: Every note that says a fit went wrong starts with this (:func:`fit_warnings`); the app shows
@@ -113,7 +113,7 @@ def evaluate_embedding(estimator: Any, prepared: PreparedData) -> dict[str, floa
 
 
 class ProgressCallback(Callback):
-    """Reports an estimator's training to a job's :class:`~treeviz.services.jobs.Progress` handle: each fit
+    """Reports an estimator's training to a job's :class:`~treeviz.services.jobs.manager.Progress` handle: each fit
     starts a stage, each epoch record is a step (which raises TrainingCancelled once the job is
     asked to stop, so the estimator ends its loop with the epochs done so far); ``on_step``, asked
     inside long phases between records, raises it too."""
@@ -370,7 +370,7 @@ class TrainingJob:
 
 def job_fn(family_key: str, task: str, params: Mapping[str, Any] | None, prepared: PreparedData,
            *, store: RunStore, device: str | None = None, name: str | None = None) -> TrainingJob:
-    """A function for :meth:`treeviz.services.jobs.JobManager.submit` that trains and stores one run.
+    """A function for :meth:`treeviz.services.jobs.manager.JobManager.submit` that trains and stores one run.
 
     Example: ``manager.submit(job_fn("cart", "classification", {}, prepared, store=store),
     label="CART on iris")``; the job's ``result`` is the :class:`RunRecord`.

@@ -7,7 +7,7 @@ starts a stage of work, ``record(values)`` reports one step and raises
 :class:`~models.ground.errors.TrainingCancelled` once :meth:`JobManager.cancel` was called, and
 ``stages(n)`` announces several stages (a λ path fits several models). The adapter that turns an
 estimator's callbacks into these calls lives with the training glue
-(:class:`treeviz.services.training.ProgressCallback`). Cancellation is cooperative: the job ends
+(:class:`treeviz.services.experiments.training.ProgressCallback`). Cancellation is cooperative: the job ends
 "cancelled" when ``fn`` returns or raises after the request. Between the request and that end the
 job's status is "cancelling", so a page can say at once that the stop was heard (a fit stops at its
 next check, which can be seconds away).
@@ -19,7 +19,7 @@ is only given once p and t are past small thresholds (before that it would swing
 Each job runs under the thread budget of :mod:`models.ground.threads`: the machine's cores shared
 between the ``max_workers`` jobs that may run at once, so two jobs never oversubscribe the CPU.
 With ``processes=True`` (the app's setting) each worker thread hands its jobs to its own
-persistent child process (:class:`treeviz.services.worker_process.WorkerProcess`), so two jobs do not
+persistent child process (:class:`treeviz.services.jobs.worker_process.WorkerProcess`), so two jobs do not
 contend for one Python interpreter lock either; a job function that cannot be pickled (a lambda,
 a closure) runs in the worker thread itself. The child is started on a worker's first job and
 stops when the worker retires after ``idle_s`` seconds without work.
@@ -47,7 +47,7 @@ from typing import Any
 
 from models.ground import threads
 from models.ground.errors import TrainingCancelled, TreevizError
-from treeviz.services.worker_process import SUPPORTED, NotPicklable, RemoteFailure, WorkerProcess
+from treeviz.services.jobs.worker_process import SUPPORTED, NotPicklable, RemoteFailure, WorkerProcess
 
 DONE_STATUSES = ("finished", "failed", "cancelled")
 #: Statuses of a job not yet done: waiting for a worker, running, or asked to stop but still running.
@@ -340,7 +340,7 @@ class JobManager:
     processes
         Run each job whose function pickles in the worker's own child process (see the module
         docstring); False runs every job in the worker thread, as does a platform without
-        child-process support (:data:`treeviz.services.worker_process.SUPPORTED`).
+        child-process support (:data:`treeviz.services.jobs.worker_process.SUPPORTED`).
     idle_s
         Seconds a worker (and its child process) waits for a job before it retires.
 

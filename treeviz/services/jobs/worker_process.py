@@ -5,7 +5,7 @@ training loops issue many small torch operations, each releasing and re-taking t
 2 cores two such jobs each ran about 3 times slower than alone (``benchmarks/threads.py``), more
 than their share of the machine allows. A :class:`WorkerProcess` is a child started with the
 ``spawn`` method (no fork of a multi-threaded parent) that lives as long as its worker thread in
-:class:`treeviz.services.jobs.JobManager` and runs one job function at a time under the thread budget of
+:class:`treeviz.services.jobs.manager.JobManager` and runs one job function at a time under the thread budget of
 :mod:`models.ground.threads`.
 
 The job function and its result travel by pickle between this process and its own child (never
@@ -17,7 +17,7 @@ cancel request flows down, and an exception in the child comes back as the same
 :class:`RemoteFailure` naming the original type. A child that dies (killed, out of memory) fails
 its job with a sentence and is replaced on the next job.
 
-The child is ``python -m treeviz.services.worker_process``, started with :mod:`subprocess` and two pipes,
+The child is ``python -m treeviz.services.jobs.worker_process``, started with :mod:`subprocess` and two pipes,
 not with :mod:`multiprocessing`'s ``spawn``: spawn re-runs the parent's ``__main__`` in the child,
 which under ``streamlit run`` is ``app.py`` (a whole app run in every worker) and inside Streamlit's
 test harness a generated script that fails outside it. This child imports only this module, then
@@ -25,7 +25,7 @@ takes the parent's ``sys.path`` as its first message, so a job function pickled 
 (``module.Class``) imports in the child exactly as in the parent. Functions defined in a script's
 ``__main__`` cannot be found that way and run in the worker thread instead. When the parent goes
 away, the child's task pipe closes and the child exits at once. POSIX only (inherited pipe
-descriptors); elsewhere :class:`treeviz.services.jobs.JobManager` keeps jobs in its threads.
+descriptors); elsewhere :class:`treeviz.services.jobs.manager.JobManager` keeps jobs in its threads.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class RemoteFailure(Exception):
 
 
 class Relay(Protocol):
-    """What the parent side reports into (a :class:`treeviz.services.jobs.Job`'s update methods)."""
+    """What the parent side reports into (a :class:`treeviz.services.jobs.manager.Job`'s update methods)."""
 
     cancel_requested: bool
 
@@ -82,7 +82,7 @@ class WorkerProcess:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH", "")) if p)
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "treeviz.services.worker_process", str(task_read), str(event_write),
+                [sys.executable, "-m", "treeviz.services.jobs.worker_process", str(task_read), str(event_write),
                  str(int(n_threads))],
                 pass_fds=(task_read, event_write), env=env, stdin=subprocess.DEVNULL)
         except BaseException:
@@ -226,7 +226,7 @@ def _child_main(tasks: Any, events: Any, n_threads: int) -> None:
 
 
 def _main(argv: list[str]) -> None:
-    """Entry point of the child: ``python -m treeviz.services.worker_process TASK_FD EVENT_FD N_THREADS``."""
+    """Entry point of the child: ``python -m treeviz.services.jobs.worker_process TASK_FD EVENT_FD N_THREADS``."""
     tasks = Connection(int(argv[0]), writable=False)
     events = Connection(int(argv[1]), readable=False)
     try:

@@ -30,7 +30,7 @@ from models.persist import load_model, read_member, zip_bytes
 from models.schema import ANY_DATA_TASKS
 from treeviz.services.data.dataset import ARRAYS, DATASET_JSON, Dataset
 from treeviz.services.data.preprocess import prepare
-from treeviz.services.runs import (
+from treeviz.services.store.runs import (
     CONFIG_JSON,
     HISTORY_JSON,
     RUN_JSON,

@@ -9,11 +9,11 @@ Layout under the store's root (:func:`default_root`)::
     datasets/<fingerprint>/dataset.json         names, task, class names, provenance
     datasets/<fingerprint>/arrays.safetensors   X and y
 
-Every write is atomic (:mod:`treeviz.services.atomic`): files go into a hidden temporary folder
+Every write is atomic (:mod:`treeviz.services.store.atomic`): files go into a hidden temporary folder
 (``.tmp-*``) in the same parent, are fsynced, and the folder is renamed into place, so a crash
 leaves either nothing or a complete run. A data set's two files are its own stored form
 (:meth:`Dataset.to_files` / :meth:`Dataset.from_files`). Nothing here pickles or unpickles. A run
-leaves the store as a zip through :mod:`treeviz.services.run_archive`, which holds that format.
+leaves the store as a zip through :mod:`treeviz.services.store.archive`, which holds that format.
 
 Two ``RunStore`` objects on one root (two browser tabs, two app processes) always agree. A store
 keeps the records it has parsed, each with the identity of the ``run.json`` it came from (inode,
@@ -55,7 +55,10 @@ from models.ground.jsonio import dumps_json, jsonable
 from models.persist import CONFIG_NAME, WEIGHTS_NAME, load_model, model_bytes
 from models.registry import family_of_class, get_family, registered_class
 from models.schema import TASKS
-from treeviz.services.atomic import (
+from treeviz.services.data.dataset import ARRAYS, DATASET_JSON, Dataset
+from treeviz.services.data.names import RECORD_CONTROL
+from treeviz.services.data.preprocess import PreparedData, PrepConfig, prepare
+from treeviz.services.store.atomic import (
     TMP_PREFIX,
     TRASH_PREFIX,
     discard_folder,
@@ -63,9 +66,6 @@ from treeviz.services.atomic import (
     remove_entry,
     replace_file,
 )
-from treeviz.services.data.dataset import ARRAYS, DATASET_JSON, Dataset
-from treeviz.services.data.names import RECORD_CONTROL
-from treeviz.services.data.preprocess import PreparedData, PrepConfig, prepare
 
 #: The files of a run folder (the last two are the model file of :mod:`models.persist`).
 RUN_JSON, HISTORY_JSON, CONFIG_JSON, WEIGHTS = "run.json", "history.json", CONFIG_NAME, WEIGHTS_NAME
@@ -509,7 +509,7 @@ class RunStore:
 
         ``family`` defaults to the estimator's registry family, ``task`` to the data set's,
         ``params`` to ``estimator.get_params()``. The data set is stored once per fingerprint.
-        ``sweep`` tags a run of a parameter sweep (see :mod:`treeviz.services.sweep`).
+        ``sweep`` tags a run of a parameter sweep (see :mod:`treeviz.services.experiments.sweep`).
         """
         if status not in STATUSES:
             raise TreevizError(f"Unknown run status {status!r}; use one of {', '.join(STATUSES)}.")

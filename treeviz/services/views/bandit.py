@@ -46,8 +46,8 @@ from models.ground import threads
 from models.ground.errors import TrainingCancelled, TreevizError
 from models.registry import get_family
 from treeviz.services.data import PreparedData
-from treeviz.services.jobs import Progress
-from treeviz.services.training import build_estimator
+from treeviz.services.experiments.training import build_estimator
+from treeviz.services.jobs.manager import Progress
 
 TASKS = ("classification", "regression")
 #: Keys of a record kept in a row (``elapsed_s`` is left out, so equal seeds give equal rows).

@@ -1,22 +1,20 @@
-"""Runs of every family on one data set, side by side: a leaderboard and the accuracy–size Pareto
-front (the Compare page).
+"""Runs of every family on one data set, side by side: their groups, the score they are ranked by and
+the accuracy–size Pareto front (the Compare page; the tables it shows are :mod:`treeviz.ui.run_tables`).
 
 Runs compare when they were trained on the same data set (its fingerprint) and task. The score is
 the task's common test metric (:data:`SCORES`), so families whose own headline metric differs
 still line up; sizes are what every run records: decision nodes, nonzero weights and inference
-FLOPs per sample (:func:`treeviz.services.training.model_cost`).
+FLOPs per sample (:func:`treeviz.services.experiments.training.model_cost`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from treeviz.services.quantities import family_name, headline_text, per_record
-from treeviz.services.runs import RunRecord
+from treeviz.services.store.runs import RunRecord
 
 
 @dataclass(frozen=True)
@@ -70,35 +68,6 @@ def score_of(task: str, runs: Sequence[RunRecord]) -> Score | None:
         if any(isinstance(r.metrics.get(score.key), (int, float)) for r in runs):
             return score
     return None
-
-
-def leaderboard(runs: Sequence[RunRecord], score: Score | None) -> list[dict[str, Any]]:
-    """One row per run, best score first (runs without the score last): name, family, score, decision
-    nodes, nonzero weights, FLOPs per sample, fit seconds, device, status, run id."""
-    rows = []
-    for r in runs:
-        value = r.metrics.get(score.key) if score else None
-        rows.append({"run": r.name, "family": family_name(r.family), "score": value,
-                     "decision nodes": r.metrics.get("n_decision_nodes"),
-                     "nonzero weights": r.metrics.get("n_nonzero_weights"), "FLOPs / sample": r.metrics.get("flops"),
-                     "fit s": round(r.duration_s, 2), "device": r.device or "?", "status": r.status,
-                     "run_id": r.run_id})
-    sign = 1.0 if score is None or score.higher_is_better else -1.0
-    return sorted(rows, key=lambda row: (row["score"] is None, -sign * (row["score"] or 0.0)))
-
-
-def run_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
-    """One row per run for the Runs page's table: name, family, data set, task, headline metric,
-    nodes, depth, status, created, fit seconds and id."""
-    return [dict(_run_row(r)) for r in records]
-
-
-@per_record
-def _run_row(r: RunRecord) -> dict[str, Any]:
-    return {"name": r.name, "family": family_name(r.family), "dataset": r.dataset_name, "task": r.task,
-            "metric": headline_text(r), "nodes": r.n_nodes, "depth": r.depth, "status": r.status,
-            "created": r.created_at.strftime("%Y-%m-%d %H:%M"), "seconds": round(r.duration_s, 2),
-            "id": r.run_id}
 
 
 def pareto_mask(size: Sequence[float], score: Sequence[float], *, higher_is_better: bool = True) -> np.ndarray:

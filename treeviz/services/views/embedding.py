@@ -34,8 +34,8 @@ from models.ground.errors import TreevizError
 from models.registry import family_of_class
 from treeviz.readers.metrics import knn_accuracy, trustworthiness_score
 from treeviz.services.data import PreparedData
-from treeviz.services.jobs import Progress
-from treeviz.services.runs import RunStore
+from treeviz.services.jobs.manager import Progress
+from treeviz.services.store.runs import RunStore
 
 #: The model's own methods, in the order shown (all compared in the thesis); the family's declared
 #: baselines follow (the thesis's too), then :data:`UMAP`, which the thesis does not compare.

@@ -17,7 +17,7 @@ through this module, so they make the same decisions:
   (validation or training rows when the test split is empty): :attr:`TreeExport.agreement`.
 
 :data:`TREE_FORMATS` is the table of the tree's file formats: adding one means one function and
-one row. A run as a zip is :func:`treeviz.services.run_archive.export_zip`; figures are exported by
+one row. A run as a zip is :func:`treeviz.services.store.archive.export_zip`; figures are exported by
 :mod:`treeviz.plots.export` (``FORMATS``).
 """
 

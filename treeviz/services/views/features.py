@@ -6,7 +6,7 @@ the square root of its number of splits) and whether it is used at all. :func:`i
 selects the same number of features the way tree toolkits do, by feature importance, and refits on
 them: a random forest and gradient boosting (scikit-learn), each fitted on every feature, ranked by
 ``feature_importances_``, and refitted on its top k, then scored on the validation and test splits
-with the metrics :func:`treeviz.services.training.evaluate` reports.
+with the metrics :func:`treeviz.services.experiments.training.evaluate` reports.
 """
 
 from __future__ import annotations

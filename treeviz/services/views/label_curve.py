@@ -32,8 +32,8 @@ import numpy as np
 from models.ground.errors import TreevizError
 from models.registry import family_of_class, get_family
 from treeviz.services.data import PreparedData
-from treeviz.services.jobs import Progress
-from treeviz.services.training import build_estimator
+from treeviz.services.experiments.training import build_estimator
+from treeviz.services.jobs.manager import Progress
 
 DEFAULT_FRACTIONS = (0.01, 0.05, 0.2)
 PROPAGATION_NEIGHBOURS = 7

@@ -206,7 +206,7 @@ def predict_table(df: pd.DataFrame, model: Any, prepared: PreparedData | None, *
     Examples
     --------
     >>> from treeviz.services.data import PrepConfig, load_dataset, prepare
-    >>> from treeviz.services.training import train_run
+    >>> from treeviz.services.experiments.training import train_run
     >>> prepared = prepare(load_dataset("iris"), PrepConfig())
     >>> model, _ = train_run("cart", "classification", {"max_depth": 2}, prepared)
     >>> rows = pd.DataFrame(prepared.dataset.X[:2], columns=list(prepared.dataset.feature_names))
