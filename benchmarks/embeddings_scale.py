@@ -54,6 +54,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from threadpoolctl import threadpool_limits
 
 import models.embedding.objectives as objectives
+import models.embedding.objectives.paths as objective_paths
 from benchmarks.common import best_time, shared_data_dir
 from benchmarks.scale_table import make_table
 from models.embedding.objectives import embedding_objective, free_embedding
@@ -77,12 +78,12 @@ NEIGHBOURS = 5
 def _path(kind: str, n: int) -> Iterator[None]:
     """Make ``path="auto"`` pick the fft path (``kind="fft"``) or an exact one (``"exact"``) at n points:
     the one switch the estimator reads, so ``TreeEmbedding`` runs unchanged."""
-    saved = objectives.EXACT_MAX_POINTS
-    objectives.EXACT_MAX_POINTS = min(saved, n - 1) if kind == "fft" else 10**12
+    saved = objective_paths.EXACT_MAX_POINTS
+    objective_paths.EXACT_MAX_POINTS = min(saved, n - 1) if kind == "fft" else 10**12
     try:
         yield
     finally:
-        objectives.EXACT_MAX_POINTS = saved
+        objective_paths.EXACT_MAX_POINTS = saved
 
 
 def _row(name: str, metric: str, ours: float, protocol: str, **extra: Any) -> dict:

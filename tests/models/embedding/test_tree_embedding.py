@@ -8,6 +8,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeRegressor
 
 import models.embedding.objectives as objectives
+import models.embedding.objectives.paths as objective_paths
 from models.base import Callback
 from models.embedding.objectives import free_embedding
 from models.embedding.tree_embedding import TreeEmbedding, direct_fit
@@ -96,7 +97,7 @@ def test_path_ends_below_the_direct_fit_on_digits():
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_above_the_exact_size_the_fit_runs_on_the_fft_path_and_reports_exact_objectives(monkeypatch):
     # shrink the switch (and the cutoff, so that 200 points are sparse enough for near pairs)
-    monkeypatch.setattr(objectives, "EXACT_MAX_POINTS", 100)
+    monkeypatch.setattr(objective_paths, "EXACT_MAX_POINTS", 100)
     monkeypatch.setattr(objectives.TSNE, "_fft_defaults", {"cutoff": 1.0, "box": 1.0, "nodes": 5})
     digits = load_digits()
     Xd = digits.data[np.random.default_rng(1).permutation(digits.data.shape[0])[:200]] / 16.0
