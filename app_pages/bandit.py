@@ -8,7 +8,8 @@ import streamlit as st
 
 from models.registry import families_offering
 from treeviz.plots import bandit_regret_figure, bandit_reward_figure, bandit_score_figure
-from treeviz.services.bandit_view import (
+from treeviz.services.data import list_datasets
+from treeviz.services.views.bandit import (
     BanditCurveJob,
     curve_bands,
     curve_keys,
@@ -16,7 +17,6 @@ from treeviz.services.bandit_view import (
     metric_name,
     reference_band,
 )
-from treeviz.services.data import list_datasets
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure

@@ -6,11 +6,11 @@ import streamlit as st
 from models.ground.tree import NodeStats
 from treeviz.plots import dendrogram_figure, tree_figure
 from treeviz.readers.metrics import class_counts_by_node, dendrogram_purity_from_counts
-from treeviz.services.quantities import family_name
-from treeviz.services.run_view import PARTS
+from treeviz.services.views.run_view import PARTS
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
+from treeviz.ui.labels import family_name
 from treeviz.ui.view_run import offering, view_run
 
 st.title("Clustering")

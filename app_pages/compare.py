@@ -6,11 +6,12 @@ import pandas as pd
 import streamlit as st
 
 from treeviz.plots import class_flow_figure, tree_figure
-from treeviz.services.compare import SIZES, groups, leaderboard, pareto_mask, score_of
-from treeviz.services.quantities import family_index, family_name
+from treeviz.services.views.compare import SIZES, groups, pareto_mask, score_of
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
+from treeviz.ui.labels import family_index, family_name
+from treeviz.ui.run_tables import leaderboard
 from treeviz.ui.text import md
 
 st.title("Compare")

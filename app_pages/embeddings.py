@@ -14,12 +14,12 @@ from treeviz.plots import (
     weight_images_grid,
 )
 from treeviz.readers.metrics import class_counts_by_node
-from treeviz.services.embedding_view import ComparisonJob, objective_name
-from treeviz.services.quantities import family_name
+from treeviz.services.views.embedding import ComparisonJob, objective_name
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
 from treeviz.ui.job_panel import job_panel, page_job, start
+from treeviz.ui.labels import family_name
 from treeviz.ui.view_run import offering, view_run
 
 PREFIX = "embeddings"

@@ -14,12 +14,12 @@ from treeviz.plots import (
 from treeviz.plots.export import export_name
 from treeviz.plots.node_info import node_panel
 from treeviz.readers.rules import leaf_summary, node_rule, path_conditions, rules
-from treeviz.services.export import ALL_TERMS, TREE_FORMATS, format_notes, render, tree_exports
-from treeviz.services.quantities import family_name, run_headline
-from treeviz.services.run_view import PARTS
+from treeviz.services.views.export import ALL_TERMS, TREE_FORMATS, format_notes, render, tree_exports
+from treeviz.services.views.run_view import PARTS
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
+from treeviz.ui.labels import family_name, run_headline
 from treeviz.ui.text import md, md_code
 
 NODE = "explorer.node"

@@ -16,14 +16,14 @@ from treeviz.plots import (
     feature_trajectory_figure,
     selection_comparison_figure,
 )
-from treeviz.services.features import feature_table
-from treeviz.services.quantities import METRIC_LABELS, family_name
-from treeviz.services.search import SELECTION, SearchJob, budget_size, stored_best
+from treeviz.services.experiments.search import SELECTION, SearchJob, budget_size, stored_best
+from treeviz.services.views.features import feature_table
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
 from treeviz.ui.forms import kept_select, offered_family, param_form
 from treeviz.ui.job_panel import job_panel, start, take_result
+from treeviz.ui.labels import METRIC_LABELS, family_name
 from treeviz.ui.text import md
 
 SEARCH_ID = "features.search_id"

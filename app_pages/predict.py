@@ -1,6 +1,6 @@
 """Predict: a stored run's predictions for the rows of an uploaded table (no label needed), as CSV.
 
-The page is thin: reading, encoding, preprocessing and predicting are :mod:`treeviz.services.predict`,
+The page is thin: reading, encoding, preprocessing and predicting are :mod:`treeviz.services.views.predict`,
 the service ``treeviz predict`` uses too, so the page and the command line give the same numbers.
 """
 
@@ -10,7 +10,7 @@ import streamlit as st
 
 from treeviz.services.data import max_upload_mb, read_table
 from treeviz.services.data.upload import ENCODINGS
-from treeviz.services.predict import (
+from treeviz.services.views.predict import (
     ROW_COLUMN,
     default_id_column,
     offers_proba,
@@ -18,9 +18,9 @@ from treeviz.services.predict import (
     predict_table,
     predictions_csv,
 )
-from treeviz.services.quantities import family_name
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
+from treeviz.ui.labels import family_name
 from treeviz.ui.sidebar import run_label
 from treeviz.ui.text import md
 

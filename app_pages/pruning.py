@@ -1,7 +1,7 @@
 """Pruning / λ path: train one tree per value of a family's λ, then see size, sparsity and scores
 against λ and the tree at each λ. Everything family-specific comes from ``Family.lambda_path``.
 A grid (λ × depth × seed) trains every combination at once, here or on a Dask cluster
-(:mod:`treeviz.services.grid`); its trials are runs like any other."""
+(:mod:`treeviz.services.experiments.grid`); its trials are runs like any other."""
 
 import pandas as pd
 import streamlit as st
@@ -9,14 +9,14 @@ import streamlit as st
 from models.registry import families_offering, get_family
 from models.schema import Param
 from treeviz.plots import PATH_FIGURES, tree_figure
-from treeviz.services.grid import SCHEDULER_ENV, GridJob, default_scheduler, grid_rows, grids, parse_values
-from treeviz.services.quantities import SIZE_HELP, family_name, format_size, headline, size_label
-from treeviz.services.sweep import SweepJob, sweep_label, value_grid
+from treeviz.services.experiments.grid import SCHEDULER_ENV, GridJob, default_scheduler, grid_rows, grids, parse_values
+from treeviz.services.experiments.sweep import SweepJob, sweep_label, value_grid
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
 from treeviz.ui.forms import kept_select, offered_family, param_form
 from treeviz.ui.job_panel import job_panel, page_job, start, take_result
+from treeviz.ui.labels import SIZE_HELP, family_name, format_size, headline, size_label
 from treeviz.ui.text import md
 
 SWEEP_ID = "pruning.sweep_id"

@@ -3,11 +3,11 @@
 import streamlit as st
 
 from treeviz.plots import class_flow_figure, class_split_bars
-from treeviz.services.quantities import family_name
-from treeviz.services.run_view import PARTS
+from treeviz.services.views.run_view import PARTS
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
+from treeviz.ui.labels import family_name
 from treeviz.ui.text import md
 
 st.title("Routing")

@@ -5,15 +5,15 @@ import streamlit as st
 
 from treeviz.plots import training_curves
 from treeviz.plots.export import export_name
-from treeviz.services.compare import run_rows
 from treeviz.services.data.preprocess import describe_prep
-from treeviz.services.quantities import curve_layout
-from treeviz.services.records import plot_records
-from treeviz.services.run_archive import export_zip, import_zip
+from treeviz.services.store.archive import export_zip, import_zip
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
+from treeviz.ui.labels import curve_layout
+from treeviz.ui.records import plot_records
 from treeviz.ui.report import run_report
+from treeviz.ui.run_tables import run_rows
 from treeviz.ui.text import md
 
 NONE = "—"  # what a table cell with no value shows (not "None")

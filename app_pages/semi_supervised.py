@@ -8,12 +8,12 @@ import streamlit as st
 
 from models.registry import get_family
 from treeviz.plots import label_fraction_figure, labelled_points_figure
-from treeviz.services.label_curve import DEFAULT_FRACTIONS, LabelCurveJob, labelled_only_tree, metric_name
-from treeviz.services.quantities import family_name, run_headline
+from treeviz.services.views.label_curve import DEFAULT_FRACTIONS, LabelCurveJob, labelled_only_tree, metric_name
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
 from treeviz.ui.job_panel import job_panel, page_job, start
+from treeviz.ui.labels import family_name, run_headline
 from treeviz.ui.view_run import offering, view_run
 
 PREFIX = "semi"

@@ -7,16 +7,16 @@ from models.registry import families_for_task
 from models.schema import ANY_DATA_TASKS
 from treeviz.plots import training_curves
 from treeviz.services.data.split_check import class_counts_by_split, split_warnings
-from treeviz.services.estimate import long_training_warning
-from treeviz.services.jobs import ACTIVE_STATUSES
-from treeviz.services.quantities import curve_layout, run_headline
-from treeviz.services.records import MAX_PLOTTED_RECORDS, plot_records
-from treeviz.services.training import job_fn, run_warnings
+from treeviz.services.experiments.estimate import long_training_warning
+from treeviz.services.experiments.training import job_fn, run_warnings
+from treeviz.services.jobs.manager import ACTIVE_STATUSES
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
 from treeviz.ui.forms import param_form
 from treeviz.ui.job_panel import bar_text, cancel_button
+from treeviz.ui.labels import curve_layout, run_headline
+from treeviz.ui.records import MAX_PLOTTED_RECORDS, plot_records
 from treeviz.ui.text import md
 
 st.title("Train")
@@ -72,7 +72,7 @@ def split_check() -> None:
 
 def time_check() -> None:
     """Before training: a warning when these settings would take minutes on this table (an estimate
-    from a cost model, see treeviz.services.estimate; training stays allowed)."""
+    from a cost model, see treeviz.services.experiments.estimate; training stays allowed)."""
     with user_errors("estimating the training time"):
         warning = long_training_warning(family, task, params, state.current_prepared(),
                                         preset=None if preset == "defaults" else preset)

@@ -4,7 +4,7 @@ A family's defaults can be fine on a small table and take many minutes on a larg
 embedding's defaults ran 36 minutes on a 2 310-row table and were cancelled after 6 of 20 μ steps).
 So each family may declare ``Family.cost``: a function ``cost(params, n_rows, n_features)`` that
 returns a :class:`TimeEstimate`, which the Train page turns into a warning before a long fit
-(:mod:`treeviz.services.estimate`).
+(:mod:`treeviz.services.experiments.estimate`).
 
 The estimate is arithmetic, not a trial fit, so it costs microseconds: a family counts units of
 work from its own loop structure (its iteration counts, the rows n and features d of the training

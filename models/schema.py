@@ -178,7 +178,7 @@ class LambdaPath:
     "each fit starts from the previous one's result" (otherwise every λ starts from the same
     initial model). ``figure`` names the figure that draws the path (:data:`PATH_FIGURES`),
     ``sizes`` the per-λ numbers shown beside it (keys of a sweep row, see
-    :func:`treeviz.services.sweep.sweep_table`), ``tree_view`` how the tree at one λ is drawn
+    :func:`treeviz.services.experiments.sweep.sweep_table`), ``tree_view`` how the tree at one λ is drawn
     (:data:`PATH_TREE_VIEWS`) and ``note`` the sentence under that tree.
     """
 
@@ -223,7 +223,7 @@ class FeatureSelection:
 
     ``count`` is the history key of the number of features kept after each epoch, ``schedule``
     the key of the selection strength (e.g. λ0 of a ramp) with its ``schedule_label``. A
-    feature-budget search (:func:`treeviz.services.sweep.budget_search`) runs ``trials`` fits, each with
+    feature-budget search (:func:`treeviz.services.experiments.sweep.budget_search`) runs ``trials`` fits, each with
     the chosen parameters and the ones in ``search`` drawn at random, and keeps the best on
     validation among those within the budget.
     """

@@ -50,8 +50,8 @@ import pytest  # noqa: E402  after the pinning above, which must precede torch a
 import streamlit as st  # noqa: E402
 
 from models import registry  # noqa: E402
-from treeviz.services.jobs import JobManager  # noqa: E402
-from treeviz.services.runs import RunRecord  # noqa: E402
+from treeviz.services.jobs.manager import JobManager  # noqa: E402
+from treeviz.services.store.runs import RunRecord  # noqa: E402
 from treeviz.ui import state  # noqa: E402
 
 STUMP_MODULE = "tests.families.stump.family"

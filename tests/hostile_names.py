@@ -114,9 +114,9 @@ def store_of_every_view(home: Path, dataset: Any, *, name: str | None = None, no
     ``name`` (the store's default names without one); returns the runs' records."""
     from models.registry import families
     from treeviz.services.data import PrepConfig, prepare
-    from treeviz.services.runs import RunStore
-    from treeviz.services.sweep import run_sweep
-    from treeviz.services.training import train_run
+    from treeviz.services.experiments.sweep import run_sweep
+    from treeviz.services.experiments.training import train_run
+    from treeviz.services.store.runs import RunStore
 
     store = RunStore(home)
     store.store_dataset(dataset)

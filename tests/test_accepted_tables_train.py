@@ -24,7 +24,7 @@ from models.registry import families, families_for_task, get_family
 from tests.bad_inputs import BAD_INPUT_ENV, NOTE_ONLY, load
 from treeviz.services.data import Dataset, PrepConfig, load_dataset, prepare
 from treeviz.services.data.preprocess import SCALINGS
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
 
 SAMPLES = ("penguins", "cars", "seattle_weather")
 #: The two largest tables (5 000 and 1 461 rows): even the test parameters take 30-45 s per family

@@ -29,9 +29,9 @@ from models.ground.tree import Tree
 from models.persist import load_model, model_bytes, read_config, save_model, zip_bytes
 from models.registry import all_estimator_classes, family_of_class
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.run_archive import export_zip, import_zip
-from treeviz.services.runs import RunStore
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.archive import export_zip, import_zip
+from treeviz.services.store.runs import RunStore
 
 CASES = list(all_estimator_classes())
 IDS = [cls.__name__ for _, _, cls in CASES]

@@ -39,11 +39,11 @@ from models.base import Callback
 from models.ground.errors import TrainingCancelled
 from models.registry import all_estimator_classes, get_family
 from treeviz.cli.progress import ProgressBar, StopRequest
-from treeviz.services.bandit_view import _Publish, _SupervisedProgress
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.jobs import JobManager
-from treeviz.services.runs import RunStore
-from treeviz.services.training import ProgressCallback, job_fn
+from treeviz.services.experiments.training import ProgressCallback, job_fn
+from treeviz.services.jobs.manager import JobManager
+from treeviz.services.store.runs import RunStore
+from treeviz.services.views.bandit import _Publish, _SupervisedProgress
 
 CASES = list(all_estimator_classes())
 IDS = [f"{family.key}-{task}" for family, task, _ in CASES]

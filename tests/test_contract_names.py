@@ -41,7 +41,7 @@ from tests.hostile_names import (
 from treeviz.plots.node_info import node_panel
 from treeviz.plots.style import plot_text
 from treeviz.services.data import PrepConfig, prepare
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
 from treeviz.ui import state
 from treeviz.ui.text import md, md_code
 

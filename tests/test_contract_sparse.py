@@ -18,8 +18,8 @@ from sklearn.base import clone
 from sklearn.tree import DecisionTreeRegressor
 
 from models import sparse_input
+from models.ground import routing as tree_routing
 from models.ground import threads
-from models.ground import tree as tree_module
 from models.ground.errors import TreevizError
 from models.registry import all_estimator_classes
 from models.schema import ANY_DATA_TASKS
@@ -128,7 +128,7 @@ def test_tree_routes_sparse_rows_in_blocks_as_dense(monkeypatch):
     X_test = X_test.copy()
     X_test[1, 2] = np.nan  # missing values route as in the dense array
     tree = fitted(family.make(task, family.test_params), X, y).to_tree()
-    monkeypatch.setattr(tree_module, "_CHUNK_ROWS", 7)  # several blocks, the last one short
+    monkeypatch.setattr(tree_routing, "_CHUNK_ROWS", 7)  # several blocks, the last one short
     Xs = sp.csr_array(X_test)
     assert np.array_equal(tree.apply(Xs), tree.apply(X_test))
     assert np.array_equal(tree.predict_value(Xs), tree.predict_value(X_test), equal_nan=True)

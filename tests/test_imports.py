@@ -72,15 +72,18 @@ def _contracts() -> list[dict]:
 
 def test_every_module_sits_in_a_layer_folder_that_a_contract_names():
     """The import contracts name packages, so a module is in its layer because of the folder it sits
-    in. That holds only if treeviz's top level holds nothing but its layer folders (a module left
-    beside them would escape every rule), and if the layers contract names exactly those folders."""
+    in. That holds only if treeviz's top level, and the services' top level, hold nothing but their
+    layer folders (a module left beside them would escape every rule), and if each layers contract
+    names exactly those folders."""
     contracts = _contracts()
-    inner = next(c for c in contracts if c["type"] == "layers" and c.get("containers") == ["treeviz"])
-    layer_names = {m.strip() for layer in inner["layers"] for m in re.split(r"[|:]", layer)}
-    folders = {p.parent.name for p in (ROOT / "treeviz").glob("*/__init__.py")}
-    assert folders == layer_names, "each folder of treeviz is one layer in pyproject.toml's contract"
-    loose = {p.name for p in (ROOT / "treeviz").glob("*.py")} - {"__init__.py", "__main__.py"}
-    assert loose == set(), f"move {sorted(loose)} into the folder of its layer"
+    for container, allowed in (("treeviz", {"__init__.py", "__main__.py"}), ("treeviz.services", {"__init__.py"})):
+        inner = next(c for c in contracts if c["type"] == "layers" and c.get("containers") == [container])
+        layer_names = {m.strip() for layer in inner["layers"] for m in re.split(r"[|:]", layer)}
+        folder = ROOT.joinpath(*container.split("."))
+        folders = {p.parent.name for p in folder.glob("*/__init__.py")}
+        assert folders == layer_names, f"each folder of {container} is one layer in pyproject.toml's contract"
+        loose = {p.name for p in folder.glob("*.py")} - allowed
+        assert loose == set(), f"move {sorted(loose)} into the folder of its layer (or room) in {container}"
     top = next(c for c in contracts if c["type"] == "layers" and not c.get("containers"))
     packages = {m.strip() for layer in top["layers"] for m in re.split(r"[|:]", layer)}
     roots = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests"}

@@ -163,8 +163,8 @@ DGT_BANDIT = Family(
     ),
     paper=PAPER,
     estimators={
-        "classification": "models.dgt.bandit:DGTBanditClassifier",
-        "regression": "models.dgt.bandit:DGTBanditRegressor",
+        "classification": "models.dgt.bandit.trees:DGTBanditClassifier",
+        "regression": "models.dgt.bandit.trees:DGTBanditRegressor",
     },
     params=(
         # Classification defaults to "auto" (⌈log2 K⌉ + 3 for K classes, 6 to 8; 6 is the paper's bandit

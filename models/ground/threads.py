@@ -19,7 +19,7 @@ instead of 0.5-1.6 s. So treeviz gives every job an equal share of the cores:
   parallel inside a job uses that job's share of the cores, not every core; each worker then runs
   on one thread (``apply_budget(1)``).
 
-:class:`treeviz.services.jobs.JobManager` applies the budget in every worker thread. A script can call
+:class:`treeviz.services.jobs.manager.JobManager` applies the budget in every worker thread. A script can call
 ``apply_budget(job_budget(1))`` itself, or set ``TREEVIZ_THREADS`` to fix the number of threads
 a job gets.
 """

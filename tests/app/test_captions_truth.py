@@ -10,8 +10,8 @@ import pytest
 
 from tests.app.conftest import WAIT_S, assert_clean, new_app, open_page
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.runs import RunStore
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunStore
 from treeviz.ui import state
 
 TINY = {"depth": 2, "n_mu": 3, "tao_iter": 3, "labelled_fraction": 0.1}

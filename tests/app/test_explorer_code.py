@@ -4,8 +4,8 @@ import pytest
 
 from tests.app.conftest import assert_clean, new_app, open_page, texts
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.runs import RunStore
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunStore
 
 
 def explorer_for(home, family, task, data, params):

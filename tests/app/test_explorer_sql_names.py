@@ -11,8 +11,8 @@ import pytest
 
 from tests.app.conftest import assert_clean, new_app, open_page
 from treeviz.services.data import PrepConfig, TableOptions, prepare, read_table, table_to_dataset
-from treeviz.services.runs import RunStore
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunStore
 
 
 @pytest.mark.slow  # trains a run and renders the explorer: seconds

@@ -11,8 +11,8 @@ import pytest
 from distributed import LocalCluster
 
 from tests.app.conftest import WAIT_S, assert_clean, new_app, open_page, shown, texts
-from treeviz.services.grid import SCHEDULER_ENV, grids
-from treeviz.services.runs import RunStore
+from treeviz.services.experiments.grid import SCHEDULER_ENV, grids
+from treeviz.services.store.runs import RunStore
 
 
 def wait_for_grid(at, root, size: int, timeout: float = WAIT_S):

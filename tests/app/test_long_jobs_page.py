@@ -13,10 +13,10 @@ import time
 
 import pytest
 
-import treeviz.services.training
+import treeviz.services.experiments.training
 from models.ground.errors import TrainingCancelled
 from tests.app.conftest import WAIT_S, assert_clean, new_app, open_page, shown, texts, wait_for_job
-from treeviz.services import jobs
+from treeviz.services.jobs.manager import manager as jobs
 
 #: The most a wait here lasts, and how long the stand-in job holds at most (tests/app/conftest.py).
 TIMEOUT = WAIT_S
@@ -58,7 +58,7 @@ def test_the_train_page_shows_the_time_left_then_cancelling_then_cancelled(home,
 
         return fn
 
-    monkeypatch.setattr(treeviz.services.training, "job_fn", gated_job_fn)
+    monkeypatch.setattr(treeviz.services.experiments.training, "job_fn", gated_job_fn)
     at = new_app()
     at.run()
     open_page(at, "train")

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from tests.app.conftest import assert_clean, chart_specs, new_app, open_page, texts, wait_for_job, wait_for_sweep
-from treeviz.services.run_archive import export_zip
-from treeviz.services.runs import RunStore
+from treeviz.services.store.archive import export_zip
+from treeviz.services.store.runs import RunStore
 
 
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out

@@ -7,9 +7,9 @@ import pytest
 
 from tests.app.conftest import PAGES, assert_clean, chart_specs, new_app, node_trace, open_page, texts
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.run_archive import export_zip
-from treeviz.services.runs import RunStore
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.archive import export_zip
+from treeviz.services.store.runs import RunStore
 
 
 def make_run(home, key="breast_cancer", depth=4, name=None, scaling="standard"):

@@ -11,8 +11,8 @@ from models.registry import get_family
 from tests.app.conftest import assert_clean, new_app, open_page, texts
 from treeviz.cli.main import main
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.runs import RunStore
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunStore
 
 
 def make_run(home, key="iris", family="cart", task=None, params=None, name=None):

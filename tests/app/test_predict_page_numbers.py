@@ -10,8 +10,8 @@ import pandas as pd
 
 from tests.app.conftest import assert_clean, new_app, open_page, texts
 from treeviz.services.data import PrepConfig, TableOptions, prepare, read_table, table_to_dataset
-from treeviz.services.runs import RunStore
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunStore
 
 
 def signed_rows(n: int = 40) -> pd.DataFrame:

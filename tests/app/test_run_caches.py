@@ -15,10 +15,10 @@ import pytest
 
 from tests.app.conftest import assert_clean, new_app, open_page
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.run_archive import export_zip
-from treeviz.services.runs import RunStore
-from treeviz.services.sweep import run_sweep
-from treeviz.services.training import train_run
+from treeviz.services.experiments.sweep import run_sweep
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.archive import export_zip
+from treeviz.services.store.runs import RunStore
 from treeviz.ui import state
 
 

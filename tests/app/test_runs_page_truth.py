@@ -9,8 +9,8 @@ from models.cart.estimators import CARTClassifier
 from tests.app.conftest import assert_clean, new_app, open_page, texts
 from treeviz.services.data.dataset import Dataset
 from treeviz.services.data.preprocess import PrepConfig, prepare
-from treeviz.services.run_archive import export_zip, import_zip
-from treeviz.services.runs import RunStore
+from treeviz.services.store.archive import export_zip, import_zip
+from treeviz.services.store.runs import RunStore
 from treeviz.ui import state
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from models.ground.tree import Tree
 from tests.app.conftest import PAGES, assert_clean, new_app, open_page
-from treeviz.services.runs import RunStore
+from treeviz.services.store.runs import RunStore
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "home_7b25476"
 FAMILIES = {"cart", "latent", "tao", "tao_forest", "laptao", "skinny", "dgt", "dgt_bandit", "tree_embedding"}

@@ -12,7 +12,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 from models.persist import load_model
 from tests.app.conftest import WAIT_S, assert_clean, chart_specs, new_app, node_trace, open_page, texts, wait_for_job
-from treeviz.services.runs import RunStore
+from treeviz.services.store.runs import RunStore
 
 
 def train_cart_on_breast_cancer(at, depth=6):
@@ -45,7 +45,7 @@ def explorer_counts(at):
 
 
 def job_processes() -> list[int]:
-    """Process ids of this process's children that run jobs (``python -m treeviz.services.worker_process``)."""
+    """Process ids of this process's children that run jobs (``python -m treeviz.services.jobs.worker_process``)."""
     found = []
     for proc in Path("/proc").glob("[0-9]*"):
         try:
@@ -53,7 +53,7 @@ def job_processes() -> list[int]:
             command = (proc / "cmdline").read_bytes().split(b"\0")
         except (OSError, IndexError, ValueError):
             continue  # the process ended meanwhile
-        if parent == os.getpid() and b"treeviz.services.worker_process" in command:
+        if parent == os.getpid() and b"treeviz.services.jobs.worker_process" in command:
             found.append(int(proc.name))
     return found
 
@@ -66,7 +66,7 @@ def test_cart_run_from_train_page_to_explorer_and_back_after_restart(home, jobs_
     assert record.family == "cart" and record.params["max_depth"] == 6
     # the app trains in a worker process of its own, not in a thread of this one (the one app flow
     # on the app's real process path: the others run their jobs in threads, see tests/conftest.py)
-    assert job_processes(), "no child process runs treeviz.services.worker_process"
+    assert job_processes(), "no child process runs treeviz.services.jobs.worker_process"
     assert record.dataset["name"] == "breast_cancer"
 
     # the Tree explorer shows the run, with sklearn's own per-node counts on the training split
@@ -107,7 +107,7 @@ def test_open_in_explorer_button_switches_page(home):
 
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_failing_training_shows_a_sentence_and_the_app_stays_usable(home, monkeypatch):
-    import treeviz.services.training
+    import treeviz.services.experiments.training
 
     def broken_job_fn(*args, **kwargs):
         def fn(progress):
@@ -115,8 +115,8 @@ def test_a_failing_training_shows_a_sentence_and_the_app_stays_usable(home, monk
 
         return fn
 
-    job_fn = treeviz.services.training.job_fn
-    monkeypatch.setattr(treeviz.services.training, "job_fn", broken_job_fn)
+    job_fn = treeviz.services.experiments.training.job_fn
+    monkeypatch.setattr(treeviz.services.experiments.training, "job_fn", broken_job_fn)
     at = new_app()
     at.run()
     open_page(at, "train")
@@ -128,7 +128,7 @@ def test_a_failing_training_shows_a_sentence_and_the_app_stays_usable(home, monk
     assert "Traceback" not in error
     # put back job_fn only: monkeypatch.undo() would also drop home's TREEVIZ_HOME and
     # TREEVIZ_JOB_PROCESSES (the run would go to the user's store, the job to a child process)
-    monkeypatch.setattr(treeviz.services.training, "job_fn", job_fn)
+    monkeypatch.setattr(treeviz.services.experiments.training, "job_fn", job_fn)
     at.run()  # callbacks are bound to the previous run's script, so rerun once after the undo
     at.button(key="train.start").click().run()
     wait_for_job(at)
@@ -140,7 +140,7 @@ def test_a_failing_training_shows_a_sentence_and_the_app_stays_usable(home, monk
 def test_cancel_stops_a_running_job(home, monkeypatch):
     import threading
 
-    import treeviz.services.training
+    import treeviz.services.experiments.training
     from models.ground.errors import TrainingCancelled
 
     started, release = threading.Event(), threading.Event()
@@ -162,7 +162,7 @@ def test_cancel_stops_a_running_job(home, monkeypatch):
 
         return fn
 
-    monkeypatch.setattr(treeviz.services.training, "job_fn", slow_job_fn)
+    monkeypatch.setattr(treeviz.services.experiments.training, "job_fn", slow_job_fn)
     at = new_app()
     at.run()
     open_page(at, "train")

@@ -7,9 +7,9 @@ import pytest
 
 from tests.app.conftest import assert_clean, chart_specs, new_app, open_page, texts, wait_for_job
 from treeviz.services.data import Dataset
-from treeviz.services.records import MAX_PLOTTED_RECORDS
-from treeviz.services.runs import RunStore
+from treeviz.services.store.runs import RunStore
 from treeviz.ui import state
+from treeviz.ui.records import MAX_PLOTTED_RECORDS
 
 
 def twelve_classes() -> Dataset:

@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks import embeddings, skinny
 from benchmarks.common import PartLog, memo, retime, run_keyed, same_result
-from treeviz.services.search import Trial
+from treeviz.services.experiments.search import Trial
 
 
 class FakeTrials:

@@ -18,8 +18,8 @@ from tests.e2e.test_browser import settle
 from tests.treeviz.test_node_panel_units import rule_terms
 from treeviz.plots import style
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.runs import RunStore
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunStore
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -7,8 +7,8 @@ from tests.e2e.conftest import WAIT_MS
 from treeviz.plots import tree_figure
 from treeviz.plots.export import figure_html
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.runs import RunStore
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunStore
 from treeviz.ui.report import run_report
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # a browser and a server: the full tier

@@ -21,9 +21,9 @@ from tests.e2e.conftest import ARTIFACTS, WAIT_MS
 from treeviz.plots import class_flow_figure, embedding_panels, forest_summary_figure, lambda_path_figure
 from treeviz.plots.export import figure_html
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.runs import RunStore
-from treeviz.services.sweep import run_sweep, sweep_table
-from treeviz.services.training import train_run
+from treeviz.services.experiments.sweep import run_sweep, sweep_table
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunStore
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # a browser: the full tier
 

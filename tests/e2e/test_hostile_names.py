@@ -20,8 +20,8 @@ from tests.e2e.conftest import DRAWN, WAIT_MS, open_page, serve_store, settled, 
 from tests.hostile_names import FILE_NAME, hostile_csv, hostile_store
 from treeviz.plots import tree_figure, weights_heatmap
 from treeviz.plots.export import figure_html, figure_image
-from treeviz.services.run_view import RunView
-from treeviz.services.runs import RunStore
+from treeviz.services.store.runs import RunStore
+from treeviz.services.views.run_view import RunView
 from treeviz.ui.pages import PAGES
 from treeviz.ui.report import run_report
 

@@ -18,8 +18,8 @@ from tests.e2e.conftest import ARTIFACTS, WAIT_MS, serve_store
 from tests.e2e.test_browser import settle
 from tests.e2e.test_explorer_truth import open_explorer
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.runs import RunStore
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunStore
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

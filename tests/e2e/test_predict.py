@@ -10,8 +10,8 @@ import pytest
 from tests.e2e.conftest import ARTIFACTS, ROOT, serve_store
 from tests.e2e.test_browser import choose, settle
 from treeviz.services.data import PrepConfig, TableOptions, prepare, read_table, table_to_dataset
-from treeviz.services.runs import RunStore
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunStore
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # a browser and a server: the full tier
 

@@ -26,12 +26,13 @@ from streamlit.dataframe_util import convert_pandas_df_to_arrow_bytes
 
 from models.ground.errors import TreevizError
 from models.persist import CONFIG_NAME, WEIGHTS_NAME, load_model
-from treeviz.services.compare import groups, leaderboard, run_rows, score_of
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.run_archive import export_zip, import_zip
-from treeviz.services.runs import RunRecord, RunStore
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.archive import export_zip, import_zip
+from treeviz.services.store.runs import RunRecord, RunStore
+from treeviz.services.views.compare import groups, score_of
 from treeviz.ui.report import run_report
+from treeviz.ui.run_tables import leaderboard, run_rows
 
 
 class Source:

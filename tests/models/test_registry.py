@@ -13,7 +13,7 @@ from models.persist import load_model, save_model
 from models.registry import families, families_for_task, family_of_class, get_family
 from models.tao.estimators import TAOClassifier
 from models.tao.forest import TAOForestClassifier
-from treeviz.services.quantities import METRIC_LABELS
+from treeviz.ui.labels import METRIC_LABELS
 
 
 def test_families_are_discovered_from_their_packages():

@@ -4,7 +4,7 @@ import pytest
 
 from tests.treeviz.test_runs import breast_cancer
 from treeviz.services.data.preprocess import PrepConfig, prepare
-from treeviz.services.runs import RunStore
+from treeviz.services.store.runs import RunStore
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,9 @@ import pytest
 from models.ground.errors import TreevizError
 from models.registry import get_family
 from treeviz.plots import bandit_regret_figure, bandit_reward_figure, bandit_score_figure
-from treeviz.services.bandit_view import (
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.jobs.manager import JobManager
+from treeviz.services.views.bandit import (
     BanditCurveJob,
     bandit_curves,
     curve_bands,
@@ -17,8 +19,6 @@ from treeviz.services.bandit_view import (
     final_table,
     reference_band,
 )
-from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.jobs import JobManager
 
 #: What DGT-Bandit declares its bandit view compares with: the baseline and the reference's labels.
 COMPARISON = get_family("dgt_bandit").comparison("bandit")

@@ -30,11 +30,11 @@ from treeviz.cli.main import main
 from treeviz.readers.rules import rules
 from treeviz.services.data import load_dataset, read_table
 from treeviz.services.data.table import FEATURE_SOURCES, table_to_features
-from treeviz.services.run_archive import export_zip
-from treeviz.services.run_view import RunView
-from treeviz.services.runs import RunStore
-from treeviz.services.sweep import sweeps
-from treeviz.services.training import train_run
+from treeviz.services.experiments.sweep import sweeps
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.archive import export_zip
+from treeviz.services.store.runs import RunStore
+from treeviz.services.views.run_view import RunView
 
 ROOT = Path(__file__).resolve().parents[2]
 PENGUINS = ROOT / "sample_data" / "penguins.csv"

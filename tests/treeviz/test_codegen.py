@@ -14,7 +14,7 @@ from models.ground.tree import Tree
 from treeviz.readers import codegen
 from treeviz.readers.codegen import python_source, sql_expression, sql_query
 from treeviz.services.data import load_dataset, prepare
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
 
 NAN = np.nan
 _PREPARED = {}

@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 
 from treeviz.plots import pareto_figure
-from treeviz.services.compare import groups, leaderboard, pareto_mask, score_of
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.runs import RunStore
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunStore
+from treeviz.services.views.compare import groups, pareto_mask, score_of
+from treeviz.ui.run_tables import leaderboard
 
 
 def test_pareto_front_by_brute_force():

@@ -8,8 +8,8 @@ import pytest
 from models.ground.errors import TreevizError
 from treeviz.readers.metrics import knn_accuracy, trustworthiness_score
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.embedding_view import compare_embeddings
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.views.embedding import compare_embeddings
 
 QUICK = {"depth": 2, "perplexity": 10.0, "n_mu": 2, "free_iter": 150, "z_iter": 20, "tao_iter": 3}
 

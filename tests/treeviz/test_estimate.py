@@ -10,7 +10,7 @@ import pytest
 
 from models.registry import families, get_family
 from treeviz.services.data import Dataset, load_dataset, prepare
-from treeviz.services.estimate import LONG_S, duration_text, long_training_warning, training_time
+from treeviz.services.experiments.estimate import LONG_S, duration_text, long_training_warning, training_time
 
 
 def table(n: int, d: int = 19, classes: int = 7) -> Dataset:

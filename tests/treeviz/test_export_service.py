@@ -1,4 +1,4 @@
-"""The export service (treeviz.services.export): one set of decisions (units, missing values, leaf or
+"""The export service (treeviz.services.views.export): one set of decisions (units, missing values, leaf or
 prediction, every term) for the Tree explorer, the command line and the report."""
 
 import math
@@ -11,9 +11,9 @@ from models.ground.errors import TreevizError
 from models.registry import get_family
 from treeviz.cli.main import main as cli_main
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.export import TREE_FORMATS, Format, render, rules_file, tree_exports
-from treeviz.services.runs import RunStore
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunStore
+from treeviz.services.views.export import TREE_FORMATS, Format, render, rules_file, tree_exports
 
 
 def fitted(family, dataset, scaling="standard"):

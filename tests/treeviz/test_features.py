@@ -7,7 +7,7 @@ from sklearn.ensemble import RandomForestClassifier
 from models.cart.estimators import CARTClassifier
 from models.ground.errors import TreevizError
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.features import feature_table, importance_baselines
+from treeviz.services.views.features import feature_table, importance_baselines
 
 
 @pytest.fixture(scope="module")

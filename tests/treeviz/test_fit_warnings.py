@@ -1,5 +1,5 @@
 """Training never lies: a fit that diverged or ended no better than a constant predictor is stored
-with a warning note (treeviz.services.training.fit_warnings), for every family; a normal fit has none."""
+with a warning note (treeviz.services.experiments.training.fit_warnings), for every family; a normal fit has none."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from treeviz.cli.main import main
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.runs import RunStore
-from treeviz.services.training import WARNING, build_estimator, fit_warnings, run_warnings, train_run
+from treeviz.services.experiments.training import WARNING, build_estimator, fit_warnings, run_warnings, train_run
+from treeviz.services.store.runs import RunStore
 
 #: Clearly divergent settings, one per family with a learning rate the probe pushed too far.
 DIVERGENT = [

@@ -22,9 +22,9 @@ from treeviz.cli.main import main
 from treeviz.services.data import PrepConfig, load_dataset, prepare
 from treeviz.services.data import dataset as dataset_module
 from treeviz.services.data.dataset import Dataset
-from treeviz.services.run_archive import export_zip, import_zip
-from treeviz.services.runs import RunStore
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.archive import export_zip, import_zip
+from treeviz.services.store.runs import RunStore
 
 #: Versions no treeviz wrote or this one cannot read, and values that are no version at all.
 BAD = [0, -1, 2, 99, True, False, 1.0, 1.5, "1", None, [1], {"v": 1}]

@@ -1,4 +1,4 @@
-"""Grid sweeps (treeviz.services.grid): the points, the checks' sentences, a local run, a run on a Dask
+"""Grid sweeps (treeviz.services.experiments.grid): the points, the checks' sentences, a local run, a run on a Dask
 LocalCluster that stores the same trials with the same metrics, and the command line's grid command."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from models.ground.errors import TrainingCancelled, TreevizError
 from models.registry import get_family
 from treeviz.cli.main import main
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.grid import (
+from treeviz.services.experiments.grid import (
     SCHEDULER_ENV,
     GridJob,
     check_grid,
@@ -28,8 +28,8 @@ from treeviz.services.grid import (
     run_grid,
     scheduler_address,
 )
-from treeviz.services.runs import RunStore
-from treeviz.services.sweep import sweeps
+from treeviz.services.experiments.sweep import sweeps
+from treeviz.services.store.runs import RunStore
 
 #: λ × depth × seed for TAO: 8 small fits on iris.
 GRID = {"l1_penalty": [0.01, 1.0], "depth": [2, 3], "random_state": [0, 1]}

@@ -13,7 +13,7 @@ from models.persist import load_model, save_model
 from tests.treeviz.test_tree import small_tree
 from treeviz.plots import style, tree_figure
 from treeviz.readers.rules import leaf_agreement, leaf_label, leaf_state, leaf_summary, rules
-from treeviz.services.training import model_cost
+from treeviz.services.experiments.training import model_cost
 
 HEAD = {"inputs": "[x; z]", "parameters": 40, "nonzero_weights": 30, "flops": 30}
 

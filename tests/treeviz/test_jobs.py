@@ -12,8 +12,8 @@ import pytest
 
 from models.base import TreeEstimator
 from models.ground.errors import TreevizError
-from treeviz.services.jobs import JobManager, Progress
-from treeviz.services.training import ProgressCallback
+from treeviz.services.experiments.training import ProgressCallback
+from treeviz.services.jobs.manager import JobManager, Progress
 
 TIMEOUT = 60.0
 

@@ -1,6 +1,6 @@
 """Jobs that behave: the time left each snapshot estimates, and a cancel that shows at once.
 
-The time left is checked on a fake clock (``treeviz.services.jobs._now``), so the numbers are exact
+The time left is checked on a fake clock (``treeviz.services.jobs.manager._now``), so the numbers are exact
 and no test waits for real seconds to pass; the cancel states are checked with gated job functions.
 """
 
@@ -11,8 +11,8 @@ import threading
 import pytest
 
 from tests.treeviz.test_jobs import TIMEOUT, poll
-from treeviz.services import jobs
-from treeviz.services.jobs import ACTIVE_STATUSES, JobManager, JobSnapshot, time_left
+from treeviz.services.jobs.manager import manager as jobs
+from treeviz.services.jobs.manager import ACTIVE_STATUSES, JobManager, JobSnapshot, time_left
 from treeviz.ui.job_panel import bar_text, time_left_text
 
 

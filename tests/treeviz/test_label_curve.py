@@ -5,7 +5,7 @@ import pytest
 
 from models.ground.errors import TreevizError
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.label_curve import PROPAGATION, label_curve, supervised_label
+from treeviz.services.views.label_curve import PROPAGATION, label_curve, supervised_label
 
 #: The reference LapTAO declares for its semi-supervised view (supervised TAO on the labelled points).
 SUPERVISED = supervised_label("laptao")

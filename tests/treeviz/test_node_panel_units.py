@@ -18,10 +18,10 @@ from treeviz.plots import style, tree_figure
 from treeviz.plots.node_info import node_panel
 from treeviz.plots.weights import weight_images_grid
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.export import ALL_TERMS
-from treeviz.services.run_view import RunView
-from treeviz.services.runs import RunStore
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunStore
+from treeviz.services.views.export import ALL_TERMS
+from treeviz.services.views.run_view import RunView
 
 TAO = {"depth": 2, "max_iter": 3}
 

@@ -21,7 +21,7 @@ from treeviz.plots import (
     weights_heatmap,
 )
 from treeviz.plots.style import DIVERGING, NEGATIVE, POSITIVE, class_color, rgba
-from treeviz.services.quantities import curve_layout
+from treeviz.ui.labels import curve_layout
 
 
 @pytest.fixture(scope="module")

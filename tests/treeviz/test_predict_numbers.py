@@ -14,9 +14,9 @@ import pytest
 
 from treeviz.cli.main import main
 from treeviz.services.data import PrepConfig, TableOptions, prepare, read_table, table_to_dataset
-from treeviz.services.predict import predict_table, predictions_csv, spreadsheet_safe
-from treeviz.services.runs import RunStore
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunStore
+from treeviz.services.views.predict import predict_table, predictions_csv, spreadsheet_safe
 
 #: Text a spreadsheet would read as a number: written as it is.
 NUMBERS = ["-1", "-0.5", "-1e3", "-1E+03", "-2.5e-7", "-.5", "-1.", "-0", "0", "1", "3.25", "1e3", "007"]

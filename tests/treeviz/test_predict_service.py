@@ -10,7 +10,8 @@ import pytest
 from models.ground.errors import TreevizError
 from models.registry import get_family
 from treeviz.services.data import PrepConfig, TableOptions, load_dataset, prepare, read_table, table_to_dataset
-from treeviz.services.predict import (
+from treeviz.services.experiments.training import train_run
+from treeviz.services.views.predict import (
     ROW_COLUMN,
     default_id_column,
     offers_proba,
@@ -19,7 +20,6 @@ from treeviz.services.predict import (
     predictions_csv,
     spreadsheet_safe,
 )
-from treeviz.services.training import train_run
 
 PENGUINS = Path(__file__).resolve().parents[2] / "sample_data" / "penguins.csv"
 

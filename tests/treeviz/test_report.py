@@ -6,9 +6,9 @@ import pytest
 
 from treeviz.readers.rules import rules
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.runs import RunStore
-from treeviz.services.sweep import run_sweep
-from treeviz.services.training import train_run
+from treeviz.services.experiments.sweep import run_sweep
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunStore
 from treeviz.ui.report import run_report
 
 

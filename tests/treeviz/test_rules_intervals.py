@@ -9,9 +9,9 @@ from models.cart.estimators import CARTClassifier
 from tests.treeviz.test_tree import small_tree
 from treeviz.readers.rules import node_rule, path_conditions, rule_text, rules
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.export import ALL_TERMS, rules_file, tree_exports
-from treeviz.services.runs import RunStore
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunStore
+from treeviz.services.views.export import ALL_TERMS, rules_file, tree_exports
 from treeviz.ui.report import run_report
 
 NUM = r"-?\d+(?:\.\d*)?(?:e[+-]?\d+)?|-?inf"

@@ -20,12 +20,12 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 from models.cart.estimators import CARTClassifier
 from models.ground.errors import TreevizError
 from models.persist import load_model, zip_bytes
-from treeviz.services import run_archive
-from treeviz.services import runs as runs_mod
 from treeviz.services.data.dataset import Dataset
 from treeviz.services.data.preprocess import PrepConfig, prepare
-from treeviz.services.run_archive import export_zip, import_zip
-from treeviz.services.runs import RunRecord, RunStore, default_root
+from treeviz.services.store import archive as run_archive
+from treeviz.services.store import runs as runs_mod
+from treeviz.services.store.archive import export_zip, import_zip
+from treeviz.services.store.runs import RunRecord, RunStore, default_root
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -170,7 +170,7 @@ def test_a_crash_mid_save_is_ignored_and_reported(store, prepared, monkeypatch):
         import numpy as np
         from sklearn.datasets import load_iris
         from models.cart.estimators import CARTClassifier
-        from treeviz.services import runs
+        from treeviz.services.store import runs
         from treeviz.services.data.dataset import Dataset
         from treeviz.services.data.preprocess import prepare
         iris = load_iris()

@@ -17,9 +17,9 @@ import pytest
 
 from models.ground.errors import TreevizError
 from tests.treeviz.test_runs import save
-from treeviz.services import atomic
-from treeviz.services.run_archive import export_zip, import_zip
-from treeviz.services.runs import NAMING_LOCK, new_run_id
+from treeviz.services.store import atomic
+from treeviz.services.store.archive import export_zip, import_zip
+from treeviz.services.store.runs import NAMING_LOCK, new_run_id
 
 
 @pytest.fixture()

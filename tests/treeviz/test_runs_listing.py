@@ -13,10 +13,10 @@ from pathlib import Path
 
 from models import registry
 from tests.treeviz.test_runs import save
-from treeviz.services import compare as compare_mod
-from treeviz.services import runs as runs_mod
-from treeviz.services.compare import run_rows
-from treeviz.services.runs import RunStore
+from treeviz.services.store import runs as runs_mod
+from treeviz.services.store.runs import RunStore
+from treeviz.ui import run_tables as run_tables_mod
+from treeviz.ui.run_tables import run_rows
 
 
 class Scanned(list):
@@ -164,7 +164,7 @@ def test_a_store_sent_to_a_worker_leaves_its_records_behind(store, prepared):
 def test_rows_made_once_per_record_follow_a_changed_record(store, prepared, monkeypatch):
     _, a = save(store, prepared, name="first name")
     made = []
-    monkeypatch.setattr(compare_mod, "headline_text", lambda r: made.append(r.run_id) or "metric")
+    monkeypatch.setattr(run_tables_mod, "headline_text", lambda r: made.append(r.run_id) or "metric")
     assert run_rows(store.list())[0]["name"] == "first name"
     assert run_rows(store.list())[0]["name"] == "first name"
     assert made == [a.run_id]  # the same record: its row is made once

@@ -8,8 +8,7 @@ from models.ground.errors import TrainingCancelled, TreevizError
 from models.registry import get_family
 from models.schema import SearchRange
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.runs import RunStore
-from treeviz.services.search import (
+from treeviz.services.experiments.search import (
     Trial,
     budget_search,
     budget_size,
@@ -19,6 +18,7 @@ from treeviz.services.search import (
     select_best,
     stored_best,
 )
+from treeviz.services.store.runs import RunStore
 
 TINY = {"n_trees": 3, "depth": 2, "max_epochs": 6}
 
@@ -186,7 +186,7 @@ def test_stored_trials_trained_together_are_the_same_runs(prepared, tmp_path):
 
 def test_a_family_without_the_hook_trains_each_trial_alone(prepared, monkeypatch):
     """Without a fit_together hook on the estimator class, every trial is its own fit."""
-    import treeviz.services.search as search
+    import treeviz.services.experiments.search as search
     from models.skinny.estimators import SkinnyTreesClassifier
 
     monkeypatch.setattr(SkinnyTreesClassifier, "fit_together", None)

@@ -23,11 +23,11 @@ from treeviz.plots import pareto_figure, tree_figure
 from treeviz.plots.forest import agreement_range, forest_summary_figure
 from treeviz.plots.style import family_color, line_color
 from treeviz.readers.codegen import sql_query
-from treeviz.services.bandit_view import curve_bands, final_table, reference_band
 from treeviz.services.data import PrepConfig, load_dataset, prepare
 from treeviz.services.data.upload import MAX_UPLOAD_MB
-from treeviz.services.quantities import family_index, family_name
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.views.bandit import curve_bands, final_table, reference_band
+from treeviz.ui.labels import family_index, family_name
 
 ROOT = Path(__file__).resolve().parents[2]
 

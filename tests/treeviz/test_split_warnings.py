@@ -5,7 +5,7 @@ import numpy as np
 
 from treeviz.services.data import Dataset, PrepConfig, load_dataset, prepare
 from treeviz.services.data.split_check import class_counts_by_split, split_warnings
-from treeviz.services.records import plot_records
+from treeviz.ui.records import plot_records
 
 
 def classes_table(counts: list[int]) -> Dataset:

@@ -18,9 +18,9 @@ from models.ground.errors import TreevizError
 from treeviz.cli.main import main
 from treeviz.readers import codegen
 from treeviz.readers.codegen import sql_query
-from treeviz.services import export as export_service
-from treeviz.services.export import render, tree_exports
-from treeviz.services.runs import RunStore
+from treeviz.services.store.runs import RunStore
+from treeviz.services.views import export as export_service
+from treeviz.services.views.export import render, tree_exports
 
 NAMES = ["A", "a", "Ä", "ä", "x", "X "]
 

@@ -6,8 +6,8 @@ import pytest
 from models.ground.errors import TreevizError
 from models.ground.tree import Tree
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.runs import RunStore
-from treeviz.services.sweep import active_depth, run_sweep, sweep_table, sweeps, value_grid
+from treeviz.services.experiments.sweep import active_depth, run_sweep, sweep_table, sweeps, value_grid
+from treeviz.services.store.runs import RunStore
 
 PARAMS = {"depth": 2, "max_epochs": 3, "batch_size": 32}
 

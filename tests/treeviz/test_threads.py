@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from models.ground import threads
-from treeviz.services.jobs import JobManager
+from treeviz.services.jobs.manager import JobManager
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,9 +11,9 @@ from models.base import Callback
 from models.ground.errors import TrainingCancelled, TreevizError
 from treeviz.services.data.dataset import Dataset
 from treeviz.services.data.preprocess import PrepConfig, prepare
-from treeviz.services.jobs import JobManager
-from treeviz.services.runs import RunRecord, RunStore
-from treeviz.services.training import evaluate, job_fn, model_cost, train_run
+from treeviz.services.experiments.training import evaluate, job_fn, model_cost, train_run
+from treeviz.services.jobs.manager import JobManager
+from treeviz.services.store.runs import RunRecord, RunStore
 
 
 def breast_cancer() -> Dataset:

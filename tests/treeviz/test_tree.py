@@ -8,6 +8,7 @@ import pytest
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from models.cart.estimators import float64_threshold
+from models.ground import routing as tree_routing
 from models.ground.errors import TreevizError
 from models.ground.tree import Tree, sigmoid, smoothstep
 
@@ -268,7 +269,7 @@ def test_nan_in_a_feature_with_zero_weight_is_ignored():
         X_nan[:, 1] = np.nan
         np.testing.assert_array_equal(t.decision_values(X_nan), t.decision_values(X))
         np.testing.assert_array_equal(t.apply(X_nan), t.apply(X))
-        np.testing.assert_array_equal(t._route(X_nan)[1], t._route(X)[1])
+        np.testing.assert_array_equal(tree_routing.route(t, X_nan)[1], tree_routing.route(t, X)[1])
         # NaN in a used feature: missing exactly at the nodes with a nonzero weight on it
         X_nan[:, 0] = np.nan
         missing = np.isnan(t.decision_values(X_nan))

@@ -692,7 +692,7 @@ def test_dataset_refuses_duplicate_feature_names():
 def test_predict_on_the_training_file_agrees_with_the_model(with_target):
     from treeviz.services.data import PrepConfig, prepare
     from treeviz.services.data.table import table_to_features
-    from treeviz.services.training import train_run
+    from treeviz.services.experiments.training import train_run
 
     data = csv_bytes(collision_table(), index=False)
     ds = table_to_dataset(read_table("t.csv", data), "t.csv", TableOptions(target="y"))

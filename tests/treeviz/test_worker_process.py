@@ -15,8 +15,8 @@ import pytest
 
 from models.ground import threads
 from models.ground.errors import TreevizError
-from treeviz.services import worker_process
-from treeviz.services.jobs import JobManager
+from treeviz.services.jobs.manager import worker_process
+from treeviz.services.jobs.manager import JobManager
 
 #: The most a wait for a job lasts, in seconds: a child process starts (importing torch) and runs
 #: the few steps here in seconds on a quiet machine; no test asserts how long it took.
@@ -154,8 +154,8 @@ def test_functions_from_the_main_script_run_in_the_worker_thread(manager):
 
 
 def test_the_child_is_started_from_the_folder_that_holds_the_packages():
-    """The child runs ``python -m treeviz.services.worker_process`` with this folder on its path, so
+    """The child runs ``python -m treeviz.services.jobs.worker_process`` with this folder on its path, so
     it must be the repository root (it moved once with the module and pointed inside treeviz/)."""
     root = Path(worker_process._ROOT)
-    assert (root / "treeviz" / "services" / "worker_process.py").is_file()
+    assert (root / "treeviz" / "services" / "jobs" / "worker_process.py").is_file()
     assert (root / "models" / "ground" / "__init__.py").is_file()

@@ -7,12 +7,13 @@ It drives the same pieces as the app, so what it does matches the app exactly:
   schema, and ``--help`` lists them;
 * data sets are the built-in catalogue, a CSV/TSV/Parquet file read like an upload on the Data page
   (:func:`treeviz.services.data.read_table`, :func:`treeviz.services.data.table_to_dataset`), or a saved data set;
-* training goes through :func:`treeviz.services.training.train_run`, λ paths through
-  :func:`treeviz.services.sweep.run_sweep` and grids (λ × depth × seed, locally or on a Dask cluster) through
-  :func:`treeviz.services.grid.run_grid`, and every run lands in the run store the app reads
-  (:class:`treeviz.services.runs.RunStore`, ``$TREEVIZ_HOME`` or ``--home``);
-* run zips are :mod:`treeviz.services.run_archive`'s, rules are :func:`treeviz.readers.rules.rules` on
-  :meth:`treeviz.services.run_view.RunView.rules_tree`, code is :mod:`treeviz.readers.codegen`'s (as the Tree
+* training goes through :func:`treeviz.services.experiments.training.train_run`, λ paths through
+  :func:`treeviz.services.experiments.sweep.run_sweep` and grids (λ × depth × seed, locally or on a Dask
+  cluster) through
+  :func:`treeviz.services.experiments.grid.run_grid`, and every run lands in the run store the app reads
+  (:class:`treeviz.services.store.runs.RunStore`, ``$TREEVIZ_HOME`` or ``--home``);
+* run zips are :mod:`treeviz.services.store.archive`'s, rules are :func:`treeviz.readers.rules.rules` on
+  :meth:`treeviz.services.views.run_view.RunView.rules_tree`, code is :mod:`treeviz.readers.codegen`'s (as the Tree
   explorer offers it), reports are :func:`treeviz.ui.report.run_report`'s, and new rows are encoded for a model by
   :func:`treeviz.services.data.table.table_to_features` (the upload's encoding) and preprocessed by the run's
   fitted imputer and scaler.

@@ -21,13 +21,13 @@ from models.ground.errors import TreevizError
 from models.ground.jsonio import jsonable
 from models.registry import families, get_family
 from models.schema import ANY_DATA_TASKS, Family, Param
-from treeviz.services.atomic import replace_file
 from treeviz.services.data import CATALOGUE, Dataset, PreparedData, PrepConfig, TableOptions, load_dataset, prepare
 from treeviz.services.data.names import visible
 from treeviz.services.data.upload import max_upload_mb, read_table, suggest_target, table_to_dataset
-from treeviz.services.quantities import run_headline
-from treeviz.services.run_archive import MAX_IMPORT_BYTES
-from treeviz.services.runs import FINGERPRINT_RE, RunRecord, RunStore
+from treeviz.services.store.archive import MAX_IMPORT_BYTES
+from treeviz.services.store.atomic import replace_file
+from treeviz.services.store.runs import FINGERPRINT_RE, RunRecord, RunStore
+from treeviz.ui.labels import run_headline
 
 PROG = "python -m treeviz"
 OK, USER_ERROR, USAGE, CRASH, INTERRUPTED, BROKEN_PIPE = 0, 1, 2, 70, 130, 141

@@ -27,7 +27,7 @@ from treeviz.cli.common import (
     whole_number,
 )
 from treeviz.cli.progress import show_bars
-from treeviz.services.grid import (
+from treeviz.services.experiments.grid import (
     SCHEDULER_ENV,
     GridResult,
     GridTrial,
@@ -38,7 +38,7 @@ from treeviz.services.grid import (
     scheduler_address,
     value_text,
 )
-from treeviz.services.quantities import headline
+from treeviz.ui.labels import headline
 
 #: The command's one-line help, also the first line of its ``--help``.
 HELP = ("Train a grid: one stored run per combination of parameter values (λ × depth × seed, ...), "

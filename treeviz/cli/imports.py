@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from treeviz.cli.common import OK, open_store, read_model_bytes, say
-from treeviz.services.run_archive import import_zip
+from treeviz.services.store.archive import import_zip
 
 #: The command's one-line help, also the first line of its ``--help``.
 HELP = "Import run zips (exported by the app or the export command)."

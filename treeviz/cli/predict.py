@@ -15,7 +15,9 @@ from treeviz.cli.common import OK, PROG, note, open_store, read_model_bytes, rea
 from treeviz.services.data import Dataset, PreparedData, prepare
 from treeviz.services.data.dataset import ARRAYS, DATASET_JSON
 from treeviz.services.data.upload import ENCODINGS
-from treeviz.services.predict import (  # noqa: F401 - spreadsheet_safe and FORMULA_STARTS: also this module's API
+from treeviz.services.store.archive import DATASET_PREFIX, read_run_zip
+from treeviz.services.store.runs import RUN_ID_RE, RUN_JSON, RunRecord, RunStore
+from treeviz.services.views.predict import (  # noqa: F401 - spreadsheet_safe and FORMULA_STARTS: also this module's API
     FORMULA_STARTS,
     model_task,
     offers_proba,
@@ -23,8 +25,6 @@ from treeviz.services.predict import (  # noqa: F401 - spreadsheet_safe and FORM
     predictions_csv,
     spreadsheet_safe,
 )
-from treeviz.services.run_archive import DATASET_PREFIX, read_run_zip
-from treeviz.services.runs import RUN_ID_RE, RUN_JSON, RunRecord, RunStore
 
 #: The command's one-line help, also the first line of its ``--help``.
 HELP = "Predict the rows of a table with a stored run or a model file."
@@ -97,7 +97,7 @@ def load_predictor(spec: str, args: argparse.Namespace) -> tuple[Any, PreparedDa
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    """``predict``: a model's predictions for the rows of a table, as CSV (:mod:`treeviz.services.predict`)."""
+    """``predict``: a model's predictions for the rows of a table, as CSV (:mod:`treeviz.services.views.predict`)."""
     model, prepared, what = load_predictor(args.model, args)
     table_path = Path(args.table).expanduser()
     df = read_table_file(table_path, args.encoding)

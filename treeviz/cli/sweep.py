@@ -30,8 +30,8 @@ from treeviz.cli.common import (
     whole_number,
 )
 from treeviz.cli.progress import PointsBar, ProgressBar, StopRequest, show_bars
-from treeviz.services.quantities import format_size, run_headline, size_label
-from treeviz.services.sweep import SweepResult, run_sweep, value_grid
+from treeviz.services.experiments.sweep import SweepResult, run_sweep, value_grid
+from treeviz.ui.labels import format_size, run_headline, size_label
 
 #: The command's one-line help, also the first line of its ``--help``.
 HELP = "Train a λ path: one stored run per value of the family's λ."

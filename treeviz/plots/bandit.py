@@ -4,7 +4,7 @@ across seeds with its 95% confidence band, and the fully supervised tree as a re
 The figures read plain numbers: a list of *bands*, one per method, each a dict with ``method``,
 ``queries``, ``mean``, ``low``, ``high`` (and optionally ``n``, the seeds at each point), and an
 optional *reference* dict with ``method``, ``mean``, ``low``, ``high`` and ``n``
-(see :func:`treeviz.services.bandit_view.curve_bands` and :func:`treeviz.services.bandit_view.reference_band`).
+(see :func:`treeviz.services.views.bandit.curve_bands` and :func:`treeviz.services.views.bandit.reference_band`).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ def sweep_figure(rows: Sequence[dict[str, Any]], *, param: str,
     ----------
     rows : list of dict
         One per sweep point, with ``value``, ``n_active_nodes``, ``active_depth`` and metric keys
-        (as from :func:`treeviz.services.sweep.sweep_table`).
+        (as from :func:`treeviz.services.experiments.sweep.sweep_table`).
     metric_keys : list of str, optional
         Scores to draw (default: every ``train_/val_/test_`` accuracy, R² or dendrogram purity).
     selected : float, optional
@@ -96,7 +96,8 @@ def lambda_path_figure(rows: Sequence[dict[str, Any]], *, param: str, selected: 
     Parameters
     ----------
     rows : list of dict
-        One per λ (as from :func:`treeviz.services.sweep.sweep_table`) with ``value``, ``n_nonzero_weights``,
+        One per λ (as from :func:`treeviz.services.experiments.sweep.sweep_table`) with ``value``,
+        ``n_nonzero_weights``,
         ``n_decision_nodes``, ``flops`` and the split metrics (``*_accuracy``, ``*_rmse``, or an embedding's
         ``*_knn_accuracy`` / ``train_objective``).
     selected : float, optional

@@ -20,7 +20,7 @@ from typing import Any
 import streamlit as st
 
 from models.ground.errors import TreevizError
-from treeviz.services.jobs import ACTIVE_STATUSES, Job, JobSnapshot
+from treeviz.services.jobs.manager import ACTIVE_STATUSES, Job, JobSnapshot
 from treeviz.ui import state
 from treeviz.ui.text import md
 

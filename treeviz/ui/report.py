@@ -41,12 +41,12 @@ from treeviz.plots import (
     weight_images_grid,
     weights_heatmap,
 )
-from treeviz.services.export import rules_lines, tree_exports
-from treeviz.services.features import feature_table
-from treeviz.services.quantities import METRIC_LABELS, SIZE_LABELS, curve_layout, family_name, run_headline
-from treeviz.services.run_view import PARTS, RunView
-from treeviz.services.runs import RunRecord, RunStore
-from treeviz.services.sweep import sweep_table
+from treeviz.services.experiments.sweep import sweep_table
+from treeviz.services.store.runs import RunRecord, RunStore
+from treeviz.services.views.export import rules_lines, tree_exports
+from treeviz.services.views.features import feature_table
+from treeviz.services.views.run_view import PARTS, RunView
+from treeviz.ui.labels import METRIC_LABELS, SIZE_LABELS, curve_layout, family_name, run_headline
 
 #: Rules shown in full up to this many leaves (the rest are counted).
 MAX_RULES = 300

@@ -5,10 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 from models.devices import available_devices
-from treeviz.services.quantities import headline_text, per_record
-from treeviz.services.runs import RunRecord
-from treeviz.services.training import run_warnings
+from treeviz.services.experiments.training import run_warnings
+from treeviz.services.store.memo import per_record
+from treeviz.services.store.runs import RunRecord
 from treeviz.ui import state
+from treeviz.ui.labels import headline_text
 from treeviz.ui.text import md
 
 

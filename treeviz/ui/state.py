@@ -13,7 +13,7 @@ Session-state keys (everything the app remembers per browser tab):
 ============================  ==========================================================
 
 Runs and jobs are process-wide (cached resources), so a second tab sees the same runs, and runs
-live on disk (:mod:`treeviz.services.runs`), so they survive an app restart.
+live on disk (:mod:`treeviz.services.store.runs`), so they survive an app restart.
 
 Everything cached from a run (its model, prepared data, views, sweep rows, importance baselines and
 the view pages' results) is keyed by the run's file identity (:func:`run_identity`: inode,
@@ -42,14 +42,14 @@ import streamlit as st
 from models.ground.errors import TreevizError
 from treeviz.plots import pareto_figure as _pareto_figure
 from treeviz.services.data import Dataset, PreparedData, PrepConfig, load_dataset, prepare
-from treeviz.services.features import BaselineResult
-from treeviz.services.features import importance_baselines as _baselines
-from treeviz.services.jobs import JobManager
-from treeviz.services.run_view import RunView
-from treeviz.services.runs import RunStore, default_root
-from treeviz.services.search import searches as search_groups
-from treeviz.services.sweep import sweep_table
-from treeviz.services.sweep import sweeps as sweep_groups
+from treeviz.services.experiments.search import searches as search_groups
+from treeviz.services.experiments.sweep import sweep_table
+from treeviz.services.experiments.sweep import sweeps as sweep_groups
+from treeviz.services.jobs.manager import JobManager
+from treeviz.services.store.runs import RunStore, default_root
+from treeviz.services.views.features import BaselineResult
+from treeviz.services.views.features import importance_baselines as _baselines
+from treeviz.services.views.run_view import RunView
 from treeviz.ui.text import md
 
 DATASET = "treeviz.dataset"

@@ -61,7 +61,7 @@ def test_classification_leaves_start_at_the_reward_of_a_uniform_guess(n_classes,
 
 def held_out_accuracy(model, prepared) -> float:
     """Accuracy on the test split after learning from the training split's stream, as
-    treeviz/services/bandit_view.py scores the bandit learners."""
+    treeviz/services/views/bandit.py scores the bandit learners."""
     model.fit(prepared.X_train, prepared.labels("train"))
     predicted = np.asarray(model.predict(prepared.X_test)).astype(str)
     return float(np.mean(predicted == np.asarray(prepared.labels("test")).astype(str)))

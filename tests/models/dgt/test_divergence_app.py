@@ -4,8 +4,8 @@ showing the run carry its warning; a normal fit shows none."""
 import pytest
 
 from tests.app.conftest import new_app, open_page, texts, wait_for_job
-from treeviz.services.runs import RunStore
-from treeviz.services.training import WARNING
+from treeviz.services.experiments.training import WARNING
+from treeviz.services.store.runs import RunStore
 
 
 def train_dgt_on_diabetes(learning_rate: float):

@@ -15,8 +15,8 @@ from tests.app.conftest import (
     wait_for_job,
 )
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.runs import RunStore
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunStore
 
 QUICK = {"depth": 2, "n_mu": 3, "free_iter": 150, "z_iter": 20, "tao_iter": 3}
 

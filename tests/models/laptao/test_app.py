@@ -17,8 +17,8 @@ from tests.app.conftest import (
     wait_for_job,
 )
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.runs import RunStore
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunStore
 
 QUICK = {"depth": 3, "n_mu": 4, "tao_iter": 3}
 

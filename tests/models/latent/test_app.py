@@ -18,8 +18,8 @@ from tests.app.conftest import (
 )
 from treeviz.readers.metrics import dendrogram_purity
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.runs import RunStore
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunStore
 
 
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out

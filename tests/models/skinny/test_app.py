@@ -11,9 +11,9 @@ import pytest
 from tests.app.conftest import WAIT_S, assert_clean, chart_specs, new_app, open_page, wait_for_job
 from treeviz.readers.metrics import feature_weight_norms
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.runs import RunStore
-from treeviz.services.search import stored_best
-from treeviz.services.training import train_run
+from treeviz.services.experiments.search import stored_best
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunStore
 
 
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out

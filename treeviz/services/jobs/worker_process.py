@@ -45,7 +45,7 @@ from models.ground import threads
 from models.ground.errors import TrainingCancelled, TreevizError
 
 #: The folder holding the ``treeviz`` package, which the child needs on its path to start.
-_ROOT = str(Path(__file__).resolve().parents[2])
+_ROOT = str(Path(__file__).resolve().parents[3])
 #: Whether this platform can run jobs in child processes (pipes passed as inherited descriptors).
 SUPPORTED = os.name == "posix"
 
