@@ -15,6 +15,10 @@ import pytest
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
+from models.registry import get_family
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunRecord, RunStore
 from treeviz.ui.pages import PAGES as PAGE_TABLE
 from treeviz.ui.text import WORD_JOINER
 
@@ -32,6 +36,74 @@ def new_app() -> AppTest:
 
 def open_page(at: AppTest, page: str) -> AppTest:
     return at.switch_page(PAGES[page]).run()
+
+
+def app_on(page: str, sample: str | None = None) -> AppTest:
+    """The app on ``page``, on the built-in data set ``sample`` (the app's default when None), with
+    nothing broken."""
+    at = new_app().run()
+    if sample is not None:
+        at.selectbox(key="data.sample").set_value(sample).run()
+    open_page(at, page)
+    assert_clean(at)
+    return at
+
+
+def run_page(record: RunRecord, page: str) -> AppTest:
+    """The app on ``page`` with ``record`` picked in the sidebar, with nothing broken."""
+    at = new_app().run()
+    at.sidebar.selectbox(key="treeviz.run_id").set_value(record.run_id).run()
+    open_page(at, page)
+    assert_clean(at)
+    return at
+
+
+def stored_run(home: Path, family: str, task: str, sample: str, params: dict) -> RunRecord:
+    """A run of ``family`` trained on the built-in data set ``sample`` and stored under ``home``,
+    without the app (for a test of what a page shows of such a run)."""
+    prepared = prepare(load_dataset(sample), PrepConfig(seed=0))
+    return train_run(family, task, params, prepared, store=RunStore(home))
+
+
+def metric_values(at: AppTest) -> dict[str, str]:
+    """The page's metric cards: label -> the value shown."""
+    return {m.label: m.value for m in at.metric}
+
+
+def fill_form(at: AppTest, key: str, family: str, task: str, values: dict) -> AppTest:
+    """Type ``values`` into a page's parameter form of ``family`` whose widgets are keyed
+    ``{key}.{name}`` (:func:`treeviz.ui.forms.param_form`); None ticks a parameter's "unset" box."""
+    spec = get_family(family)
+    for name, value in values.items():
+        param, widget = spec.param(name, task), f"{key}.{name}"
+        if param.optional_label is not None:
+            at.checkbox(key=f"{widget}__none").set_value(value is None).run()
+            if value is None:
+                continue
+        if param.kind == "bool":
+            at.checkbox(key=widget).set_value(value).run()
+        elif param.kind == "text":
+            at.text_input(key=widget).set_value(value).run()
+        elif param.kind == "choice":
+            at.selectbox(key=widget).set_value(value).run()
+        else:
+            at.number_input(key=widget).set_value(value).run()
+    return at
+
+
+def train_on_page(at: AppTest, home: Path, family: str, task: str, preset: str = "defaults",
+                  values: dict | None = None) -> RunRecord:
+    """On the Train page: choose ``family`` (which trains for ``task`` on the data set chosen) and
+    ``preset``, type ``values`` into the form, train and wait for the job; nothing broken, and the one
+    run it stored."""
+    at.selectbox(key="train.family").set_value(family).run()
+    at.selectbox(key=f"train.preset.{family}").set_value(preset).run()
+    fill_form(at, f"train.{family}.{preset}", family, task, values or {})
+    at.button(key="train.start").click().run()
+    wait_for_job(at)
+    assert_clean(at)
+    (record,) = RunStore(home).list()
+    return record
 
 
 def shown(markdown: str) -> str:
@@ -65,8 +137,6 @@ def wait_for_job(at: AppTest, timeout: float = WAIT_S) -> AppTest:
 def wait_for_sweep(at: AppTest, root: Path, size: int, timeout: float = WAIT_S) -> AppTest:
     """Rerun the λ path page until all ``size`` points of a sweep are stored and shown (or an
     error is shown)."""
-    from treeviz.services.runs import RunStore
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         at.run()

@@ -9,7 +9,7 @@ from benchmarks import run
 from benchmarks.common import shared_data_dir
 
 ROW_FIELDS = {"name", "dataset", "method", "ours_mean", "ours_std", "paper_mean", "paper_std", "metric",
-              "n_seeds", "protocol", "within_one_std_or_better"}
+              "n_seeds", "protocol", "protocol_settings", "within_one_std_or_better"}
 PROTOCOL_FIELDS = {"depth", "l1_penalty", "leaves", "iterations", "init", "trees"}
 NEEDED = ("uci/letter.csv.gz", "uci/satimage.csv.gz", "uci/pendigits.csv.gz",
           *(f"dgt/cpuactiv/cpu_act{k}.npz" for k in range(5)))
@@ -43,7 +43,8 @@ def test_quick_tao_paper_benchmark_writes_rows_with_the_required_fields(tmp_path
         assert r["metric"] in ("error_pct", "acc_pct", "rmse")
         assert isinstance(r["within_one_std_or_better"], bool)
         assert r["n_seeds"] == 1 and r["ours_mean"] >= 0 and r["paper_mean"] > 0
-        assert PROTOCOL_FIELDS <= set(r["protocol"]), r["name"]
+        assert PROTOCOL_FIELDS <= set(r["protocol_settings"]), r["name"]
+        assert r["protocol"] == "reduced" and "quick" in r["protocol_note"]  # a quick run is never full
     timing = payload["results"]["timing_rows"]
     backends = {t["name"] for t in timing}
     assert {"letter s/iter sklearn-cpu", "letter s/iter torch-cpu-1thread"} <= backends
@@ -124,12 +125,13 @@ def test_a_merged_tao_paper_run_totals_every_rows_seconds_not_only_its_own(tmp_p
     monkeypatch.setattr(tao_paper, "load_uci", lambda name: (None, None))
     fresh = {"name": "letter CART", "method": "CART", "metric": "error_pct", "ours_mean": 12.0, "ours_std": 0.1,
              "paper_mean": 13.0, "paper_std": 0.2, "within_one_std_or_better": True, "n_seeds": 5,
-             "protocol": {}}
+             "protocol": "full", "protocol_settings": {}}
     monkeypatch.setattr(tao_paper, "_row", lambda *args: dict(fresh))
     stored = {"name": "letter TAO-l forest", "method": "TAO-l forest", "metric": "error_pct", "ours_mean": 2.4,
               "ours_std": 0.2, "paper_mean": 2.09, "paper_std": 0.1, "within_one_std_or_better": False,
               "n_seeds": 5, "row_seconds": 3952.0,
-              "protocol": {"depth": 7, "l1_penalty": 0.3, "leaves": "linear", "iterations": 20, "trees": 30}}
+              "protocol": "full",
+              "protocol_settings": {"depth": 7, "l1_penalty": 0.3, "leaves": "linear", "iterations": 20, "trees": 30}}
     (tmp_path / "tao_paper.json").write_text(json.dumps({"results": {"rows": [stored], "timing_rows": []}}))
     results = tao_paper.run(quick=False)["results"]
     (cart,) = [r for r in results["rows"] if r["name"] == "letter CART"]
@@ -182,9 +184,9 @@ def test_the_forest_row_logs_its_tuning_and_each_seed_and_resumes(tmp_path, monk
     stop_at = [None]
     row = tao_paper._row("letter", "TAO-l forest", False, lambda seed: data, [0, 1, 2, 3, 4])
     assert tunings == [1] and fits == [0, 1, 2, 2, 3, 4]  # neither the tuning nor seeds 0-1 ran again
-    assert row["per_seed"] == [2.0, 3.0, 4.0, 5.0, 6.0] and row["protocol"]["iterations"] == 40
-    assert row["protocol"]["l1_penalty"] == 0.3 and row["tuning_scores"] == [{"val": 3.1, "fit_s": 100.0}]
-    assert "reduced" not in row["protocol"] and row["decision_nodes_mean"] == 3.0
+    assert row["per_seed"] == [2.0, 3.0, 4.0, 5.0, 6.0] and row["protocol_settings"]["iterations"] == 40
+    assert row["protocol_settings"]["l1_penalty"] == 0.3 and row["tuning_scores"] == [{"val": 3.1, "fit_s": 100.0}]
+    assert row["protocol"] == "full" and "protocol_note" not in row and row["decision_nodes_mean"] == 3.0
     logs = list((tmp_path / "parts").glob("tao_paper_forest_*.jsonl"))
     assert len(logs) == 1 and len(logs[0].read_text().splitlines()) == 6  # the tuning and five seeds
     # the row's time is its logged fits' (the candidates' and every seed's), not only the last run's

@@ -7,9 +7,17 @@ from collections.abc import Sequence
 
 from models.ground.errors import TreevizError
 from treeviz.cli.common import OK, PROG, note, open_store, whole_number, write_output
-from treeviz.services.export import ALL_TERMS, TREE_FORMATS, Format, TreeExport, format_notes, render, tree_exports
-from treeviz.services.run_archive import export_zip
-from treeviz.services.runs import RunRecord, RunStore
+from treeviz.services.store.archive import export_zip
+from treeviz.services.store.runs import RunRecord, RunStore
+from treeviz.services.views.export import (
+    ALL_TERMS,
+    TREE_FORMATS,
+    Format,
+    TreeExport,
+    format_notes,
+    render,
+    tree_exports,
+)
 
 #: The command's one-line help, also the first line of its ``--help``.
 HELP = ("Export a run: a zip (a model file the app can import), its rules as text, or its tree as a "
@@ -63,7 +71,7 @@ def sql_key(text: str) -> str:
 
 def _exports(store: RunStore, run_id: str, args: argparse.Namespace, indices: Sequence[int] | None
              ) -> tuple[RunRecord, list[TreeExport]]:
-    """The run's trees to export (:func:`treeviz.services.export.tree_exports`: the same decisions as the
+    """The run's trees to export (:func:`treeviz.services.views.export.tree_exports`: the same decisions as the
     Tree explorer), in the data's own units unless ``--model-units`` or the run's scaling says otherwise."""
     record = store.get(run_id)
     model = store.load_model(run_id)

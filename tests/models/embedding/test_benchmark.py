@@ -55,12 +55,17 @@ def test_a_rerun_keeps_the_reference_setting_row_computed_apart(tmp_path, monkey
 
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     assert embeddings._kept_reference_setting_row() == []  # no previous file
-    kept = {"name": embeddings.REFERENCE_SETTING_ROW, "ours_mean": 0.977}
-    other = {"name": "digits t-SNE: free embedding", "ours_mean": 0.7}
-    for quick, expected in ((False, [kept]), (True, [])):
+    stamp = {"commit": "a" * 40, "date": "2026-12-01T00:00:00+00:00", "command": "python -m benchmarks.embeddings"}
+    kept = {"name": embeddings.REFERENCE_SETTING_ROW, "ours_mean": 0.977, **stamp}
+    other = {"name": "digits t-SNE: free embedding", "ours_mean": 0.7, **stamp}
+    for quick, expected in ((False, [{**kept, "carried_over": True}]), (True, [])):
         (tmp_path / "embeddings.json").write_text(json.dumps({"benchmark": "embeddings", "quick": quick,
                                                               "results": {"rows": [other, kept]}}))
         assert embeddings._kept_reference_setting_row() == expected
+    # a stored row without a stamp of its own is not carried: the new file would stamp it as its own
+    unstamped = {k: v for k, v in kept.items() if k != "commit"}
+    (tmp_path / "embeddings.json").write_text(json.dumps({"results": {"rows": [unstamped]}}))
+    assert embeddings._kept_reference_setting_row() == []
 
 
 def test_breast_cancer_and_digits_run_the_thesis_s_schedule():

@@ -26,10 +26,10 @@ def test_quick_laptao_benchmark_writes_rows(tmp_path, monkeypatch, capsys):
         for method in METHODS:
             row = rows[f"digits {pct} labels: {method}"]
             assert 0.0 <= row["ours_mean"] <= 100.0 and len(row["values"]) == len(row["n_labelled"]) >= 1
-            assert "reduced" in row["protocol"]
+            assert row["protocol"] == "reduced" and "quick run" in row["protocol_note"]
     assert min(rows["digits 1% labels: LapTAO"]["n_labelled"]) >= 10  # at least one label per class
     # digits runs the thesis's protocol: every method's setting is chosen on the cross-validation set
-    assert "cross-validation set" in rows["digits 5% labels: LapTAO"]["protocol"]
+    assert "cross-validation set" in rows["digits 5% labels: LapTAO"]["protocol_note"]
     for method, keys in (("LapTAO", {"depth", "alpha"}), ("supervised TAO (labelled only)", {"depth", "alpha"}),
                          ("label spreading (kNN)", {"n_neighbors"}),
                          ("self-training (decision tree)", {"depth", "threshold"})):
@@ -44,10 +44,10 @@ def test_quick_laptao_benchmark_writes_rows(tmp_path, monkeypatch, capsys):
     assert isinstance(ordering["laptao_best_among_tree_methods"], bool)
     assert isinstance(rows["digits: convergence as labels grow (LapTAO at 20% vs oblique-all)"]["monotone"], bool)
     reference = rows["digits 5% labels: LapTAO vs linear surrogate"]
-    assert reference["paper_mean"] == 86.2 and "surrogate" in reference["protocol"]
+    assert reference["paper_mean"] == 86.2 and "surrogate" in reference["protocol_note"]
     assert isinstance(reference["meets_reference"], bool)
     # MNIST rows when the shared data is there, a skip row with its reason when it is not
-    assert "MNIST 5k 20% labels: LapTAO" in rows or "skipped" in rows["MNIST 5k rows"]["protocol"]
+    assert "MNIST 5k 20% labels: LapTAO" in rows or rows["MNIST 5k rows"]["protocol"] == "skipped"
 
 
 def test_ties_on_the_cross_validation_set_go_to_the_first_and_simplest_setting():
@@ -70,15 +70,17 @@ def test_merge_rows_replaces_rows_of_the_same_name_in_place_and_keeps_the_rest(t
 def test_the_thesis_claim_says_so_when_mnist_is_absent(tmp_path, monkeypatch):
     monkeypatch.setenv("TREEVIZ_SHARED_DATA", str(tmp_path))
     (row,) = thesis_claim()
-    assert row["ours_mean"] is None and row["paper_mean"] == 0.0 and "absent" in row["protocol"]
+    assert row["ours_mean"] is None and row["paper_mean"] == 0.0
+    assert row["protocol"] == "skipped" and "absent" in row["protocol_note"]
 
 
 def test_a_rerun_keeps_the_thesis_claim_rows_computed_apart(tmp_path, monkeypatch):
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     assert _kept_thesis_claim_rows() == []  # no previous file
-    claim = {"name": f"MNIST 5k 20% labels: LapTAO{CLAIM_SUFFIX}", "ours_mean": 80.0}
-    other = {"name": "digits 1% labels: LapTAO", "ours_mean": 83.0}
-    for quick, expected in ((False, [claim]), (True, [])):
+    stamp = {"commit": "a" * 40, "date": "2026-12-01T00:00:00+00:00", "command": "python -m benchmarks.laptao"}
+    claim = {"name": f"MNIST 5k 20% labels: LapTAO{CLAIM_SUFFIX}", "ours_mean": 80.0, **stamp}
+    other = {"name": "digits 1% labels: LapTAO", "ours_mean": 83.0, **stamp}
+    for quick, expected in ((False, [{**claim, "carried_over": True}]), (True, [])):
         (tmp_path / "laptao.json").write_text(json.dumps({"benchmark": "laptao", "quick": quick,
                                                            "results": {"rows": [other, claim]}}))
         assert _kept_thesis_claim_rows() == expected
