@@ -16,10 +16,11 @@ from scipy.optimize import minimize_scalar
 
 from models.ground.errors import TreevizError
 from models.latent import heap
-from models.latent import pruning as P
 from models.latent.pruning import (
+    backend,
     is_tree_consistent,
     path_rewards,
+    pav,
     prune,
     prune_fast,
     readout,
@@ -222,7 +223,7 @@ def test_T3_group_value_matches_scalar_minimisation_and_stationarity():
             c = np.round(c * 2) / 2  # ties
         eta = rng.uniform(-3, 3, size) if trial % 2 else np.zeros(size)
         desc = np.sort(c.ravel())[::-1]
-        value, k = P._group_value(desc, lam, size, float(eta.sum()))
+        value, k = pav._group_value(desc, lam, size, float(eta.sum()))
 
         # the group's objective: sum over its nodes of (lam/2)(x - eta_t)^2 + 1/2 sum_i (c_it - x)_+^2
         def g(x, lam=lam, eta=eta, c=c):
@@ -716,7 +717,7 @@ def test_torch_backend_equals_numpy_backend(monkeypatch):
         return Q.detach(), a.detach(), z.detach(), g
 
     ref = [run(S, lam) for S, lam in cases]
-    monkeypatch.setattr(P, "_on_numpy", lambda x: False)
+    monkeypatch.setattr(backend, "on_numpy", lambda x: False)
     for (S, lam), r in zip(cases, ref):
         for x, y in zip(run(S, lam), r):
             torch.testing.assert_close(x, y, rtol=0, atol=1e-13)
