@@ -280,8 +280,11 @@ def stored_section(name: str, key: str) -> Any:
 def stored_rows(name: str, keep: Callable[[str], bool]) -> list[dict[str, Any]]:
     """The rows of the stored full-size ``benchmarks/results/<name>.json`` whose name ``keep``
     accepts (none without a file, or when it holds a quick run): what a rerun keeps of the rows
-    that a separate command computes apart."""
-    return [r for r in _stored_results(name).get("rows", []) if keep(str(r.get("name", "")))]
+    that a separate command computes apart. Each keeps the stamp of the run that measured it and is
+    marked ``carried_over``; a row without a stamp of its own (``commit``, ``date``, ``command``) is
+    left out, since the new file would otherwise stamp it as this run's."""
+    rows = [r for r in _stored_results(name).get("rows", []) if keep(str(r.get("name", "")))]
+    return [{**r, "carried_over": True} for r in rows if all(r.get(k) for k in ("commit", "date", "command"))]
 
 
 class PartLog:

@@ -10,7 +10,7 @@ the seeds, beside CART's defaults on the same splits, and the time to train and 
 
 The built-in datasets are small and have at most 10 classes, so the papers' many-class sets
 (satimage: 6 classes, pendigits: 10, letter: 26; from ``../shared/data/uci`` or
-``TREEVIZ_SHARED_DATA``) are added when present, with one seed (marked "reduced" in ``protocol``).
+``TREEVIZ_SHARED_DATA``) are added when present, with one seed (``protocol`` "reduced").
 
 ``competitive`` means: mean accuracy at most 2 points below CART's, or mean R² at most 0.05 below
 (or better than CART). ``--quick`` runs one seed on the small datasets only.
@@ -27,7 +27,7 @@ from benchmarks.common import shared_data_dir
 from benchmarks.tao_paper import load_uci
 from models.registry import families_for_task
 from treeviz.services.data import Dataset, PrepConfig, list_datasets, load_dataset, prepare
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
 
 NAME = "defaults"
 SEEDS = (0, 1, 2)
@@ -45,21 +45,26 @@ def _paper_dataset(name: str) -> Dataset:
                    source="../shared/data/uci")
 
 
-def _datasets(quick: bool) -> list[tuple[Dataset, tuple[int, ...], str]]:
-    """(dataset, seeds, protocol note) of every dataset the benchmark covers."""
+def _datasets(quick: bool) -> list[tuple[Dataset, tuple[int, ...], str, str | None]]:
+    """(dataset, seeds, source, what is reduced or None) of every dataset the benchmark covers."""
     seeds = SEEDS[:1] if quick else SEEDS
-    out = [(load_dataset(e.key), seeds, "built-in" + ("; reduced (--quick)" if quick else ""))
+    out = [(load_dataset(e.key), seeds, "built-in", "quick run: 1 seed, a few datasets" if quick else None)
            for e in list_datasets() if e.task in METRIC and (not quick or e.key in QUICK)]
     data = shared_data_dir()
     if not quick and data is not None:
-        out += [(_paper_dataset(name), SEEDS[:1], "paper data; reduced: 1 seed")
+        out += [(_paper_dataset(name), SEEDS[:1], "paper data", f"1 seed instead of {len(SEEDS)}")
                 for name in PAPER_SETS if (data / "uci" / f"{name}.csv.gz").is_file()]
     return out
 
 
+def _spread(values: list[float]) -> float | None:
+    """The standard deviation of ``values``; None from one seed (a single run has no spread)."""
+    return float(np.std(values)) if len(values) > 1 else None
+
+
 def run(quick: bool = False) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
-    for dataset, seeds, note in _datasets(quick):
+    for dataset, seeds, source, reduced in _datasets(quick):
         task = dataset.task
         scores: dict[str, list[float]] = {}
         seconds: dict[str, list[float]] = {}
@@ -75,12 +80,15 @@ def run(quick: bool = False) -> dict[str, Any]:
             mean = float(np.mean(values))
             rows.append({
                 "name": f"{dataset.name} · {key}", "dataset": dataset.name, "family": key,
-                "metric": METRIC[task], "ours_mean": mean, "ours_std": float(np.std(values)),
-                "cart_mean": cart, "cart_std": float(np.std(scores["cart"])),
+                "metric": METRIC[task], "ours_mean": mean, "ours_std": _spread(values),
+                "cart_mean": cart, "cart_std": _spread(scores["cart"]),
                 "paper_mean": None, "paper_std": None,
                 "fit_s": float(np.mean(seconds[key])),
                 "competitive": bool(mean >= cart - TOLERANCE[task]),
-                "protocol": f"defaults; {len(seeds)} seed(s); split seed = model seed; standard scaling; {note}",
+                "protocol": "reduced" if reduced else "full",
+                "protocol_note": (f"defaults; {len(seeds)} seed(s); split seed = model seed; standard scaling; "
+                                  f"{source}" + (f"; reduced: {reduced}" if reduced else "")
+                                  + ("; one seed, so no spread (ours_std null)" if len(seeds) < 2 else "")),
             })
     table = [{k: r[k] for k in ("dataset", "family", "metric", "ours_mean", "ours_std", "cart_mean", "fit_s",
                                 "competitive")} for r in rows]

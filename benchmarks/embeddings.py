@@ -75,9 +75,10 @@ STEP0_NOTE = "the free embedding and the direct TAO fit together (the path's ste
 NEIGHBOURS = 5
 
 
-def _row(name: str, metric: str, ours: float | None, paper: float | None, protocol: str, **extra: Any) -> dict:
+def _row(name: str, metric: str, ours: float | None, paper: float | None, note: str, *, reduced: bool = False,
+         **extra: Any) -> dict:
     return {"name": name, "metric": metric, "ours_mean": ours, "ours_std": None, "paper_mean": paper,
-            "paper_std": None, "protocol": protocol, **extra}
+            "paper_std": None, "protocol": "reduced" if reduced else "full", "protocol_note": note, **extra}
 
 
 def _datasets(quick: bool) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -165,7 +166,7 @@ def _dataset_rows(name: str, X: np.ndarray, y: np.ndarray, quick: bool) -> tuple
                                            "and 1 BLAS thread"))
         note = ref_note if method in references else "no reference number"
         rows.append(_row(f"{name} t-SNE: {method}", "KL", float(energy(Z_tr)), references.get(method),
-                         f"{protocol}; {note}", **extra))
+                         f"{protocol}; {note}", reduced=reduced or quick, **extra))
     history = [{"dataset": name, **dict(rec)} for rec in model.history_]
     return rows, history
 

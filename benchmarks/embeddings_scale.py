@@ -25,7 +25,7 @@ fast multipole method but it reports no timings), so there are no paper numbers.
 nothing; at that size and schedule most evaluations fall back to the exact sum).
 
 ``results.app_defaults`` (not in ``rows``): the app's own training of the family with its defaults
-(``treeviz.services.training.train_run("tree_embedding", "embedding", None, prepared)``, the Train page's
+(``treeviz.services.experiments.training.train_run("tree_embedding", "embedding", None, prepared)``, the Train page's
 button) on seattle_weather (1 461 rows, the sample table) and on the scale benchmark's synthetic
 table (:mod:`benchmarks.scale_table`, 20 000 rows), one fit per child process, one thread:
 ``fit_s`` process CPU seconds of the fit, ``peak_mb`` the child's peak resident memory, the
@@ -62,7 +62,7 @@ from models.embedding.tree_embedding import TreeEmbedding
 from models.ground import threads
 from treeviz.services.data import PrepConfig, prepare
 from treeviz.services.data.catalogue import load_dataset
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
 
 NAME = "embeddings_scale"
 TREE = {"method": "tsne", "perplexity": 15.0, "depth": 6, "l1_penalty": 100.0, "leaf": "linear", "n_mu": 12,
@@ -86,9 +86,9 @@ def _path(kind: str, n: int) -> Iterator[None]:
         objective_paths.EXACT_MAX_POINTS = saved
 
 
-def _row(name: str, metric: str, ours: float, protocol: str, **extra: Any) -> dict:
+def _row(name: str, metric: str, ours: float, note: str, *, reduced: bool, **extra: Any) -> dict:
     return {"name": name, "metric": metric, "ours_mean": ours, "ours_std": None, "paper_mean": None,
-            "paper_std": None, "protocol": protocol, **extra}
+            "paper_std": None, "protocol": "reduced" if reduced else "full", "protocol_note": note, **extra}
 
 
 def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -241,7 +241,7 @@ def _rows(settings: dict, X_train: np.ndarray, X_test: np.ndarray, y_train: np.n
                 f"x{tree['mu_factor']}, {tree['z_iter']} Z-step and {tree['tao_iter']} TAO iterations per step, "
                 f"free embedding {tree['free_iter']} iterations at most; reduced")
     rows.append(_row(f"pendigits {n} t-SNE: tree embedding E(F(X)), fft path", "KL (exact)", fft_stats["E_tree_exact"],
-                     f"{note}; {schedule}; no paper number (not in the thesis)",
+                     f"{note}; {schedule}; no paper number (not in the thesis)", reduced=True,
                      fft_seconds=fft_stats["fit_seconds"], chunked_seconds=exact_stats["fit_seconds"],
                      exact_value=exact_stats["E_tree_exact"], fft_run=fft_stats, exact_run=exact_stats))
     # one evaluation, fft against chunked, at the free embedding and at the tree embedding
@@ -250,7 +250,8 @@ def _rows(settings: dict, X_train: np.ndarray, X_test: np.ndarray, y_train: np.n
     for label, Z in (("free embedding Z0", model.free_embedding_), ("tree embedding F(X)", model.embedding_)):
         stats = _compare_evaluations(tsne_fft, tsne_exact, Z)
         rows.append(_row(f"pendigits {n} t-SNE: value_and_grad at the {label}, fft path", "seconds",
-                         stats["fft_seconds"], f"{note}; best of 3 rounds; no paper number", **stats))
+                         stats["fft_seconds"], f"{note}; best of 3 rounds; no paper number", reduced=quick,
+                         **stats))
     # free embeddings on both paths, and one EE evaluation at the EE result
     for method, iters, metric in (("tsne", settings["free_iter"], "KL (exact)"),
                                   ("ee", settings["ee_iter"], "EE objective (exact)")):
@@ -258,12 +259,14 @@ def _rows(settings: dict, X_train: np.ndarray, X_test: np.ndarray, y_train: np.n
         label = "t-SNE" if method == "tsne" else f"EE (lambda {EE_LAMBDA:g})"
         rows.append(_row(f"pendigits {n} {label}: free embedding, {iters} iterations, fft path", metric,
                          runs["fft_objective_exact"], f"{note}; same start, same iterations; no paper number",
+                         reduced=quick,
                          fft_seconds=runs["fft_seconds"], chunked_seconds=runs["chunked_seconds"],
                          exact_value=runs["chunked_objective_exact"]))
         if method == "ee":
             stats = _compare_evaluations(runs["fft_objective"], runs["fft_objective"].exact(), runs["fft_Z"])
             rows.append(_row(f"pendigits {n} {label}: value_and_grad at the free embedding, fft path", "seconds",
-                             stats["fft_seconds"], f"{note}; best of 3 rounds; no paper number", **stats))
+                             stats["fft_seconds"], f"{note}; best of 3 rounds; no paper number", reduced=quick,
+                             **stats))
     return rows
 
 

@@ -58,6 +58,7 @@ import hashlib
 import json
 import resource
 import time
+from functools import partial
 from itertools import pairwise
 from typing import Any
 
@@ -167,15 +168,18 @@ def _oblique_all(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndar
 
 
 # ------------------------------------------------------------------------------------------ rows
-def _stats(values: list[float]) -> tuple[float, float]:
-    return float(np.mean(values)), float(np.std(values))
+def _stats(values: list[float]) -> tuple[float, float | None]:
+    """Mean and standard deviation (None from one value: a single run has no spread)."""
+    return float(np.mean(values)), float(np.std(values)) if len(values) > 1 else None
 
 
-def _row(name: str, metric: str, values: list[float] | None, paper: float | None, protocol: str,
-         **extra: Any) -> dict[str, Any]:
+def _row(name: str, metric: str, values: list[float] | None, paper: float | None, note: str, *,
+         protocol: str = "full", **extra: Any) -> dict[str, Any]:
     mean, std = (None, None) if values is None else _stats(values)
+    if values is not None and len(values) == 1:
+        note += "; one run, so no spread (ours_std null)"
     return {"name": name, "metric": metric, "ours_mean": mean, "ours_std": std, "paper_mean": paper,
-            "paper_std": None, "protocol": protocol,
+            "paper_std": None, "protocol": protocol, "protocol_note": note,
             **({} if values is None else {"values": [float(v) for v in values]}), **extra}
 
 
@@ -327,7 +331,7 @@ def _tuned_runs(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndarr
                 f"from the other {yfit.size} points; LapTAO gamma=0.1, perplexity by leave-one-out on the labels "
                 f"(3/5/10/15/30), mu0=1e-3 x1.5, {schedule['n_mu']} mu steps x {schedule['tao_iter']} TAO "
                 f"iterations; supervised TAO {grid['tao_iter']} iterations"
-                + ("; reduced (quick: tiny subset, tiny grids, short schedule)" if quick else ""))
+                + ("; quick run: tiny subset, tiny grids, short schedule" if quick else ""))
     extra_ceiling = {"chosen": {"depth": top["depth"], "alpha": top["alpha"], "cv_accuracy": top["cv"]},
                      "grid": [{k: r[k] for k in ("depth", "alpha", "cv", "test")} for r in ceiling_fits]}
     return top["test"], runs, protocol, extra_ceiling, timing
@@ -364,6 +368,7 @@ def _dataset_rows(label: str, data: tuple[np.ndarray, np.ndarray], quick: bool) 
     jobs = _jobs(n_subsets)
     time_fields = _time_fields(timing, time.perf_counter() - start)
     rows: list[dict[str, Any]] = []
+    make_row = partial(_row, protocol="reduced" if quick else "full")
     by_fraction: dict[float, dict[str, list[float]]] = {}
     for f in FRACTIONS:
         got = [r for (ff, _), r in zip(jobs, runs) if ff == f]
@@ -383,16 +388,16 @@ def _dataset_rows(label: str, data: tuple[np.ndarray, np.ndarray], quick: bool) 
                          "fit_seconds": [r["laptao_seconds"] for r in got],
                          "n_leaves": [r["laptao_leaves"] for r in got]}
             extra["chosen"] = [r["choices"][m] for r in got]  # what the cross-validation set chose, per subset
-            rows.append(_row(f"{label} {pct} labels: {m}", "test accuracy %", by_fraction[f][m], paper,
+            rows.append(make_row(f"{label} {pct} labels: {m}", "test accuracy %", by_fraction[f][m], paper,
                              protocol + note, method=m, fraction=f,
                              n_labelled=[r["n_labelled"] for r in got],
                              others={o: _stats(by_fraction[f][o])[0] for o in METHODS if o != m}, **extra))
-    rows.append(_row(f"{label}: TAO on every training label (oblique-all)", "test accuracy %", [ceiling], None,
+    rows.append(make_row(f"{label}: TAO on every training label (oblique-all)", "test accuracy %", [ceiling], None,
                      protocol + "; the ceiling the semi-supervised methods approach", **extra_ceiling))
     means = {f: {m: _stats(v)[0] for m, v in by_fraction[f].items()} for f in FRACTIONS}
     best = {f"{100 * f:g}%": all(means[f]["LapTAO"] > means[f][o] for o in TREE_SSL) for f in FRACTIONS}
     beats_spreading = {f"{100 * f:g}%": means[f]["LapTAO"] > means[f]["label spreading (kNN)"] for f in FRACTIONS}
-    rows.append(_row(f"{label}: ordering, LapTAO best among semi-supervised tree methods", "test accuracy %",
+    rows.append(make_row(f"{label}: ordering, LapTAO best among semi-supervised tree methods", "test accuracy %",
                      [means[f]["LapTAO"] for f in FRACTIONS], None,
                      protocol + "; thesis: LapTAO best among the SSL methods everywhere; compared (mean over "
                                 "subsets) with self-training a decision tree and TAO on the labelled points; "
@@ -401,7 +406,7 @@ def _dataset_rows(label: str, data: tuple[np.ndarray, np.ndarray], quick: bool) 
                      laptao_beats_label_spreading=beats_spreading,
                      means={f"{100 * f:g}%": means[f] for f in FRACTIONS}))
     lap = [means[f]["LapTAO"] for f in FRACTIONS]
-    rows.append(_row(f"{label}: convergence as labels grow (LapTAO at 20% vs oblique-all)", "test accuracy %",
+    rows.append(make_row(f"{label}: convergence as labels grow (LapTAO at 20% vs oblique-all)", "test accuracy %",
                      by_fraction[FRACTIONS[-1]]["LapTAO"], None,
                      protocol + "; thesis: error falls with labels and LapTAO reaches the fully supervised "
                                 "tree's error at 20% labels on MNIST",
@@ -410,7 +415,7 @@ def _dataset_rows(label: str, data: tuple[np.ndarray, np.ndarray], quick: bool) 
                      oblique_all=ceiling, gap_to_oblique_all=ceiling - lap[-1]))
     if label == "digits":
         five = [r for (ff, _), r in zip(jobs, runs) if ff == 0.05]
-        rows.append(_row("digits 5% labels: LapTAO vs linear surrogate", "accuracy % on unlabelled training points",
+        rows.append(make_row("digits 5% labels: LapTAO vs linear surrogate", "accuracy % on unlabelled training points",
                          [r["laptao_unlabelled"] for r in five], SURROGATE_DIGITS_5PCT,
                          protocol + "; reference: the design notes' ridge-linear LapLinear surrogate (gamma 0.1, "
                                     "perplexity 15, k 45, 90 labels of all 1797 points, its closed-form optimum), "
@@ -432,7 +437,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     mnist = _mnist()
     if mnist is None:
         rows.append(_row("MNIST 5k rows", "test accuracy %", None, THESIS_MNIST_20PCT,
-                         "skipped: ../shared/data/mnist/mnist_5k.csv.gz is absent"))
+                         "../shared/data/mnist/mnist_5k.csv.gz is absent", protocol="skipped"))
     else:
         got = _dataset_rows("MNIST 5k", mnist, quick)
         rows += got
@@ -483,7 +488,7 @@ def thesis_claim(n_subsets: int = CLAIM_SUBSETS) -> list[dict[str, Any]]:
     data = _mnist()
     if data is None:
         return [_row(f"MNIST 5k 20% labels: LapTAO - oblique-all{CLAIM_SUFFIX}", "accuracy points", None,
-                     0.0, "skipped: ../shared/data/mnist/mnist_5k.csv.gz is absent")]
+                     0.0, "../shared/data/mnist/mnist_5k.csv.gz is absent", protocol="skipped")]
     Xtr, Xte, ytr, yte = _split(*data, False)
     parallel = Parallel(n_jobs=min(n_subsets + 1, threads.usable_cores()))
     results = parallel([delayed(_oblique_all)(Xtr, ytr, Xte, yte)]

@@ -24,7 +24,7 @@ from typing import Any
 
 from models.ground import threads
 from treeviz.services.data import Dataset, PrepConfig, prepare
-from treeviz.services.training import train_run
+from treeviz.services.experiments.training import train_run
 
 N_FEATURES = 20
 N_CLASSES = 3

@@ -30,9 +30,11 @@ from typing import Any
 
 from benchmarks.common import measured_on
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.runs import CONFIG_JSON, HISTORY_JSON, RUN_JSON, WEIGHTS, RunStore, new_run_id
-from treeviz.services.sweep import run_sweep
-from treeviz.services.training import train_run
+from treeviz.services.experiments.sweep import run_sweep
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.files import RUN_JSON
+from treeviz.services.store.record import new_run_id
+from treeviz.services.store.runs import CONFIG_JSON, HISTORY_JSON, WEIGHTS, RunStore
 
 NAME = "store"
 ROOT = Path(__file__).resolve().parents[1]

@@ -302,15 +302,20 @@ def _row(dataset: str, method: str, quick: bool, splits: Callable[[int], tuple],
                             + (f", {settings['tune_trees']} trees per candidate forest" if "tune_trees" in settings
                                else "")
                             if len(settings["grid"]) > 1 else "none (fixed)"))
-    if method == "TAO-l forest" and not quick and (n_trees < 30 or max_iter < 20 or len(seeds) < 5):
-        protocol["reduced"] = (f"{n_trees} trees x {max_iter} iterations, {len(seeds)} seeds, instead of the "
-                               "thesis's 30 trees x 20-40 iterations, 5 runs")
-    elif method.startswith("TAO") and max_iter < 20 and not quick:
-        protocol["reduced"] = f"{max_iter} TAO iterations instead of the thesis's 20-40 (time budget)"
+    reduced = None
+    if quick:
+        reduced = "quick run: smaller splits, fewer iterations and seeds, no tuning"
+    elif method == "TAO-l forest" and (n_trees < 30 or max_iter < 20 or len(seeds) < 5):
+        reduced = (f"{n_trees} trees x {max_iter} iterations, {len(seeds)} seeds, instead of the "
+                   "thesis's 30 trees x 20-40 iterations, 5 runs")
+    elif method.startswith("TAO") and max_iter < 20:
+        reduced = f"{max_iter} TAO iterations instead of the thesis's 20-40 (time budget)"
     return {
         "name": f"{dataset} {method}", "dataset": dataset, "method": method, "metric": metric,
         "ours_mean": float(vals.mean()), "ours_std": float(vals.std()), "paper_mean": paper_mean,
-        "paper_std": paper_std, "n_seeds": len(seeds), "protocol": protocol,
+        "paper_std": paper_std, "n_seeds": len(seeds),
+        "protocol": "reduced" if reduced else "full", **({"protocol_note": reduced} if reduced else {}),
+        "protocol_settings": protocol,
         "within_one_std_or_better": within_one_std_or_better(metric, float(vals.mean()), paper_mean, paper_std),
         "per_seed": [float(v) for v in values], "fit_s_mean": float(np.mean(fit_s)),
         "iterations_run_mean": float(np.mean(iters)), "decision_nodes_mean": float(np.mean(nodes)),
@@ -379,8 +384,10 @@ def timing_rows(quick: bool) -> list[dict[str, Any]]:
             "paper_mean": None, "paper_std": None, "n_seeds": 1, "ratio_to_sklearn": per_iter / base,
             "fit_s": total, "iterations_run": int(model.n_iter_),
             "train_error": float(model.history_[-1]["train_error"]),
-            "protocol": {**settings, "leaves": settings["leaf"], "iterations": settings["max_iter"], "trees": 1,
-                         "n_train": n_train, "torch_threads": threads or default_threads},
+            "protocol": "reduced" if quick else "full",
+            **({"protocol_note": "quick run: a smaller training set and tree"} if quick else {}),
+            "protocol_settings": {**settings, "leaves": settings["leaf"], "iterations": settings["max_iter"],
+                                  "trees": 1, "n_train": n_train, "torch_threads": threads or default_threads},
             "within_one_std_or_better": None,
         })
     return out
@@ -453,8 +460,8 @@ def run(quick: bool = False) -> dict[str, Any]:
         splits = cpu_splits if dataset == "cpu_act" else uci_splits(dataset)
         entry = _row(dataset, method, quick, splits, seeds, chosen)
         if method != "CART":
-            chosen[(dataset, method)] = (entry["protocol"]["depth"], entry["protocol"]["l1_penalty"],
-                                         entry["protocol"]["init"])
+            settings = entry["protocol_settings"]
+            chosen[(dataset, method)] = (settings["depth"], settings["l1_penalty"], settings["init"])
         entry["row_seconds"] = entry.get("logged_seconds", time.perf_counter() - t0)
         entries.append(entry)
         print(f"  {entry['name']}: {_fmt(entry['ours_mean'], entry['ours_std'], entry['metric'])} "
@@ -472,19 +479,19 @@ def run(quick: bool = False) -> dict[str, Any]:
             study = stored.get("results", {}).get("cpu_act_tao_c_init_study")
     rows = []
     for e in entries:
-        p = e["protocol"]
+        p = e["protocol_settings"]
         rows.append({"row": e["name"], "metric": e["metric"], "ours": _fmt(e["ours_mean"], e["ours_std"], e["metric"]),
                      "paper": _fmt(e["paper_mean"], e["paper_std"], e["metric"]),
                      "within 1 std or better": "yes" if e["within_one_std_or_better"] else "no",
                      "protocol": (f"Δ={p['depth']} λ={p['l1_penalty']} {p['leaves']} it={p['iterations']} "
-                                  f"T={p['trees']}" + (" REDUCED" if "reduced" in p else "")
+                                  f"T={p['trees']}" + (" REDUCED" if e["protocol"] == "reduced" else "")
                                   if e["method"] != "CART" else "sklearn CART, unlimited depth"),
                      "seeds": e["n_seeds"]})
     for t in timing:
         rows.append({"row": t["name"], "metric": "s/iter", "ours": f"{t['ours_mean']:.3f}",
                      "paper": "—", "within 1 std or better": f"ratio {t['ratio_to_sklearn']:.2f}x sklearn",
                      "protocol": f"Δ={TIMING['depth'] if not quick else 5} λ={TIMING['l1_penalty']} constant "
-                                 f"it={t['protocol']['iterations']} n={t['protocol']['n_train']}",
+                                 f"it={t['protocol_settings']['iterations']} n={t['protocol_settings']['n_train']}",
                      "seeds": 1})
     this_run = time.perf_counter() - start_all
     # merged rows keep their own row_seconds, so the file's total is their sum, not this run's time
@@ -494,6 +501,6 @@ def run(quick: bool = False) -> dict[str, Any]:
                "notes": ("λ in sum form; features standardised on each training split; guard off; init (random or "
                          "CART) chosen with λ and depth on validation for single trees, random for forests; "
                          "λ/depth chosen on a validation split of seed 0's training data (see each row's "
-                         "protocol.tuning); rows whose protocol has 'reduced' used fewer iterations/trees "
+                         "protocol_settings.tuning); rows whose protocol is 'reduced' used fewer iterations/trees "
                          "than the thesis.")}
     return {"rows": rows, "results": results}

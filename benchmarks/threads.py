@@ -3,7 +3,7 @@
 The same latent-tree fit (digits, depth 4, a fixed number of epochs, no early stopping) is timed
 
 * alone with the whole machine (every core), and alone with one job's share of it;
-* twice at once in :class:`treeviz.services.jobs.JobManager` with ``processes=True`` (the app's setting):
+* twice at once in :class:`treeviz.services.jobs.manager.JobManager` with ``processes=True`` (the app's setting):
   each job in its worker's own child process, under the budget (cores / 2 threads each);
 * twice at once in the manager's worker threads (``processes=False``), under the same budget: the
   two jobs then share one Python interpreter lock;
@@ -30,7 +30,7 @@ from threadpoolctl import threadpool_limits
 from models.ground import threads
 from models.latent.estimators import LatentTreeClassifier
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.jobs import JobManager
+from treeviz.services.jobs.manager import JobManager
 
 NAME = "threads"
 

@@ -1,20 +1,24 @@
 """Every paper row of the stored results, in one Markdown table: row, ours, paper, protocol
-(``full`` or what still differs), time, machine and whether ours is within the paper's spread.
-Spreads are standard deviations, or standard errors marked ``SE`` where the paper gives those.
+(``full``, or ``reduced``/``skipped`` with the row's note), time, machine, the run that produced
+it (commit and date, marked where the row was backfilled from git history or carried over from an
+earlier run than its file's) and whether ours is within the paper's spread. Spreads are standard
+deviations, or standard errors marked ``SE`` where the paper gives those.
 
-``python -m benchmarks.paper_table`` reads ``benchmarks/results/{tao_paper,dgt,skinny,embeddings,
-laptao}.json`` (``TREEVIZ_BENCH_RESULTS`` moves the folder) and prints the table, then a count of
-the rows that are reduced and of those that miss. It runs nothing: the numbers are the ones the
-benchmarks wrote.
+``python -m benchmarks.report.paper_table`` reads ``benchmarks/results/{tao_paper,dgt,skinny,
+embeddings,laptao}.json`` (``TREEVIZ_BENCH_RESULTS`` moves the folder) and prints the table, then a
+count of the rows that are reduced, skipped, outside the paper's spread and from earlier runs. It
+runs nothing: the numbers are the ones the benchmarks wrote. The protocol is the row's explicit
+``protocol`` field (:data:`benchmarks.common.PROTOCOLS`); a row without a valid one is an error,
+never guessed from its text.
 """
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
-from benchmarks.common import results_dir
-from benchmarks.device_timing import EARLIER_MACHINE
+from benchmarks.common import BACKFILLED, results_dir, row_problems
 
 FILES = ("tao_paper", "dgt", "skinny", "embeddings", "laptao")
 #: The keys a row's time is read from, first found first (a search's reruns are added to it).
@@ -62,26 +66,50 @@ def row_time(row: dict[str, Any]) -> str:
     return "—"
 
 
-def row_machine(row: dict[str, Any], payload: dict[str, Any]) -> str:
-    """The machine the row ran on: its own, else the file's. A timing-only device run rewrites the
-    file's machine and keeps the rows' one as ``results["machine_of_cpu_results"]``
-    (:func:`benchmarks.device_timing.merge_previous`), so that one is the rows' when present."""
-    results = payload.get("results") or {}
-    machine = row.get("machine") or results.get(EARLIER_MACHINE) or payload.get("machine") or {}
+def row_machine(row: dict[str, Any]) -> str:
+    """The machine the row ran on (every stored row records its own: a timing-only device run
+    rewrites its file's machine, not the machine of the rows it keeps): its GPU, else its cores."""
+    machine = row.get("machine") or {}
     if isinstance(machine, str):
         return machine
     return machine.get("cuda") or f"{machine.get('cpus')}-core CPU"
 
 
 def row_protocol(row: dict[str, Any]) -> str:
-    """``full``, or ``reduced: ...`` with what the row's protocol says still differs."""
-    protocol = row.get("protocol", "")
-    if isinstance(protocol, dict):
-        return f"reduced: {protocol['reduced']}" if protocol.get("reduced") else "full"
-    text = str(protocol)
-    if "reduced" not in text:
-        return "full"
-    return "reduced: " + text[text.index("reduced"):].split(";")[0].replace("reduced", "", 1).strip(" :()")
+    """``full``, or ``reduced: <note>`` / ``skipped: <note>`` from the row's explicit ``protocol``
+    and its ``protocol_note``. Raises ValueError on a row whose stamp or protocol is missing or not
+    one of the three (:func:`benchmarks.common.row_problems`)."""
+    problems = row_problems(row)
+    if problems:
+        raise ValueError(f"results row {row.get('name')!r}: {'; '.join(problems)}")
+    protocol = row["protocol"]
+    note = row.get("protocol_note")
+    return protocol if protocol == "full" or not note else f"{protocol}: {note}"
+
+
+def _when(stamp: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(stamp))
+    except ValueError:
+        return None
+
+
+def row_run(row: dict[str, Any], payload: dict[str, Any]) -> tuple[str, str]:
+    """(the run that produced the row: short commit and date; how it came into its file:
+    ``this run``, ``backfilled`` (stamped from the git history of its file, written before rows
+    were stamped), ``carried over`` (kept from an earlier run than the file's: marked so by the
+    run, or stamped with another commit and an earlier date) or ``added later`` (merged into
+    the file by a later command))."""
+    commit, date = str(row.get("commit", "")), str(row.get("date", ""))
+    run = f"{commit[:10]}{'+dirty' if commit.endswith('+dirty') else ''} {date[:10]}".strip()
+    if row.get("stamp") == BACKFILLED:
+        return run, "backfilled"
+    if row.get("carried_over"):
+        return run, "carried over"
+    if (commit, date) == (payload.get("commit"), payload.get("date")):
+        return run, "this run"
+    mine, file = _when(date), _when(payload.get("date"))
+    return run, ("carried over" if mine and file and mine < file else "added later")
 
 
 def row_within(row: dict[str, Any]) -> bool | None:
@@ -89,7 +117,8 @@ def row_within(row: dict[str, Any]) -> bool | None:
 
 
 def table_rows() -> list[dict[str, Any]]:
-    """One dict per stored paper row: file, row, ours, paper, protocol, time, machine, within."""
+    """One dict per stored paper row: file, row, ours, paper, protocol, time, machine, run, origin,
+    within."""
     out = []
     for name in FILES:
         path = results_dir() / f"{name}.json"
@@ -98,23 +127,30 @@ def table_rows() -> list[dict[str, Any]]:
         payload = json.loads(path.read_text())
         for row in payload["results"]["rows"]:
             ours, paper = row_spreads(row)
+            run, origin = row_run(row, payload)
             out.append({"file": name, "row": row["name"], "ours": ours, "paper": paper,
-                        "protocol": row_protocol(row), "time": row_time(row),
-                        "machine": row_machine(row, payload), "within": row_within(row)})
+                        "protocol": row_protocol(row), "kind": row["protocol"], "time": row_time(row),
+                        "machine": row_machine(row), "run": run, "origin": origin,
+                        "within": row_within(row)})
     return out
 
 
 def markdown(rows: list[dict[str, Any]], width: int = 160) -> str:
-    lines = ["| file | row | ours | paper | protocol | time | machine | within |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| file | row | ours | paper | protocol | time | machine | run | within |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         within = "—" if r["within"] is None else ("yes" if r["within"] else "**no**")
         protocol = r["protocol"] if len(r["protocol"]) <= width else r["protocol"][:width - 1] + "…"
+        run = r["run"] + ("" if r["origin"] == "this run" else f" ({r['origin']})")
         lines.append(f"| {r['file']} | {r['row']} | {r['ours']} | {r['paper']} | {protocol} | {r['time']} | "
-                     f"{r['machine']} | {within} |")
-    reduced = sum(r["protocol"] != "full" for r in rows)
+                     f"{r['machine']} | {run} | {within} |")
+    count = {kind: sum(r["kind"] == kind for r in rows) for kind in ("reduced", "skipped")}
+    origins = {o: sum(r["origin"] == o for r in rows) for o in ("backfilled", "carried over", "added later")}
     misses = sum(r["within"] is False for r in rows)
+    earlier = ", ".join(f"{n} {o}" for o, n in origins.items() if n)
     lines.append("")
-    lines.append(f"{len(rows)} rows: {reduced} reduced, {misses} outside the paper's spread.")
+    lines.append(f"{len(rows)} rows: {count['reduced']} reduced, {count['skipped']} skipped, {misses} outside the "
+                 f"paper's spread" + (f"; not from their file's own run: {earlier}" if earlier else "") + ".")
     return "\n".join(lines)
 
 
