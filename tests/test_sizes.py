@@ -18,7 +18,7 @@ _spec.loader.exec_module(sizes)
 # Numba kernels allowed to stay longer than FUNCTION_LIMIT ("path::qualified.name").
 ALLOWED = (
     "models/latent/engine.py::_sparse_layer",
-    "models/tao/solvers/kernels.py::_logistic",
+    "models/tao/solvers/cd_kernels.py::_logistic",
 )
 
 
