@@ -22,26 +22,23 @@ many steps per call:
   update as per-tensor).
 
 Arithmetic is float64 inside the kernel whatever the parameters' dtype (float32 in training).
-The evaluation pass (:meth:`Engine.outputs`) runs the network in evaluation mode (BatchNorm's
-running statistics) and either solves the pruning QP on its rows (a frozen pruning vector and
-those rows' outputs in one pass) or uses a given pruning vector.
+The evaluation pass (:func:`eval_rows`) runs the network in evaluation mode (BatchNorm's running
+statistics) and either solves the pruning QP on its rows (a frozen pruning vector and those rows'
+outputs in one pass) or uses a given pruning vector.
 
 ``tests/models/latent/test_engine.py`` checks steps and evaluation against autograd through the
-torch modules in float64 (to 1e-10) and whole fits against the autograd training loop.
+torch modules in float64 (to 1e-10) and whole fits against the autograd training loop. The
+Python side (which configurations the step applies to, the data and parameters as the kernels read
+them) is :mod:`models.latent.engine_driver`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-import torch
-from torch import nn
 
-from models.latent.fused import HAVE_NUMBA, njit
-from models.latent.params import readout_constants
+from models.latent.fused import njit
 
 LOSSES = {"bce": 0, "ce": 1, "mse": 2}
 
@@ -431,9 +428,9 @@ def _optimiser(theta, grad, m1, m2, step, lr, b1, b2, nu1, nu2, eps):
 
 
 @njit(cache=True, nogil=True)
-def _train_steps(X, yf, yi, w, has_w, kind, order, starts, batch, theta, shape, lam, shift,
-                 delta, upper, elu, xz, rm, rv, momentum, eps_bn, m1, m2, step, lr, b1, b2, nu1, nu2,
-                 eps, stats, work):
+def train_steps(X, yf, yi, w, has_w, kind, order, starts, batch, theta, shape, lam, shift,
+                delta, upper, elu, xz, rm, rv, momentum, eps_bn, m1, m2, step, lr, b1, b2, nu1, nu2,
+                eps, stats, work):
     """The training steps of the batches starting at ``order[starts[j]]``, in turn. ``stats``
     accumulates (Σ loss·weight, Σ weight, Σ active fraction, batches); returns the step count."""
     n = order.shape[0]
@@ -457,8 +454,8 @@ def _train_steps(X, yf, yi, w, has_w, kind, order, starts, batch, theta, shape, 
 
 
 @njit(cache=True, nogil=True)
-def _eval_rows(X, theta, shape, elu, xz, rm, rv, eps_bn, lam, a_in, solve, shift, delta, upper,
-               out, a_out):
+def eval_rows(X, theta, shape, elu, xz, rm, rv, eps_bn, lam, a_in, solve, shift, delta, upper,
+              out, a_out):
     """Evaluation-mode outputs of the rows of ``X`` into ``out``: with the pruning vector ``a_in``,
     or (``solve``) with a solved on these rows with strength ``lam`` (into ``a_out``)."""
     m, d, K, F = shape[0], shape[1], shape[2], shape[3]
@@ -486,136 +483,3 @@ def _eval_rows(X, theta, shape, elu, xz, rm, rv, eps_bn, lam, a_in, solve, shift
     start, erows, _, z, _ = _sparse_layer(np.empty((m, 0)), lam, shift, delta, upper, solve, a_in, scale, thresh,
                                           shift if solve else delta, Xb, Wf, bf, elu)
     _sparse_head(Xb, start, erows, z, theta[o_wh:o_bh].reshape((K, F)), theta[o_bh:o_bh + K], xz, out)
-
-
-# --------------------------------------------------------------------------------------------
-# the Python side
-# --------------------------------------------------------------------------------------------
-
-
-def supported(net: Any, optimizer: str, batch_size: int, device: torch.device) -> bool:
-    """Whether :class:`Engine` can train ``net``: on the CPU, with numba, the ICML formulation with
-    λ > 0, a linear predictor, linear or ELU splits, QHAdam or Adam, batches of 2 rows or more."""
-    head = getattr(net, "head", None)
-    return (HAVE_NUMBA and device.type == "cpu" and getattr(net, "formulation", "") == "icml"
-            and net.prune_strength > 0 and isinstance(head, nn.Linear)
-            and net.splits.activation in ("linear", "elu") and net.head_input in ("xz", "z")
-            and optimizer in ("qhadam", "adam") and batch_size >= 2
-            and net.readout_mode in ("code", "paper"))
-
-
-@dataclass
-class Batches:
-    """The training data as the kernel reads it (NumPy views of the problem's tensors)."""
-
-    X: np.ndarray
-    yf: np.ndarray  # (n, K) float targets (logistic and squared losses); (1, 1) when unused
-    yi: np.ndarray  # (n,) class indices (cross-entropy); (1,) when unused
-    w: np.ndarray  # (n,) row weights; (1,) when unused
-    has_w: bool
-    kind: int
-
-
-def batches(X: torch.Tensor, Y: torch.Tensor, W: torch.Tensor | None, kind: str) -> Batches:
-    """Wrap the training tensors (CPU) for the kernel; ``kind`` is "bce", "ce" or "mse"."""
-    code = LOSSES[kind]
-    Xn = np.ascontiguousarray(X.detach().numpy())
-    if code == 1:
-        yi = np.ascontiguousarray(Y.detach().numpy().astype(np.int64))
-        yf = np.zeros((1, 1))
-    else:
-        yf = np.ascontiguousarray(Y.detach().numpy().astype(np.float64).reshape(Y.shape[0], -1))
-        yi = np.zeros(1, dtype=np.int64)
-    w = np.ones(1) if W is None else np.ascontiguousarray(W.detach().numpy().astype(np.float64))
-    return Batches(Xn, yf, yi, w, W is not None, code)
-
-
-class Engine:
-    """Trains a :class:`~models.latent.layers.LatentTreeNet` with the compiled step.
-
-    Holds the parameters as one flat float64 vector (split weights, split bias, BatchNorm scale and
-    shift, β, predictor weights, predictor bias) with the
-    optimiser's moments and BatchNorm's running statistics; :meth:`write_back` copies them into
-    the torch module (done after every epoch, so callbacks and checkpoints see the current
-    weights).
-    """
-
-    def __init__(self, net: Any, optimizer: str, learning_rate: float):
-        self.net = net
-        splits = net.splits
-        self.params = [splits.linear.weight, splits.linear.bias, splits.bn.weight, splits.bn.bias,
-                       splits.beta, net.head.weight, net.head.bias]
-        if {id(p) for p in self.params} != {id(p) for p in net.parameters() if p.requires_grad}:
-            raise RuntimeError("unexpected parameters for the compiled latent-tree step")
-        self.theta = np.concatenate([p.detach().double().reshape(-1).numpy() for p in self.params])
-        m, d = splits.linear.weight.shape
-        K, F = net.head.weight.shape
-        self.shape = np.array([m, d, K, F], dtype=np.int64)
-        self.rm = splits.bn.running_mean.detach().double().numpy().copy()
-        self.rv = splits.bn.running_var.detach().double().numpy().copy()
-        if splits.bn.momentum is None or not splits.bn.track_running_stats:
-            raise RuntimeError("the compiled step needs BatchNorm with a momentum and running statistics")
-        self.momentum = float(splits.bn.momentum)
-        self.eps_bn = float(splits.bn.eps)
-        self.elu = splits.activation == "elu"
-        self.xz = net.head_input == "xz"
-        self.m1 = np.zeros_like(self.theta)
-        self.m2 = np.zeros_like(self.theta)
-        self.step = 0
-        if optimizer == "qhadam":
-            self.hyper = (0.995, 0.998, 0.7, 1.0, 1e-8)  # as models.latent.qhadam / make_optimizer
-        else:
-            self.hyper = (0.9, 0.999, 1.0, 1.0, 1e-8)  # torch.optim.Adam's defaults
-        self.delta, self.upper = readout_constants(net.readout_mode, 0.5)
-        self.steps_taken = 0
-        self.work: np.ndarray | None = None
-
-    def train(self, data: Batches, order: np.ndarray, starts: np.ndarray, batch: int, lr: float,
-              stats: np.ndarray) -> None:
-        """Train on the batches starting at ``order[starts]`` (``stats`` as :func:`_train_steps`)."""
-        b1, b2, nu1, nu2, eps = self.hyper
-        before = self.step
-        self.step = _train_steps(data.X, data.yf, data.yi, data.w, data.has_w, data.kind, order, starts,
-                                 int(batch), self.theta, self.shape,
-                                 float(self.net.prune_strength), 0.5, self.delta, self.upper, self.elu, self.xz,
-                                 self.rm, self.rv, self.momentum, self.eps_bn, self.m1, self.m2, self.step,
-                                 float(lr), b1, b2, nu1, nu2, eps, stats, self._work(batch))
-        self.steps_taken += self.step - before
-
-    def _work(self, batch: int) -> np.ndarray:
-        """The kernel's workspace for batches of ``batch`` rows (kept between calls)."""
-        size = 4 * int(self.shape[0]) * int(batch)
-        if self.work is None or self.work.shape[0] < size:
-            self.work = np.empty(size)
-        return self.work
-
-    def outputs(self, X: np.ndarray, *, a: np.ndarray | None = None,
-                strength_scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        """Evaluation-mode outputs of the rows of ``X`` and the pruning vector used: ``a``, or when
-        None the QP's solution on these rows with λ·strength_scale (frozen pruning)."""
-        m, _, K, _ = (int(v) for v in self.shape)
-        out = np.empty((X.shape[0], K))
-        a_out = np.empty(2 * m + 1)
-        solve = a is None
-        a_in = a_out if solve else np.ascontiguousarray(a, dtype=np.float64)
-        _eval_rows(np.ascontiguousarray(X), self.theta, self.shape, self.elu, self.xz, self.rm, self.rv,
-                   self.eps_bn, float(self.net.prune_strength) * float(strength_scale), a_in, solve, 0.5,
-                   self.delta, self.upper, out, a_out)
-        return out, (a_out if solve else a_in)
-
-    def write_back(self) -> None:
-        """Copy the parameters and running statistics into the torch module."""
-        with torch.no_grad():
-            pos = 0
-            for p in self.params:
-                size = p.numel()
-                p.copy_(torch.from_numpy(self.theta[pos:pos + size]).view_as(p))
-                pos += size
-            bn = self.net.splits.bn
-            bn.running_mean.copy_(torch.from_numpy(self.rm))
-            bn.running_var.copy_(torch.from_numpy(self.rv))
-            bn.num_batches_tracked.add_(self.steps_taken)
-        self.steps_taken = 0
-
-    def snapshot(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return self.theta.copy(), self.rm.copy(), self.rv.copy()

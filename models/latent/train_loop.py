@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from models.latent import engine as compiled
+from models.latent import engine_driver as compiled
 from models.latent import heap
 from models.latent.layers import LatentTreeNet
 from models.latent.qhadam import QHAdam

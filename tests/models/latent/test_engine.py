@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from models.latent import engine as E
+from models.latent.engine_driver import Engine, batches, supported
 from models.latent.fused import HAVE_NUMBA, _forward
 from models.latent.layers import LatentTreeNet
 from models.latent.train_loop import Problem, fit_net, frozen_pruning, predict_outputs
@@ -90,8 +91,8 @@ def test_one_step_gradient_equals_autograd(kind, k, split, head_input, readout, 
     W = torch.rand(n, generator=gen, dtype=torch.float64) + 0.1 if weighted else None
     net = _net(depth, d, k, split, head_input, readout)
     net.splits.init_bias(X)
-    eng = E.Engine(net, "qhadam", 1e-2)
-    data = E.batches(X, Y, W, kind)
+    eng = Engine(net, "qhadam", 1e-2)
+    data = batches(X, Y, W, kind)
     rows = np.arange(n, dtype=np.int64)
     grad = np.empty_like(eng.theta)
     rm, rv = eng.rm.copy(), eng.rv.copy()
@@ -137,7 +138,7 @@ def test_evaluation_equals_the_modules(readout):
     net.train()
     for _ in range(3):  # move BatchNorm's running statistics
         net(X[torch.randperm(300, generator=gen)[:64]])
-    eng = E.Engine(net, "qhadam", 1e-2)
+    eng = Engine(net, "qhadam", 1e-2)
     out, a = eng.outputs(X.numpy(), strength_scale=300 / 64)
     a_ref = frozen_pruning(net, X, 64)
     np.testing.assert_allclose(a, a_ref.numpy(), rtol=0, atol=1e-12)
@@ -185,12 +186,12 @@ def test_a_fit_follows_the_autograd_loop(kind, k):
 
 def test_unsupported_configurations_use_autograd():
     net = LatentTreeNet(3, 1, 2, head="mlp")
-    assert not E.supported(net, "qhadam", 32, torch.device("cpu"))
+    assert not supported(net, "qhadam", 32, torch.device("cpu"))
     net = LatentTreeNet(3, 1, 2, formulation="preprint")
-    assert not E.supported(net, "qhadam", 32, torch.device("cpu"))
+    assert not supported(net, "qhadam", 32, torch.device("cpu"))
     net = LatentTreeNet(3, 1, 2)
-    assert E.supported(net, "adam", 32, torch.device("cpu"))
-    assert not E.supported(net, "adam", 1, torch.device("cpu"))
+    assert supported(net, "adam", 32, torch.device("cpu"))
+    assert not supported(net, "adam", 1, torch.device("cpu"))
     X = torch.randn(20, 3)
     problem = Problem(X=X, Y=(X[:, 0] > 0).float(), loss=lambda o, y, w: _loss("bce", o, y, w),
                       score=lambda o, y: 0.0, loss_kind=None)
@@ -206,8 +207,8 @@ def test_estimators_train_with_the_compiled_step_by_default(monkeypatch):
     from models.latent.estimators import LatentTreeClassifier, LatentTreeRegressor
 
     calls = []
-    original = E.Engine.train
-    monkeypatch.setattr(E.Engine, "train", lambda self, *a, **k: calls.append(1) or original(self, *a, **k))
+    original = Engine.train
+    monkeypatch.setattr(Engine, "train", lambda self, *a, **k: calls.append(1) or original(self, *a, **k))
     X, y = load_iris(return_X_y=True)
     model = LatentTreeClassifier(depth=2, max_epochs=30, learning_rate=0.05, device="cpu").fit(X, y)
     assert calls and model.score(X, y) > 0.8
