@@ -51,7 +51,7 @@ import streamlit as st  # noqa: E402
 
 from models import registry  # noqa: E402
 from treeviz.services.jobs.manager import JobManager  # noqa: E402
-from treeviz.services.store.runs import RunRecord  # noqa: E402
+from treeviz.services.store.record import RunRecord  # noqa: E402
 from treeviz.ui import state  # noqa: E402
 
 STUMP_MODULE = "tests.families.stump.family"

@@ -18,7 +18,8 @@ from streamlit.testing.v1 import AppTest
 from models.registry import get_family
 from treeviz.services.data import PrepConfig, load_dataset, prepare
 from treeviz.services.experiments.training import train_run
-from treeviz.services.store.runs import RunRecord, RunStore
+from treeviz.services.store.record import RunRecord
+from treeviz.services.store.runs import RunStore
 from treeviz.ui.pages import PAGES as PAGE_TABLE
 from treeviz.ui.text import WORD_JOINER
 

@@ -29,7 +29,8 @@ from models.persist import CONFIG_NAME, WEIGHTS_NAME, load_model
 from treeviz.services.data import PrepConfig, load_dataset, prepare
 from treeviz.services.experiments.training import train_run
 from treeviz.services.store.archive import export_zip, import_zip
-from treeviz.services.store.runs import RunRecord, RunStore
+from treeviz.services.store.record import RunRecord
+from treeviz.services.store.runs import RunStore
 from treeviz.services.views.compare import groups, score_of
 from treeviz.ui.report import run_report
 from treeviz.ui.run_tables import leaderboard, run_rows

@@ -23,9 +23,11 @@ from models.persist import load_model, zip_bytes
 from treeviz.services.data.dataset import Dataset
 from treeviz.services.data.preprocess import PrepConfig, prepare
 from treeviz.services.store import archive as run_archive
+from treeviz.services.store import record as record_mod
 from treeviz.services.store import runs as runs_mod
 from treeviz.services.store.archive import export_zip, import_zip
-from treeviz.services.store.runs import RunRecord, RunStore, default_root
+from treeviz.services.store.record import RunRecord
+from treeviz.services.store.runs import RunStore, default_root
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -315,12 +317,12 @@ def test_run_ids_sort_by_time():
     from datetime import datetime, timedelta
 
     t = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
-    ids = [runs_mod.new_run_id(t) for _ in range(3)]
-    later = runs_mod.new_run_id(t + timedelta(microseconds=1))
+    ids = [record_mod.new_run_id(t) for _ in range(3)]
+    later = record_mod.new_run_id(t + timedelta(microseconds=1))
     assert ids[0].startswith("20260102-030405-678901-")
-    assert all(runs_mod.RUN_ID_RE.fullmatch(i) for i in [*ids, later])
+    assert all(record_mod.RUN_ID_RE.fullmatch(i) for i in [*ids, later])
     assert len(set(ids)) == 3 and max(ids) < later
-    assert not runs_mod.RUN_ID_RE.fullmatch(ids[0] + "\n")
+    assert not record_mod.RUN_ID_RE.fullmatch(ids[0] + "\n")
 
 
 # ---------------------------------------------------------------------- crafted imports (issue 19)

@@ -19,7 +19,8 @@ from models.ground.errors import TreevizError
 from tests.treeviz.test_runs import save
 from treeviz.services.store import atomic
 from treeviz.services.store.archive import export_zip, import_zip
-from treeviz.services.store.runs import NAMING_LOCK, new_run_id
+from treeviz.services.store.record import new_run_id
+from treeviz.services.store.runs import NAMING_LOCK
 
 
 @pytest.fixture()

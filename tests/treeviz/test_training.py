@@ -13,7 +13,8 @@ from treeviz.services.data.dataset import Dataset
 from treeviz.services.data.preprocess import PrepConfig, prepare
 from treeviz.services.experiments.training import evaluate, job_fn, model_cost, train_run
 from treeviz.services.jobs.manager import JobManager
-from treeviz.services.store.runs import RunRecord, RunStore
+from treeviz.services.store.record import RunRecord
+from treeviz.services.store.runs import RunStore
 
 
 def breast_cancer() -> Dataset:

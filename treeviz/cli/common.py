@@ -26,7 +26,8 @@ from treeviz.services.data.names import visible
 from treeviz.services.data.upload import max_upload_mb, read_table, suggest_target, table_to_dataset
 from treeviz.services.store.archive import MAX_IMPORT_BYTES
 from treeviz.services.store.atomic import replace_file
-from treeviz.services.store.runs import FINGERPRINT_RE, RunRecord, RunStore
+from treeviz.services.store.record import FINGERPRINT_RE, RunRecord
+from treeviz.services.store.runs import RunStore
 from treeviz.ui.labels import run_headline
 
 PROG = "python -m treeviz"

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from models.ground.errors import TreevizError
 from treeviz.cli.common import OK, PROG, note, open_store, whole_number, write_output
 from treeviz.services.store.archive import export_zip
-from treeviz.services.store.runs import RunRecord, RunStore
+from treeviz.services.store.record import RunRecord
+from treeviz.services.store.runs import RunStore
 from treeviz.services.views.export import (
     ALL_TERMS,
     TREE_FORMATS,

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from models.registry import families
 from treeviz.cli.common import OK, format_table, note, open_store, record_json, to_json, whole_number
-from treeviz.services.store.runs import RunRecord
+from treeviz.services.store.record import RunRecord
 from treeviz.ui.labels import run_headline
 
 #: The command's one-line help, also the first line of its ``--help``.

@@ -16,7 +16,9 @@ from treeviz.services.data import Dataset, PreparedData, prepare
 from treeviz.services.data.dataset import ARRAYS, DATASET_JSON
 from treeviz.services.data.upload import ENCODINGS
 from treeviz.services.store.archive import DATASET_PREFIX, read_run_zip
-from treeviz.services.store.runs import RUN_ID_RE, RUN_JSON, RunRecord, RunStore
+from treeviz.services.store.files import RUN_JSON
+from treeviz.services.store.record import RUN_ID_RE, RunRecord
+from treeviz.services.store.runs import RunStore
 from treeviz.services.views.predict import (  # noqa: F401 - spreadsheet_safe and FORMULA_STARTS: also this module's API
     FORMULA_STARTS,
     model_task,

@@ -23,7 +23,7 @@ from treeviz.cli.common import (
 from treeviz.cli.progress import ProgressBar, StopRequest, show_bars
 from treeviz.services.data import PreparedData
 from treeviz.services.experiments.training import run_warnings, train_run
-from treeviz.services.store.runs import RunRecord
+from treeviz.services.store.record import RunRecord
 from treeviz.ui.labels import run_headline
 
 #: The command's one-line help, also the first line of its ``--help``.

@@ -42,7 +42,8 @@ from treeviz.plots import (
     weights_heatmap,
 )
 from treeviz.services.experiments.sweep import sweep_table
-from treeviz.services.store.runs import RunRecord, RunStore
+from treeviz.services.store.record import RunRecord
+from treeviz.services.store.runs import RunStore
 from treeviz.services.views.export import rules_lines, tree_exports
 from treeviz.services.views.features import feature_table
 from treeviz.services.views.run_view import PARTS, RunView

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from treeviz.services.store.memo import per_record
-from treeviz.services.store.runs import RunRecord
+from treeviz.services.store.record import RunRecord
 from treeviz.services.views.compare import Score
 from treeviz.ui.labels import family_name, headline_text
 

@@ -7,7 +7,7 @@ import streamlit as st
 from models.devices import available_devices
 from treeviz.services.experiments.training import run_warnings
 from treeviz.services.store.memo import per_record
-from treeviz.services.store.runs import RunRecord
+from treeviz.services.store.record import RunRecord
 from treeviz.ui import state
 from treeviz.ui.labels import headline_text
 from treeviz.ui.text import md

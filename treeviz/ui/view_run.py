@@ -7,7 +7,7 @@ import streamlit as st
 
 from models.ground.errors import TreevizError
 from models.registry import families_offering
-from treeviz.services.store.runs import RunRecord
+from treeviz.services.store.record import RunRecord
 from treeviz.ui import state
 from treeviz.ui.labels import family_name
 from treeviz.ui.text import md

@@ -58,7 +58,8 @@ from treeviz.services.data import PreparedData
 from treeviz.services.experiments.sweep import tagged_groups
 from treeviz.services.experiments.training import build_estimator, evaluate, fit_estimator, fit_warnings, model_cost
 from treeviz.services.jobs.manager import Progress
-from treeviz.services.store.runs import RunRecord, RunStore, tree_size
+from treeviz.services.store.record import RunRecord, tree_size
+from treeviz.services.store.runs import RunStore
 
 KIND = "grid"
 #: Environment variable holding the default Dask scheduler address (empty or unset: run locally).

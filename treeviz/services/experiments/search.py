@@ -51,7 +51,8 @@ from treeviz.services.data import PreparedData
 from treeviz.services.experiments.sweep import tagged_groups
 from treeviz.services.experiments.training import build_estimator, finish_run, fit_together, together_hook, train_run
 from treeviz.services.jobs.manager import Progress
-from treeviz.services.store.runs import RunRecord, RunStore
+from treeviz.services.store.record import RunRecord
+from treeviz.services.store.runs import RunStore
 
 KIND = "budget_search"
 #: Validation metrics that choose among the trials within the budget, best first.

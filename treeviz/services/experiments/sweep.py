@@ -33,7 +33,8 @@ from models.registry import get_family
 from treeviz.services.data import PreparedData
 from treeviz.services.experiments.training import ProgressCallback, build_estimator, finish_run, fit_estimator
 from treeviz.services.jobs.manager import Progress
-from treeviz.services.store.runs import RunRecord, RunStore
+from treeviz.services.store.record import RunRecord
+from treeviz.services.store.runs import RunStore
 
 
 def value_grid(low: float, high: float, count: int, *, log: bool = True) -> list[float]:

@@ -29,7 +29,8 @@ from models.schema import ANY_DATA_TASKS
 from treeviz.readers.metrics import class_auc, dendrogram_purity, features_used, knn_accuracy, trustworthiness_score
 from treeviz.services.data.preprocess import PreparedData
 from treeviz.services.jobs.manager import Progress
-from treeviz.services.store.runs import RunRecord, RunStore, tree_size
+from treeviz.services.store.record import RunRecord, tree_size
+from treeviz.services.store.runs import RunStore
 
 PARTS = ("train", "val", "test")
 #: Every note that says a fit went wrong starts with this (:func:`fit_warnings`); the app shows

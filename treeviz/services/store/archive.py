@@ -30,16 +30,9 @@ from models.persist import load_model, read_member, zip_bytes
 from models.schema import ANY_DATA_TASKS
 from treeviz.services.data.dataset import ARRAYS, DATASET_JSON, Dataset
 from treeviz.services.data.preprocess import prepare
-from treeviz.services.store.runs import (
-    CONFIG_JSON,
-    HISTORY_JSON,
-    RUN_JSON,
-    WEIGHTS,
-    RunRecord,
-    RunStore,
-    new_run_id,
-    tree_size,
-)
+from treeviz.services.store.files import RUN_JSON
+from treeviz.services.store.record import RunRecord, new_run_id, tree_size
+from treeviz.services.store.runs import CONFIG_JSON, HISTORY_JSON, WEIGHTS, RunStore
 
 DATASET_PREFIX = "dataset/"
 #: Import limits: total unpacked bytes, and number of members, of a run zip.

@@ -35,28 +35,22 @@ from __future__ import annotations
 
 import fcntl
 import json
-import math
 import os
-import re
-import secrets
 import stat
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-from models.devices import resolve_device
 from models.ground import __version__
 from models.ground.errors import TreevizError
 from models.ground.jsonio import dumps_json, jsonable
 from models.persist import CONFIG_NAME, WEIGHTS_NAME, load_model, model_bytes
 from models.registry import family_of_class, get_family, registered_class
-from models.schema import TASKS
 from treeviz.services.data.dataset import ARRAYS, DATASET_JSON, Dataset
-from treeviz.services.data.names import RECORD_CONTROL
 from treeviz.services.data.preprocess import PreparedData, PrepConfig, prepare
 from treeviz.services.store.atomic import (
     TMP_PREFIX,
@@ -66,18 +60,38 @@ from treeviz.services.store.atomic import (
     remove_entry,
     replace_file,
 )
+from treeviz.services.store.files import (
+    LINK,
+    RACY_S,
+    RUN_JSON,
+    RUN_JSON_TAIL,
+    FileIdentity,
+    Known,
+    identity_of,
+    is_link,
+    lstat_or_none,
+    parse_run_json,
+    read_regular,
+)
+from treeviz.services.store.record import (
+    FINGERPRINT_RE,
+    MAX_NAME,
+    RUN_ID_RE,
+    STATUSES,
+    RunRecord,
+    clean_metrics,
+    clean_name,
+    device_used,
+    new_run_id,
+    tree_size,
+)
 
 #: The files of a run folder (the last two are the model file of :mod:`models.persist`).
-RUN_JSON, HISTORY_JSON, CONFIG_JSON, WEIGHTS = "run.json", "history.json", CONFIG_NAME, WEIGHTS_NAME
-RUN_FORMAT = "treeviz.run"
-RUN_VERSION = 1
-STATUSES = ("finished", "cancelled")
+HISTORY_JSON, CONFIG_JSON, WEIGHTS = "history.json", CONFIG_NAME, WEIGHTS_NAME
 #: The lock file (in the store's root) held while a default run name is chosen.
 NAMING_LOCK = ".naming.lock"
 #: A hidden temporary folder older than this (seconds) is reported as left over by a crash.
 STALE_TMP_S = 600.0
-RUN_ID_RE = re.compile(r"^\d{8}-\d{6}-\d{6}-[0-9a-f]{6}$")
-FINGERPRINT_RE = re.compile(r"^[0-9a-f]{16}$")
 
 
 def default_root() -> Path:
@@ -89,379 +103,6 @@ def default_root() -> Path:
     xdg = os.environ.get("XDG_DATA_HOME", "")
     base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "share"
     return base / "treeviz"
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """Everything about one stored run except the model's arrays (this is ``run.json``)."""
-
-    run_id: str
-    name: str
-    family: str
-    estimator: str
-    task: str
-    params: dict[str, Any]
-    dataset: dict[str, Any]
-    dataset_fingerprint: str
-    prep: dict[str, Any]
-    prepared_fingerprint: str
-    metrics: dict[str, Any]
-    n_nodes: int | None
-    n_leaves: int | None
-    depth: int | None
-    created: str
-    duration_s: float
-    status: str = "finished"
-    notes: tuple[str, ...] = ()
-    treeviz_version: str = ""
-    #: Set for runs of a parameter sweep (a λ path): {"id", "param", "value", "index", "size"}.
-    sweep: dict[str, Any] | None = None
-    #: Where it was trained: "cpu", "cuda", "cuda:N" ("" for runs saved before this was recorded).
-    device: str = ""
-
-    def __hash__(self) -> int:  # dict fields are unhashable; a run is identified by its id
-        return hash((self.run_id, self.name, self.status))
-
-    @property
-    def dataset_name(self) -> str:
-        return str(self.dataset.get("name", "?"))
-
-    @property
-    def created_at(self) -> datetime:
-        return datetime.fromisoformat(self.created)
-
-    @property
-    def prep_config(self) -> PrepConfig:
-        return PrepConfig.from_dict(self.prep)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {"format": RUN_FORMAT, "version": RUN_VERSION, **asdict(self)}
-        out["notes"] = list(self.notes)
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Any) -> RunRecord:
-        """Parse and check a ``run.json`` dict; raises a TreevizError sentence if it is not one.
-
-        This is the one check every record passes: a run saved here (:meth:`RunStore.publish_run`),
-        one read from disk and one imported from a zip. Types, ranges (sizes non-negative and
-        bounded, a finite duration), text lengths, no control characters in any text, finite
-        numbers as metrics and JSON of bounded size for the free-form fields.
-        """
-        if not isinstance(data, dict) or data.get("format") != RUN_FORMAT:
-            raise TreevizError("run.json is not a treeviz run record.")
-        version = data.get("version")
-        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-            raise TreevizError("run.json has no valid version number.")
-        if version > RUN_VERSION:
-            raise TreevizError("This run was saved by a newer treeviz; upgrade treeviz to open it.")
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            if f.name not in data:
-                if f.name in _OPTIONAL_FIELDS:
-                    continue
-                raise TreevizError(f"run.json lacks the field '{f.name}'.")
-            values[f.name] = data[f.name]
-        for key, check in _FIELD_CHECKS.items():
-            if key in values:
-                values[key] = check(values[key], key)
-        return cls(**values)
-
-
-#: Limits of a run record's fields (see :meth:`RunRecord.from_dict`).
-MAX_NAME, MAX_TEXT, MAX_KEY, MAX_NOTES = 200, 4000, 200, 100
-MAX_COUNT = 10**9
-MAX_DURATION_S = 1e9
-MAX_EXACT_INT = 2**53
-MAX_JSON_DEPTH = 8
-MAX_FIELD_JSON = 256 * 1024
-
-
-def _fail(key: str, what: str) -> TreevizError:
-    name = key.replace("_", " ") if key in _FIELD_CHECKS else key
-    return TreevizError(f"run.json has an invalid {name}: {what}.")
-
-
-def _text(value: Any, key: str, *, limit: int = MAX_TEXT, newlines: bool = False, empty: bool = True) -> str:
-    """A string of at most ``limit`` characters without control characters (and without line
-    breaks unless ``newlines``)."""
-    if not isinstance(value, str):
-        raise _fail(key, f"it must be text, not {type(value).__name__}")
-    if len(value) > limit:
-        raise _fail(key, f"it is longer than {limit} characters")
-    if not empty and not value.strip():
-        raise _fail(key, "it is empty")
-    bad = RECORD_CONTROL.search(value.replace("\n", "") if newlines else value)
-    if bad:
-        raise _fail(key, f"it holds the control character U+{ord(bad.group()):04X}")
-    return value
-
-
-def _pattern(regex: re.Pattern, what: str) -> Any:
-    def check(value: Any, key: str) -> str:
-        if not isinstance(value, str) or not regex.fullmatch(value):
-            raise _fail(key, f"it is not {what}")
-        return value
-    return check
-
-
-def _count(value: Any, key: str) -> int | None:
-    """None or a whole number in [0, MAX_COUNT]."""
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNT:
-        raise _fail(key, f"it must be a whole number from 0 to {MAX_COUNT}")
-    return value
-
-
-def _duration(value: Any, key: str) -> float:
-    if (not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value)
-            or not 0 <= value <= MAX_DURATION_S):
-        raise _fail(key, f"it must be a number of seconds from 0 to {MAX_DURATION_S:.0f}")
-    return float(value)
-
-
-def _number(value: Any, key: str) -> int | float:
-    """A finite number that every table can hold (integers within float precision)."""
-    if (not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value)
-            or (isinstance(value, int) and abs(value) > MAX_EXACT_INT)):
-        raise _fail(key, f"{_short(value)} is not a finite number")
-    return value
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _json(value: Any, key: str, depth: int = 0) -> Any:
-    """Plain JSON (no NaN, integers of 64 bits, safe text, nesting of at most 8 levels)."""
-    if depth > MAX_JSON_DEPTH:
-        raise _fail(key, f"it is nested more than {MAX_JSON_DEPTH} levels deep")
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
-        if not math.isfinite(value) or (isinstance(value, int) and abs(value) >= 2**63):
-            raise _fail(key, f"{_short(value)} is not a finite 64-bit number")
-        return value
-    if isinstance(value, str):
-        return _text(value, key, newlines=True)
-    if isinstance(value, list):
-        return [_json(v, key, depth + 1) for v in value]
-    if isinstance(value, dict):
-        for k in value:
-            _text(k, key, limit=MAX_KEY)
-        return {k: _json(v, key, depth + 1) for k, v in value.items()}
-    raise _fail(key, f"it holds a {type(value).__name__}")
-
-
-def _json_dict(value: Any, key: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _fail(key, "it must be a JSON object")
-    out = _json(value, key)
-    if len(json.dumps(out)) > MAX_FIELD_JSON:
-        raise _fail(key, f"it is larger than {MAX_FIELD_JSON // 1024} KiB")
-    return out
-
-
-def _metrics(value: Any, key: str) -> dict[str, Any]:
-    out = _json_dict(value, key)
-    for name, number in out.items():
-        if number is not None:
-            _number(number, f"metric '{name[:MAX_KEY]}'")
-    return out
-
-
-def _dataset(value: Any, key: str) -> dict[str, Any]:
-    out = _json_dict(value, key)
-    if "name" in out:
-        _text(out["name"], "data set name", limit=MAX_NAME)
-    for count in ("n_samples", "n_features", "n_classes", "missing_values"):
-        _count(out.get(count), f"data set {count}")
-    return out
-
-
-def _prep(value: Any, key: str) -> dict[str, Any]:
-    out = _json_dict(value, key)
-    if not isinstance(out.get("scaling", ""), str):
-        raise _fail(key, "its scaling must be text")
-    for name in ("test_size", "val_size"):
-        if name in out:
-            _number(out[name], f"preparation's {name}")
-    if "seed" in out and (not isinstance(out["seed"], int) or isinstance(out["seed"], bool)
-                          or not 0 <= out["seed"] < 2**32):
-        raise _fail(key, "its seed must be a whole number from 0 to 2**32 - 1")
-    try:
-        PrepConfig.from_dict(out)
-    except TreevizError as err:
-        raise _fail(key, str(err).rstrip(".")) from None
-    return out
-
-
-def _sweep(value: Any, key: str) -> dict[str, Any] | None:
-    """None, or a sweep tag with what the pages read of its kind: an ``id``; a λ path's ``param``
-    and ``value``; a feature-budget search's ``budget`` and ``index``."""
-    if value is None:
-        return None
-    out = _json_dict(value, key)
-    kind = out.get("kind", "lambda_path")
-    needed = {"lambda_path": ("id", "param", "value"), "budget_search": ("id", "budget", "index")}.get(kind, ("id",))
-    missing = [name for name in needed if name not in out]
-    if missing:
-        raise _fail(key, f"it lacks {', '.join(missing)}")
-    for name in ("id", "kind", "label", "param"):
-        if name in out:
-            _text(out[name], f"sweep {name}", limit=MAX_NAME, empty=name != "id")
-    for name in ("index", "size", "budget"):
-        if name in out:
-            _count(out[name], f"sweep {name}")
-    if "value" in out:
-        _number(out["value"], "sweep value")
-    if not isinstance(out.get("params", {}), dict):
-        raise _fail("sweep params", "they must be a JSON object")
-    return out
-
-
-def _notes(value: Any, key: str) -> tuple[str, ...]:
-    if not isinstance(value, (list, tuple)) or len(value) > MAX_NOTES:
-        raise _fail(key, f"they must be a list of at most {MAX_NOTES} texts")
-    return tuple(_text(n, "note", newlines=True) for n in value)
-
-
-def _created(value: Any, key: str) -> str:
-    text = _text(value, key, limit=40)
-    try:
-        datetime.fromisoformat(text)
-    except ValueError:
-        raise _fail(key, "it is not an ISO date and time") from None
-    return text
-
-
-def _status(value: Any, key: str) -> str:
-    if value not in STATUSES:
-        raise TreevizError(f"run.json has an unknown status {_short(value)}.")
-    return value
-
-
-def _run_name(value: Any, key: str) -> str:
-    return _text(value, key, limit=MAX_NAME, empty=False)
-
-
-_OPTIONAL_FIELDS = ("status", "notes", "treeviz_version", "sweep", "device")
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,99}")
-_FIELD_CHECKS = {
-    "run_id": _pattern(RUN_ID_RE, "a run id"),
-    "name": _run_name,
-    "family": _pattern(_IDENTIFIER, "a family key"),
-    "estimator": _pattern(_IDENTIFIER, "an estimator class name"),
-    "task": _pattern(re.compile("|".join(TASKS)), "a task"),
-    "params": _json_dict,
-    "dataset": _dataset,
-    "dataset_fingerprint": _pattern(FINGERPRINT_RE, "a data set fingerprint"),
-    "prep": _prep,
-    "prepared_fingerprint": _pattern(FINGERPRINT_RE, "a fingerprint of prepared data"),
-    "metrics": _metrics,
-    "n_nodes": _count,
-    "n_leaves": _count,
-    "depth": _count,
-    "created": _created,
-    "duration_s": _duration,
-    "status": _status,
-    "notes": _notes,
-    "treeviz_version": lambda v, k: _text(v, k, limit=64),
-    "sweep": _sweep,
-    "device": _pattern(re.compile(r"[a-z0-9:_-]{0,32}"), "a device name"),
-}
-
-
-def new_run_id(now: datetime | None = None) -> str:
-    """A unique id that sorts by creation time: ``YYYYMMDD-HHMMSS-micros-<6 hex>`` (UTC)."""
-    now = now or datetime.now(UTC)
-    return f"{now:%Y%m%d-%H%M%S}-{now.microsecond:06d}-{secrets.token_hex(3)}"
-
-
-def tree_size(estimator: Any) -> dict[str, int]:
-    """``n_nodes``, ``n_leaves`` and ``depth`` of the estimator's tree(s) (summed / max over an
-    ensemble)."""
-    trees = estimator.to_trees()
-    return {"n_nodes": int(sum(t.n_nodes for t in trees)),
-            "n_leaves": int(sum(t.n_leaves for t in trees)),
-            "depth": int(max(t.max_depth for t in trees))}
-
-
-def _device_used(params: Mapping[str, Any]) -> str:
-    """The device a fit with these parameters ran on: a torch family's resolved ``device``, else the CPU."""
-    device = params.get("device")
-    if not isinstance(device, str):
-        return "cpu"
-    try:
-        return resolve_device(device)
-    except TreevizError:
-        return device
-
-
-#: What a store remembers of a file to know it is the one it read: inode, mtime in ns, size.
-FileIdentity = tuple[int, int, int]
-_LINK = "is a symbolic link, which the store never follows"
-#: A run folder modified less than this many seconds before a listing is checked file by file at
-#: the next listing too: a change within the same tick of the file system's clock leaves its
-#: modification time as it was (the "racy" case git's index knows).
-RACY_S = 2.0
-_RUN_JSON_TAIL = os.sep + RUN_JSON
-
-
-class _Known(NamedTuple):
-    """A record a store has parsed: the identity of its ``run.json``, the record, and the identity of
-    its run folder when the folder may be trusted to show any change of its entries (else None)."""
-
-    json: FileIdentity
-    record: RunRecord
-    folder: FileIdentity | None = None
-
-
-def _identity(st: os.stat_result) -> FileIdentity:
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
-
-
-def _lstat(path: str | os.PathLike) -> os.stat_result | None:
-    """``os.lstat`` of ``path`` (a link is not followed), or None when nothing stands there."""
-    try:
-        return os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-
-
-def _is_link(st: os.stat_result | None) -> bool:
-    return st is not None and stat.S_ISLNK(st.st_mode)
-
-
-def _read_regular(path: str | os.PathLike) -> tuple[bytes, os.stat_result]:
-    """The bytes of the regular file at ``path`` and its ``fstat``, never through a symbolic link.
-
-    Raises
-    ------
-    OSError
-        ``ELOOP`` if ``path`` is a link; ``FileNotFoundError`` if it is gone; another error if it
-        is not a regular file (a folder, a pipe) or cannot be read.
-    """
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)  # a pipe never blocks
-    with open(os.open(path, flags), "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise IsADirectoryError(f"{path} is not a regular file")
-        return fh.read(), st
-
-
-def _parse_run_json(data: bytes, run_id: str) -> RunRecord:
-    """The record in a run folder's ``run.json`` bytes (the one place a stored record is parsed)."""
-    try:
-        raw = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise TreevizError("its run.json is not readable JSON.") from None
-    record = RunRecord.from_dict(raw)
-    if record.run_id != run_id:
-        raise TreevizError(f"its run.json names another run ({record.run_id}).")
-    return record
 
 
 class RunStore:
@@ -488,7 +129,7 @@ class RunStore:
         self.datasets_dir = self.root / "datasets"
         self.problems: list[str] = []
         #: run id -> what was parsed from its run.json, with the identities that say it still holds
-        self._records: dict[str, _Known] = {}
+        self._records: dict[str, Known] = {}
 
     def __repr__(self) -> str:
         return f"RunStore({str(self.root)!r})"
@@ -531,11 +172,11 @@ class RunStore:
             params=jsonable(params), dataset=jsonable(dataset.summary()),
             dataset_fingerprint=dataset.fingerprint,
             prep=prepared.config.to_dict(), prepared_fingerprint=prepared.fingerprint,
-            metrics=_clean_metrics(metrics or {}), **tree_size(estimator),
+            metrics=clean_metrics(metrics or {}), **tree_size(estimator),
             created=now.isoformat(timespec="milliseconds"), duration_s=float(duration_s),
             status=status, notes=tuple(str(n) for n in notes), treeviz_version=__version__,
             sweep=None if sweep is None else jsonable(dict(sweep)),
-            device=str(getattr(estimator, "device_", "") or _device_used(params)),  # "auto" chose by size
+            device=str(getattr(estimator, "device_", "") or device_used(params)),  # "auto" chose by size
         )
         context = {"run_id": run_id, "dataset_fingerprint": record.dataset_fingerprint,
                    "prepared_fingerprint": record.prepared_fingerprint,
@@ -543,7 +184,7 @@ class RunStore:
         files = model_bytes(estimator, context=context)
         files[HISTORY_JSON] = dumps_json(list(getattr(estimator, "history_", [])))
         if name is not None:
-            return self.publish_run(replace(record, name=_clean_name(name)), files)
+            return self.publish_run(replace(record, name=clean_name(name)), files)
         with self._naming_lock():  # another process may be choosing the same default name
             name = self._default_name(fam.label, dataset.name)
             return self.publish_run(replace(record, name=name), files)
@@ -571,7 +212,7 @@ class RunStore:
         try:
             fd = os.open(path, flags, 0o644)
         except OSError:
-            if not _is_link(_lstat(path)):
+            if not is_link(lstat_or_none(path)):
                 raise
             os.unlink(path)  # a link put where the lock file goes: removed itself, never followed
             fd = os.open(path, flags, 0o644)
@@ -586,7 +227,7 @@ class RunStore:
         """``name`` if no run other than ``run_id`` has it, else the first of "name (2)",
         "name (3)", ... that none has (call under the naming lock, as :meth:`publish_unique` and
         :meth:`rename` do, so two processes never pick the same one)."""
-        name = _clean_name(name)
+        name = clean_name(name)
         taken = {r.name for r in self.list() if r.run_id != run_id}
         n, candidate = 1, name
         while candidate in taken:
@@ -603,7 +244,7 @@ class RunStore:
 
     def _default_name(self, family_label: str, dataset_name: str) -> str:
         short = family_label.split(" (")[0]
-        prefix = f"{short} on {_clean_name(dataset_name)[:MAX_NAME // 2]} #"
+        prefix = f"{short} on {clean_name(dataset_name)[:MAX_NAME // 2]} #"
         taken = [r.name for r in self.list()]
         n = 1 + sum(1 for t in taken if t.startswith(prefix))
         while f"{prefix}{n}" in taken:
@@ -626,10 +267,11 @@ class RunStore:
     def _dataset_complete(self, fingerprint: str) -> bool:
         """Whether ``datasets/<fingerprint>`` is a folder (not a link) holding both files (not links)."""
         folder = self.datasets_dir / fingerprint
-        st = _lstat(folder)
+        st = lstat_or_none(folder)
         if st is None or not stat.S_ISDIR(st.st_mode):
             return False
-        return all((f := _lstat(folder / n)) is not None and stat.S_ISREG(f.st_mode) for n in (DATASET_JSON, ARRAYS))
+        return all((f := lstat_or_none(folder / n)) is not None and stat.S_ISREG(f.st_mode)
+                   for n in (DATASET_JSON, ARRAYS))
 
     def _dataset_bytes(self, fingerprint: str) -> dict[str, bytes]:
         """The two stored files of a data set, never read through a symbolic link.
@@ -642,16 +284,16 @@ class RunStore:
             If a file is missing or unreadable.
         """
         folder = self.datasets_dir / fingerprint
-        if _is_link(_lstat(folder)):
-            raise TreevizError(f"The data set folder {fingerprint} in {self.datasets_dir} {_LINK}; "
+        if is_link(lstat_or_none(folder)):
+            raise TreevizError(f"The data set folder {fingerprint} in {self.datasets_dir} {LINK}; "
                                "remove the link, then import the run with its data or load the data set again.")
         out = {}
         for name in (DATASET_JSON, ARRAYS):
             try:
-                out[name] = _read_regular(folder / name)[0]
+                out[name] = read_regular(folder / name)[0]
             except OSError:
-                if _is_link(_lstat(folder / name)):
-                    raise TreevizError(f"The {name} of the data set {fingerprint} {_LINK}; remove the link, "
+                if is_link(lstat_or_none(folder / name)):
+                    raise TreevizError(f"The {name} of the data set {fingerprint} {LINK}; remove the link, "
                                        "then import the run with its data or load the data set again.") from None
                 raise
         return out
@@ -667,7 +309,7 @@ class RunStore:
             if not FINGERPRINT_RE.fullmatch(entry.name) or not entry.is_dir(follow_symlinks=False):
                 continue  # a link is left out: the store never follows one
             try:
-                info = json.loads(_read_regular(Path(entry.path) / DATASET_JSON)[0])
+                info = json.loads(read_regular(Path(entry.path) / DATASET_JSON)[0])
                 mtime = entry.stat(follow_symlinks=False).st_mtime
                 if not self._dataset_complete(entry.name):
                     continue
@@ -727,7 +369,7 @@ class RunStore:
                 # the short way, inline (it runs for every run): a known run whose folder and run.json
                 # are as they were, its folder old enough to be trusted (see _record_in)
                 try:
-                    folder, own = entry.stat(follow_symlinks=False), os.lstat(entry.path + _RUN_JSON_TAIL)
+                    folder, own = entry.stat(follow_symlinks=False), os.lstat(entry.path + RUN_JSON_TAIL)
                 except OSError:
                     folder = own = None
                 if (folder is not None and (folder.st_ino, folder.st_mtime_ns, folder.st_size) == known.folder
@@ -737,7 +379,7 @@ class RunStore:
                     continue
             if entry.is_symlink():
                 if not entry.name.startswith(".") and (RUN_ID_RE.fullmatch(entry.name) or entry.is_dir()):
-                    problems.append(f"The run folder {entry.name} was skipped: it {_LINK}.")
+                    problems.append(f"The run folder {entry.name} was skipped: it {LINK}.")
                 continue
             if not entry.is_dir(follow_symlinks=False):
                 continue
@@ -781,9 +423,9 @@ class RunStore:
         if not isinstance(run_id, str) or not RUN_ID_RE.fullmatch(run_id):
             raise TreevizError(f"{run_id!r} is not a run id.")
         path = self.runs_dir / run_id
-        st = _lstat(path)
-        if _is_link(st):
-            raise TreevizError(f"The run folder {run_id} in {self.runs_dir} {_LINK}; remove the link, or copy "
+        st = lstat_or_none(path)
+        if is_link(st):
+            raise TreevizError(f"The run folder {run_id} in {self.runs_dir} {LINK}; remove the link, or copy "
                                "the run into the store (or import its zip).")
         if st is None or not stat.S_ISDIR(st.st_mode):
             raise TreevizError(
@@ -798,22 +440,22 @@ class RunStore:
         stats, missing, links = {}, [], []
         base = os.fspath(folder) + os.sep  # plain strings: this runs for every file of every run
         for name in names:
-            st = _lstat(base + name)
-            if _is_link(st):
+            st = lstat_or_none(base + name)
+            if is_link(st):
                 links.append(name)
             elif st is None or not stat.S_ISREG(st.st_mode):
                 missing.append(name)
             else:
                 stats[name] = st
         if links:
-            raise TreevizError(f"its {links[0]} {_LINK}." if len(links) == 1 else
+            raise TreevizError(f"its {links[0]} {LINK}." if len(links) == 1 else
                                f"its {', '.join(links)} are symbolic links, which the store never follows.")
         if missing:
             raise TreevizError(f"it lacks {', '.join(missing)}.")
         return stats
 
-    def _record_in(self, run_id: str, folder: str | os.PathLike, kept: Mapping[str, _Known],
-                   folder_stat: os.stat_result | None = None, now: float = 0.0) -> _Known:
+    def _record_in(self, run_id: str, folder: str | os.PathLike, kept: Mapping[str, Known],
+                   folder_stat: os.stat_result | None = None, now: float = 0.0) -> Known:
         """The record of a run folder, its three files checked: the one in ``kept`` while the
         identity of its ``run.json`` is unchanged, else the file read (never through a link) and
         parsed. With the folder's ``lstat`` (taken before anything in it was looked at) and the
@@ -824,16 +466,16 @@ class RunStore:
         stats = self._file_stats(folder, (RUN_JSON, CONFIG_JSON, WEIGHTS))
         trusted = None
         if folder_stat is not None and now - folder_stat.st_mtime > RACY_S:
-            trusted = _identity(folder_stat)
-        if known is not None and known.json == _identity(stats[RUN_JSON]):
+            trusted = identity_of(folder_stat)
+        if known is not None and known.json == identity_of(stats[RUN_JSON]):
             return known if folder_stat is None else known._replace(folder=trusted)
         try:
-            data, st = _read_regular(path)  # its fstat: the identity of exactly these bytes
+            data, st = read_regular(path)  # its fstat: the identity of exactly these bytes
         except OSError:
-            if _is_link(_lstat(path)):
-                raise TreevizError(f"its run.json {_LINK}.") from None
+            if is_link(lstat_or_none(path)):
+                raise TreevizError(f"its run.json {LINK}.") from None
             raise TreevizError("its run.json is not readable JSON.") from None
-        return _Known(_identity(st), _parse_run_json(data, run_id), trusted)
+        return Known(identity_of(st), parse_run_json(data, run_id), trusted)
 
     def _read_record(self, run_id: str) -> RunRecord:
         found = self._record_in(run_id, self._run_dir(run_id), self._records)
@@ -854,7 +496,7 @@ class RunStore:
         """Whether a run folder (a folder, not a symbolic link) of this id is in the store."""
         if not (isinstance(run_id, str) and RUN_ID_RE.fullmatch(run_id)):
             return False
-        st = _lstat(self.runs_dir / run_id)
+        st = lstat_or_none(self.runs_dir / run_id)
         return st is not None and stat.S_ISDIR(st.st_mode)
 
     def identity(self, run_id: str) -> tuple[FileIdentity, ...]:
@@ -872,7 +514,7 @@ class RunStore:
         except OSError:
             raise TreevizError(f"There is no run {run_id} in {self.runs_dir}; it may have been deleted in "
                                "another tab.") from None
-        return (_identity(top), *(_identity(stats[n]) for n in (RUN_JSON, CONFIG_JSON, WEIGHTS)))
+        return (identity_of(top), *(identity_of(stats[n]) for n in (RUN_JSON, CONFIG_JSON, WEIGHTS)))
 
     def load_model(self, run_id: str) -> Any:
         """The run's fitted estimator, loaded with :func:`models.persist.load_model` (a model file
@@ -888,7 +530,7 @@ class RunStore:
         """The estimator's ``history_`` records (without loading the model); none when the file is
         missing, damaged or a symbolic link."""
         try:
-            data = json.loads(_read_regular(self._run_dir(run_id) / HISTORY_JSON)[0])
+            data = json.loads(read_regular(self._run_dir(run_id) / HISTORY_JSON)[0])
         except (OSError, ValueError):
             return []
         return [r for r in data if isinstance(r, dict)] if isinstance(data, list) else []
@@ -902,7 +544,7 @@ class RunStore:
         out = {}
         for name in (RUN_JSON, HISTORY_JSON, CONFIG_JSON, WEIGHTS):
             try:
-                out[name] = _read_regular(folder / name)[0]
+                out[name] = read_regular(folder / name)[0]
             except OSError:
                 if name != HISTORY_JSON:
                     raise TreevizError(f"The run {run_id} cannot be read: its {name} is missing, unreadable or "
@@ -944,39 +586,10 @@ class RunStore:
         count, now = 0, time.time()
         for parent in (self.runs_dir, self.datasets_dir):
             for entry in (parent.iterdir() if parent.is_dir() else ()):
-                st = _lstat(entry)
+                st = lstat_or_none(entry)
                 if (entry.name.startswith((TMP_PREFIX, TRASH_PREFIX)) and st is not None
                         and (stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode))
                         and now - st.st_mtime > older_than_s):
                     remove_entry(entry)  # a link is removed itself, never what it points to
                     count += 1
         return count
-
-
-# ---------------------------------------------------------------------- helpers
-def _clean_name(name: Any) -> str:
-    text = " ".join(str(name).split())
-    if not text:
-        raise TreevizError("A run name cannot be empty.")
-    if len(text) > MAX_NAME:
-        raise TreevizError(f"A run name can have at most {MAX_NAME} characters.")
-    bad = RECORD_CONTROL.search(text)
-    if bad:
-        raise TreevizError(f"A run name cannot hold control characters (it holds U+{ord(bad.group()):04X}).")
-    return text
-
-
-def _clean_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
-    """Metric values as JSON numbers (NaN and infinities become None); text is refused."""
-    out: dict[str, Any] = {}
-    for key, value in metrics.items():
-        if value is None:
-            out[str(key)] = None
-            continue
-        try:
-            number = float(value)
-        except (TypeError, ValueError, OverflowError):
-            raise TreevizError(f"The metric '{key}' is {_short(value)}, not a number; a run stores "
-                               "numbers only.") from None
-        out[str(key)] = number if math.isfinite(number) else None
-    return out

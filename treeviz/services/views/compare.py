@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from treeviz.services.store.runs import RunRecord
+from treeviz.services.store.record import RunRecord
 
 
 @dataclass(frozen=True)
