@@ -3,7 +3,7 @@
 Two settings where it mattered, one torch thread each:
 
 * **DGT**, one of Table 2's grid points: PenDigits (the shared data's UCI table, a stratified
-  7494 / 3498 split with 20 % of the training part for validation, as ``benchmarks/dgt.py``),
+  7494 / 3498 split with 20 % of the training part for validation, as ``benchmarks/paper/dgt_table2.py``),
   height 8, L 3, batch 128, λ1 0, momentum 0.8. RMSprop's momentum buffer passes through the
   subnormal range.
 * **Skinny Trees** with their defaults (20 trees of depth 4, batch 16) on SatImage's raw,
@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks import dgt as dgt_benchmark
 from benchmarks.common import shared_data_dir
+from benchmarks.paper import dgt_common as dgt_benchmark
 from models import denormals
 from models.dgt.estimators import DGTClassifier
 from models.skinny.estimators import SkinnyTreesClassifier

@@ -61,9 +61,20 @@ def _declares_device(path: Path) -> bool:
     return args.kwarg is not None or "device" in {a.arg for a in (*args.args, *args.kwonlyargs)}
 
 
-BENCHMARKS = tuple(sorted(p.stem for p in HERE.glob("*.py") if _defines_benchmark(p)))
+#: Each benchmark's module file: ``benchmarks/<name>.py`` or one folder down (``paper/``, ``speed/``).
+MODULES = {p.stem: p for p in sorted([*HERE.glob("*.py"), *HERE.glob("*/*.py")]) if _defines_benchmark(p)}
+BENCHMARKS = tuple(sorted(MODULES))
 #: The benchmarks with a device mode (their ``run`` takes ``device``).
-DEVICE_BENCHMARKS = tuple(name for name in BENCHMARKS if _declares_device(HERE / f"{name}.py"))
+DEVICE_BENCHMARKS = tuple(name for name in BENCHMARKS if _declares_device(MODULES[name]))
+
+
+def module_name(name: str) -> str:
+    """The dotted module of benchmark ``name`` (``benchmarks.paper.dgt``; ``benchmarks.<name>`` for
+    one not found on disk)."""
+    path = MODULES.get(name)
+    if path is None:
+        return f"benchmarks.{name}"
+    return ".".join(["benchmarks", *path.relative_to(HERE).with_suffix("").parts])
 
 
 def accepts_device(run: Callable[..., Any]) -> bool:
@@ -105,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     elif not names:
         names = list(BENCHMARKS)
     for name in names:
-        module = importlib.import_module(f"benchmarks.{name}")
+        module = importlib.import_module(module_name(name))
         kwargs = run_kwargs(module.run, args.quick, device)
         if device != "cpu" and "device" not in kwargs:
             print(f"note: {name} has no device mode (its run() takes no device); it runs on the CPU as usual")

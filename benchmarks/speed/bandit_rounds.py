@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks import dgt as dgt_benchmark
 from benchmarks.common import shared_data_dir
+from benchmarks.paper.dgt_common import regression_split
 from models.dgt.bandit import RegressionOracle, TwoPoint, learn, row_forward, stream_order
 from models.dgt.network import DGTNetwork
 
@@ -41,7 +41,7 @@ SETTING = {"estimator": "two_point", "delta": 0.5, "loss": "squared", "learning_
 def _data() -> tuple[np.ndarray, np.ndarray, str]:
     root = shared_data_dir()
     if root is not None and (root / "uci").is_dir():
-        Xa, ya, *_ = dgt_benchmark.regression_split("abalone", 0)
+        Xa, ya, *_ = regression_split("abalone", 0)
         return Xa, ya, f"abalone split 0 ({Xa.shape[0]} training rows, {Xa.shape[1]} features)"
     rng = np.random.default_rng(0)
     X = rng.normal(size=(2088, 10))
@@ -107,7 +107,11 @@ def run(quick: bool = False) -> dict[str, Any]:
             rows.append({"name": name, "data": source, "rounds": n_rounds, "repeats": repeats, "one_thread": True,
                          "cpu_s_per_1000_rounds_autograd": auto * per_k, "cpu_s_per_1000_rounds_hand": fast * per_k,
                          "speedup": auto / fast, "mean_loss_played_autograd": out[False][0],
-                         "mean_loss_played_hand": out[True][0], "max_parameter_difference": diff})
+                         "mean_loss_played_hand": out[True][0], "max_parameter_difference": diff,
+                         "protocol": "reduced" if quick else "full",
+                         "protocol_note": (f"{passes} pass(es), {repeats} repeat(s) a mode, one torch thread"
+                                           + ("; reduced: quick (the benchmark: 10 passes, 3 repeats)" if quick
+                                              else ""))})
             table.append({"learner": name, "autograd s/1k rounds": f"{auto * per_k:.3f}",
                           "hand-written s/1k rounds": f"{fast * per_k:.3f}", "speed-up": f"{auto / fast:.1f}x",
                           "loss played (autograd / hand)": f"{out[False][0]:.6f} / {out[True][0]:.6f}",

@@ -89,6 +89,16 @@ def _forest_seconds(n_trees: int, height: int, epochs: int, clock: Callable[[], 
     return clock() - start
 
 
+def _protocol(s: dict[str, int]) -> dict[str, str]:
+    """A row's protocol: the benchmark's own sizes (``FULL``), or reduced ones in ``--quick``."""
+    sizes = f"{s['trees']} trees of height {s['height']}, {s['epochs']} epochs, {s['rounds']} round(s)"
+    if s == FULL:
+        return {"protocol": "full", "protocol_note": sizes}
+    return {"protocol": "reduced", "protocol_note": f"{sizes}; reduced: quick (the benchmark: {FULL['trees']} trees of "
+                                                    f"height {FULL['height']}, {FULL['epochs']} epochs, "
+                                                    f"{FULL['rounds']} rounds)"}
+
+
 def tree_epoch_rows(s: dict[str, int], thread_counts: list[int]) -> list[dict[str, Any]]:
     trees, height, epochs = list(range(s["trees"])), s["height"], s["epochs"]
     rows = []
@@ -110,7 +120,7 @@ def tree_epoch_rows(s: dict[str, int], thread_counts: list[int]) -> list[dict[st
                      "batched_s": b, "one_at_a_time_s": a, "forest_s": f, "speedup_one_at_a_time": b / a,
                      "batched_values": batched, "one_at_a_time_values": alone, "forest_values": forest,
                      "forest_s_estimate": f * FOREST_TREE_EPOCHS, "epochs": epochs, "rounds": s["rounds"],
-                     "hidden_width": hidden_widths(height, 3)[0]})
+                     "hidden_width": hidden_widths(height, 3)[0], **_protocol(s)})
     return rows
 
 
@@ -139,7 +149,7 @@ def layout_rows(s: dict[str, int]) -> list[dict[str, Any]]:
             a = a.transpose(1, 2)
         rows.append({"name": f"{name}, {T} trees, H {H}, r {r}: CPU s, 1 thread", "transposed_s": t,
                      "untransposed_s": p, "speedup_transposed": p / t,
-                     "max_abs_diff": float((a - b).abs().max()), "max_abs": float(b.abs().max())})
+                     "max_abs_diff": float((a - b).abs().max()), "max_abs": float(b.abs().max()), **_protocol(s)})
     return rows
 
 

@@ -17,8 +17,8 @@ no call overhead. The epoch floor is steps per epoch × that, plus one forward a
 products. The measured epoch of the current code (``fit_stack`` on random rows of the setting's
 shape) is printed beside it.
 
-    python -m benchmarks.dgt_step_floor                 # abalone: h 6, L 3, batch 128, 2004 rows
-    python -m benchmarks.dgt_step_floor --setting big   # 20 000 × 50, h 8, L 3, batch 512
+    python -m benchmarks.speed.dgt_step_floor                 # abalone: h 6, L 3, batch 128, 2004 rows
+    python -m benchmarks.speed.dgt_step_floor --setting big   # 20 000 × 50, h 8, L 3, batch 512
 
 The targets are the authors' code's epoch ÷ 10 measured side by side (``../shared/reference``):
 abalone 0.2167 s → 0.0217 s, 20 000 × 50 3.401 s → 0.340 s (pass ``--target`` to change them).

@@ -8,8 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from benchmarks import embeddings, skinny
+from benchmarks import embeddings
 from benchmarks.common import PartLog, memo, retime, run_keyed, same_result
+from benchmarks.paper import skinny, skinny_satimage, skinny_table1
 from treeviz.services.experiments.search import Trial
 
 
@@ -34,19 +35,19 @@ def test_a_logged_search_runs_only_the_trials_its_log_lacks_and_resumes(tmp_path
     assert log.path == tmp_path / "parts" / "trials.jsonl"
     settings = [{"a": i} for i in range(4, 10)]
     stopped = FakeTrials(fail_on_call=2)
-    monkeypatch.setattr(skinny, "run_trials", stopped)
+    monkeypatch.setattr(skinny_satimage, "run_trials", stopped)
     with pytest.raises(RuntimeError, match="stopped"):
-        skinny._run_logged(None, settings, 4, log, chunk=2)
+        skinny_satimage.run_logged(None, settings, 4, log, chunk=2)
     assert stopped.calls == [(4, 1), (6, 2)]  # 5 was logged; a chunk never spans a gap
-    assert sorted(skinny._logged_trials(log)) == [4, 5]  # the finished chunk was kept
+    assert sorted(skinny_satimage.logged_trials(log)) == [4, 5]  # the finished chunk was kept
     resumed = FakeTrials()
-    monkeypatch.setattr(skinny, "run_trials", resumed)
-    trials = skinny._run_logged(None, settings, 4, log, chunk=2)
+    monkeypatch.setattr(skinny_satimage, "run_trials", resumed)
+    trials = skinny_satimage.run_logged(None, settings, 4, log, chunk=2)
     assert resumed.calls == [(6, 2), (8, 2)]
     assert [t.index for t in trials] == list(range(4, 10))
     assert [t.params["a"] for t in trials] == list(range(4, 10))
     assert trials[3].metrics == {"val_auc": 0.07, "n_features": 3}
-    assert skinny._run_logged(None, settings, 4, log, chunk=2) == trials and resumed.calls[-1] == (8, 2)
+    assert skinny_satimage.run_logged(None, settings, 4, log, chunk=2) == trials and resumed.calls[-1] == (8, 2)
 
 
 def test_one_embedding_data_set_rerun_replaces_only_its_rows_and_history(tmp_path, monkeypatch):
@@ -90,19 +91,20 @@ def test_the_table4_search_draws_the_papers_s53_space_and_resumes_from_its_log(t
     from treeviz.services.data import PrepConfig, load_dataset, prepare
 
     name = "satimage Table 4, 25% budget: Skinny Trees"
-    plan = skinny.SEARCHED[name]
+    plan = skinny_satimage.SEARCHED[name]
     assert plan.trials == 2000 and plan.fixed == {"lambda0": 100.0, "schedule": "dense_to_sparse"}
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     (tmp_path / "skinny.json").write_text(json.dumps({"benchmark": "skinny", "results": {"rows": []}}))
-    monkeypatch.setattr(skinny, "_satimage", lambda: prepare(load_dataset("breast_cancer"), PrepConfig(seed=0)))
+    monkeypatch.setattr(skinny_satimage, "satimage", lambda: prepare(load_dataset("breast_cancer"), PrepConfig(seed=0)))
     fake = FakeTrials()
-    monkeypatch.setattr(skinny, "run_trials", fake)
-    monkeypatch.setattr(skinny, "_rerun", lambda params, prepared, seed: (0.9, 3))
-    monkeypatch.setattr(skinny, "Parallel", _serial)
-    short = skinny.logged_search(name, total=30, chunk=50, reruns=2)
+    monkeypatch.setattr(skinny_satimage, "run_trials", fake)
+    monkeypatch.setattr(skinny_satimage, "rerun", lambda params, prepared, seed: (0.9, 3))
+    monkeypatch.setattr(skinny_satimage, "Parallel", _serial)
+    short = skinny_satimage.logged_search(name, total=30, chunk=50, reruns=2)
     assert fake.calls == [(0, 30)] and short["n_trials"] == 30
-    assert "reduced: the paper used 2000 random trials" in short["protocol"] and "S5.3" in short["protocol"]
-    longer = skinny.logged_search(name, total=60, chunk=50, reruns=2)
+    assert short["protocol"] == "reduced" and "S5.3" in short["protocol_note"]
+    assert "reduced: the paper used 2000 random trials" in short["protocol_note"]
+    longer = skinny_satimage.logged_search(name, total=60, chunk=50, reruns=2)
     assert fake.calls[1:] == [(30, 30)]  # the first 30 trials come from the log
     assert longer["n_trials"] == 60 and longer["chosen"] == {k: v for k, v in
                                                              PartLog(plan.log).records()[-1]["params"].items()
@@ -226,7 +228,7 @@ def test_a_changed_grid_or_schedule_starts_a_new_fit_log(tmp_path, monkeypatch):
 
 def test_table1_trials_draw_the_papers_synthetic_space():
     rng = np.random.default_rng([200, 1])
-    drawn = [skinny.table1_params(rng) for _ in range(400)]
+    drawn = [skinny_table1.table1_params(rng) for _ in range(400)]
     assert {d["depth"] for d in drawn} == {1, 2, 3, 4, 5}
     assert {d["batch_size"] for d in drawn} == {16 * b for b in range(1, 9)}
     assert min(d["n_trees"] for d in drawn) == 1 and max(d["n_trees"] for d in drawn) == 50
@@ -236,27 +238,27 @@ def test_table1_trials_draw_the_papers_synthetic_space():
         assert np.log10(low) - 0.01 <= values.min() and values.max() <= np.log10(high) + 0.01
         assert np.median(values) == pytest.approx((np.log10(low) + np.log10(high)) / 2, abs=0.3)  # log-uniform
     again = np.random.default_rng([200, 1])
-    assert [skinny.table1_params(again) for _ in range(3)] == drawn[:3]  # each simulation's draws are fixed
+    assert [skinny_table1.table1_params(again) for _ in range(3)] == drawn[:3]  # each simulation's draws are fixed
 
 
 def test_the_single_tree_search_draws_the_papers_space_without_refinements(tmp_path, monkeypatch):
     from treeviz.services.data import PrepConfig, load_dataset, prepare
 
     name = "satimage Table 2, 50% budget: single Skinny Tree"
-    plan = skinny.SEARCHED[name]
+    plan = skinny_satimage.SEARCHED[name]
     assert plan.trials == 500 and plan.fixed == {"n_trees": 1, "schedule": "fixed"}
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     (tmp_path / "skinny.json").write_text(json.dumps({"benchmark": "skinny", "results": {"rows": []}}))
-    monkeypatch.setattr(skinny, "_satimage", lambda: prepare(load_dataset("breast_cancer"), PrepConfig(seed=0)))
+    monkeypatch.setattr(skinny_satimage, "satimage", lambda: prepare(load_dataset("breast_cancer"), PrepConfig(seed=0)))
     fake = FakeTrials()
-    monkeypatch.setattr(skinny, "run_trials", fake)
-    monkeypatch.setattr(skinny, "_rerun", lambda params, prepared, seed: (0.8, 2))
-    monkeypatch.setattr(skinny, "Parallel", _serial)
-    row = skinny.logged_search(name, total=40, chunk=50, reruns=2)
+    monkeypatch.setattr(skinny_satimage, "run_trials", fake)
+    monkeypatch.setattr(skinny_satimage, "rerun", lambda params, prepared, seed: (0.8, 2))
+    monkeypatch.setattr(skinny_satimage, "Parallel", _serial)
+    row = skinny_satimage.logged_search(name, total=40, chunk=50, reruns=2)
     assert fake.calls == [(0, 40)]  # no refinement trials
     assert row["n_trials"] == 40 and row["chosen"]["n_trees"] == 1
-    assert "40 random trials," in row["protocol"] and "lowered" not in row["protocol"]
-    assert "reduced: the paper used 500 random trials" in row["protocol"]
+    assert "40 random trials," in row["protocol_note"] and "lowered" not in row["protocol_note"]
+    assert row["protocol"] == "reduced" and "reduced: the paper used 500 random trials" in row["protocol_note"]
     drawn = [r["params"] for r in PartLog(plan.log).records()]
     assert all(d["schedule"] == "fixed" and 1 <= d["depth"] <= 5 and d["batch_size"] % 64 == 0 for d in drawn)
     assert all(1e-3 * 36 <= d["lambda0"] <= 10 * 36 and 5 <= d["max_epochs"] <= 1000 for d in drawn)
@@ -265,10 +267,10 @@ def test_the_single_tree_search_draws_the_papers_space_without_refinements(tmp_p
 
 def test_table1_runs_and_writes_only_the_sizes_asked_for(tmp_path, monkeypatch):
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
-    rows = skinny.synthetic_rows(True, sizes=(200,))
+    rows = skinny_table1.synthetic_rows(True, sizes=(200,))
     assert [r["name"] for r in rows] == ["Table 1 N=200: test MSE", "Table 1 N=200: features",
                                          "Table 1 N=200: support F1"]
-    assert all("reduced" in r["protocol"] and r["machine"]["cuda"] is None for r in rows)
+    assert all(r["protocol"] == "reduced" and r["machine"]["cuda"] is None for r in rows)
     assert rows[0]["paper_mean"] == 0.31 and len(rows[0]["values"]) == 1
     assert not (tmp_path / "parts").exists()  # --quick logs nothing
 
@@ -280,28 +282,55 @@ def test_table1_time_sums_the_logged_times_or_estimates_them_from_a_retimed_samp
     log = PartLog("skinny_table1")
     log.add([{"key": f"k{i}", "result": i * i} for i in range(6)])  # an older run: no times
     tasks = [(f"k{i}", delayed(_square)(i)) for i in range(6)]
-    assert skinny._table1_time(log, tasks, 0) == {}  # nothing timed, nothing asked: no time at all
-    sampled = skinny._table1_time(log, tasks, 2)
+    assert skinny_table1._table1_time(log, tasks, 0) == {}  # nothing timed, nothing asked: no time at all
+    sampled = skinny_table1._table1_time(log, tasks, 2)
     assert sampled["estimated_from"]["timed"] == 2 and sampled["estimated_from"]["of"] == 6
     assert sampled["estimated_seconds"] == pytest.approx(3 * sum(log.times()[k] or 0.0 for k in log.times()))
     log.add([{"key": key, "result": int(key[1:]) ** 2, "seconds": 1.5} for key, _ in tasks])
-    assert skinny._table1_time(log, tasks, 2) == {"part_seconds": 9.0}  # all timed: the sum, nothing re-run
+    assert skinny_table1._table1_time(log, tasks, 2) == {"part_seconds": 9.0}  # all timed: the sum, nothing re-run
 
 
-def test_a_full_run_keeps_the_searched_rows_run_apart(tmp_path, monkeypatch):
+def test_a_full_run_keeps_the_searched_rows_run_apart_only_with_their_own_stamp(tmp_path, monkeypatch):
     from treeviz.services.data import PrepConfig, load_dataset, prepare
 
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
-    stored = [{"name": name, "ours_mean": 90.0 + i} for i, name in enumerate(skinny.SEARCHED)]
+    first, second = skinny_satimage.SEARCHED
+    stamp = {"commit": "0" * 40, "date": "2026-01-01T00:00:00+00:00", "command": "python -m benchmarks.skinny --table4"}
+    stored = [{"name": first, "ours_mean": 90.0, "protocol": "full", **stamp},
+              {"name": second, "ours_mean": 91.0, "protocol": "full"}]  # written before rows were stamped
     (tmp_path / "skinny.json").write_text(json.dumps({"benchmark": "skinny", "quick": False,
                                                       "results": {"rows": stored}}))
     monkeypatch.setattr(skinny, "shared_data_dir", lambda: tmp_path)
     (tmp_path / "uci").mkdir()
     (tmp_path / "uci" / "satimage.csv.gz").write_bytes(b"")
-    monkeypatch.setattr(skinny, "_satimage", lambda: prepare(load_dataset("breast_cancer"), PrepConfig(seed=0)))
+    monkeypatch.setattr(skinny, "satimage", lambda: prepare(load_dataset("breast_cancer"), PrepConfig(seed=0)))
     monkeypatch.setattr(skinny, "toolkit_rows", lambda prepared, quick: [])
-    monkeypatch.setattr(skinny, "logged_search", lambda *a, **k: pytest.fail("a stored searched row was recomputed"))
-    assert skinny.satimage_rows(False) == stored
+    searched = []
+    monkeypatch.setattr(skinny, "logged_search", lambda name, **kw: searched.append(name) or {"name": name})
+    assert skinny.satimage_rows(False) == [{**stored[0], "carried_over": True}, {"name": second}]
+    assert searched == [second]  # the row without a stamp of its own is searched again, not carried
+
+
+def test_a_whole_run_writes_what_it_measured_and_carries_only_stamped_studies(tmp_path, monkeypatch, capsys):
+    """The studies and the device section of the previous file stay only with their own stamp, marked
+    carried over; the rows are this run's."""
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    for part in ("toy_rows", "speed_rows", "compact_rows", "synthetic_rows", "satimage_rows"):
+        monkeypatch.setattr(skinny, part, lambda quick, part=part: [
+            {"name": part, "metric": "AUC", "ours_mean": 1.0, "paper_mean": None, "paper_std": None,
+             "protocol": "full"}])
+    stamp = {"commit": "0" * 40, "date": "2026-01-01T00:00:00+00:00", "command": "python -m benchmarks.skinny"}
+    (tmp_path / "skinny.json").write_text(json.dumps({"benchmark": "skinny", "quick": False, "results": {
+        "rows": [{"name": "an old row", "protocol": "full", **stamp}],
+        "satimage_split_study": {"per_split": [1.0], **stamp}, "satimage_selection_study": {"candidates": []},
+        "device_timing": {"rows": [{"workload": "w"}]}}}))
+    results = skinny.run()["results"]
+    assert [r["name"] for r in results["rows"]] == ["toy_rows", "speed_rows", "compact_rows", "synthetic_rows",
+                                                    "satimage_rows"]
+    assert results["satimage_split_study"] == {"per_split": [1.0], **stamp, "carried_over": True}
+    assert "satimage_selection_study" not in results and "device_timing" not in results
+    out = capsys.readouterr().out
+    assert "satimage_selection_study" in out and "device_timing" in out  # said to be left out
 
 
 def test_memo_computes_once_per_arguments_and_keeps_the_last_few():

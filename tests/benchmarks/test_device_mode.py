@@ -128,7 +128,7 @@ def test_auto_without_a_gpu_is_the_usual_cpu_run(fake_benchmarks, monkeypatch):
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 @pytest.mark.parametrize("name", TORCH_FAMILIES)
 def test_device_workloads_run_on_the_cpu_and_give_rows(name, monkeypatch):
-    module = __import__(f"benchmarks.{name}", fromlist=["device_workloads"])
+    module = __import__(run.module_name(name), fromlist=["device_workloads"])
     rows = device_timing.time_workloads(module.device_workloads(True, "cpu"), "cpu")
     assert len(rows) >= 2
     for r in rows:
@@ -225,7 +225,8 @@ def test_the_device_mode_needs_no_optional_package():
         "        if name.split('.')[0] in BLOCK:\n"
         "            raise ImportError('blocked ' + name)\n"
         "sys.meta_path.insert(0, Block())\n"
-        "from benchmarks import run, dgt, latent_pruning, latent_train, skinny\n"
+        "from benchmarks import run, latent_pruning, latent_train\n"
+        "from benchmarks.paper import dgt, skinny\n"
         "latent_pruning.device_workloads(True, 'cpu')\n"
         "print('device benchmarks:', *run.DEVICE_BENCHMARKS)\n"
     )
