@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import platform
@@ -287,19 +288,56 @@ def stored_rows(name: str, keep: Callable[[str], bool]) -> list[dict[str, Any]]:
     return [{**r, "carried_over": True} for r in rows if all(r.get(k) for k in ("commit", "date", "command"))]
 
 
+#: What a :class:`PartLog` versions when told nothing narrower: every source of the project's
+#: libraries and benchmarks (any change to them starts its parts afresh).
+ALL_CODE = ("benchmarks", "models", "treeviz")
+
+
+def source_files(module: str | Path) -> list[Path]:
+    """The Python sources of ``module``: a dotted name of a project module (its file) or package
+    (every ``.py`` below it), or a path to a file or folder. Raises ValueError for neither."""
+    path = Path(module) if isinstance(module, Path) else REPO_ROOT.joinpath(*module.split("."))
+    if path.is_dir():
+        return sorted(path.rglob("*.py"))
+    file = path if path.suffix == ".py" else path.with_suffix(".py")
+    if not file.is_file():
+        raise ValueError(f"no module or package {module!s} under {REPO_ROOT}")
+    return [file]
+
+
+def code_version(modules: Sequence[str | Path]) -> str:
+    """A short digest of the sources of ``modules`` (:func:`source_files`): their paths within the
+    project and their bytes. It changes whenever one of them changes."""
+    digest = hashlib.sha256()
+    for file in sorted({f.resolve() for m in modules for f in source_files(m)}):
+        digest.update(str(file.relative_to(REPO_ROOT) if file.is_relative_to(REPO_ROOT) else file).encode())
+        digest.update(b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
 class PartLog:
     """The finished parts of a long benchmark run (the trials of a search, the fits of a grid),
     one JSON object per line in ``<results>/parts/<name>.jsonl``, appended as each part ends: a
-    run stopped part-way is started again and computes only what the log lacks."""
+    run stopped part-way is started again and computes only what the log lacks.
 
-    def __init__(self, name: str) -> None:
+    Each part is keyed by its task and the version of the code it ran (:func:`code_version` of
+    ``code``: the benchmark module and the model packages it times; default :data:`ALL_CODE`), so a
+    part logged before that code changed is not reused: :meth:`records` holds only the parts of
+    this version, :meth:`all_records` every one."""
+
+    def __init__(self, name: str, *, code: Sequence[str | Path] = ALL_CODE) -> None:
         self.path = results_dir() / "parts" / f"{name}.jsonl"
+        self.code = code_version(code)
 
-    def records(self) -> list[dict[str, Any]]:
-        """Every logged part, oldest first (none without a log)."""
+    def all_records(self) -> list[dict[str, Any]]:
+        """Every logged part of any code version, oldest first (none without a log)."""
         if not self.path.is_file():
             return []
         return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
+
+    def records(self) -> list[dict[str, Any]]:
+        """The logged parts of this code version, oldest first."""
+        return [r for r in self.all_records() if r.get("code") == self.code]
 
     def times(self) -> dict[str, float | None]:
         """Each logged key's time (its latest record's): the ``seconds`` that :func:`run_keyed` or
@@ -339,10 +377,11 @@ class PartLog:
                 "se_seconds": 0.0 if missing == 0 else se}
 
     def add(self, records: Sequence[dict[str, Any]]) -> None:
+        """Log ``records``, each under this code version (``code``)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a") as out:
             for record in records:
-                out.write(json.dumps(record, sort_keys=True) + "\n")
+                out.write(json.dumps({**record, "code": self.code}, sort_keys=True) + "\n")
 
 
 def run_keyed(tasks: Sequence[tuple[str, Any]], log: PartLog | None, *, n_jobs: int | None = None) -> dict[str, Any]:
@@ -368,15 +407,16 @@ def run_keyed(tasks: Sequence[tuple[str, Any]], log: PartLog | None, *, n_jobs: 
 
 def retime(tasks: Sequence[tuple[str, Any]], log: PartLog, *, sample: int | None = None, seed: int = 0,
            n_jobs: int | None = None) -> dict[str, Any]:
-    """Time tasks that ``log`` holds without a time (an older run logged them before times were
-    kept): each is run again in ``n_jobs`` processes (default: every usable core, as
-    :func:`run_keyed` ran it), and when its result reproduces the logged one (numbers to a relative
-    1e-9) its time is logged beside its key with the logged result, so :meth:`PartLog.seconds`
-    sums it. A result that differs (the code changed since) is reported and its time not logged.
+    """Time tasks that ``log`` holds without a time in this code version (an older run logged them
+    before times were kept, or under an older version of the code): each is run again in ``n_jobs``
+    processes (default: every usable core, as :func:`run_keyed` ran it), and when its result
+    reproduces the logged one (numbers to a relative 1e-9) its time is logged beside its key with
+    the logged result, under this code version, so :meth:`PartLog.seconds` sums it. A result that
+    differs (the code changed since) is reported and neither it nor its time is logged.
     ``sample``: time only that many of the untimed tasks, drawn with ``seed`` (for
     :meth:`PartLog.estimate`). Returns ``{"untimed", "retimed", "differ", "seconds"}``: the counts
     of untimed tasks and of those timed now, the keys that did not reproduce, and the times logged."""
-    logged = {r["key"]: r["result"] for r in log.records()}
+    logged = {r["key"]: r["result"] for r in [*log.all_records(), *log.records()]}  # this version's last
     times = log.times()
     untimed = [(key, call) for key, call in tasks if key in logged and times.get(key) is None]
     chosen = untimed

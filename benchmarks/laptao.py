@@ -60,6 +60,7 @@ import resource
 import time
 from functools import partial
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -254,13 +255,18 @@ def _oblique_all_fit(Xfit: np.ndarray, yfit: np.ndarray, Xcv: np.ndarray, ycv: n
     return {"cv": _accuracy(model, Xcv, ycv), "test": _accuracy(model, Xte, yte), "depth": depth, "alpha": alpha}
 
 
+#: The code a logged fit of this benchmark runs: this module and the model packages it fits, so a
+#: fit logged before any of them changed is computed again.
+CODE = (Path(__file__), "models.laptao", "models.tao", "models.ground", "models.graphs")
+
+
 def _fit_log(label: str, grid: dict[str, tuple], schedule: dict[str, Any], n_subsets: int) -> PartLog:
     """The log of one data set's grid of fits, named by a digest of everything the fits depend on
     (a changed grid, schedule or split starts a new log rather than reusing stale fits)."""
     config = json.dumps({"label": label, "grid": grid, "schedule": schedule, "subsets": n_subsets,
                          "fractions": FRACTIONS, "cv": CV_FRACTION}, sort_keys=True)
     slug = label.lower().replace(" ", "")
-    return PartLog(f"laptao_{slug}_{hashlib.sha1(config.encode()).hexdigest()[:10]}")
+    return PartLog(f"laptao_{slug}_{hashlib.sha1(config.encode()).hexdigest()[:10]}", code=CODE)
 
 
 def _tuned_runs(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndarray, label: str,

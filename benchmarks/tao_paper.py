@@ -193,12 +193,17 @@ def _parallel(fn: Callable, args: list, n_jobs: int) -> list:
     return Parallel(n_jobs=min(n_jobs, len(args)))(delayed(fn)(*a) for a in args)
 
 
+#: The code a logged part of this benchmark runs: this module and the model packages it fits.
+CODE = (Path(__file__), "models.tao", "models.ground")
+
+
 def _forest_log(dataset: str, method: str, settings: dict[str, Any]) -> PartLog:
     """The log of a forest row's tuning and seeds, named by a digest of its settings and splits, so
-    that changed settings start a new log."""
+    that changed settings start a new log; its parts are keyed by the version of this module and of
+    the TAO code (:data:`CODE`), so changed code computes them again."""
     config = json.dumps({"row": f"{dataset} {method}", "settings": settings, "splits": UCI_SPLITS.get(dataset),
                          "val_fraction": VAL_FRACTION}, sort_keys=True)
-    return PartLog(f"tao_paper_forest_{hashlib.sha1(config.encode()).hexdigest()[:10]}")
+    return PartLog(f"tao_paper_forest_{hashlib.sha1(config.encode()).hexdigest()[:10]}", code=CODE)
 
 
 def _tune(dataset: str, method: str, metric: str, grid: list, max_iter: int, n_trees: int,
