@@ -12,7 +12,9 @@ from models.cart.estimators import CARTClassifier
 from models.ground.errors import TreevizError
 from models.ground.tree import Tree
 from treeviz.readers import codegen
+from treeviz.readers.codegen import plan as codegen_plan
 from treeviz.readers.codegen import python_source, sql_expression, sql_query
+from treeviz.readers.codegen import to_python as codegen_python
 from treeviz.services.data import load_dataset, prepare
 from treeviz.services.experiments.training import train_run
 
@@ -311,7 +313,7 @@ def test_deep_trees_are_split_into_helper_functions(monkeypatch):
     est, prep = fitted("cart", "classification", {}, "breast_cancer")
     tree = raw_tree(est.to_tree(), prep)
     assert tree.max_depth >= 5
-    monkeypatch.setattr(codegen, "_MAX_NESTED", 2)
+    monkeypatch.setattr(codegen_python, "_MAX_NESTED", 2)
     source = python_source(tree)
     assert "def _node_" in source
     X = prep.dataset.X
@@ -323,7 +325,7 @@ def test_thresholds_are_exact_float64_boundaries():
     for _ in range(2000):
         w = float(abs(rng.normal()) * 10.0 ** rng.integers(-6, 6))
         b = float(rng.normal() * 10.0 ** rng.integers(-6, 6))
-        t = codegen._left_threshold(w, b)
+        t = codegen_plan.left_threshold(w, b)
         assert t is not None
         assert w * t + b <= 0 < w * math.nextafter(t, math.inf) + b
     # model units: an axis-aligned split on x > 0.5 is the threshold 0.5 itself
