@@ -1,55 +1,50 @@
-"""LapTAO in the app: trained from the Train page with hidden labels, shown on the Semi-supervised page
+"""LapTAO in the app, what only it shows: a run with hidden labels on the Semi-supervised page
 (labelled points marked, decision regions of 2-D data, accuracy on its unlabelled training points)
-and its error against the labelled fraction computed in the background beside supervised TAO and
-label propagation. The family's own app tests; the page helpers come from tests/app/conftest.py."""
+and its error against the labelled fraction, computed in the background beside supervised TAO and
+label propagation.
+
+What every family does in the app (trained from the Train page, its pages, its run zip, the λ path
+page) is checked on LapTAO by tests/app/test_every_family.py; the page helpers come from
+tests/app/conftest.py."""
 
 import numpy as np
 import pytest
 
+from models.registry import get_family
 from tests.app.conftest import (
     assert_clean,
     chart_specs,
     figure_with,
-    new_app,
+    metric_values,
     open_page,
+    run_page,
+    stored_run,
     texts,
     wait_for_figure,
-    wait_for_job,
 )
-from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.experiments.training import train_run
 from treeviz.services.store.runs import RunStore
 
 QUICK = {"depth": 3, "n_mu": 4, "tao_iter": 3}
 
 
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
-def test_train_laptao_with_hidden_labels_and_see_the_labelled_points(home):
-    at = new_app().run()
-    at.selectbox(key="data.sample").set_value("moons").run()
-    open_page(at, "train")
-    at.selectbox(key="train.family").set_value("laptao").run()
-    at.selectbox(key="train.preset.laptao").set_value("quick, 10 % labelled").run()
-    at.button(key="train.start").click().run()
-    wait_for_job(at)
-    assert_clean(at)
-    (record,) = RunStore(home).list()
-    assert record.family == "laptao" and record.params["labelled_fraction"] == 0.1
-    model = RunStore(home).load_model(record.run_id)
-    prepared = RunStore(home).load_prepared(record.run_id)
+def test_a_run_with_hidden_labels_shows_its_labelled_points(home):
+    preset = get_family("laptao").presets["quick, 10 % labelled"]
+    record = stored_run(home, "laptao", "classification", "moons", dict(preset))
+    assert record.params["labelled_fraction"] == 0.1
+    store = RunStore(home)
+    model, prepared = store.load_model(record.run_id), store.load_prepared(record.run_id)
     n = prepared.X_train.shape[0]
     n_lab = int(model.labelled_.sum())
     per_class = [int(model.labelled_[prepared.labels("train") == c].sum()) for c in prepared.dataset.class_names]
     assert n_lab == sum(round(0.1 * np.sum(prepared.labels("train") == c)) for c in prepared.dataset.class_names)
     assert min(per_class) >= 1  # stratified: every class keeps labels
-    at.run()
-    open_page(at, "semi_supervised")
-    assert_clean(at)
-    metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Labelled training points"] == f"{n_lab} / {n}"
+    at = run_page(record, "semi_supervised")
+    cards = metric_values(at)
+    assert cards["Labelled training points"] == f"{n_lab} / {n}"
     hidden = ~model.labelled_
     expected = np.mean(model.predict(prepared.X_train[hidden]) == prepared.labels("train")[hidden])
-    assert metrics["accuracy, unlabelled training points"] == f"{expected:.3f}"
+    assert cards["accuracy, unlabelled training points"] == f"{expected:.3f}"
     # 2-D data: the LapTAO tree's regions beside those of a tree on the labelled points alone
     data = [s for s in chart_specs(at) if "labelled" in s["layout"].get("meta", {})]
     assert [s["layout"]["meta"] for s in data] == [{"labelled": n_lab, "regions": True}] * 2
@@ -62,13 +57,8 @@ def test_train_laptao_with_hidden_labels_and_see_the_labelled_points(home):
 
 @pytest.mark.slow  # a heavy end-to-end run; the full tier runs it, the fast one (-m "not slow") leaves it out
 def test_error_against_the_labelled_fraction_runs_in_the_background(home):
-    prepared = prepare(load_dataset("moons"), PrepConfig(seed=0))
-    record = train_run("laptao", "classification", {**QUICK, "labelled_fraction": 0.05}, prepared,
-                       store=RunStore(home))
-    at = new_app().run()
-    at.sidebar.selectbox(key="treeviz.run_id").set_value(record.run_id).run()
-    open_page(at, "semi_supervised")
-    assert_clean(at)
+    record = stored_run(home, "laptao", "classification", "moons", {**QUICK, "labelled_fraction": 0.05})
+    at = run_page(record, "semi_supervised")
     at.multiselect(key="semi.fractions").set_value([0.05, 0.2]).run()
     at.number_input(key="semi.seeds").set_value(1).run()
     at.button(key="semi.start").click().run()
@@ -82,14 +72,3 @@ def test_error_against_the_labelled_fraction_runs_in_the_background(home):
     table = at.dataframe[-1].value
     assert set(table["fraction"]) == {"5 %", "20 %"}
     assert ((table["test error (mean)"] >= 0) & (table["test error (mean)"] <= 1)).all()
-
-
-@pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
-def test_a_run_of_another_family_gets_a_sentence(home):
-    prepared = prepare(load_dataset("iris"), PrepConfig(seed=0))
-    record = train_run("cart", "classification", {"max_depth": 2}, prepared, store=RunStore(home))
-    at = new_app().run()
-    at.sidebar.selectbox(key="treeviz.run_id").set_value(record.run_id).run()
-    open_page(at, "semi_supervised")
-    assert_clean(at)
-    assert any("does not learn from unlabelled points" in i for i in texts(at.info))

@@ -1,41 +1,31 @@
-"""Skinny Trees in the app: Train → Features page (trajectory, ranking, pixel mask, importance
-baselines), a feature-budget search in the background, and the soft trees in the explorer.
+"""Skinny Trees in the app, what only they show: the Features page (trajectory, ranking, pixel mask,
+importance baselines) and a feature-budget search in the background.
 
-The family's own app tests; the page helpers come from tests/app/conftest.py."""
+What every family does in the app (trained from the Train page, its pages, its run zip, the λ path
+page, an ensemble's tree picker) is checked on Skinny Trees by tests/app/test_every_family.py; the
+page helpers come from tests/app/conftest.py."""
 
 import time
 
 import numpy as np
 import pytest
 
-from tests.app.conftest import WAIT_S, assert_clean, chart_specs, new_app, open_page, wait_for_job
+from models.registry import get_family
+from tests.app.conftest import WAIT_S, app_on, assert_clean, chart_specs, metric_values, run_page, stored_run
 from treeviz.readers.metrics import feature_weight_norms
-from treeviz.services.data import PrepConfig, load_dataset, prepare
 from treeviz.services.experiments.search import stored_best
-from treeviz.services.experiments.training import train_run
 from treeviz.services.store.runs import RunStore
 
 
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_train_skinny_trees_then_see_the_selected_features(home):
-    at = new_app().run()
-    at.selectbox(key="data.sample").set_value("breast_cancer").run()
-    open_page(at, "train")
-    at.selectbox(key="train.family").set_value("skinny").run()
-    at.selectbox(key="train.preset.skinny").set_value("quick").run()
-    at.number_input(key="train.skinny.quick.lambda0").set_value(600.0).run()
-    at.button(key="train.start").click().run()
-    wait_for_job(at)
-    assert_clean(at)
-    (record,) = RunStore(home).list()
-    assert record.family == "skinny" and 0 < record.metrics["n_features"] < 30
+    quick = {**get_family("skinny").presets["quick"], "lambda0": 600.0}
+    record = stored_run(home, "skinny", "classification", "breast_cancer", quick)
+    assert 0 < record.metrics["n_features"] < 30
     assert "test_auc" in record.metrics
-    at.run()
-    open_page(at, "features")
-    assert_clean(at)
+    at = run_page(record, "features")
     model = RunStore(home).load_model(record.run_id)
-    labels = {m.label: m.value for m in at.metric}
-    assert labels["Features kept"] == f"{model.selected_features_.size} / 30"
+    assert metric_values(at)["Features kept"] == f"{model.selected_features_.size} / 30"
     specs = chart_specs(at)
     trajectory = next(s for s in specs if "count" in s["layout"].get("meta", {}))
     assert trajectory["layout"]["meta"]["count"] == [r["n_features"] for r in model.history_]
@@ -52,21 +42,13 @@ def test_train_skinny_trees_then_see_the_selected_features(home):
         "Skinny Trees", "random forest importance", "gradient boosting importance"]
     k = model.selected_features_.size
     assert [t["name"].rsplit(" ", 1)[1] for t in comparison["data"]] == [f"({k})"] * 3  # all at the same budget
-    # the soft trees in the explorer
-    open_page(at, "explorer")
-    assert_clean(at)
-    assert at.selectbox(key=f"explorer.tree_index.{record.run_id}").options[0] == "tree 0"
 
 
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_selected_pixels_of_digits_as_an_image(home):
-    prepared = prepare(load_dataset("digits"), PrepConfig(seed=0))
-    record = train_run("skinny", "classification", {"n_trees": 4, "depth": 2, "max_epochs": 8, "lambda0": 3000.0},
-                       prepared, store=RunStore(home))
-    at = new_app().run()
-    at.sidebar.selectbox(key="treeviz.run_id").set_value(record.run_id).run()
-    open_page(at, "features")
-    assert_clean(at)
+    record = stored_run(home, "skinny", "classification", "digits",
+                        {"n_trees": 4, "depth": 2, "max_epochs": 8, "lambda0": 3000.0})
+    at = run_page(record, "features")
     mask = next(s for s in chart_specs(at) if s["layout"].get("meta", {}).get("shape") == [8, 8])
     z = np.array(mask["data"][0]["z"], dtype=float)
     norms = feature_weight_norms(RunStore(home).load_model(record.run_id).to_trees()).reshape(8, 8)
@@ -77,9 +59,7 @@ def test_selected_pixels_of_digits_as_an_image(home):
 
 @pytest.mark.slow  # a heavy end-to-end run; the full tier runs it, the fast one (-m "not slow") leaves it out
 def test_a_budget_search_runs_in_the_background_and_chooses_within_the_budget(home):
-    at = new_app().run()
-    at.selectbox(key="data.sample").set_value("breast_cancer").run()
-    open_page(at, "features")
+    at = app_on("features", "breast_cancer")
     at.selectbox(key="features.family").set_value("skinny").run()
     at.number_input(key="features.fraction").set_value(0.25).run()
     at.number_input(key="features.trials.skinny").set_value(4).run()
