@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from models.ground.errors import TreevizError
 from treeviz.services.data import PrepConfig, TableOptions, prepare, read_table, suggest_target, table_to_dataset
-from treeviz.services.data.table import FEATURE_SOURCES, table_to_features
+from treeviz.services.data.encoding import FEATURE_SOURCES, table_to_features
 from treeviz.services.experiments.training import train_run
 
 NAMES = st.one_of(st.sampled_from(["a", "x", "x=a", "y", "when", "when (year)", "Unnamed: 0", "", "label", " a "]),

@@ -29,7 +29,7 @@ from treeviz.cli import train as train_command
 from treeviz.cli.main import main
 from treeviz.readers.rules import rules
 from treeviz.services.data import load_dataset, read_table
-from treeviz.services.data.table import FEATURE_SOURCES, table_to_features
+from treeviz.services.data.encoding import FEATURE_SOURCES, table_to_features
 from treeviz.services.experiments.sweep import sweeps
 from treeviz.services.experiments.training import train_run
 from treeviz.services.store.archive import export_zip

@@ -691,7 +691,7 @@ def test_dataset_refuses_duplicate_feature_names():
 @pytest.mark.parametrize("with_target", [True, False])
 def test_predict_on_the_training_file_agrees_with_the_model(with_target):
     from treeviz.services.data import PrepConfig, prepare
-    from treeviz.services.data.table import table_to_features
+    from treeviz.services.data.encoding import table_to_features
     from treeviz.services.experiments.training import train_run
 
     data = csv_bytes(collision_table(), index=False)
@@ -707,7 +707,7 @@ def test_predict_on_the_training_file_agrees_with_the_model(with_target):
 
 
 def test_features_of_a_table_with_a_level_that_looks_renamed():
-    from treeviz.services.data.table import table_to_features
+    from treeviz.services.data.encoding import table_to_features
     df = frame(x=["a", "a (2)", "b", "a"] * 5)
     ds = dataset(df, target="y")
     assert {"x=a", "x=a (2)", "x=b"} <= set(ds.feature_names)

@@ -15,7 +15,7 @@ It drives the same pieces as the app, so what it does matches the app exactly:
 * run zips are :mod:`treeviz.services.store.archive`'s, rules are :func:`treeviz.readers.rules.rules` on
   :meth:`treeviz.services.views.run_view.RunView.rules_tree`, code is :mod:`treeviz.readers.codegen`'s (as the Tree
   explorer offers it), reports are :func:`treeviz.ui.report.run_report`'s, and new rows are encoded for a model by
-  :func:`treeviz.services.data.table.table_to_features` (the upload's encoding) and preprocessed by the run's
+  :func:`treeviz.services.data.encoding.table_to_features` (the upload's encoding) and preprocessed by the run's
   fitted imputer and scaler.
 
 Results go to stdout (tables, or JSON with ``--json``); progress bars, notes and messages go to

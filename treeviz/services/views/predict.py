@@ -1,7 +1,7 @@
 """Predictions for the rows of a new table: the one service behind ``treeviz predict`` and the Predict page.
 
 A table laid out like the run's training data (or with the model's feature names as columns) is
-encoded as at upload (:func:`~treeviz.services.data.table.table_to_features`), preprocessed as the run
+encoded as at upload (:func:`~treeviz.services.data.encoding.table_to_features`), preprocessed as the run
 was (imputation and scaling of its :class:`~treeviz.services.data.PreparedData`), and given to the
 model. The output frame holds the columns kept from the input (an id), then what the model gives:
 ``prediction`` (classifiers and regressors), ``cluster`` (clustering: the cluster/leaf id) or ``z0``,
@@ -23,7 +23,7 @@ import pandas as pd
 from models.ground.errors import TreevizError
 from models.registry import get_family
 from treeviz.services.data import PreparedData
-from treeviz.services.data.table import FEATURE_SOURCES, table_to_features
+from treeviz.services.data.encoding import FEATURE_SOURCES, table_to_features
 
 #: The column of 1-based row numbers when the table has no id column to keep.
 ROW_COLUMN = "row"
