@@ -44,7 +44,7 @@ POLL_S = 0.1
 GRACE_S = 2.0
 #: Seconds an idle worker process stays alive for the next fit (joblib's value).
 IDLE_S = 300
-#: One thread per worker from its start (the worker also calls ``threads.apply_budget(1)``).
+#: One thread per worker from its start (each call in a worker also runs under ``threads.budget(1)``).
 _ONE_THREAD = dict.fromkeys(("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"),
                             "1")
 
@@ -155,9 +155,9 @@ def _call_in_worker(fn: Callable[..., Any], refs: tuple, item: Any, stop: Callab
     it is the ``first`` call (``fn`` then returns at its first look at ``stop``)."""
     if stop() and not first:
         return None
-    threads.apply_budget(1)
     shared = tuple(ref.load() if isinstance(ref, _Shared) else ref for ref in refs)
-    return fn(*shared, item, stop)
+    with threads.budget(1):
+        return fn(*shared, item, stop)
 
 
 def interruptible(fn: Callable[..., Any], *args: Any, stop: Callable[[], bool]) -> Any:

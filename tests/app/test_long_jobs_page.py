@@ -16,7 +16,7 @@ import pytest
 import treeviz.services.experiments.training
 from models.ground.errors import TrainingCancelled
 from tests.app.conftest import WAIT_S, assert_clean, new_app, open_page, shown, texts, wait_for_job
-from treeviz.services.jobs.manager import manager as jobs
+from treeviz.services.jobs import manager as jobs
 
 #: The most a wait here lasts, and how long the stand-in job holds at most (tests/app/conftest.py).
 TIMEOUT = WAIT_S

@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from tests.treeviz.test_jobs import TIMEOUT, poll
-from treeviz.services.jobs.manager import manager as jobs
+from treeviz.services.jobs import manager as jobs
 from treeviz.services.jobs.manager import ACTIVE_STATUSES, JobManager, JobSnapshot, time_left
 from treeviz.ui.job_panel import bar_text, time_left_text
 

@@ -15,7 +15,7 @@ import pytest
 
 from models.ground import threads
 from models.ground.errors import TreevizError
-from treeviz.services.jobs.manager import worker_process
+from treeviz.services.jobs import worker_process
 from treeviz.services.jobs.manager import JobManager
 
 #: The most a wait for a job lasts, in seconds: a child process starts (importing torch) and runs

@@ -99,7 +99,7 @@ def test_a_bad_n_jobs_is_refused_with_a_sentence(iris, bad):
 
 def test_worker_count_follows_scikit_learn_within_the_thread_budget(monkeypatch):
     monkeypatch.setattr(threads, "_applied", 3)
-    assert threads.process_budget() == 3
+    assert threads.current_budget() == 3
     assert threads.worker_count(None, 10) == 1
     assert threads.worker_count(1, 10) == 1
     assert threads.worker_count(-1, 10) == 3  # every core of this process's budget, not of the machine
@@ -112,16 +112,24 @@ def test_worker_count_follows_scikit_learn_within_the_thread_budget(monkeypatch)
 
 
 def test_a_tree_in_a_worker_runs_on_one_thread(iris, monkeypatch):
-    """A call in a worker process limits it to one thread; the forest's own process is left alone."""
+    """A call in a worker process runs on one thread; the forest's own process is left alone."""
     X, y = iris
     calls = []
-    monkeypatch.setattr(threads, "apply_budget", calls.append)
+    real = threads.budget
+
+    def budget(n):
+        calls.append(n)
+        return real(n)
+
+    monkeypatch.setattr(threads, "budget", budget)
     maker = TAOForestClassifier(**SMALL)
     shared = (maker, X, y.astype(np.int64), np.ones(len(y)), 100, maker._config(3))
     in_turn = list(parallel.run_in_order(_grow_tree, shared, [7], 1, lambda: False))
     assert calls == []
+    before = threads.current_budget()
     in_worker = parallel._call_in_worker(_grow_tree, shared, 7, lambda: False)  # what a worker runs
     assert calls == [1]
+    assert threads.current_budget() == before  # the one-thread budget ended with the call
     np.testing.assert_array_equal(in_turn[0][0]["weight"], in_worker[0]["weight"])
 
 

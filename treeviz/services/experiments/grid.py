@@ -244,12 +244,12 @@ def fit_trial(family_key: str, task: str, index: int, params: dict[str, Any], pr
     threads on each host, over which this host's cores are shared."""
     on_cluster = host_threads is not None
     budget = _cluster_budget(host_threads) if on_cluster else n_threads
-    if budget is not None:
-        threads.apply_budget(budget)
+    # the budget holds in this task's thread only (a Dask worker runs several tasks in threads at once)
+    scoped = threads.budget(budget) if budget is not None else contextlib.nullcontext()
     # on a cluster, a family's own joblib loops (a forest's trees) run in this task, not as more Dask tasks
     inner = parallel_config(backend="sequential") if on_cluster else contextlib.nullcontext()
     try:
-        with inner:
+        with scoped, inner:
             estimator = build_estimator(family_key, task, params, prepared, device=device)
             duration, stopped = fit_estimator(estimator, task, prepared)
             scores = evaluate(estimator, prepared, task)
@@ -399,7 +399,7 @@ def _run_local(args: list[tuple], n_jobs: int | None, device: str | None, keep: 
     if workers == 1:
         _consume((fit_trial(*a, None, None) for a in args), keep)
         return
-    inner = max(1, threads.process_budget() // workers)
+    inner = max(1, threads.current_budget() // workers)
     results = Parallel(n_jobs=workers, batch_size=1, return_as="generator_unordered")(
         delayed(fit_trial)(*a, inner, None) for a in args)
     _consume(results, keep)

@@ -32,6 +32,7 @@ which stay stored.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import secrets
 from collections.abc import Mapping, Sequence
@@ -176,15 +177,21 @@ class SearchResult:
 def _trial(family_key: str, task: str, index: int, params: dict[str, Any], prepared: PreparedData,
            store: RunStore | None, tag: dict[str, Any] | None, name: str, device: str | None,
            n_threads: int | None) -> Trial:
-    """Train one trial (in a worker process, or here); a failed fit becomes a Trial with its error."""
-    if n_threads is not None:
-        threads.apply_budget(n_threads)
+    """Train one trial (in a worker process under a budget of ``n_threads``, or here); a failed fit
+    becomes a Trial with its error."""
     try:
-        out = train_run(family_key, task, params, prepared, store=store, device=device, name=name,
-                        sweep=_sweep_tag(tag, index))
+        with _budget(n_threads):
+            out = train_run(family_key, task, params, prepared, store=store, device=device, name=name,
+                            sweep=_sweep_tag(tag, index))
     except FAILURES as err:
         return Trial(index, params, error=str(err))
     return _as_trial(index, params, out)
+
+
+def _budget(n_threads: int | None) -> contextlib.AbstractContextManager:
+    """The thread budget of a trial in a worker (:func:`models.ground.threads.budget`); None (a
+    trial run here, in the caller's thread) leaves the thread as it is."""
+    return threads.budget(n_threads) if n_threads is not None else contextlib.nullcontext()
 
 
 #: The errors that make a trial fail (kept with its error) rather than end the search.
@@ -209,9 +216,13 @@ def _trials(calls: list[tuple]) -> list[Trial]:
     keeps its own error."""
     if len(calls) == 1:
         return [_trial(*calls[0])]
-    family_key, task, _, _, prepared, store, _, _, device, n_threads = calls[0]
-    if n_threads is not None:
-        threads.apply_budget(n_threads)
+    with _budget(calls[0][-1]):
+        return _together(calls)
+
+
+def _together(calls: list[tuple]) -> list[Trial]:
+    """:func:`_trials` for several trials, in the caller's thread budget."""
+    family_key, task, _, _, prepared, store, _, _, device, _ = calls[0]
     try:
         estimators = [build_estimator(family_key, task, c[3], prepared, device=device) for c in calls]
         errors, seconds = fit_together(estimators, task, prepared)

@@ -17,7 +17,10 @@ A snapshot carries ``eta_s``, the seconds left estimated from progress and elaps
 is only given once p and t are past small thresholds (before that it would swing wildly).
 
 Each job runs under the thread budget of :mod:`models.ground.threads`: the machine's cores shared
-between the ``max_workers`` jobs that may run at once, so two jobs never oversubscribe the CPU.
+between the ``max_workers`` jobs that may run at once, so two jobs never oversubscribe the CPU. A
+job run in a worker thread enters its budget (:func:`models.ground.threads.budget`) for its own
+duration, in its own thread, and leaves the process as it found it; two jobs at once keep their
+own budgets.
 With ``processes=True`` (the app's setting) each worker thread hands its jobs to its own
 persistent child process (:class:`treeviz.services.jobs.worker_process.WorkerProcess`), so two jobs do not
 contend for one Python interpreter lock either; a job function that cannot be pickled (a lambda,
@@ -34,6 +37,7 @@ consistent, immutable view for a page to render.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import queue
 import secrets
@@ -262,8 +266,10 @@ class Job:
         self._finished = _now()
         self._done.set()
 
-    def _run(self, process: Callable[[], WorkerProcess] | None = None) -> None:
-        """Run the job here, or in the child process ``process()`` gives when the function pickles."""
+    def _run(self, process: Callable[[], WorkerProcess] | None = None, n_threads: int | None = None) -> None:
+        """Run the job here, under a thread budget of ``n_threads`` (:func:`models.ground.threads.budget`;
+        None: the calling thread's settings as they are), or in the child process ``process()``
+        gives when the function pickles."""
         with self._lock:
             if self._status != "queued":
                 return  # cancelled while queued
@@ -275,7 +281,8 @@ class Job:
                     raise NotPicklable("no worker process")
                 result = process().run(self._fn, self)
             except NotPicklable:
-                result = self._fn(Progress(self))
+                with threads.budget(n_threads) if n_threads is not None else contextlib.nullcontext():
+                    result = self._fn(Progress(self))
         except TrainingCancelled:
             with self._lock:
                 self._finish("cancelled", message="Training was cancelled.")
@@ -388,7 +395,6 @@ class JobManager:
 
     def _work(self) -> None:
         budget = threads.job_budget(self.max_workers)
-        threads.apply_budget(budget)
         child: list[WorkerProcess] = []  # this worker's child process, started on first use
 
         def process() -> WorkerProcess:
@@ -410,7 +416,7 @@ class JobManager:
                     continue
                 if job is None:  # shutdown
                     return
-                job._run(process if self.processes else None)
+                job._run(process if self.processes else None, budget)
         finally:
             for proc in child:
                 proc.stop()
