@@ -1,1 +1,1 @@
-"""Speed and accuracy measurements; run with `python -m benchmarks.run NAME [--quick]`."""
+"""Speed and accuracy measurements; run with `python -m benchmarks.report.run NAME [--quick]`."""

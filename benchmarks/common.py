@@ -66,6 +66,12 @@ def read_uci(root: Path, name: str) -> tuple[np.ndarray, np.ndarray]:
     return data[:, :-1].astype(np.float64), data[:, -1]
 
 
+def load_uci(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Features and labels of the shared data's ``uci/<name>.csv.gz`` (:func:`read_uci`); a
+    FileNotFoundError that says so without the shared data folder."""
+    return read_uci(required_data_dir(f"uci/{name}.csv.gz is read from it"), name)
+
+
 def read_npz_split(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(X_train, y_train, X_test, y_test) of one of the DGT paper's ``.npz`` splits, as float64, the
     targets flat (the files store them as columns)."""

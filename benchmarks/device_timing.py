@@ -1,6 +1,6 @@
 """The device mode of the torch benchmarks: one workload timed on the CPU and on a GPU in one process.
 
-``python -m benchmarks.run --device cuda`` calls ``run(quick, device="cuda")`` of every benchmark
+``python -m benchmarks.report.run --device cuda`` calls ``run(quick, device="cuda")`` of every benchmark
 whose ``run`` takes a ``device``. Such a run is timing only: the benchmark hands
 :func:`device_run` a function that builds its workloads, each workload is timed on the CPU and on
 the device by :func:`compare`, and the rows land under ``results["device_timing"]`` of the
@@ -36,8 +36,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from benchmarks.common import format_table, results_dir, shared_data_dir
-from benchmarks.tao_paper import load_uci
+from benchmarks.common import format_table, load_uci, results_dir, shared_data_dir
 
 SECTION = "device_timing"
 #: Where the previous file's machine goes when a device run writes over it (the CPU results' machine).

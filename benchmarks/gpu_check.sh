@@ -3,11 +3,11 @@
 #
 #     bash benchmarks/gpu_check.sh [NAME ...]
 #
-# By default it runs `python -m benchmarks.run --device cuda device_scale`: every torch family trained
+# By default it runs `python -m benchmarks.speed.device_scale --device cuda`: every torch family trained
 # on 100 000 rows with device="cuda" against device="cpu" (the ratio), then the crossover ladders
 # (where the GPU starts to win, read against models/devices.py's CROSSOVERS); every row records the
 # card (torch.cuda.get_device_name) that gave it. GPU_CHECK_ALL=1 adds, after it and within the same
-# budget, every other benchmark with a device mode (benchmarks.run.DEVICE_BENCHMARKS: dgt,
+# budget, every other benchmark with a device mode (benchmarks.report.run.DEVICE_BENCHMARKS: dgt,
 # latent_pruning, latent_train, skinny, tao_solvers, ...); NAMEs pick benchmarks by hand. Each runs
 # in its own process under a time limit, all within a total budget; each prints its table (CPU vs
 # CUDA time per workload and the ratio) and writes the rows under results["device_timing"] of
@@ -70,7 +70,7 @@ say "shared data: ${TREEVIZ_SHARED_DATA:-the default ../shared/data}; budget ${B
 if [ $# -gt 0 ]; then
     names=("$@")
 elif [ "${GPU_CHECK_ALL:-0}" = "1" ]; then
-    read -r -a names < <("$PY" -c "from benchmarks.run import DEVICE_BENCHMARKS as D
+    read -r -a names < <("$PY" -c "from benchmarks.report.run import DEVICE_BENCHMARKS as D
 print('device_scale', *[n for n in D if n != 'device_scale'])")
 else
     names=(device_scale)
@@ -89,8 +89,12 @@ for name in "${names[@]}"; do
     fi
     limit=$((left < LIMIT ? left : LIMIT))
     t0=$SECONDS
-    TREEVIZ_DEVICE_SCALE_BUDGET_S=$((limit > 40 ? limit - 20 : limit / 2)) \
-        timeout -k 10 "$limit" "$PY" -m benchmarks.run --device "$DEVICE" "${QUICK[@]}" "$name" 2>&1 | tee -a "$LOG"
+    if [ "$name" = device_scale ]; then  # its own command line takes the time budget
+        command=(-m benchmarks.speed.device_scale --budget-s $((limit > 40 ? limit - 20 : limit / 2)))
+    else
+        command=(-m benchmarks.report.run "$name")
+    fi
+    timeout -k 10 "$limit" "$PY" "${command[@]}" --device "$DEVICE" "${QUICK[@]}" 2>&1 | tee -a "$LOG"
     rc=${PIPESTATUS[0]}
     took=$((SECONDS - t0))
     if [ "$rc" -eq 0 ]; then
@@ -112,8 +116,7 @@ if [ ${#ran[@]} -gt 0 ]; then
     say ""
     "$PY" -m benchmarks.device_timing "${ran[@]}" 2>&1 | tee -a "$LOG"
     for name in "${ran[@]}"; do
-        [ "$name" = device_scale ] && "$PY" -c "from benchmarks import device_scale as d, device_timing as t
-s = t.previous_payload('device_scale')['results'][t.SECTION]; print(d.crossover_text(s['crossovers']))" 2>&1 | tee -a "$LOG"
+        [ "$name" = device_scale ] && "$PY" -m benchmarks.speed.device_scale --crossovers 2>&1 | tee -a "$LOG"
     done
 fi
 

@@ -2,7 +2,7 @@
 
 A float32 below 1.2e-38 is stored as a subnormal number, and x86 CPUs compute with those through a
 slow microcode path, tens of times slower than with normal numbers. Two cases met in this project,
-measured on its 2-core CPU machine, one thread (``python -m benchmarks.run denormals``):
+measured on its 2-core CPU machine, one thread (``python -m benchmarks.report.run denormals``):
 
 * DGT at momentum 0.8: RMSprop's momentum buffer passes through that range, and a PenDigits epoch
   (height 8, λ1 0) took 11.3 s instead of 0.52 s (21.6×);

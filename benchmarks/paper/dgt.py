@@ -13,7 +13,7 @@ setting; ``--config FILE`` changes the settings that file holds, and flags chang
     python -m benchmarks.paper.dgt --parts table2 --datasets letter --epochs 30 --train-device cpu
     python -m benchmarks.paper.dgt --quick --parts table1              # a smoke test (about a minute)
 
-``python -m benchmarks.run dgt [--quick]`` runs it with ``dgt.toml`` as it stands. ``--quick``: one
+``python -m benchmarks.report.run dgt [--quick]`` runs it with ``dgt.toml`` as it stands. ``--quick``: one
 split, one seed, 2 epochs, classification on 1200-row subsamples at h ≤ 4, 2-tree forests at h =
 4, a 500-row bandit stream, everything on the CPU; its numbers are not comparable with the paper.
 

@@ -1,6 +1,6 @@
 """Skinny Trees against the paper (Ibrahim, Behdin & Mazumder, AISTATS 2024), and its speed.
 
-Rows (``python -m benchmarks.run skinny`` or ``python -m benchmarks.paper.skinny``), each beside the
+Rows (``python -m benchmarks.report.run skinny`` or ``python -m benchmarks.paper.skinny``), each beside the
 paper's number, errors standard errors over seeds or simulations as the paper reports them:
 
 * the authors' toy example on breast_cancer (:mod:`skinny_toy`);

@@ -15,8 +15,8 @@ the linear baseline's parameters stay within about 1e-7; a tree's hard routing c
 difference, after which its parameters drift apart (3e-2 on Abalone) while the mean loss played
 agrees to about 1e-4.
 
-    python -m benchmarks.run bandit_rounds            # 10 passes (20 880 rounds), 3 repeats a mode
-    python -m benchmarks.run bandit_rounds --quick    # 1 pass, 1 repeat
+    python -m benchmarks.report.run bandit_rounds            # 10 passes (20 880 rounds), 3 repeats a mode
+    python -m benchmarks.report.run bandit_rounds --quick    # 1 pass, 1 repeat
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ in this process:
   (∂Q̃ᵀ)ᵀ Q̃ᵀ) and untransposed (W Q̃, Wᵀ ∂Q̃ and ∂Q̃ Q̃ᵀ, its layout before 2026-12-05): the same
   arithmetic, each the median of repeats.
 
-    python -m benchmarks.run dgt_forest           # 15 trees, 3 epochs, 3 rounds
-    python -m benchmarks.run dgt_forest --quick   # 3 trees of height 4, 2 epochs, 1 round
+    python -m benchmarks.report.run dgt_forest           # 15 trees, 3 epochs, 3 rounds
+    python -m benchmarks.report.run dgt_forest --quick   # 3 trees of height 4, 2 epochs, 1 round
 """
 
 from __future__ import annotations

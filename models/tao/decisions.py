@@ -31,7 +31,7 @@ from models.tao.state import TAOTree
 
 #: First-order tolerance of the compiled solver on decision nodes: the minimum-norm subgradient at
 #: most this fraction of Σv. Reaches liblinear's objective (tol 1e-4) or better on every letter node
-#: (``benchmarks/tao_solvers.py``).
+#: (``benchmarks/speed/tao_solvers.py``).
 CD_TOL = 1e-5
 
 

@@ -134,7 +134,7 @@ class _TAOBase(FittedTAOTree, TreeEstimator):
         if solver == "auto":
             # the compiled solver is faster than the torch one even on a GPU: on an H200, a letter level
             # of 90 nodes took 214 ms with torch on the GPU, 118 ms with torch on one CPU thread and
-            # 6 ms with cd (benchmarks/tao_solvers.py)
+            # 6 ms with cd (benchmarks/speed/tao_solvers.py)
             solver = "cd"
         extra = {}
         if self._task == "classification":

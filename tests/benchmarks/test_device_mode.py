@@ -1,4 +1,4 @@
-"""The benchmarks' device mode (``python -m benchmarks.run --device cuda``), exercised on the CPU:
+"""The benchmarks' device mode (``python -m benchmarks.report.run --device cuda``), exercised on the CPU:
 the runner hands ``device`` only to the benchmarks that take it and refuses CUDA without a GPU,
 each torch family's device workloads run (tiny, ``device="cpu"``) and give rows with the expected
 keys, and a device run keeps the CPU results already in the JSON (numbers are not asserted)."""
@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from benchmarks import device_timing, run
+from benchmarks import device_timing
 from benchmarks.common import write_results
+from benchmarks.report import run
 
 TORCH_FAMILIES = ("dgt", "latent_pruning", "latent_train", "skinny")
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,7 +73,9 @@ def fake_benchmarks(monkeypatch):
         return {"rows": [{"a": 1}], "results": {"a": 1}}
 
     for name, fn in (("fake_dev", dev_run), ("fake_plain", plain_run)):
-        monkeypatch.setitem(sys.modules, f"benchmarks.{name}", types.SimpleNamespace(NAME=name, run=fn))
+        monkeypatch.setitem(sys.modules, f"benchmarks.speed.{name}", types.SimpleNamespace(NAME=name, run=fn))
+    monkeypatch.setattr(run, "MODULES", {name: run.ROOT / "speed" / f"{name}.py" for name in ("fake_dev",
+                                                                                          "fake_plain")})
     monkeypatch.setattr(run, "BENCHMARKS", ("fake_dev", "fake_plain"))
     monkeypatch.setattr(run, "DEVICE_BENCHMARKS", ("fake_dev",))
     monkeypatch.setattr(run, "write_results", lambda name, results, quick: written.append((name, results, quick))
@@ -147,7 +150,7 @@ def test_device_functions_refuse_cuda_without_a_gpu(monkeypatch):
     assert device_timing.resolve_device("auto") == "cpu"
     with pytest.raises(ValueError, match="no GPU"):
         device_timing.resolve_device("cuda")
-    from benchmarks import latent_pruning
+    from benchmarks.paper import latent_pruning
     with pytest.raises(ValueError, match="no GPU"):
         latent_pruning.run(quick=True, device="cuda")
 
@@ -225,7 +228,9 @@ def test_the_device_mode_needs_no_optional_package():
         "        if name.split('.')[0] in BLOCK:\n"
         "            raise ImportError('blocked ' + name)\n"
         "sys.meta_path.insert(0, Block())\n"
-        "from benchmarks import run, latent_pruning, latent_train\n"
+        "from benchmarks.report import run\n"
+        "from benchmarks.paper import latent_pruning\n"
+        "from benchmarks.speed import latent_train\n"
         "from benchmarks.paper import dgt, skinny\n"
         "latent_pruning.device_workloads(True, 'cpu')\n"
         "print('device benchmarks:', *run.DEVICE_BENCHMARKS)\n"

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import torch
 
-from benchmarks import run
 from benchmarks.common import shared_data_dir
 from benchmarks.paper import (
     carried,
@@ -24,6 +23,7 @@ from benchmarks.paper import (
     dgt_table6,
 )
 from benchmarks.paper.dgt_table6 import two_point_in_batches
+from benchmarks.report import run
 
 ROW_FIELDS = {"name", "part", "dataset", "method", "metric", "ours_mean", "ours_std", "paper_mean", "paper_std",
               "n_runs", "n_splits", "n_seeds", "protocol", "protocol_note", "protocol_settings",
@@ -104,7 +104,7 @@ def test_a_run_carries_over_only_stamped_rows_and_sections(tmp_path, monkeypatch
     """Rows of parts not rerun stay only with their own commit, date and command, marked carried
     over; rows and a device section without a stamp of their own are left out, and the run says so."""
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
-    stamp = {"commit": "0" * 40, "date": "2026-01-01T00:00:00+00:00", "command": "python -m benchmarks.run dgt"}
+    stamp = {"commit": "0" * 40, "date": "2026-01-01T00:00:00+00:00", "command": "python -m benchmarks.report.run dgt"}
     numbers = {"metric": "rmse", "ours_mean": 2.0, "ours_std": None, "paper_mean": 2.15, "paper_std": 0.026,
                "n_runs": 1, "protocol": "reduced"}
     earlier = [{"name": "abalone DGT", "part": "table1", "dataset": "abalone", **numbers, **stamp},

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmarks import device_scale, device_timing
+from benchmarks import device_timing
+from benchmarks.speed import device_scale
 from models.devices import CROSSOVERS, STALE_CROSSOVERS, step_size
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,7 +112,7 @@ def test_device_scale_needs_no_optional_package():
         "        if name.split('.')[0] in BLOCK:\n"
         "            raise ImportError('blocked ' + name)\n"
         "sys.meta_path.insert(0, Block())\n"
-        "from benchmarks import device_scale\n"
+        "from benchmarks.speed import device_scale\n"
         "device_scale.warm_up('cpu')\n"
         "print(len(device_scale.device_workloads(False, 'cpu')))\n"
     )

@@ -7,8 +7,8 @@ import pytest
 from benchmarks.common import BACKFILLED
 from benchmarks.report.paper_table import markdown, row_protocol, row_run, row_spreads, row_time, table_rows
 
-RUN = {"commit": "c" * 40, "date": "2026-12-07T10:00:00+00:00", "command": "python -m benchmarks.run x"}
-EARLIER = {"commit": "e" * 40, "date": "2026-11-01T10:00:00+00:00", "command": "python -m benchmarks.run x"}
+RUN = {"commit": "c" * 40, "date": "2026-12-07T10:00:00+00:00", "command": "python -m benchmarks.report.run x"}
+EARLIER = {"commit": "e" * 40, "date": "2026-11-01T10:00:00+00:00", "command": "python -m benchmarks.report.run x"}
 
 
 def _write(folder, name, rows, machine):

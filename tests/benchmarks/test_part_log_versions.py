@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from joblib import delayed
 
-from benchmarks import laptao, tao_paper
 from benchmarks.common import REPO_ROOT, PartLog, code_version, retime, run_keyed, source_files
+from benchmarks.paper import laptao, tao_paper
 
 
 def _square(i: int) -> int:

@@ -35,7 +35,7 @@ def test_every_stored_row_is_stamped_with_an_explicit_protocol(path):
 
 def test_the_checker_names_what_a_bad_row_lacks():
     good = {"commit": "abc", "machine": {"cpus": 2}, "date": "2026-01-01T00:00:00+00:00",
-            "command": "python -m benchmarks.run x", "protocol": "full"}
+            "command": "python -m benchmarks.report.run x", "protocol": "full"}
     assert row_problems(good) == []
     assert row_problems({**good, "commit": ""}) == ["no commit"]
     assert row_problems({k: v for k, v in good.items() if k != "command"}) == ["no command"]
@@ -47,7 +47,7 @@ def test_the_checker_names_what_a_bad_row_lacks():
 def test_write_results_stamps_new_rows_and_keeps_the_stamp_of_carried_ones(tmp_path, monkeypatch):
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     carried = {"name": "old", "commit": "0" * 40, "date": "2026-01-01T00:00:00+00:00", "machine": "old box",
-               "command": "python -m benchmarks.run x", "stamp": BACKFILLED, "protocol": "reduced"}
+               "command": "python -m benchmarks.report.run x", "stamp": BACKFILLED, "protocol": "reduced"}
     fresh = {"name": "new", "protocol": "skipped", "protocol_note": "satimage absent"}
     write_results("x", {"rows": [carried, fresh, {"name": "bare"}],
                         "device_timing": {"rows": [{"workload": "w"}]}}, quick=False)

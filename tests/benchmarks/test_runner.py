@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from benchmarks import run
 from benchmarks.common import format_table
+from benchmarks.report import run
 
 
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out

@@ -1,4 +1,4 @@
-"""The scale benchmark (``python -m benchmarks.run scale``): its quick path end to end (CART and one
+"""The scale benchmark (``python -m benchmarks.report.run scale``): its quick path end to end (CART and one
 other family, each fit in its own process), the verdicts against the targets, and the CPU-time stop
 of a runaway fit. Times are not asserted: speed belongs in the benchmark's results."""
 
@@ -9,8 +9,9 @@ import sys
 
 import pytest
 
-from benchmarks import run, scale
-from benchmarks.scale_table import make_table
+from benchmarks.report import run
+from benchmarks.speed import scale
+from benchmarks.speed.scale_table import make_table
 
 KEYS = {"family", "n", "fit_s", "wall_s", "peak_mb", "accuracy", "targets", "meets", "misses"}
 
@@ -59,7 +60,7 @@ def test_verdicts_hold_each_row_to_its_targets_and_to_carts_accuracy():
 
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_a_runaway_fit_is_stopped_by_its_cpu_time():
-    code = "from benchmarks.scale_table import limit_cpu\nlimit_cpu(1)\nwhile True:\n    pass\n"
+    code = "from benchmarks.speed.scale_table import limit_cpu\nlimit_cpu(1)\nwhile True:\n    pass\n"
     proc = subprocess.run([sys.executable, "-c", code], timeout=120)
     assert proc.returncode in (-signal.SIGXCPU, -signal.SIGKILL)
 

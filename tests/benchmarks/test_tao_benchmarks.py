@@ -5,12 +5,14 @@ import json
 
 import pytest
 
-from benchmarks import run
 from benchmarks.common import shared_data_dir
+from benchmarks.report import run
 
 ROW_FIELDS = {"name", "dataset", "method", "ours_mean", "ours_std", "paper_mean", "paper_std", "metric",
               "n_seeds", "protocol", "protocol_settings", "within_one_std_or_better"}
 PROTOCOL_FIELDS = {"depth", "l1_penalty", "leaves", "iterations", "init", "trees"}
+STAMP = {"commit": "a" * 40, "date": "2026-12-01T00:00:00+00:00", "command": "python -m benchmarks.report.run x",
+         "machine": {"cpus": 2, "cuda": None}}
 NEEDED = ("uci/letter.csv.gz", "uci/satimage.csv.gz", "uci/pendigits.csv.gz",
           *(f"dgt/cpuactiv/cpu_act{k}.npz" for k in range(5)))
 
@@ -78,30 +80,33 @@ def test_quick_tao_solvers_benchmark_writes_gaps_and_ratios(tmp_path, monkeypatc
 
 
 def test_tao_paper_runs_chosen_rows_and_merges_them_into_the_stored_results(tmp_path, monkeypatch):
-    from benchmarks import tao_paper
+    from benchmarks.paper import tao_paper
 
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
-    stored = {"results": {"rows": [{"name": "letter CART", "ours_mean": 1.0}, {"name": "letter TAO-l forest",
-                                                                               "ours_mean": 4.1}],
-                          "timing_rows": [{"name": "old timing"}], "cpu_act_tao_c_init_study": {"depth": 6}}}
+    stored = {"results": {"rows": [{"name": "letter CART", "ours_mean": 1.0, **STAMP},
+                                   {"name": "letter TAO-l forest", "ours_mean": 4.1, **STAMP},
+                                   {"name": "letter TAO-c", "ours_mean": 9.0}],  # no stamp of its own
+                          "timing_rows": [{"name": "old timing", **STAMP}], "cpu_act_tao_c_init_study": {"depth": 6}}}
     (tmp_path / "tao_paper.json").write_text(json.dumps(stored))
     rows, timing = tao_paper.merged_with_stored([{"name": "letter TAO-l forest", "ours_mean": 2.5},
                                                  {"name": "cpu_act TAO-l", "ours_mean": 2.4}], [])
     assert [(r["name"], r["ours_mean"]) for r in rows] == [("letter CART", 1.0), ("letter TAO-l forest", 2.5),
                                                             ("cpu_act TAO-l", 2.4)]
-    assert timing == [{"name": "old timing"}]
-    monkeypatch.setenv("TREEVIZ_TAO_ROWS", "letter TAO-l forest, timing")
-    assert tao_paper.selected_rows() == {"letter TAO-l forest", "timing"}
-    monkeypatch.setenv("TREEVIZ_TAO_ROWS", "letter TAO-x")
+    assert rows[0] == {"name": "letter CART", "ours_mean": 1.0, **STAMP, "carried_over": True}
+    assert "carried_over" not in rows[1] and timing == [{"name": "old timing", **STAMP, "carried_over": True}]
+    assert tao_paper.selected_rows("letter TAO-l forest, timing") == {"letter TAO-l forest", "timing"}
+    assert tao_paper.selected_rows(None) is None and tao_paper.selected_rows(" , ") is None
     with pytest.raises(ValueError, match="unknown rows"):
-        tao_paper.run(quick=True)
+        tao_paper.run(quick=True, only={"letter TAO-x"})
+    with pytest.raises(SystemExit):
+        tao_paper.main(["--rows", "letter TAO-x"])
 
 
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_heavy_tailed_table_is_badly_conditioned_and_the_quick_benchmark_times_both_solvers(tmp_path, monkeypatch):
     import numpy as np
 
-    from benchmarks import tao_heavy_tails
+    from benchmarks.paper import tao_heavy_tails
 
     X, y = tao_heavy_tails.heavy_tailed_table()
     assert X.shape == (4600, 57) and set(np.unique(y)) == {0, 1} and 0.25 < y.mean() < 0.6
@@ -118,10 +123,9 @@ def test_heavy_tailed_table_is_badly_conditioned_and_the_quick_benchmark_times_b
 
 
 def test_a_merged_tao_paper_run_totals_every_rows_seconds_not_only_its_own(tmp_path, monkeypatch):
-    from benchmarks import tao_paper
+    from benchmarks.paper import tao_paper
 
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
-    monkeypatch.setenv("TREEVIZ_TAO_ROWS", "letter CART")
     monkeypatch.setattr(tao_paper, "load_uci", lambda name: (None, None))
     fresh = {"name": "letter CART", "method": "CART", "metric": "error_pct", "ours_mean": 12.0, "ours_std": 0.1,
              "paper_mean": 13.0, "paper_std": 0.2, "within_one_std_or_better": True, "n_seeds": 5,
@@ -129,11 +133,11 @@ def test_a_merged_tao_paper_run_totals_every_rows_seconds_not_only_its_own(tmp_p
     monkeypatch.setattr(tao_paper, "_row", lambda *args: dict(fresh))
     stored = {"name": "letter TAO-l forest", "method": "TAO-l forest", "metric": "error_pct", "ours_mean": 2.4,
               "ours_std": 0.2, "paper_mean": 2.09, "paper_std": 0.1, "within_one_std_or_better": False,
-              "n_seeds": 5, "row_seconds": 3952.0,
+              "n_seeds": 5, "row_seconds": 3952.0, **STAMP,
               "protocol": "full",
               "protocol_settings": {"depth": 7, "l1_penalty": 0.3, "leaves": "linear", "iterations": 20, "trees": 30}}
     (tmp_path / "tao_paper.json").write_text(json.dumps({"results": {"rows": [stored], "timing_rows": []}}))
-    results = tao_paper.run(quick=False)["results"]
+    results = tao_paper.run(quick=False, only={"letter CART"})["results"]
     (cart,) = [r for r in results["rows"] if r["name"] == "letter CART"]
     assert results["total_seconds"] == pytest.approx(3952.0 + cart["row_seconds"])
     assert results["last_run_seconds"] < 60
@@ -153,7 +157,7 @@ def test_the_forest_row_logs_its_tuning_and_each_seed_and_resumes(tmp_path, monk
 
     import numpy as np
 
-    from benchmarks import tao_paper
+    from benchmarks.paper import tao_paper
 
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     assert tao_paper.SETTINGS[("letter", "TAO-l forest")]["max_iter"] == 40  # the top of the thesis's 20-40

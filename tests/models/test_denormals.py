@@ -2,7 +2,7 @@
 
 With momentum 0.8 DGT's optimiser state passed through the subnormal range (epochs 21x slower),
 and Skinny Trees' saturated sigmoid routing on unscaled features fed subnormals through every
-step (3x slower); ``benchmarks/denormals.py`` measures both."""
+step (3x slower); ``benchmarks/speed/denormals.py`` measures both."""
 
 from __future__ import annotations
 

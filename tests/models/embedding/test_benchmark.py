@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from benchmarks import run
+from benchmarks.report import run
 
 FIELDS = {"name", "metric", "ours_mean", "ours_std", "paper_mean", "paper_std", "protocol"}
 
@@ -51,11 +51,12 @@ def test_quick_embeddings_scale_benchmark_writes_rows(tmp_path, monkeypatch, cap
 
 
 def test_a_rerun_keeps_the_reference_setting_row_computed_apart(tmp_path, monkeypatch):
-    from benchmarks import embeddings
+    from benchmarks.paper import embeddings
 
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     assert embeddings._kept_reference_setting_row() == []  # no previous file
-    stamp = {"commit": "a" * 40, "date": "2026-12-01T00:00:00+00:00", "command": "python -m benchmarks.embeddings"}
+    stamp = {"commit": "a" * 40, "date": "2026-12-01T00:00:00+00:00",
+             "command": "python -m benchmarks.paper.embeddings"}
     kept = {"name": embeddings.REFERENCE_SETTING_ROW, "ours_mean": 0.977, **stamp}
     other = {"name": "digits t-SNE: free embedding", "ours_mean": 0.7, **stamp}
     for quick, expected in ((False, [{**kept, "carried_over": True}]), (True, [])):
@@ -69,7 +70,7 @@ def test_a_rerun_keeps_the_reference_setting_row_computed_apart(tmp_path, monkey
 
 
 def test_breast_cancer_and_digits_run_the_thesis_s_schedule():
-    from benchmarks import embeddings
+    from benchmarks.paper import embeddings
 
     for name in ("breast_cancer", "digits"):
         params = embeddings.SETTINGS[name]

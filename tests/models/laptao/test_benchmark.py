@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from benchmarks import run
 from benchmarks.common import merge_rows
-from benchmarks.laptao import CLAIM_SUFFIX, METHODS, _first_best, _kept_thesis_claim_rows, thesis_claim
+from benchmarks.paper.laptao import CLAIM_SUFFIX, METHODS, _first_best, _kept_thesis_claim_rows, thesis_claim
+from benchmarks.report import run
 
 FIELDS = {"name", "metric", "ours_mean", "ours_std", "paper_mean", "paper_std", "protocol"}
 
@@ -77,7 +77,7 @@ def test_the_thesis_claim_says_so_when_mnist_is_absent(tmp_path, monkeypatch):
 def test_a_rerun_keeps_the_thesis_claim_rows_computed_apart(tmp_path, monkeypatch):
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     assert _kept_thesis_claim_rows() == []  # no previous file
-    stamp = {"commit": "a" * 40, "date": "2026-12-01T00:00:00+00:00", "command": "python -m benchmarks.laptao"}
+    stamp = {"commit": "a" * 40, "date": "2026-12-01T00:00:00+00:00", "command": "python -m benchmarks.paper.laptao"}
     claim = {"name": f"MNIST 5k 20% labels: LapTAO{CLAIM_SUFFIX}", "ours_mean": 80.0, **stamp}
     other = {"name": "digits 1% labels: LapTAO", "ours_mean": 83.0, **stamp}
     for quick, expected in ((False, [{**claim, "carried_over": True}]), (True, [])):
@@ -87,7 +87,7 @@ def test_a_rerun_keeps_the_thesis_claim_rows_computed_apart(tmp_path, monkeypatc
 
 
 def test_rows_of_a_run_done_in_parts_carry_the_fits_own_times_or_no_total():
-    from benchmarks.laptao import RESUMED_NOTE, _time_fields
+    from benchmarks.paper.laptao import RESUMED_NOTE, _time_fields
 
     # fits logged with their times: their sum, however many parts (the wall time of the last is ignored)
     assert _time_fields({"fits_seconds": 9000.0, "resumed": True}, 60.0)["part_seconds"] == 9000.0

@@ -2,7 +2,7 @@
 
 Two training jobs in threads of one process contend for Python's global interpreter lock: the
 training loops issue many small torch operations, each releasing and re-taking the lock, and on
-2 cores two such jobs each ran about 3 times slower than alone (``benchmarks/threads.py``), more
+2 cores two such jobs each ran about 3 times slower than alone (``benchmarks/speed/threads.py``), more
 than their share of the machine allows. A :class:`WorkerProcess` is a child started with the
 ``spawn`` method (no fork of a multi-threaded parent) that lives as long as its worker thread in
 :class:`treeviz.services.jobs.manager.JobManager` and runs one job function at a time under the thread budget of

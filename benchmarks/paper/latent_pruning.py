@@ -21,7 +21,7 @@ Baselines run in the same process. Targets from the issue: at depth 6, batch 512
 should be >= 20x faster than the general solver and take < 1 ms per call on one thread. A GPU
 figure (fast path, same call, CUDA-synchronised) is added when a GPU is visible.
 
-``run(device="cuda")`` (``python -m benchmarks.run latent_pruning --device cuda``) is timing only:
+``run(device="cuda")`` (``python -m benchmarks.report.run latent_pruning --device cuda``) is timing only:
 :func:`device_workloads` times the production layer (``latent_layer``, forward and backward) at
 depth 6 / batch 512, depth 8 / batch 4096 and depth 10 / batch 16384 on the CPU (the fused kernel,
 one thread, as above) and on the GPU (the torch composition), in this process, and checks that

@@ -1,6 +1,6 @@
 """Every torch family on a GPU against the CPU: at 100 000 rows, and where the GPU starts to win.
 
-``python -m benchmarks.run --device cuda device_scale`` (what ``bash benchmarks/gpu_check.sh`` runs
+``python -m benchmarks.report.run --device cuda device_scale`` (what ``bash benchmarks/gpu_check.sh`` runs
 first) times, in one process, each family's training through its estimator, as a user gets it with
 ``device="cuda"`` against ``device="cpu"`` (see :mod:`benchmarks.device_timing` for the protocol;
 the CPU uses torch's default threads, every core of the machine):
@@ -14,21 +14,23 @@ the CPU uses torch's default threads, every core of the machine):
 
 Every row carries the card that gave it (``device_name``). :func:`crossovers` reads the rows: per
 family, the smallest measured step from which the GPU won at every larger measured step, which is
-what ``models/devices.py``'s ``CROSSOVERS`` should hold (``python -m benchmarks.device_scale``
+what ``models/devices.py``'s ``CROSSOVERS`` should hold (``python -m benchmarks.speed.device_scale``
 prints them from the stored results).
 
-With ``device="cpu"`` (``python -m benchmarks.run device_scale``, or ``GPU_CHECK_DRY_RUN=1 bash
+With ``device="cpu"`` (``python -m benchmarks.report.run device_scale``, or ``GPU_CHECK_DRY_RUN=1 bash
 benchmarks/gpu_check.sh``) it is a smoke run on tiny data: the same code, the CPU timed against
-itself. ``TREEVIZ_DEVICE_SCALE_BUDGET_S`` bounds the run (default 200 s): a workload that would
-start past it becomes a row marked skipped, so a GPU loan's time limit never loses what was
-measured.
+itself. ``budget_s`` bounds the run (:data:`BUDGET_S` by default; ``python -m
+benchmarks.speed.device_scale --device cuda --budget-s N`` sets it, as ``gpu_check.sh`` does): a
+workload that would start past it becomes a row marked skipped, so a GPU loan's time limit never
+loses what was measured. ``python -m benchmarks.speed.device_scale --crossovers`` prints the
+crossovers stored.
 """
 
 from __future__ import annotations
 
+import argparse
 import functools
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -37,13 +39,14 @@ from typing import Any
 import numpy as np
 
 from benchmarks import device_timing
-from benchmarks.common import format_table
+from benchmarks.common import format_table, write_results
 from models.devices import step_size
 from models.latent.estimators import AUTO_DEPTH
 from models.registry import get_family
 
 NAME = "device_scale"
-BUDGET_ENV = "TREEVIZ_DEVICE_SCALE_BUDGET_S"
+#: Seconds a run may take before it stops starting workloads (``budget_s``).
+BUDGET_S = 200.0
 SCALE_N, LADDER_N = 100_000, 20_000
 QUICK_SCALE_N, QUICK_LADDER_N = 400, 300
 
@@ -172,9 +175,9 @@ def crossovers(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def run(quick: bool = False, device: str = "cpu") -> dict[str, Any]:
+def run(quick: bool = False, device: str = "cpu", budget_s: float = BUDGET_S) -> dict[str, Any]:
     device = device_timing.resolve_device(device)
-    budget = float(os.environ.get(BUDGET_ENV, 200))
+    budget = float(budget_s)
     smoke = device == "cpu"
     start = time.perf_counter()
 
@@ -212,7 +215,7 @@ def crossover_text(found: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def print_stored(as_json: bool = False) -> int:
     """Print the crossovers stored in ``benchmarks/results/device_scale.json``."""
     payload = device_timing.previous_payload(NAME)
     section = ((payload or {}).get("results") or {}).get(device_timing.SECTION)
@@ -221,10 +224,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     print(format_table(device_timing.table(section["rows"])))
     print(crossover_text(section.get("crossovers") or crossovers(section["rows"])))
-    if "--json" in (argv or []):
+    if as_json:
         print(json.dumps(section.get("crossovers"), indent=1))
     return 0
 
 
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu",
+                        help="cuda: the GPU against the CPU; cpu: the smoke run (the CPU against itself)")
+    parser.add_argument("--quick", action="store_true", help="tiny workloads")
+    parser.add_argument("--budget-s", type=float, default=BUDGET_S,
+                        help=f"seconds before it stops starting workloads (default {BUDGET_S:g})")
+    parser.add_argument("--crossovers", action="store_true", help="print the stored crossovers; run nothing")
+    parser.add_argument("--json", action="store_true", help="with --crossovers: also as JSON")
+    args = parser.parse_args(argv)
+    if args.crossovers:
+        return print_stored(args.json)
+    out = run(quick=args.quick, device=args.device, budget_s=args.budget_s)
+    print(format_table(out["rows"]))
+    print(f"results: {write_results(NAME, out['results'], quick=args.quick)}")
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -1,5 +1,5 @@
-"""The scale benchmark's table and one timed fit, shared by ``benchmarks/scale.py`` and by anyone
-checking one family: ``python -m benchmarks.scale_table --family tao --n 20000``.
+"""The scale benchmark's table and one timed fit, shared by ``benchmarks/speed/scale.py`` and by anyone
+checking one family: ``python -m benchmarks.speed.scale_table --family tao --n 20000``.
 
 The table is scikit-learn's ``make_classification`` (20 features, 10 informative, 5 redundant,
 3 classes, ``random_state=0``), prepared as the Data page does by default (standard scaling,

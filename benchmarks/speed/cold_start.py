@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 NAME = "cold_start"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("TREEVIZ_CHROMIUM", "/usr/bin/chromium")
 #: A first script run of the Data page within this many seconds meets the target.
 TARGET_S = 3.0

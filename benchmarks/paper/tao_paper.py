@@ -40,9 +40,11 @@ Protocol choices the sources leave open (documented in every row's ``protocol``)
   (about 3.7 hours on 2 cores) is run in parts: run it again and it resumes. A logged row's time is
   the sum of its logged fits (candidates and seeds), whichever runs they came from.
 
-``TREEVIZ_TAO_ROWS`` (comma-separated row names, e.g. ``"letter TAO-l forest"``) runs only those
-rows and merges them into the existing ``benchmarks/results/tao_paper.json``, keeping the others
-(and the timing rows unless ``"timing"`` is named).
+``python -m benchmarks.paper.tao_paper --rows "letter TAO-l forest"`` (comma-separated row names)
+runs only those rows and writes them into ``benchmarks/results/tao_paper.json`` beside the others
+of the stored file (and its timing rows unless ``timing`` is named), which keep the stamp of the run
+that measured them and are marked ``carried_over``; a stored row without a stamp is left out.
+``python -m benchmarks.report.run tao_paper`` runs every row.
 
 ``--quick``: 1 seed, subsampled data, 2–3 TAO iterations, no tuning (the λ of ``QUICK_LAMBDA``),
 a 2-tree forest; finishes in well under a minute. Its numbers are not comparable with the paper.
@@ -50,9 +52,10 @@ a 2-tree forest; finishes in well under a minute. Its numbers are not comparable
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
-import os
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -66,7 +69,17 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
-from benchmarks.common import PartLog, read_npz_split, read_uci, required_data_dir, results_dir, run_keyed
+from benchmarks.common import (
+    PartLog,
+    format_table,
+    load_uci,
+    read_npz_split,
+    required_data_dir,
+    results_dir,
+    run_keyed,
+    write_results,
+)
+from benchmarks.paper.carried import carry_rows, report
 from models.tao.estimators import TAOClassifier, TAORegressor
 from models.tao.forest import TAOForestClassifier
 
@@ -125,11 +138,6 @@ TIMING = dict(depth=8, leaf="constant", l1_penalty=1.0, max_iter=3, init="random
 # ------------------------------------------------------------------------------------------ data
 def _data_dir() -> Path:
     return required_data_dir("tao_paper needs uci/*.csv.gz and dgt/cpuactiv/*.npz")
-
-
-def load_uci(name: str) -> tuple[np.ndarray, np.ndarray]:
-    """Features (float64) and labels of ``uci/<name>.csv.gz`` (header row, last column ``label``)."""
-    return read_uci(_data_dir(), name)
 
 
 def uci_split(X: np.ndarray, y: np.ndarray, n_train: int, n_test: int, seed: int):
@@ -399,21 +407,30 @@ def timing_rows(quick: bool) -> list[dict[str, Any]]:
 
 
 # ------------------------------------------------------------------------------------------ run
-def selected_rows() -> set[str] | None:
-    """The row names in ``TREEVIZ_TAO_ROWS`` (None: every row)."""
-    names = {n.strip() for n in os.environ.get("TREEVIZ_TAO_ROWS", "").split(",") if n.strip()}
+def selected_rows(text: str | None) -> set[str] | None:
+    """The row names of a comma list (``--rows``); None (every row) for none."""
+    names = {n.strip() for n in (text or "").split(",") if n.strip()}
     return names or None
 
 
 def merged_with_stored(entries: list[dict], timing: list[dict]) -> tuple[list[dict], list[dict]]:
-    """The stored results' rows with the freshly run ones put in their place (same name)."""
+    """The stored results' rows with the freshly run ones put in their place (same name). The
+    stored rows kept (and the stored timing rows, without fresh ones) keep their own stamp and are
+    marked carried over; one without a stamp is left out (:func:`benchmarks.paper.carried.carry_rows`)."""
     path = results_dir() / f"{NAME}.json"
     if not path.is_file():
         return entries, timing
     stored = json.loads(path.read_text(encoding="utf-8")).get("results", {})
     fresh = {e["name"]: e for e in entries}
-    merged = [fresh.pop(r["name"], r) for r in stored.get("rows", [])] + list(fresh.values())
-    return merged, timing or stored.get("timing_rows", [])
+    kept, dropped = carry_rows(r for r in stored.get("rows", []) if r["name"] not in fresh)
+    kept_by_name = {r["name"]: r for r in kept}
+    merged = [fresh.pop(r["name"], None) or kept_by_name[r["name"]] for r in stored.get("rows", [])
+              if r["name"] in fresh or r["name"] in kept_by_name] + list(fresh.values())
+    if not timing:
+        timing, dropped_timing = carry_rows(stored.get("timing_rows", []))
+        dropped += dropped_timing
+    report(dropped, [])
+    return merged, timing
 
 
 def _fmt(mean: float | None, std: float | None, metric: str) -> str:
@@ -423,16 +440,21 @@ def _fmt(mean: float | None, std: float | None, metric: str) -> str:
     return f"{mean:.{digits}f}" if std is None else f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
-def run(quick: bool = False) -> dict[str, Any]:
+PLAN = (("letter", "CART"), ("letter", "TAO-c"), ("letter", "TAO-l"), ("letter", "TAO-l forest"),
+        ("satimage", "TAO-c"), ("pendigits", "TAO-c"), ("cpu_act", "TAO-c"), ("cpu_act", "TAO-l"))
+#: What ``rows`` may name: every row of :data:`PLAN`, and ``timing`` for the timing rows.
+ROW_NAMES = frozenset({f"{d} {m}" for d, m in PLAN} | {"timing"})
+
+
+def run(quick: bool = False, only: set[str] | None = None) -> dict[str, Any]:
+    """Every row, or only the rows named in ``only`` (:data:`ROW_NAMES`), the others kept from the
+    stored file (:func:`merged_with_stored`)."""
     start_all = time.perf_counter()
-    plan = [("letter", "CART"), ("letter", "TAO-c"), ("letter", "TAO-l"), ("letter", "TAO-l forest"),
-            ("satimage", "TAO-c"), ("pendigits", "TAO-c"), ("cpu_act", "TAO-c"), ("cpu_act", "TAO-l")]
-    only = selected_rows()
+    plan = list(PLAN)
     if only is not None:
-        known = {f"{d} {m}" for d, m in plan} | {"timing"}
-        unknown = sorted(only - known)
+        unknown = sorted(only - ROW_NAMES)
         if unknown:
-            raise ValueError(f"TREEVIZ_TAO_ROWS names unknown rows {unknown}; known: {sorted(known)}")
+            raise ValueError(f"--rows names unknown rows {unknown}; known: {sorted(ROW_NAMES)}")
         plan = [(d, m) for d, m in plan if f"{d} {m}" in only]
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", message="The number of unique classes is greater than 50%")
@@ -509,3 +531,22 @@ def run(quick: bool = False) -> dict[str, Any]:
                          "protocol_settings.tuning); rows whose protocol is 'reduced' used fewer iterations/trees "
                          "than the thesis.")}
     return {"rows": rows, "results": results}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", help='comma list of rows to run, e.g. "letter TAO-l forest, timing" (default '
+                                       'every row); the stored file\'s others are kept with their own stamp')
+    parser.add_argument("--quick", action="store_true", help="CI-sized data, one seed, no tuning")
+    args = parser.parse_args(argv)
+    only = selected_rows(args.rows)
+    if only is not None and only - ROW_NAMES:
+        parser.error(f"unknown rows {sorted(only - ROW_NAMES)}; known: {', '.join(sorted(ROW_NAMES))}")
+    out = run(quick=args.quick, only=only)
+    print(format_table(out["rows"]))
+    print(f"results: {write_results(NAME, out['results'], quick=args.quick)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

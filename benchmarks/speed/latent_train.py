@@ -22,7 +22,7 @@ with their test / validation accuracy. Where the side-by-side harness left its f
 (``$REF_HOME/results/latent_*_ref.json``, ``benchmarks/reference_speed.py``), the reference's
 median CPU seconds per epoch is read from there and the ratio given.
 
-``run(device="cuda")`` (``python -m benchmarks.run latent_train --device cuda``) is timing only
+``run(device="cuda")`` (``python -m benchmarks.report.run latent_train --device cuda``) is timing only
 (:func:`device_workloads`): seconds per training epoch of the latent tree on the CPU and on the
 GPU in this process, for breast_cancer at depth 4, batch 64 on one CPU thread (the setting above)
 and for Letter (20 000 x 16, 26 classes; the shared ``uci/letter.csv.gz`` when present, else
@@ -103,7 +103,7 @@ def _timed_fit(params: dict[str, Any], X, y, eval_set, test) -> tuple[float, flo
 def _reference_s_per_epoch() -> float | None:
     """The authors' code's median CPU s/epoch at the breast_cancer setting, where the side-by-side
     harness left its figures (``$REF_HOME/results/latent_*_ref.json``), else None."""
-    home = os.environ.get("REF_HOME", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "reference"))
+    home = os.environ.get("REF_HOME", os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "reference"))
     values = []
     for path in glob.glob(os.path.join(home, "results", "latent_*_ref.json")):
         try:

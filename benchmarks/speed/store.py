@@ -37,7 +37,7 @@ from treeviz.services.store.record import new_run_id
 from treeviz.services.store.runs import CONFIG_JSON, HISTORY_JSON, WEIGHTS, RunStore
 
 NAME = "store"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SIZES, QUICK_SIZES = (500, 5000), (100, 500)
 REPEATS, QUICK_REPEATS = 7, 3
 #: The pages timed (keys of the app's page table) and the seconds a rerun may take at 5 000 runs.

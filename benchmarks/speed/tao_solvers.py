@@ -23,7 +23,7 @@ improves a CART tree's axis-aligned splits). Fit time and test accuracy on a str
 split (16 000 / 4 000), beside our axis-aligned TAO (the same CART start and depth) and our
 sparse oblique TAO.
 
-**Device mode** (``python -m benchmarks.run --device cuda tao_solvers``): the batched torch solver
+**Device mode** (``python -m benchmarks.report.run --device cuda tao_solvers``): the batched torch solver
 (``solver="torch"``) on the deepest level of the Δ = 8 and Δ = 11 trees, and three TAO iterations at
 Δ = 8 with ``solver="torch"``, each timed on the CPU and on the GPU in one process; the rows go under
 ``results["device_timing"]`` beside the CPU results (:mod:`benchmarks.device_timing`). ``--quick``: 2 500
@@ -42,8 +42,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from benchmarks import device_timing
-from benchmarks.common import shared_data_dir
-from benchmarks.tao_paper import load_uci
+from benchmarks.common import load_uci, shared_data_dir
 from models.tao.config import TAOConfig
 from models.tao.decisions import CD_TOL
 from models.tao.estimators import TAOClassifier

@@ -1,7 +1,7 @@
 """Tree embeddings (Zharmagambetov, PhD thesis 2022, chapter 4): t-SNE with a TAO tree as the
 mapping, against the free embedding, two direct fits and UMAP.
 
-Protocol (``python -m benchmarks.run embeddings``): each data set is split 80/20 (stratified,
+Protocol (``python -m benchmarks.report.run embeddings``): each data set is split 80/20 (stratified,
 seed 0); the embeddings are learnt on the training part and the test part is mapped through each
 mapping. Breast cancer (569 points, 30 features) is standardised; digits (1797, 64) and the
 MNIST 5000 subset (``../shared/data/mnist``, 784 pixels) are scaled to [0, 1]. t-SNE with

@@ -7,7 +7,7 @@ LapTAO is the best of the semi-supervised tree methods, every method improves as
 and LapTAO approaches the tree trained on every label (the thesis: about 5 % test error on full
 MNIST with 20 % of the labels, the same as the fully supervised tree).
 
-Protocol (``python -m benchmarks.run laptao``):
+Protocol (``python -m benchmarks.report.run laptao``):
 
 * **digits** (scikit-learn, 1797 × 64, pixels / 16) and, when ``../shared/data/mnist`` holds it,
   the **MNIST 5000 subset** (5000 × 784, pixels / 255); each split 80/20 stratified with seed 0
@@ -23,7 +23,7 @@ Protocol (``python -m benchmarks.run laptao``):
   Digits takes about 20 minutes on 2 cores. MNIST needs 300 LapTAO fits of 16–312 s each (104 s on
   average in the first 50), about 9 CPU hours: every finished fit goes to a :class:`benchmarks.common.PartLog`
   (``benchmarks/results/parts/laptao_mnist5k_<digest>.jsonl``), so the run is done in parts, each
-  resuming where the last stopped (``python -m benchmarks.laptao --mnist``); the MNIST rows are
+  resuming where the last stopped (``python -m benchmarks.paper.laptao --mnist``); the MNIST rows are
   written when the last fit is in.
 * Methods, all scored by accuracy on the held-out test split:
   - LapTAO (:class:`models.laptao.estimators.LapTAOClassifier`) on every training point, with the
@@ -48,7 +48,7 @@ Protocol (``python -m benchmarks.run laptao``):
   accuracy on its own unlabelled training points, the same measure).
 
 ``--quick`` runs tiny subsets with a two-step schedule and tiny grids (the numbers then mean
-nothing). ``python -m benchmarks.laptao --digits`` (or ``--mnist``) reruns one data set's rows
+nothing). ``python -m benchmarks.paper.laptao --digits`` (or ``--mnist``) reruns one data set's rows
 alone and merges them into the stored file.
 """
 
@@ -82,7 +82,7 @@ from benchmarks.common import (
     stored_rows,
     yes_no,
 )
-from benchmarks.scale_table import make_table
+from benchmarks.speed.scale_table import make_table
 from models.graphs import nearest_neighbors
 from models.ground import threads
 from models.laptao.estimators import LapTAOClassifier
@@ -517,12 +517,12 @@ def thesis_claim(n_subsets: int = CLAIM_SUBSETS) -> list[dict[str, Any]]:
 
 def phases(n: int, seed: int = 0) -> dict[str, Any]:
     """Where a default LapTAO fit spends its time on the scale benchmark's ``n``-row table
-    (:mod:`benchmarks.scale_table`, every label kept, one thread): process CPU seconds of the
+    (:mod:`benchmarks.speed.scale_table`, every label kept, one thread): process CPU seconds of the
     neighbour search, the perplexity search (its graphs and leave-one-out solves), label
     propagation with 20 label steps (the thesis's schedule, the tree replaced by 0.9 z), and one
     warm-started TAO tree step; and the process's peak resident memory.
 
-    ``python -m benchmarks.laptao --phases 20000``.
+    ``python -m benchmarks.paper.laptao --phases 20000``.
     """
 
 

@@ -1,7 +1,7 @@
 """Tree embeddings at 10 000 points: the approximate repulsion path (``path="fft"`` of
 :mod:`models.embedding.objectives`) against the exact chunked path, in the same process.
 
-Protocol (``python -m benchmarks.run embeddings_scale``): pendigits (``../shared/data/uci``,
+Protocol (``python -m benchmarks.report.run embeddings_scale``): pendigits (``../shared/data/uci``,
 10 992 × 16, features divided by 100) split into 10 000 training and 992 test points (stratified,
 seed 0); one torch and one BLAS thread. Not an experiment of the thesis (its Z-steps used Barnes-Hut or the
 fast multipole method but it reports no timings), so there are no paper numbers. Rows:
@@ -27,7 +27,7 @@ nothing; at that size and schedule most evaluations fall back to the exact sum).
 ``results.app_defaults`` (not in ``rows``): the app's own training of the family with its defaults
 (``treeviz.services.experiments.training.train_run("tree_embedding", "embedding", None, prepared)``, the Train page's
 button) on seattle_weather (1 461 rows, the sample table) and on the scale benchmark's synthetic
-table (:mod:`benchmarks.scale_table`, 20 000 rows), one fit per child process, one thread:
+table (:mod:`benchmarks.speed.scale_table`, 20 000 rows), one fit per child process, one thread:
 ``fit_s`` process CPU seconds of the fit, ``peak_mb`` the child's peak resident memory, the
 training rows, and the test split's trustworthiness and 5-NN accuracy of the mapped points.
 ``--quick`` fits the 400-row table with the "quick" preset instead.
@@ -56,7 +56,7 @@ from threadpoolctl import threadpool_limits
 import models.embedding.objectives as objectives
 import models.embedding.objectives.paths as objective_paths
 from benchmarks.common import best_time, shared_data_dir
-from benchmarks.scale_table import make_table
+from benchmarks.speed.scale_table import make_table
 from models.embedding.objectives import embedding_objective, free_embedding
 from models.embedding.tree_embedding import TreeEmbedding
 from models.ground import threads
@@ -193,7 +193,7 @@ def time_app_fit(source: str, n: int | None, params: dict[str, Any]) -> dict[str
 def _app_fit_in_child(source: str, n: int | None, params: dict[str, Any]) -> dict[str, Any]:
     """:func:`time_app_fit` in a fresh process (so that ``peak_mb`` is this fit's), one thread."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "benchmarks.embeddings_scale", "--fit", source, "--params", json.dumps(params)]
+    cmd = [sys.executable, "-m", "benchmarks.speed.embeddings_scale", "--fit", source, "--params", json.dumps(params)]
     if n is not None:
         cmd += ["--n", str(n)]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)

@@ -1,9 +1,9 @@
 """The scale benchmark: every classification family's app defaults on 20 000 and 200 000 rows.
 
-``python -m benchmarks.run scale`` trains each family of :data:`FAMILIES` (CART first, the anchor)
-with its app defaults on :mod:`benchmarks.scale_table`'s synthetic table (``make_classification``,
+``python -m benchmarks.report.run scale`` trains each family of :data:`FAMILIES` (CART first, the anchor)
+with its app defaults on :mod:`benchmarks.speed.scale_table`'s synthetic table (``make_classification``,
 20 features, 3 classes, the Data page's default preparation), one thread, at each size of
-:data:`SIZES`. Each fit runs in a process of its own (``python -m benchmarks.scale_table``), so its
+:data:`SIZES`. Each fit runs in a process of its own (``python -m benchmarks.speed.scale_table``), so its
 peak memory is its own and a runaway fit can be stopped: past its CPU-time limit (the target times
 :data:`LIMIT_FACTOR`, at least :data:`MIN_LIMIT_S`) the process is stopped and the row records
 "stopped after N s"; a wall-clock backstop (:data:`WALL_FACTOR` times the limit) covers a fit that
@@ -16,7 +16,7 @@ memory above the process before it), ``rss_mb`` (the process's peak), ``accuracy
 ``misses`` naming each target missed. Targets on one thread: 20 000 rows ≤ 20 s, 200 000 rows
 ≤ 180 s (forests ≤ 300 s), ``peak_mb`` ≤ 4 096, accuracy at least CART's at the same size.
 
-``--quick`` (tests): 2 000 rows, CART and TAO only. ``python -m benchmarks.scale --family cart
+``--quick`` (tests): 2 000 rows, CART and TAO only. ``python -m benchmarks.speed.scale --family cart
 --n 20000`` runs chosen fits and prints them without writing the results file.
 
 DGT-Bandit is included because its defaults train on the table through the same ``train_run``, but
@@ -40,7 +40,7 @@ from typing import Any
 from benchmarks.common import format_table
 
 NAME = "scale"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 #: The classification families timed, CART first (the anchor of every comparison).
 FAMILIES = ("cart", "latent", "tao", "tao_forest", "laptao", "skinny", "dgt", "dgt_forest", "dgt_bandit")
@@ -68,10 +68,10 @@ def cpu_limit_s(family: str, n: int, factor: float = LIMIT_FACTOR) -> float:
 
 def fit_in_subprocess(family: str, n: int, cpu_limit: float, wall_limit: float,
                       params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One timed fit (:func:`benchmarks.scale_table.time_fit`) in a fresh process; a row."""
+    """One timed fit (:func:`benchmarks.speed.scale_table.time_fit`) in a fresh process; a row."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
            "NUMBA_NUM_THREADS": "1", "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    cmd = [sys.executable, "-m", "benchmarks.scale_table", "--family", family, "--n", str(int(n)),
+    cmd = [sys.executable, "-m", "benchmarks.speed.scale_table", "--family", family, "--n", str(int(n)),
            "--cpu-limit", f"{cpu_limit:g}", "--params", json.dumps(params or {})]
     start = time.perf_counter()
     base = {"family": family, "n": int(n), "fit_s": None, "wall_s": None, "peak_mb": None, "rss_mb": None,
@@ -148,10 +148,10 @@ def measure(families: Sequence[str], sizes: Sequence[int], *, limit_factor: floa
     return judge(rows)
 
 
-def run(quick: bool = False) -> dict[str, Any]:
+def run(quick: bool = False, limit_factor: float = LIMIT_FACTOR) -> dict[str, Any]:
     families = QUICK_FAMILIES if quick else FAMILIES
     sizes = QUICK_SIZES if quick else SIZES
-    factor = float(os.environ.get("TREEVIZ_SCALE_LIMIT_FACTOR", LIMIT_FACTOR))
+    factor = float(limit_factor)
     rows = measure(families, sizes, limit_factor=factor)
     missed = [f"{r['family']} at {r['n']}: {'; '.join(r['misses'])}" for r in rows if r["meets"] is False]
     return {"rows": table(rows),

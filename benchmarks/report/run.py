@@ -1,9 +1,12 @@
-"""Run benchmarks: `python -m benchmarks.run [NAME ...] [--quick] [--device {cpu,cuda,auto}]` (no NAME = all).
+"""Run benchmarks: `python -m benchmarks.report.run [NAME ...] [--quick] [--device {cpu,cuda,auto}]` (no NAME = all).
 
-A benchmark is any module ``benchmarks/<name>.py`` that defines ``NAME`` and
-``run(quick) -> {"rows": [...], "results": {...}}``; the runner finds them (a new family's
-benchmark needs no edit here), prints the rows as a table and writes the results to
-``benchmarks/results/NAME.json``.
+A benchmark is any module of ``benchmarks/paper/`` (paper reproductions) or ``benchmarks/speed/``
+(speed and scale) that defines ``NAME`` and ``run(quick) -> {"rows": [...], "results": {...}}``;
+the runner finds them by name (a new benchmark needs no edit here), prints the rows as a table and
+writes the results to ``benchmarks/results/NAME.json``, every row stamped with the commit, machine,
+date and this command (:func:`benchmarks.common.write_results`). A benchmark with settings of its
+own (``dgt.toml``, ``tao_paper --rows``, ...) runs with its defaults here; its own command line
+(``python -m benchmarks.paper.<name> --help``) changes them.
 
 ``--device`` (default ``cpu``: the benchmarks as they always ran). ``cuda`` times the torch families
 on a GPU: a benchmark whose ``run`` takes a ``device`` keyword gets it, and with ``cuda`` runs its
@@ -33,7 +36,9 @@ import torch
 
 from benchmarks.common import format_table, write_results
 
-HERE = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[1]
+#: The folders of benchmarks, under ``benchmarks/``.
+FOLDERS = ("paper", "speed")
 DEVICES = ("cpu", "cuda", "auto")
 
 
@@ -61,20 +66,16 @@ def _declares_device(path: Path) -> bool:
     return args.kwarg is not None or "device" in {a.arg for a in (*args.args, *args.kwonlyargs)}
 
 
-#: Each benchmark's module file: ``benchmarks/<name>.py`` or one folder down (``paper/``, ``speed/``).
-MODULES = {p.stem: p for p in sorted([*HERE.glob("*.py"), *HERE.glob("*/*.py")]) if _defines_benchmark(p)}
+#: Each benchmark's module file, by name: ``benchmarks/paper/<name>.py`` or ``benchmarks/speed/<name>.py``.
+MODULES = {p.stem: p for folder in FOLDERS for p in sorted(ROOT.joinpath(folder).glob("*.py")) if _defines_benchmark(p)}
 BENCHMARKS = tuple(sorted(MODULES))
 #: The benchmarks with a device mode (their ``run`` takes ``device``).
 DEVICE_BENCHMARKS = tuple(name for name in BENCHMARKS if _declares_device(MODULES[name]))
 
 
 def module_name(name: str) -> str:
-    """The dotted module of benchmark ``name`` (``benchmarks.paper.dgt``; ``benchmarks.<name>`` for
-    one not found on disk)."""
-    path = MODULES.get(name)
-    if path is None:
-        return f"benchmarks.{name}"
-    return ".".join(["benchmarks", *path.relative_to(HERE).with_suffix("").parts])
+    """The dotted module of benchmark ``name`` (``benchmarks.paper.dgt``)."""
+    return ".".join(["benchmarks", *MODULES[name].relative_to(ROOT).with_suffix("").parts])
 
 
 def accepts_device(run: Callable[..., Any]) -> bool:

@@ -13,8 +13,8 @@ decision node, scikit-learn's Lasso per leaf) fits the same tree from the same s
 ratio, and the objective each reaches (squared error + λ‖W‖₁ over the leaves and λ‖w‖₁ over
 the decision nodes, as the fit records it).
 
-    python -m benchmarks.run tao_high_dim            # 3 repeats
-    python -m benchmarks.run tao_high_dim --quick    # 1 000 rows, 2 iterations, 1 repeat
+    python -m benchmarks.report.run tao_high_dim            # 3 repeats
+    python -m benchmarks.report.run tao_high_dim --quick    # 1 000 rows, 2 iterations, 1 repeat
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ each a fresh fit of the same seed; a row gives the process CPU seconds per epoch
 modes' repeats, whole fits divided by their epochs), the ratio, and the two fits' final training
 losses (equal but for the last bits: flushing only zeroes values below 1.2e-38).
 
-    python -m benchmarks.run denormals            # 3 repeats a mode (DGT 3 epochs, Skinny 20)
-    python -m benchmarks.run denormals --quick    # 1 repeat, 1 500 rows (DGT 1 epoch, Skinny 2)
+    python -m benchmarks.report.run denormals            # 3 repeats a mode (DGT 3 epochs, Skinny 20)
+    python -m benchmarks.report.run denormals --quick    # 1 repeat, 1 500 rows (DGT 1 epoch, Skinny 2)
 """
 
 from __future__ import annotations

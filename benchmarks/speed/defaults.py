@@ -23,8 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import shared_data_dir
-from benchmarks.tao_paper import load_uci
+from benchmarks.common import load_uci, shared_data_dir
 from models.registry import families_for_task
 from treeviz.services.data import Dataset, PrepConfig, list_datasets, load_dataset, prepare
 from treeviz.services.experiments.training import train_run
