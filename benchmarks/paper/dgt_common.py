@@ -37,6 +37,10 @@ L1_GRID = (5e-5, 1e-5, 5e-6, 1e-6, 0.0)
 MOMENTUM_GRID = {"regression": (0.0, 0.3), "classification": (0.0, 0.3, 0.8)}
 FIXED = {"l1_penalty": 1e-5, "momentum": 0.0}
 
+#: The model packages a DGT fit runs (the version of a logged fit is theirs and its benchmark module's).
+DGT_CODE = ("benchmarks.paper.dgt_common", "models.dgt", "models.ground", "models.base", "models.denormals",
+            "models.devices", "models.memory", "models.schema", "models.targets", "models.cost")
+
 #: (mean, std, metric, source) of one of the paper's entries.
 Paper = tuple[float, float | None, str, str]
 

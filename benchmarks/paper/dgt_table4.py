@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ from joblib import delayed
 
 from benchmarks.common import PartLog, run_keyed
 from benchmarks.paper.dgt_common import (
+    DGT_CODE,
     FIXED,
     HEIGHT,
     Paper,
@@ -59,8 +61,10 @@ FOREST_FRACTION = (0.7, 0.85, 0.9, 1.0)
 #: copies of the splits by ``python -m benchmarks.paper.dgt_table4_splits``). Split 0 is the first
 #: shuffle (the authors' loader reads ``abalone0.npz`` for shuffle seed 1).
 PAPER_SPLITS = 1
-#: The chunks' log (``benchmarks/results/parts/dgt_forest.jsonl``).
+#: The chunks' log (``benchmarks/results/parts/dgt_forest.jsonl``), each chunk logged under the version
+#: of this module and the model packages it fits (``CODE``): a chunk of other code is fitted again.
 LOG = "dgt_forest"
+CODE = (Path(__file__), *DGT_CODE)
 
 
 def fit_forest_chunk(dataset: str, k: int, seed: int, chunk: int, n_trees: int, params: dict[str, Any],
@@ -154,7 +158,7 @@ def rows(datasets: tuple[str, ...], s: dict[str, Any]) -> list[dict[str, Any]]:
     if len(depths) > 1 and not tune:
         raise ValueError(heights_refused(depths))
     forests = _Forests(s, datasets)
-    log = None if s["quick"] else PartLog(LOG)
+    log = None if s["quick"] else PartLog(LOG, code=CODE)
     # the tallest trees first (the search's most expensive forests, logged first)
     grid = [(depth, mom, frac) for depth in sorted(depths, reverse=True) for frac in FOREST_FRACTION
             for mom in FOREST_MOMENTUM] if tune else [(depths[0], FIXED["momentum"], 1.0)]

@@ -13,6 +13,9 @@ import numpy as np
 
 #: The results file's name (``benchmarks/results/skinny.json``).
 RESULTS = "skinny"
+#: The model packages a Skinny Trees fit runs (a logged fit's version is theirs and its module's).
+SKINNY_CODE = ("models.skinny", "models.ground", "models.base", "models.denormals", "models.devices",
+               "models.memory", "models.schema", "models.targets", "models.cost", "benchmarks.paper.skinny_common")
 #: The paper's satimage protocol: about 2000 random trials, then 100 re-runs of the chosen setting.
 PAPER_TRIALS, PAPER_RERUNS = 2000, 100
 

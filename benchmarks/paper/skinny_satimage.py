@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 from joblib import Parallel, delayed
 
 from benchmarks.common import PartLog, merge_rows, read_uci, required_data_dir, results_dir, run_keyed
-from benchmarks.paper.skinny_common import PAPER_RERUNS, RESULTS, cpu_machine, row, se
+from benchmarks.paper.skinny_common import PAPER_RERUNS, RESULTS, SKINNY_CODE, cpu_machine, row, se
 from benchmarks.paper.skinny_toolkits import default_xgboost, importance_auc
 from models.ground import threads
 from models.registry import get_family
@@ -76,6 +77,16 @@ SEARCHED = {
         "36 x that), lambda2 log-U[1e-2, 1e2]", 500, 88.66, 0.05,
         "skinny_satimage_single_50"),
 }
+
+
+#: What a logged trial or re-fit runs: this module, treeviz's search and training, the model packages.
+CODE = (Path(__file__), "treeviz.services.experiments", "treeviz.services.data", *SKINNY_CODE)
+
+
+def search_log(name: str, suffix: str = "") -> PartLog:
+    """The log of a :data:`SEARCHED` row's trials (``suffix`` ``_selection``: its selection study's
+    fits), each under the version of the code it ran (:data:`CODE`)."""
+    return PartLog(f"{SEARCHED[name].log}{suffix}", code=CODE)
 
 
 def satimage(seed: int = 8) -> Any:
@@ -151,7 +162,7 @@ def logged_search(name: str, *, total: int | None = None, chunk: int = 25, rerun
     if quick:
         trials = run_trials("skinny", "classification", prepared, settings)
     else:
-        trials = run_logged(prepared, settings, 0, PartLog(plan.log), chunk)
+        trials = run_logged(prepared, settings, 0, search_log(name), chunk)
     search_s = time.perf_counter() - start
     best = select_best(trials, k, "classification")
     full = total >= plan.trials and reruns >= PAPER_RERUNS and not quick
@@ -226,7 +237,7 @@ def selection_study(name: str, *, top: int = 10, seeds: int = 10, quick: bool = 
     plan = SEARCHED[name]
     prepared = satimage()
     k = budget_size(plan.budget, prepared.X_train.shape[1])
-    trials = [t for t in logged_trials(PartLog(plan.log)).values() if not t.error and t.n_features is not None
+    trials = [t for t in logged_trials(search_log(name)).values() if not t.error and t.n_features is not None
               and 0 < t.n_features <= k and t.metrics.get("val_auc") is not None]
     if quick:
         top, seeds = 2, 2
@@ -235,7 +246,7 @@ def selection_study(name: str, *, top: int = 10, seeds: int = 10, quick: bool = 
     settings = {t.index: {key: v for key, v in t.params.items() if key != "random_state"}
                 | ({"max_epochs": 3} if quick else {}) for t in chosen}
     tasks = [(f"{i}/{s}", delayed(_rerun_scores)(settings[i], prepared, s)) for i in settings for s in range(seeds)]
-    done = run_keyed(tasks, None if quick else PartLog(f"{plan.log}_selection"))
+    done = run_keyed(tasks, None if quick else search_log(name, "_selection"))
     candidates = []
     for t in chosen:
         fits = [done[f"{t.index}/{s}"] for s in range(seeds)]

@@ -7,19 +7,22 @@ The paper prints two decimals, so 0.26 ± 0.00 is met below 0.265."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from joblib import delayed
 
 from benchmarks.common import PartLog, memo, retime, run_keyed
-from benchmarks.paper.skinny_common import cpu_machine, log_uniform, row
+from benchmarks.paper.skinny_common import SKINNY_CODE, cpu_machine, log_uniform, row
 from models.ground import threads
 from models.skinny.estimators import SkinnyTreesRegressor
 from models.skinny.synthetic import sparse_regression, support_f1
 
 SYNTHETIC = {"n_trees": 20, "depth": 2, "lambda0": 100.0, "temperature": 0.01, "batch_size": 16,
              "target_scaling": "none", "min_features": 0}  # the paper's search space: m ≤ 50, d ≤ 5
+#: The trials' log, each trial under the version of this module and the model packages it fits.
+LOG, CODE = "skinny_table1", (Path(__file__), *SKINNY_CODE)
 #: Table 1's protocol: simulations per N and random trials per simulation.
 TABLE1_SIMULATIONS, TABLE1_TRIALS = 25, 500
 #: Table 1's paper values per N: MSE, its SE, features, SE, support F1, SE.
@@ -71,7 +74,7 @@ def synthetic_rows(quick: bool, sizes: tuple[int, ...] = (1000, 200), retime_sam
             plans[(n, sim)] = [table1_params(rng, quick) for _ in range(n_trials)]
     tasks = [(f"{n}/{sim}/{i}", delayed(_synthetic_trial)(n, sim, params))
              for (n, sim), trials in plans.items() for i, params in enumerate(trials)]
-    log = None if quick else PartLog("skinny_table1")
+    log = None if quick else PartLog(LOG, code=CODE)
     done = run_keyed(tasks, log)
     full = len(sims) >= TABLE1_SIMULATIONS and n_trials >= TABLE1_TRIALS
     rows = []

@@ -8,9 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from benchmarks import embeddings
 from benchmarks.common import PartLog, memo, retime, run_keyed, same_result
-from benchmarks.paper import skinny, skinny_satimage, skinny_table1
+from benchmarks.paper import embeddings, skinny, skinny_satimage, skinny_table1
 from treeviz.services.experiments.search import Trial
 
 
@@ -107,9 +106,9 @@ def test_the_table4_search_draws_the_papers_s53_space_and_resumes_from_its_log(t
     longer = skinny_satimage.logged_search(name, total=60, chunk=50, reruns=2)
     assert fake.calls[1:] == [(30, 30)]  # the first 30 trials come from the log
     assert longer["n_trials"] == 60 and longer["chosen"] == {k: v for k, v in
-                                                             PartLog(plan.log).records()[-1]["params"].items()
+                                                             skinny_satimage.search_log(name).records()[-1]["params"].items()
                                                              if k != "random_state"}
-    drawn = [r["params"] for r in PartLog(plan.log).records()]
+    drawn = [r["params"] for r in skinny_satimage.search_log(name).records()]
     assert all(d["lambda0"] == 100.0 and d["schedule"] == "dense_to_sparse" for d in drawn)  # gamma = 100/p
     assert all(1 <= d["n_trees"] <= 100 and 1 <= d["depth"] <= 5 and d["batch_size"] in (16, 64, 256, 1024)
                and 5 <= d["max_epochs"] <= 500 and d["max_epochs"] % 5 == 0 for d in drawn)
@@ -213,7 +212,7 @@ def test_same_result_compares_numbers_to_a_relative_tolerance_and_the_rest_exact
 
 
 def test_a_changed_grid_or_schedule_starts_a_new_fit_log(tmp_path, monkeypatch):
-    from benchmarks import laptao
+    from benchmarks.paper import laptao
 
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     base = laptao._fit_log("MNIST 5k", laptao.GRID, laptao.THESIS_LAPTAO, 5).path
@@ -259,7 +258,7 @@ def test_the_single_tree_search_draws_the_papers_space_without_refinements(tmp_p
     assert row["n_trials"] == 40 and row["chosen"]["n_trees"] == 1
     assert "40 random trials," in row["protocol_note"] and "lowered" not in row["protocol_note"]
     assert row["protocol"] == "reduced" and "reduced: the paper used 500 random trials" in row["protocol_note"]
-    drawn = [r["params"] for r in PartLog(plan.log).records()]
+    drawn = [r["params"] for r in skinny_satimage.search_log(name).records()]
     assert all(d["schedule"] == "fixed" and 1 <= d["depth"] <= 5 and d["batch_size"] % 64 == 0 for d in drawn)
     assert all(1e-3 * 36 <= d["lambda0"] <= 10 * 36 and 5 <= d["max_epochs"] <= 1000 for d in drawn)
     assert max(d["batch_size"] for d in drawn) > 256  # batch 64b, b up to 64

@@ -117,7 +117,6 @@ def test_the_toolkit_row_chooses_the_best_validation_trial_within_the_budget():
 
 
 def test_the_selection_study_refits_the_best_trials_within_the_budget_and_resumes(tmp_path, monkeypatch):
-    from benchmarks.common import PartLog
     from benchmarks.paper import skinny_satimage
 
     monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
@@ -132,7 +131,7 @@ def test_the_selection_study_refits_the_best_trials_within_the_budget_and_resume
                 "metrics": {"val_auc": val, "test_auc": 0.5, "n_features": features}}
 
     # the best validation AUCs are over the budget (4 features) or failed; ties go to fewer features
-    PartLog(skinny_satimage.SEARCHED[name].log).add([line(0, 0.99, 4), line(1, 0.98, 0, "diverged"), line(2, 0.90, 3),
+    skinny_satimage.search_log(name).add([line(0, 0.99, 4), line(1, 0.98, 0, "diverged"), line(2, 0.90, 3),
                                             line(3, 0.95, 3), line(4, 0.95, 2), line(5, 0.80, 1)])
     study = skinny_satimage.selection_study(name, top=2, seeds=2)
     assert [c["trial"] for c in study["candidates"]] == [4, 3]
@@ -142,7 +141,7 @@ def test_the_selection_study_refits_the_best_trials_within_the_budget_and_resume
         assert 0 <= c["within_budget"] <= 1 and 0 < c["test_auc_pct"] <= 100 and c["test_auc_se"] >= 0
     best = max(study["candidates"], key=lambda c: c["val_auc_pct"])
     assert study["chosen_by_mean_val"] == best["trial"]
-    fits = PartLog(f"{skinny_satimage.SEARCHED[name].log}_selection")
+    fits = skinny_satimage.search_log(name, "_selection")
     assert sorted(r["key"] for r in fits.records()) == ["3/0", "3/1", "4/0", "4/1"]
     assert skinny_satimage.selection_study(name, top=2, seeds=2) == study  # from the log, nothing refitted
     assert len(fits.records()) == 4
