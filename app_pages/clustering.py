@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from models.ground.tree import NodeStats
-from treeviz.plots import dendrogram_figure, tree_figure
+from treeviz.plots import TreeFigureOptions, dendrogram_figure, tree_figure
 from treeviz.readers.metrics import class_counts_by_node, dendrogram_purity_from_counts
 from treeviz.services.views.run_view import PARTS
 from treeviz.ui import state
@@ -56,8 +56,9 @@ with user_errors("drawing the clustering"):
     show_figure(dendrogram_figure(tree, stats, class_names=names,
                                   subtitle=f"{part} split · {view.n_rows} points · bars: reference classes"),
                 key="clustering.dendrogram", name=(record.name, "dendrogram"))
-    show_figure(tree_figure(tree, stats=view.stats, color_by="active", pruned="hidden",
-                            max_levels=min(tree.max_depth, 6) or None, family_label=family_name(record.family)),
+    options = TreeFigureOptions(color_by="active", pruned="hidden", max_levels=min(tree.max_depth, 6) or None,
+                                family_label=family_name(record.family))
+    show_figure(tree_figure(tree, stats=view.stats, options=options),
                 key="clustering.tree", name=(record.name, "tree"))
     if class_counts is not None:
         leaves = [int(v) for v in tree.leaves if counts[v] > 0]

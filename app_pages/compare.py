@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from treeviz.plots import class_flow_figure, tree_figure
+from treeviz.plots import TreeFigureOptions, class_flow_figure, tree_figure
 from treeviz.services.views.compare import SIZES, groups, pareto_mask, score_of
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
@@ -75,8 +75,8 @@ for side, box, run_id in zip(("left", "right"), (c1, c2), chosen):
         record = next(r for r in group.runs if r.run_id == run_id)
         st.caption(f"{tree.n_nodes} nodes · depth {tree.max_depth} · {tree.n_nonzero_weights()} nonzero weights · "
                    f"{view.part} split routed")
-        show_figure(tree_figure(tree, stats=view.stats, max_levels=min(tree.max_depth, 5) or None,
-                                family_label=family_name(record.family)),
+        options = TreeFigureOptions(max_levels=min(tree.max_depth, 5) or None, family_label=family_name(record.family))
+        show_figure(tree_figure(tree, stats=view.stats, options=options),
                     key=f"compare.tree.{side}", name=(record.name, "tree"))
         if routing and tree.task == "classification" and view.stats is not None:
             show_figure(class_flow_figure(tree, None, None, stats=view.stats, max_levels=min(tree.max_depth, 3) or 1),

@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from treeviz.plots import (
+    TreeFigureOptions,
     embedding_map,
     embedding_objective_curve,
     embedding_panels,
@@ -79,8 +80,8 @@ with user_errors("drawing the embedding"):
                 key="embeddings.map", name=(record.name, "map"), where=left)
     left.caption("Leaves partition the input space, not the plane, so two leaves' regions can overlap "
                  "(the thesis notes it too). A linear leaf maps its points by its own linear map.")
-    show_figure(tree_figure(tree, stats=view.stats, max_levels=min(tree.max_depth, 6) or None,
-                            family_label=family_name(record.family)),
+    options = TreeFigureOptions(max_levels=min(tree.max_depth, 6) or None, family_label=family_name(record.family))
+    show_figure(tree_figure(tree, stats=view.stats, options=options),
                 key="embeddings.tree", name=(record.name, "tree"), where=right)
     right.caption("Open the run in the Tree explorer for each node's rule and weights.")
     if classes is not None:

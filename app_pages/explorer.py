@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from treeviz.plots import (
+    TreeFigureOptions,
     class_balance_figure,
     forest_summary_figure,
     node_from_selection,
@@ -139,8 +140,9 @@ with user_errors("opening the run"):
     if not 0 <= int(st.session_state.get(NODE, 0)) < tree.n_nodes:
         st.session_state[NODE] = 0  # e.g. another run with fewer nodes was picked
     selected = int(st.session_state.get(NODE, 0))
-    fig = tree_figure(shown, stats=view.stats, root=root, max_levels=levels, color_by=color_by,
-                      highlight=highlight, selected=selected, pruned=pruned, family_label=family_name(record.family))
+    diagram = TreeFigureOptions(root=root, max_levels=levels, color_by=color_by, highlight=highlight, selected=selected,
+                                pruned=pruned, family_label=family_name(record.family))
+    fig = tree_figure(shown, stats=view.stats, options=diagram)
     show_figure(fig, key="explorer.tree", on_select=on_tree_select, selection_mode="points",
                 config={"scrollZoom": True}, name=(record.name, "tree"))
     nav = st.columns([1, 1, 3])

@@ -8,7 +8,7 @@ import streamlit as st
 
 from models.registry import families_offering, get_family
 from models.schema import Param
-from treeviz.plots import PATH_FIGURES, tree_figure
+from treeviz.plots import PATH_FIGURES, TreeFigureOptions, tree_figure
 from treeviz.services.experiments.grid import SCHEDULER_ENV, GridJob, default_scheduler, grid_rows, grids, parse_values
 from treeviz.services.experiments.sweep import SweepJob, sweep_label, value_grid
 from treeviz.ui import pages, state
@@ -185,11 +185,12 @@ with user_errors("showing the λ paths"):
     levels = min(view.tree.max_depth, 6) or None
     if spec.tree_view == "activity":
         hide = st.radio("Pruned nodes", ("dashed", "hidden"), horizontal=True, key="pruning.pruned")
-        figure = tree_figure(view.rules_tree(), stats=view.stats, color_by="active", pruned=hide, max_levels=levels,
-                             family_label=family_name(records[0].family))
+        options = TreeFigureOptions(color_by="active", pruned=hide, max_levels=levels,
+                                    family_label=family_name(records[0].family))
+        figure = tree_figure(view.rules_tree(), stats=view.stats, options=options)
     else:
-        figure = tree_figure(view.rules_tree(), stats=view.stats, max_levels=levels,
-                             family_label=family_name(records[0].family))
+        options = TreeFigureOptions(max_levels=levels, family_label=family_name(records[0].family))
+        figure = tree_figure(view.rules_tree(), stats=view.stats, options=options)
     show_figure(figure, key="pruning.tree", name=(records[0].name, "tree"))
     st.caption(f"λ = {chosen:g}. {spec.note}")
 

@@ -225,8 +225,8 @@ def _node(h):
 
 #: One call per public builder, with a hostile string in every string it takes.
 BUILDERS: dict[str, Callable[[dict], go.Figure]] = {
-    "tree_figure": lambda h: plots.tree_figure(h["tree"], stats=h["stats"], highlight=h["tree"].paths(h["X"][0])[0],
-                                               selected=0, family_label=RUN_NAME),
+    "tree_figure": lambda h: plots.tree_figure(h["tree"], stats=h["stats"], options=plots.TreeFigureOptions(
+        highlight=h["tree"].paths(h["X"][0])[0], selected=0, family_label=RUN_NAME)),
     "top_weights_figure": lambda h: plots.top_weights_figure(h["tree"], _node(h)),
     "weights_heatmap": lambda h: plots.weights_heatmap(h["tree"]),
     # the 14 hostile features as a 2 × 7 "image" of hostile pixel names
@@ -286,7 +286,8 @@ BUILDERS: dict[str, Callable[[dict], go.Figure]] = {
     "sample_images_figure": lambda h: plots.sample_images_figure(h["X"][:3], (2, 7), labels=CLASSES),
 }
 #: Public names of treeviz.plots that build no figure.
-NOT_BUILDERS = {"CLASS_PALETTE", "DIVERGING", "NODE_TRACE_NAME", "PATH_FIGURES", "class_color", "node_from_selection"}
+NOT_BUILDERS = {"CLASS_PALETTE", "DIVERGING", "NODE_TRACE_NAME", "PATH_FIGURES", "TreeFigureOptions", "class_color",
+                "node_from_selection"}
 
 
 def test_every_public_figure_builder_has_a_case():

@@ -18,7 +18,7 @@ import pytest
 
 from tests.e2e.conftest import DRAWN, WAIT_MS, open_page, serve_store, settled, watch_requests
 from tests.hostile_names import FILE_NAME, hostile_csv, hostile_store
-from treeviz.plots import tree_figure, weights_heatmap
+from treeviz.plots import TreeFigureOptions, tree_figure, weights_heatmap
 from treeviz.plots.export import figure_html, figure_image
 from treeviz.services.store.runs import RunStore
 from treeviz.services.views.run_view import RunView
@@ -116,7 +116,7 @@ def test_exported_figures_and_the_report_show_hostile_names_as_text(browser, hos
     view = RunView.build(store.load_model(cart.run_id), store.load_prepared(cart.run_id), "train")
     tree = view.tree
     files = {}
-    for name, fig in (("tree", tree_figure(tree, stats=view.stats, family_label=cart.name)),
+    for name, fig in (("tree", tree_figure(tree, stats=view.stats, options=TreeFigureOptions(family_label=cart.name))),
                       ("heatmap", weights_heatmap(tree))):
         files[f"{name}.html"] = figure_html(fig, name=cart.name)
     (tmp_path / "tree.svg").write_bytes(figure_image(tree_figure(tree, stats=view.stats), "svg"))

@@ -13,7 +13,7 @@ from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits
 from models.cart.estimators import CARTClassifier, CARTRegressor
 from models.ground.errors import TreevizError
 from models.ground.tree import Tree
-from treeviz.plots import NODE_TRACE_NAME, node_from_selection, tree_figure
+from treeviz.plots import NODE_TRACE_NAME, TreeFigureOptions, node_from_selection, tree_figure
 from treeviz.plots.style import CLASS_PALETTE, NEUTRAL, class_color, plot_text
 from treeviz.readers.layout import tidy_layout
 from treeviz.readers.rules import node_rule
@@ -166,7 +166,7 @@ def test_without_data_one_uniform_edge_trace_and_leaf_colours(digits):
 
 def test_pruned_nodes_dashed(pruned_tree):
     tree, dead, X, y = pruned_tree
-    d = tree_figure(tree, X=X, y=y, pruned="dashed").to_dict()
+    d = tree_figure(tree, X=X, y=y, options=TreeFigureOptions(pruned="dashed")).to_dict()
     nt = node_trace(d)
     assert len(nt["x"]) == tree.n_nodes
     pos_to_node = {(round(x, 9), round(yy, 9)): v for v, x, yy in zip(node_ids(nt), nt["x"], nt["y"])}
@@ -185,7 +185,7 @@ def test_pruned_nodes_dashed(pruned_tree):
 
 def test_pruned_nodes_hidden(pruned_tree):
     tree, dead, X, y = pruned_tree
-    d = tree_figure(tree, X=X, y=y, pruned="hidden").to_dict()
+    d = tree_figure(tree, X=X, y=y, options=TreeFigureOptions(pruned="hidden")).to_dict()
     nt = node_trace(d)
     assert set(node_ids(nt)) == set(range(tree.n_nodes)) - dead
     assert not [t for t in edge_traces(d) if t["line"].get("dash") == "dash"]
@@ -194,7 +194,7 @@ def test_pruned_nodes_hidden(pruned_tree):
 
 def test_active_colouring_has_a_colour_bar(pruned_tree):
     tree, dead, X, y = pruned_tree
-    d = tree_figure(tree, X=X, y=y, color_by="active").to_dict()
+    d = tree_figure(tree, X=X, y=y, options=TreeFigureOptions(color_by="active")).to_dict()
     nt = node_trace(d)
     cols = dict(zip(node_ids(nt), nt["marker"]["color"]))
     half = int(tree.children_right[0])
@@ -211,7 +211,8 @@ def test_active_colouring_has_a_colour_bar(pruned_tree):
 def test_highlight_follows_the_path(cancer):
     _, tree, X, y = cancer
     path = [int(v) for v in tree.paths(X[:1])[0] if v >= 0]
-    d = tree_figure(tree, X=X, y=y, highlight=tree.paths(X[:1])[0], selected=path[1]).to_dict()
+    options = TreeFigureOptions(highlight=tree.paths(X[:1])[0], selected=path[1])
+    d = tree_figure(tree, X=X, y=y, options=options).to_dict()
     hl = [t for t in d["data"] if t.get("name") == "sample path"]
     assert len(hl) == 1
     pos = tidy_layout(tree)
@@ -229,7 +230,7 @@ def test_highlight_follows_the_path(cancer):
 def test_highlight_from_sample_path_steps(cancer):
     _, tree, X, _y = cancer
     steps = [s.node for s in tree.sample_path(X[5])] + [int(tree.apply(X[5:6])[0])]
-    d = tree_figure(tree, highlight=steps).to_dict()
+    d = tree_figure(tree, options=TreeFigureOptions(highlight=steps)).to_dict()
     hl = next(t for t in d["data"] if t.get("name") == "sample path")
     assert len(hl["x"]) == len(steps)
 
@@ -254,7 +255,7 @@ def test_node_from_selection():
 def test_depth_window_restricts_nodes(digits):
     tree, X, y = digits
     root = int(tree.children_right[0])
-    d = tree_figure(tree, X=X, y=y, root=root, max_levels=2).to_dict()
+    d = tree_figure(tree, X=X, y=y, options=TreeFigureOptions(root=root, max_levels=2)).to_dict()
     nt = node_trace(d)
     assert sorted(node_ids(nt)) == tree.subtree_nodes(root, 2).tolist()
     assert (nt["x"][0], nt["y"][0]) == (0.0, 0.0)
@@ -283,7 +284,7 @@ def test_whole_tree_title(digits):
 def test_bad_window_root(digits):
     tree, _, _ = digits
     with pytest.raises(TreevizError):
-        tree_figure(tree, root=tree.n_nodes + 3)
+        tree_figure(tree, options=TreeFigureOptions(root=tree.n_nodes + 3))
 
 
 # --------------------------------------------------------------------------- class mix, labels, colour modes
@@ -300,7 +301,7 @@ def test_class_mix_bars(cancer):
     # each node's bar spans 0.7 of the sibling separation
     root_bars = [s for s in shapes if s["yanchor"] == 0]
     assert sum(s["x1"] - s["x0"] for s in root_bars) == pytest.approx(0.7)
-    assert not tree_figure(tree, X=X, y=y, show_mix=False).to_dict()["layout"].get("shapes")
+    assert not tree_figure(tree, X=X, y=y, options=TreeFigureOptions(show_mix=False)).to_dict()["layout"].get("shapes")
 
 
 def test_no_mix_bars_for_large_trees():
@@ -341,7 +342,7 @@ def test_regression_value_colouring():
     assert bar["marker"]["cmin"] == pytest.approx(np.nanmin(stats.value_mean))
     assert bar["marker"]["cmax"] == pytest.approx(np.nanmax(stats.value_mean))
     with pytest.raises(TreevizError):
-        tree_figure(tree, color_by="class")
+        tree_figure(tree, options=TreeFigureOptions(color_by="class"))
 
 
 def test_labels_given_as_class_names(cancer):
@@ -365,9 +366,9 @@ def test_soft_tree_counts(digits):
 def test_bad_options(digits):
     tree, _, _ = digits
     with pytest.raises(TreevizError):
-        tree_figure(tree, color_by="rainbow")
+        tree_figure(tree, options=TreeFigureOptions(color_by="rainbow"))
     with pytest.raises(TreevizError):
-        tree_figure(tree, pruned="gone")
+        tree_figure(tree, options=TreeFigureOptions(pruned="gone"))
 
 
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out

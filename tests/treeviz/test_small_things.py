@@ -18,8 +18,8 @@ from models.cart.estimators import CARTClassifier
 from models.ground.errors import TreevizError
 from models.registry import families
 from treeviz.cli.main import main
+from treeviz.plots import TreeFigureOptions, pareto_figure, tree_figure
 from treeviz.plots import export as ex
-from treeviz.plots import pareto_figure, tree_figure
 from treeviz.plots.forest import agreement_range, forest_summary_figure
 from treeviz.plots.style import family_color, line_color
 from treeviz.readers.codegen import sql_query
@@ -77,7 +77,7 @@ def test_a_legend_entry_named_selected_is_not_a_ring():
 
 def test_the_tree_diagrams_ring_is_the_one_exports_drop():
     X, y = load_iris(return_X_y=True)
-    fig = tree_figure(CARTClassifier(max_depth=2).fit(X, y).to_tree(), X=X, y=y, selected=0)
+    fig = tree_figure(CARTClassifier(max_depth=2).fit(X, y).to_tree(), X=X, y=y, options=TreeFigureOptions(selected=0))
     assert any(ex._is_selection(t) for t in fig.data)
     assert not any(ex._is_selection(t) for t in ex.without_selection(fig).data)
 
@@ -224,6 +224,9 @@ def test_a_tree_diagram_is_titled_with_its_familys_own_name():
     prepared = prepare(load_dataset("iris"), PrepConfig(seed=0))
     model, _ = train_run("cart", "classification", {"max_depth": 2}, prepared)
     tree = model.to_tree()
-    assert tree_figure(tree, family_label=family_name("tao_forest")).layout.title.text.startswith("TAO forest tree")
-    assert tree_figure(tree, family_label=family_name("dgt_bandit")).layout.title.text.startswith("DGT-Bandit tree")
+    def title(label: str) -> str:
+        return tree_figure(tree, options=TreeFigureOptions(family_label=label)).layout.title.text
+
+    assert title(family_name("tao_forest")).startswith("TAO forest tree")
+    assert title(family_name("dgt_bandit")).startswith("DGT-Bandit tree")
     assert tree_figure(tree).layout.title.text.startswith("cart tree")  # no label: the Tree's family key

@@ -16,6 +16,7 @@ Trace order in the returned figure (``fig.layout.meta`` repeats the important in
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,9 +38,7 @@ MAX_ID_LABELS = 127  # node ids are written beside the nodes up to this many sho
 _N_WIDTH_BUCKETS = 7  # plus one bucket for edges into empty nodes = at most 8 edge traces
 
 
-def _resolve_mode(tree: Tree, color_by: str, stats: NodeStats | None) -> str:
-    if color_by not in COLOR_MODES:
-        raise TreevizError(f"color_by must be one of {', '.join(COLOR_MODES)}, not {color_by!r}.")
+def _resolve_mode(tree: Tree, color_by: str) -> str:
     if color_by == "auto":
         if tree.task == "classification":
             return "class"
@@ -153,39 +152,20 @@ def _leaf_labels(tree: Tree, leaves: list[int], pos: dict, shift: float) -> list
     return out
 
 
-def tree_figure(
-    tree: Tree,
-    *,
-    X: Any = None,
-    y: Any = None,
-    stats: NodeStats | None = None,
-    root: int = 0,
-    max_levels: int | None = None,
-    color_by: str = "auto",
-    highlight: Iterable[int] | None = None,
-    selected: int | None = None,
-    pruned: str = "dashed",
-    show_mix: bool = True,
-    height: int | None = None,
-    family_label: str | None = None,
-) -> go.Figure:
-    """Draw a tree (or a depth window of it) as an interactive node-link diagram.
+@dataclass(frozen=True)
+class TreeFigureOptions:
+    """How :func:`tree_figure` draws a tree: the window shown, the colouring and what is marked.
 
-    Parameters
+    Attributes
     ----------
-    tree : Tree
-    X, y : array, optional
-        Data to route through the tree for per-node statistics (``y`` as class indices or class
-        names, or regression targets). Ignored when ``stats`` is given.
-    stats : NodeStats, optional
-        Precomputed ``tree.node_stats(X, y)``. Without stats or data, only leaf values colour.
     root, max_levels : int
         The window: the subtree of ``root`` down to ``max_levels`` levels below it (None = all).
     color_by : {"auto", "class", "value", "active"}
         Majority class (with class-mix bars), mean target, or node activity (``active``); "auto" picks
         class / value / active for classification / regression / clustering trees.
-    highlight : list of int, optional
-        Node ids of one sample's path (e.g. ``tree.paths(x)[0]``; -1 entries are ignored).
+    highlight : sequence of int, optional
+        Node ids of one sample's path (e.g. ``tree.paths(x)[0]``; -1 entries are ignored); kept as a
+        tuple of ints.
     selected : int, optional
         A node drawn with a ring.
     pruned : {"dashed", "hidden"}
@@ -198,41 +178,79 @@ def tree_figure(
     family_label : str, optional
         The family's display name for the title ("TAO forest tree"); the Tree's family key when
         not given.
-
-    Returns
-    -------
-    go.Figure
-        See the module docstring for the trace order; ``fig.layout.meta["node_trace"]`` is the
-        index of the node trace and ``fig.layout.meta["nodes"]`` the node id of each point.
     """
-    if pruned not in PRUNED_MODES:
-        raise TreevizError(f"pruned must be 'dashed' or 'hidden', not {pruned!r}.")
-    root = style.check_node(tree, root)
-    if stats is None and X is not None:
-        Xc, yc = style.check_data(tree, X, y)
-        stats = tree.node_stats(Xc, yc)
-    mode = _resolve_mode(tree, color_by, stats)
-    keep = tree.active > 0 if pruned == "hidden" else None
+
+    root: int = 0
+    max_levels: int | None = None
+    color_by: str = "auto"
+    highlight: tuple[int, ...] | None = None
+    selected: int | None = None
+    pruned: str = "dashed"
+    show_mix: bool = True
+    height: int | None = None
+    family_label: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.pruned not in PRUNED_MODES:
+            raise TreevizError(f"pruned must be 'dashed' or 'hidden', not {self.pruned!r}.")
+        if self.color_by not in COLOR_MODES:
+            raise TreevizError(f"color_by must be one of {', '.join(COLOR_MODES)}, not {self.color_by!r}.")
+        if self.highlight is not None:
+            object.__setattr__(self, "highlight", tuple(int(v) for v in self.highlight))
+
+
+@dataclass(frozen=True)
+class _Window:
+    """The shown part of a tree, laid out: node ids, positions and what each shown node is."""
+
+    tree: Tree
+    stats: NodeStats | None
+    root: int
+    nodes: np.ndarray  # shown node ids, in layout order
+    node_list: list[int]
+    x: np.ndarray  # horizontal position of each shown node
+    ny: np.ndarray  # minus the level below the window's root
+    pos: dict[int, tuple[float, float]]
+    dashed: np.ndarray  # drawn as pruned
+    is_leaf: np.ndarray
+    window_cut: np.ndarray  # decision nodes on the window's last level: their subtrees continue outside it
+    cut: np.ndarray  # nodes below each shown node that the window leaves out
+    root_count: float
+    names: list[str]  # every output's name as Plotly text: the classes, or the target
+
+    @property
+    def m(self) -> int:
+        return len(self.node_list)
+
+
+def _window(tree: Tree, stats: NodeStats | None, root: int, options: TreeFigureOptions) -> _Window:
+    max_levels = options.max_levels
+    keep = tree.active > 0 if options.pruned == "hidden" else None
     nodes, x, ny = layout_arrays(tree, root, max_levels, keep=keep)
     node_list = nodes.tolist()
-    pos = {v: (float(a), float(b)) for v, a, b in zip(node_list, x.tolist(), ny.tolist())}
     m = len(node_list)
-    names = style.class_names(tree)  # every output's name as Plotly text: the classes, or the target
-    dashed = (tree.active[nodes] == 0) if pruned == "dashed" else np.zeros(m, dtype=bool)
     is_leaf = tree.is_leaf[nodes]
-    shown = set(node_list)
-    # Decision nodes on the window's last level: their subtrees continue outside the window.
     window_cut = ~is_leaf & (max_levels is not None) & (-ny >= (max_levels or 0))
-    cut = np.where(window_cut, subtree_sizes(tree)[nodes] - 1, 0)
-    root_count = float(stats.count[root]) if stats is not None else 0.0
+    return _Window(
+        tree=tree, stats=stats, root=root, nodes=nodes, node_list=node_list, x=x, ny=ny,
+        pos={v: (float(a), float(b)) for v, a, b in zip(node_list, x.tolist(), ny.tolist())},
+        dashed=(tree.active[nodes] == 0) if options.pruned == "dashed" else np.zeros(m, dtype=bool),
+        is_leaf=is_leaf, window_cut=window_cut, cut=np.where(window_cut, subtree_sizes(tree)[nodes] - 1, 0),
+        root_count=float(stats.count[root]) if stats is not None else 0.0,
+        names=style.class_names(tree),
+    )
 
-    # ---- node colours
+
+def _node_colors(w: _Window, mode: str) -> tuple[list, np.ndarray | None, tuple | None]:
+    """(a colour per shown node, the class fractions when colouring by class, the colour bar's
+    (scale, low, high, title) when there is one)."""
+    tree, stats, nodes, m = w.tree, w.stats, w.nodes, w.m
     fractions = class_fractions(tree, stats) if mode == "class" else None
     colorbar = None
     if mode == "class":
         colors = [style.NEUTRAL] * m
         if fractions is not None:
-            for i, v in enumerate(node_list):
+            for i, v in enumerate(w.node_list):
                 if np.isfinite(fractions[v]).all():
                     colors[i] = style.class_color(int(np.argmax(fractions[v])))
     elif mode == "value":
@@ -240,47 +258,35 @@ def tree_figure(
         finite = vals[np.isfinite(vals)]
         lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
         colors = style.scale_colors(vals, style.SEQUENTIAL, lo, hi)
-        title = f"mean {names[0]}" if stats is not None and stats.value_mean is not None else f"leaf {names[0]}"
+        title = f"mean {w.names[0]}" if stats is not None and stats.value_mean is not None else f"leaf {w.names[0]}"
         colorbar = (style.SEQUENTIAL, lo, hi, title)
     else:
         colors = style.scale_colors(tree.active[nodes], style.ACTIVE_SCALE, 0.0, 1.0)
         colorbar = (style.ACTIVE_SCALE, 0.0, 1.0, "activity")
     # Pruned nodes: white fill (hides the edges behind) with a grey outline.
-    colors = ["white" if d else c for c, d in zip(colors, dashed)]
+    return ["white" if d else c for c, d in zip(colors, w.dashed)], fractions, colorbar
 
-    traces: list[dict[str, Any]] = []
-    parent = tree.parent
-    edge_traces = _add_edges(traces, [(int(parent[v]), v, bool(dashed[i])) for i, v in enumerate(node_list)
-                                   if v != root], pos, stats, root_count)
 
-    # ---- highlighted path
-    path = [int(v) for v in (highlight if highlight is not None else []) if int(v) >= 0]
-    on_path = {v for v in path if v in shown}
-    if path:
-        hx, hy = _path_xy(path, shown, parent, pos)
-        traces.append(_scatter(x=hx, y=hy, mode="lines", name="sample path", hoverinfo="skip",
-                               line=dict(color=style.HIGHLIGHT, width=5), opacity=0.95, showlegend=True))
-
-    # ---- nodes
-    msize = float(np.clip(30 - 3 * np.log2(m + 1), 7, 20))
+def _node_trace(w: _Window, colors: list, on_path: set[int], msize: float) -> dict[str, Any]:
+    """The one marker trace of the shown nodes (the only trace with ``customdata``)."""
+    tree, stats, nodes, node_list, m = w.tree, w.stats, w.nodes, w.node_list, w.m
     symbols = ["square" if leaf else ("triangle-down" if cut_here else "circle")
-               for leaf, cut_here in zip(is_leaf, window_cut)]
+               for leaf, cut_here in zip(w.is_leaf, w.window_cut)]
     line_color: Any = "white"
     line_width: Any = 1.0
-    if on_path or dashed.any():  # per-node outlines only when needed (each array costs validation time)
-        line_color = [style.INK if v in on_path else (style.PRUNED if dashed[i] else "white")
+    if on_path or w.dashed.any():  # per-node outlines only when needed (each array costs validation time)
+        line_color = [style.INK if v in on_path else (style.PRUNED if w.dashed[i] else "white")
                       for i, v in enumerate(node_list)]
-        line_width = [2.5 if v in on_path else (1.5 if dashed[i] else 1.0) for i, v in enumerate(node_list)]
+        line_width = [2.5 if v in on_path else (1.5 if w.dashed[i] else 1.0) for i, v in enumerate(node_list)]
     counts = [None if stats is None else (round(float(c)) if abs(c - round(c)) < 1e-9 else round(float(c), 3))
               for c in (stats.count[nodes].tolist() if stats is not None else [0.0] * m)]
     depth = tree.node_depth[nodes].tolist()
-    hover = [hover_text(tree, v, stats, root_count, names, int(cut[i])) for i, v in enumerate(node_list)]
-    node_trace = len(traces)
+    hover = [hover_text(tree, v, stats, w.root_count, w.names, int(w.cut[i])) for i, v in enumerate(node_list)]
     # node ids beside the markers, so "node 12" in a heatmap or a table can be found in the tree (the
     # hover always names the node; past MAX_ID_LABELS nodes the labels would overlap)
     labelled = m <= MAX_ID_LABELS
-    traces.append(_scatter(
-        x=x.tolist(), y=ny.tolist(), mode="markers+text" if labelled else "markers", name=NODE_TRACE_NAME,
+    return _scatter(
+        x=w.x.tolist(), y=w.ny.tolist(), mode="markers+text" if labelled else "markers", name=NODE_TRACE_NAME,
         **(dict(text=[str(v) for v in node_list], textposition="top right") if labelled else {}),
         textfont=dict(size=9, color=style.EDGE),
         customdata=[[v, d, c] for v, d, c in zip(node_list, depth, counts)],
@@ -289,20 +295,16 @@ def tree_figure(
         marker=dict(size=msize, color=colors, symbol=symbols, opacity=1.0,
                     line=dict(color=line_color, width=line_width)),
         showlegend=False,
-    ))
+    )
 
-    # ---- selected ring
-    if selected is not None and int(selected) in shown:
-        sx, sy = pos[int(selected)]
-        traces.append(_scatter(x=[sx], y=[sy], mode="markers", name="selected", hoverinfo="skip",
-                               marker=dict(size=msize + 14, symbol="circle-open", color=style.INK,
-                                           line=dict(width=3, color=style.INK)), showlegend=False))
 
-    # ---- legend / colour bar
-    if mode == "class" and fractions is not None and len(names) <= 20:
-        used = sorted({int(np.argmax(fractions[v])) for v in node_list if np.isfinite(fractions[v]).all()})
+def _legend_traces(w: _Window, mode: str, fractions: np.ndarray | None, colorbar: tuple | None) -> list[dict]:
+    """Point-less entries: class colours, the colour bar, the pruned and the cut-window markers."""
+    traces = []
+    if mode == "class" and fractions is not None and len(w.names) <= 20:
+        used = sorted({int(np.argmax(fractions[v])) for v in w.node_list if np.isfinite(fractions[v]).all()})
         for k in used:
-            traces.append(_scatter(x=[None], y=[None], mode="markers", name=names[k], hoverinfo="skip",
+            traces.append(_scatter(x=[None], y=[None], mode="markers", name=w.names[k], hoverinfo="skip",
                                    marker=dict(size=11, symbol="square", color=style.class_color(k))))
     if colorbar is not None:
         scale, lo, hi, cb_title = colorbar
@@ -311,51 +313,111 @@ def tree_figure(
                                marker=dict(color=[lo], cmin=lo, cmax=hi, colorscale=scale, showscale=True,
                                            colorbar=dict(title=dict(text=cb_title), thickness=14, len=0.6,
                                                          y=0.0, yanchor="bottom"))))
-    if dashed.any():
+    if w.dashed.any():
         traces.append(_scatter(x=[None], y=[None], mode="lines+markers", name="pruned (active = 0)",
                                hoverinfo="skip", line=dict(color=style.PRUNED, dash="dash", width=1.2),
                                marker=dict(size=10, symbol="circle", color="white",
                                            line=dict(color=style.PRUNED, width=1.5))))
-    if window_cut.any():
+    if w.window_cut.any():
         traces.append(_scatter(x=[None], y=[None], mode="markers", name="subtree continues below",
                                hoverinfo="skip",
                                marker=dict(size=10, symbol="triangle-down", color="#5F6670")))
+    return traces
 
-    # ---- class-mix bars and leaf labels
-    shapes = []
-    if mode == "class" and show_mix and fractions is not None and m <= MAX_MIX_NODES:
-        shapes = _mix_shapes(node_list, fractions, dashed, pos, msize)
-    leaves = [v for v, leaf in zip(node_list, is_leaf) if leaf]
-    annotations = []
-    if len(leaves) <= MAX_LABEL_LEAVES:
-        annotations = _leaf_labels(tree, leaves, pos, (msize / 2 + 9 if shapes else msize / 2) + 3)
 
-    # ---- layout
-    levels = int(-ny.min()) + 1 if m else 1
-    whole = root == 0 and (max_levels is None or max_levels >= tree.max_depth)
+def _subtitle(w: _Window, options: TreeFigureOptions, mode: str, mix_wanted: bool, n_leaves: int) -> str:
+    """What the figure shows: the window, what was left out, and what the colour means."""
+    tree, m, root = w.tree, w.m, w.root
+    levels = int(-w.ny.min()) + 1 if m else 1
+    whole = root == 0 and (options.max_levels is None or options.max_levels >= tree.max_depth)
     d0 = int(tree.node_depth[root])
     if whole:
         window = f"whole tree · {'all ' if m == tree.n_nodes else f'{m} of '}{tree.n_nodes} nodes"
     else:
         window = (f"window: subtree of node {root}, depths {d0}–{d0 + levels - 1} of 0–{tree.max_depth}"
                   f" · {m} of {tree.n_nodes} nodes shown")
-    if pruned == "hidden" and (tree.active == 0).any():
+    if options.pruned == "hidden" and (tree.active == 0).any():
         window += " · pruned nodes hidden"
-    if mode == "class" and show_mix and fractions is not None and m > MAX_MIX_NODES:
+    if mix_wanted and m > MAX_MIX_NODES:
         window += f" · class-mix bars only up to {MAX_MIX_NODES} nodes (hover a node for its mix)"
-    if len(leaves) > MAX_LABEL_LEAVES:
+    if n_leaves > MAX_LABEL_LEAVES:
         window += f" · leaf labels only up to {MAX_LABEL_LEAVES} leaves"
     mode_text = {"class": "majority class", "value": "mean target", "active": "node activity a_t"}[mode]
     if tree.head_decides:  # the leaves describe their rows; they do not predict
         mode_text += " · a head predicts; leaves describe their rows"
+    return f"{window} · colour: {mode_text}"
+
+
+def tree_figure(tree: Tree, *, X: Any = None, y: Any = None, stats: NodeStats | None = None,
+                options: TreeFigureOptions | None = None) -> go.Figure:
+    """Draw a tree (or a depth window of it) as an interactive node-link diagram.
+
+    Parameters
+    ----------
+    tree : Tree
+    X, y : array, optional
+        Data to route through the tree for per-node statistics (``y`` as class indices or class
+        names, or regression targets). Ignored when ``stats`` is given.
+    stats : NodeStats, optional
+        Precomputed ``tree.node_stats(X, y)``. Without stats or data, only leaf values colour.
+    options : TreeFigureOptions, optional
+        The window, colouring and marks (default: the whole tree, coloured for its task).
+
+    Returns
+    -------
+    go.Figure
+        See the module docstring for the trace order; ``fig.layout.meta["node_trace"]`` is the
+        index of the node trace and ``fig.layout.meta["nodes"]`` the node id of each point.
+    """
+    options = options or TreeFigureOptions()
+    root = style.check_node(tree, options.root)
+    if stats is None and X is not None:
+        Xc, yc = style.check_data(tree, X, y)
+        stats = tree.node_stats(Xc, yc)
+    mode = _resolve_mode(tree, options.color_by)
+    w = _window(tree, stats, root, options)
+    m, node_list, pos, shown = w.m, w.node_list, w.pos, set(w.node_list)
+    colors, fractions, colorbar = _node_colors(w, mode)
+
+    traces: list[dict[str, Any]] = []
+    parent = tree.parent
+    edge_traces = _add_edges(traces, [(int(parent[v]), v, bool(w.dashed[i])) for i, v in enumerate(node_list)
+                                   if v != root], pos, stats, w.root_count)
+    path = [v for v in (options.highlight or ()) if v >= 0]
+    on_path = {v for v in path if v in shown}
+    if path:
+        hx, hy = _path_xy(path, shown, parent, pos)
+        traces.append(_scatter(x=hx, y=hy, mode="lines", name="sample path", hoverinfo="skip",
+                               line=dict(color=style.HIGHLIGHT, width=5), opacity=0.95, showlegend=True))
+    msize = float(np.clip(30 - 3 * np.log2(m + 1), 7, 20))
+    node_trace = len(traces)
+    traces.append(_node_trace(w, colors, on_path, msize))
+    selected = options.selected
+    if selected is not None and int(selected) in shown:
+        sx, sy = pos[int(selected)]
+        traces.append(_scatter(x=[sx], y=[sy], mode="markers", name="selected", hoverinfo="skip",
+                               marker=dict(size=msize + 14, symbol="circle-open", color=style.INK,
+                                           line=dict(width=3, color=style.INK)), showlegend=False))
+    traces += _legend_traces(w, mode, fractions, colorbar)
+
+    # class-mix bars and leaf labels
+    mix_wanted = mode == "class" and options.show_mix and fractions is not None
+    shapes = _mix_shapes(node_list, fractions, w.dashed, pos, msize) if mix_wanted and m <= MAX_MIX_NODES else []
+    leaves = [v for v, leaf in zip(node_list, w.is_leaf) if leaf]
+    annotations = []
+    if len(leaves) <= MAX_LABEL_LEAVES:
+        annotations = _leaf_labels(tree, leaves, pos, (msize / 2 + 9 if shapes else msize / 2) + 3)
+
+    levels = int(-w.ny.min()) + 1 if m else 1
     # the family's own name comes from the caller (plots read no registry); the key is the fallback
-    family = style.plot_text(family_label or tree.family)
+    family = style.plot_text(options.family_label or tree.family)
     title = f"{family + ' tree' if family else 'Tree'} · depth {tree.max_depth}"
     fig = go.Figure(data=traces)
-    style.apply_style(fig, title=title, subtitle=f"{window} · colour: {mode_text}",
-                      height=height or int(np.clip(140 + 95 * levels, 380, 900)))
+    style.apply_style(fig, title=title, subtitle=_subtitle(w, options, mode, mix_wanted, len(leaves)),
+                      height=options.height or int(np.clip(140 + 95 * levels, 380, 900)))
     pad_bottom = 0.9 if annotations and len(leaves) > 12 else (0.6 if annotations or shapes else 0.4)
-    xmin, xmax = (float(x.min()), float(x.max())) if m else (0.0, 0.0)
+    xmin, xmax = (float(w.x.min()), float(w.x.max())) if m else (0.0, 0.0)
+    max_levels, pruned = options.max_levels, options.pruned
     fig.update_layout(
         shapes=shapes, annotations=annotations, dragmode="pan", hovermode="closest",
         clickmode="event+select", uirevision=f"tree-{root}-{max_levels}-{pruned}",

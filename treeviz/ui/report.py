@@ -34,6 +34,7 @@ from models.ground.errors import TreevizError
 from models.registry import get_family
 from treeviz.plots import (
     PATH_FIGURES,
+    TreeFigureOptions,
     class_flow_figure,
     feature_ranking_figure,
     training_curves,
@@ -158,7 +159,8 @@ def _model(rep: _Report, store: RunStore, record: RunRecord) -> None:
     tree = view.tree
     rep.section("Tree" if len(trees) == 1 else f"Trees ({len(trees)}; the first is drawn)")
     levels = None if tree.max_depth <= MAX_LEVELS else MAX_LEVELS
-    rep.figure(tree_figure(tree, stats=view.stats, max_levels=levels, family_label=family_name(record.family)),
+    options = TreeFigureOptions(max_levels=levels, family_label=family_name(record.family))
+    rep.figure(tree_figure(tree, stats=view.stats, options=options),
                "Training split routed through the tree." + (f" Drawn to depth {MAX_LEVELS} of {tree.max_depth}."
                                                             if levels else ""))
     for note in tree.meta.get("notes", ()):
