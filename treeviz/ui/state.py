@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -89,12 +90,18 @@ def process_jobs() -> JobManager:
 
 #: One per process, outside Streamlit's caches: ``st.cache_resource.clear()`` (which the tests
 #: call between tests) leaves it, so its worker threads are reused rather than started again.
-_THREAD_JOBS = JobManager(processes=False, idle_s=60.0)
+#: Made on first use (:func:`thread_jobs`), never at import.
+_thread_jobs: list[JobManager] = []
+_thread_jobs_lock = threading.Lock()
 
 
 def thread_jobs() -> JobManager:
-    """The job manager whose workers run each job in their own thread of this process."""
-    return _THREAD_JOBS
+    """The job manager whose workers run each job in their own thread of this process (made on
+    the first call, then the same one)."""
+    with _thread_jobs_lock:
+        if not _thread_jobs:
+            _thread_jobs.append(JobManager(processes=False, idle_s=60.0))
+        return _thread_jobs[0]
 
 
 def jobs() -> JobManager:
