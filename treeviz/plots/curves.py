@@ -60,6 +60,36 @@ def _kept_record(records: Sequence[Mapping[str, Any]], kept: str | None, xs: Seq
     return float(xs[min(found)[1]])
 
 
+def _panel_keys(records: Sequence[Mapping[str, Any]], x: str, panels: Sequence[tuple[str, Sequence[str]]] | None,
+                keys: Sequence[str] | None) -> dict[str, list[str]]:
+    """The keys each panel draws (panel title -> keys), from ``panels`` or grouped by name: the history's
+    numeric keys other than ``x``, or exactly ``keys``."""
+    numeric: list[str] = []
+    for r in records:
+        for k, v in r.items():
+            if k != x and k not in numeric and _number(v) is not None:
+                numeric.append(k)
+    if keys is not None:
+        missing = [k for k in keys if k not in numeric]
+        if missing:
+            raise TreevizError(
+                f"The training history has no numbers under {missing}; it has {numeric or 'none'}."
+            )
+        numeric = list(keys)
+    groups: dict[str, list[str]] = {}
+    if panels is not None:
+        for panel_title, panel_keys in panels:
+            present = [k for k in panel_keys if k in numeric]
+            if present:
+                groups[panel_title] = present
+    else:
+        for k in numeric:
+            group = _group_of(k) if keys is None else (_group_of(k) or k)
+            if group is not None:
+                groups.setdefault(group, []).append(k)
+    return groups
+
+
 def training_curves(
     history: Sequence[Mapping[str, Any]] | None,
     *,
@@ -104,29 +134,7 @@ def training_curves(
     records = [r for r in (history or []) if isinstance(r, Mapping)]
     if x is None:
         x = next((k for k in X_KEYS if records and all(_number(r.get(k)) is not None for r in records)), "")
-    numeric: list[str] = []
-    for r in records:
-        for k, v in r.items():
-            if k != x and k not in numeric and _number(v) is not None:
-                numeric.append(k)
-    if keys is not None:
-        missing = [k for k in keys if k not in numeric]
-        if missing:
-            raise TreevizError(
-                f"The training history has no numbers under {missing}; it has {numeric or 'none'}."
-            )
-        numeric = list(keys)
-    groups: dict[str, list[str]] = {}
-    if panels is not None:
-        for panel_title, panel_keys in panels:
-            present = [k for k in panel_keys if k in numeric]
-            if present:
-                groups[panel_title] = present
-    else:
-        for k in numeric:
-            group = _group_of(k) if keys is None else (_group_of(k) or k)
-            if group is not None:
-                groups.setdefault(group, []).append(k)
+    groups = _panel_keys(records, x, panels, keys)
     if not records or not groups:
         return style.message_figure("no training history", title=title)
 
