@@ -1,16 +1,8 @@
 """Session state and cached resources shared by the pages.
 
-Session-state keys (everything the app remembers per browser tab):
-
-============================  ==========================================================
-``treeviz.dataset``           the current :class:`~treeviz.services.data.Dataset`
-``treeviz.prep``              the current :class:`~treeviz.services.data.PrepConfig`
-``treeviz.run_id``            the run shown by the explorer pages (sidebar selectbox key)
-``treeviz.job_id``            the last training job started from this tab
-``treeviz.device``            device for torch families ("auto", "cpu", "cuda", ...)
-``treeviz.flash``             a one-shot message for the next run (after a rerun)
-``treeviz.next_run_id``       a run to select in the sidebar on the next script run
-============================  ==========================================================
+Every session-state key (everything the app remembers per browser tab), this module's constants
+below included (``DATASET`` is ``treeviz.dataset``, ``RUN_ID`` the sidebar's run, ``FLASH`` a
+one-shot message, …), is declared with its meaning in :data:`treeviz.ui.session_keys.SESSION_KEYS`.
 
 Runs and jobs are process-wide (cached resources), so a second tab sees the same runs, and runs
 live on disk (:mod:`treeviz.services.store.runs`), so they survive an app restart.
