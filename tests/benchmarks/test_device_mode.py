@@ -4,7 +4,6 @@ each torch family's device workloads run (tiny, ``device="cpu"``) and give rows 
 keys, and a device run keeps the CPU results already in the JSON (numbers are not asserted)."""
 
 import json
-import subprocess
 import sys
 import types
 from pathlib import Path
@@ -16,6 +15,7 @@ import torch
 from benchmarks import device_timing
 from benchmarks.common import write_results
 from benchmarks.report import run
+from tests.benchmarks.helpers import without_optional_packages
 
 TORCH_FAMILIES = ("dgt", "latent_pruning", "latent_train", "skinny")
 ROOT = Path(__file__).resolve().parents[2]
@@ -220,22 +220,12 @@ def test_uci_or_synthetic_falls_back_to_data_of_the_same_shape(tmp_path, monkeyp
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_the_device_mode_needs_no_optional_package():
     """What a bare GPU machine lacks (cvxpy, XGBoost, LightGBM, UMAP, Streamlit, plotly) is never imported."""
-    code = (
-        "import importlib.abc, sys\n"
-        "BLOCK = {'cvxpy', 'osqp', 'xgboost', 'lightgbm', 'umap', 'streamlit', 'plotly', 'kaleido'}\n"
-        "class Block(importlib.abc.MetaPathFinder):\n"
-        "    def find_spec(self, name, path, target=None):\n"
-        "        if name.split('.')[0] in BLOCK:\n"
-        "            raise ImportError('blocked ' + name)\n"
-        "sys.meta_path.insert(0, Block())\n"
+    proc = without_optional_packages(
         "from benchmarks.report import run\n"
-        "from benchmarks.paper import latent_pruning\n"
+        "from benchmarks.paper import latent_pruning, dgt, skinny\n"
         "from benchmarks.speed import latent_train\n"
-        "from benchmarks.paper import dgt, skinny\n"
         "latent_pruning.device_workloads(True, 'cpu')\n"
-        "print('device benchmarks:', *run.DEVICE_BENCHMARKS)\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        "print('device benchmarks:', *run.DEVICE_BENCHMARKS)\n", timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "latent_pruning" in proc.stdout
 

@@ -15,6 +15,7 @@ import torch
 from benchmarks import device_timing
 from benchmarks.speed import device_scale
 from models.devices import CROSSOVERS, STALE_CROSSOVERS, step_size
+from tests.benchmarks.helpers import without_optional_packages
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "gpu_check.sh"
@@ -104,17 +105,8 @@ def test_a_smoke_run_keeps_the_gpu_measurements(tmp_path, monkeypatch):
 @pytest.mark.slow  # minutes-scale; the full tier runs it, the fast one leaves it out
 def test_device_scale_needs_no_optional_package():
     """What a bare GPU machine lacks (cvxpy, XGBoost, LightGBM, UMAP, Streamlit, plotly) is never imported."""
-    code = (
-        "import importlib.abc, sys\n"
-        "BLOCK = {'cvxpy', 'osqp', 'xgboost', 'lightgbm', 'umap', 'streamlit', 'plotly', 'kaleido'}\n"
-        "class Block(importlib.abc.MetaPathFinder):\n"
-        "    def find_spec(self, name, path, target=None):\n"
-        "        if name.split('.')[0] in BLOCK:\n"
-        "            raise ImportError('blocked ' + name)\n"
-        "sys.meta_path.insert(0, Block())\n"
+    proc = without_optional_packages(
         "from benchmarks.speed import device_scale\n"
         "device_scale.warm_up('cpu')\n"
-        "print(len(device_scale.device_workloads(False, 'cpu')))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        "print(len(device_scale.device_workloads(False, 'cpu')))\n", timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -1,22 +1,18 @@
 """The benchmark runner works end to end in --quick mode (numbers are not asserted: speed belongs
 in benchmarks, never in tests)."""
 
-import json
 
 import pytest
 
 from benchmarks.common import format_table
 from benchmarks.report import run
+from tests.benchmarks.helpers import quick_run
 
 
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_quick_cart_benchmark_prints_a_table_and_writes_json(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
-    assert run.main(["cart_tree", "--quick"]) == 0
-    out = capsys.readouterr().out
+    out, payload = quick_run("cart_tree", tmp_path, monkeypatch, capsys)
     assert "route_vs_sklearn" in out and "breast_cancer" in out
-    payload = json.loads((tmp_path / "cart_tree.json").read_text())
-    assert payload["quick"] is True and payload["benchmark"] == "cart_tree"
     for name in ("iris", "wine", "breast_cancer"):
         row = payload["results"][name]
         assert row["nodes"] > 1 and row["fit_ms"] > 0 and row["route_vs_sklearn"] > 0

@@ -2,27 +2,24 @@
 other family, each fit in its own process), the verdicts against the targets, and the CPU-time stop
 of a runaway fit. Times are not asserted: speed belongs in the benchmark's results."""
 
-import json
 import signal
 import subprocess
 import sys
 
 import pytest
 
-from benchmarks.report import run
 from benchmarks.speed import scale
 from benchmarks.speed.scale_table import make_table
+from tests.benchmarks.helpers import quick_run
 
 KEYS = {"family", "n", "fit_s", "wall_s", "peak_mb", "accuracy", "targets", "meets", "misses"}
 
 
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_quick_scale_benchmark_writes_a_row_per_fit_with_a_verdict(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
     assert scale.QUICK_FAMILIES[0] == "cart" and len(scale.QUICK_FAMILIES) >= 2
-    assert run.main(["scale", "--quick"]) == 0
-    assert "meets" in capsys.readouterr().out
-    payload = json.loads((tmp_path / "scale.json").read_text())
+    out, payload = quick_run("scale", tmp_path, monkeypatch, capsys)
+    assert "meets" in out
     rows = payload["results"]["rows"]
     assert [(r["family"], r["n"]) for r in rows] == [(f, scale.QUICK_SIZES[0]) for f in scale.QUICK_FAMILIES]
     cart = rows[0]

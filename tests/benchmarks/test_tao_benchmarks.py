@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from benchmarks.common import shared_data_dir
 from benchmarks.report import run
+from tests.benchmarks.helpers import quick_run, require_shared_data
 
 ROW_FIELDS = {"name", "dataset", "method", "ours_mean", "ours_std", "paper_mean", "paper_std", "metric",
               "n_seeds", "protocol", "protocol_settings", "within_one_std_or_better"}
@@ -17,25 +17,13 @@ NEEDED = ("uci/letter.csv.gz", "uci/satimage.csv.gz", "uci/pendigits.csv.gz",
           *(f"dgt/cpuactiv/cpu_act{k}.npz" for k in range(5)))
 
 
-def _require_shared_data():
-    root = shared_data_dir()
-    if root is None:
-        pytest.skip("shared reference data folder absent (../shared/data or TREEVIZ_SHARED_DATA): "
-                    "the TAO paper benchmark needs Letter, SatImage, PenDigits and cpu_act")
-    missing = [p for p in NEEDED if not (root / p).is_file()]
-    if missing:
-        pytest.skip(f"shared reference data incomplete at {root}: missing {', '.join(missing)}")
 
 
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_quick_tao_paper_benchmark_writes_rows_with_the_required_fields(tmp_path, monkeypatch, capsys):
-    _require_shared_data()
-    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
-    assert run.main(["tao_paper", "--quick"]) == 0
-    out = capsys.readouterr().out
+    require_shared_data(NEEDED, "the TAO paper benchmark needs Letter, SatImage, PenDigits and cpu_act")
+    out, payload = quick_run("tao_paper", tmp_path, monkeypatch, capsys)
     assert "letter TAO-c" in out and "cpu_act TAO-l" in out and "paper" in out
-    payload = json.loads((tmp_path / "tao_paper.json").read_text())
-    assert payload["benchmark"] == "tao_paper" and payload["quick"] is True
     rows = payload["results"]["rows"]
     names = {(r["dataset"], r["method"]) for r in rows}
     assert names == {("letter", "TAO-c"), ("letter", "TAO-l"), ("letter", "CART"), ("letter", "TAO-l forest"),
@@ -58,12 +46,8 @@ def test_quick_tao_paper_benchmark_writes_rows_with_the_required_fields(tmp_path
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_quick_tao_solvers_benchmark_writes_gaps_and_ratios(tmp_path, monkeypatch, capsys):
     # falls back to sklearn's digits when Letter is absent, so it never needs the shared data
-    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
-    assert run.main(["tao_solvers", "--quick"]) == 0
-    out = capsys.readouterr().out
+    out, payload = quick_run("tao_solvers", tmp_path, monkeypatch, capsys)
     assert "speedup" in out and "imodels TaoTreeClassifier" in out
-    payload = json.loads((tmp_path / "tao_solvers.json").read_text())
-    assert payload["benchmark"] == "tao_solvers" and payload["quick"] is True
     results = payload["results"]
     assert len(results["levels"]) >= 3
     for lv in results["levels"]:

@@ -5,18 +5,15 @@ import json
 
 import pytest
 
-from benchmarks.report import run
+from tests.benchmarks.helpers import quick_run
 
 FIELDS = {"name", "metric", "ours_mean", "ours_std", "paper_mean", "paper_std", "protocol"}
 
 
 @pytest.mark.slow  # minutes-scale; the full tier runs it, the fast one leaves it out
 def test_quick_embeddings_benchmark_writes_rows(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
-    assert run.main(["embeddings", "--quick"]) == 0
-    out = capsys.readouterr().out
+    out, payload = quick_run("embeddings", tmp_path, monkeypatch, capsys)
     assert "breast_cancer t-SNE: tree embedding" in out
-    payload = json.loads((tmp_path / "embeddings.json").read_text())
     rows = {r["name"]: r for r in payload["results"]["rows"]}
     assert all(FIELDS <= set(r) for r in rows.values())
     assert rows["breast_cancer t-SNE: direct TAO fit"]["paper_mean"] == 2.218
@@ -33,9 +30,7 @@ def test_quick_embeddings_benchmark_writes_rows(tmp_path, monkeypatch, capsys):
 
 @pytest.mark.slow  # minutes-scale; the full tier runs it, the fast one leaves it out
 def test_quick_embeddings_scale_benchmark_writes_rows(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
-    assert run.main(["embeddings_scale", "--quick"]) == 0
-    payload = json.loads((tmp_path / "embeddings_scale.json").read_text())
+    _, payload = quick_run("embeddings_scale", tmp_path, monkeypatch, capsys)
     rows = payload["results"]["rows"]
     if not rows:  # no shared data on this machine
         assert payload["results"]["skipped"]

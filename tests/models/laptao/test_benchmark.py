@@ -7,19 +7,15 @@ import pytest
 
 from benchmarks.common import merge_rows
 from benchmarks.paper.laptao import CLAIM_SUFFIX, METHODS, _first_best, _kept_thesis_claim_rows, thesis_claim
-from benchmarks.report import run
+from tests.benchmarks.helpers import quick_run
 
 FIELDS = {"name", "metric", "ours_mean", "ours_std", "paper_mean", "paper_std", "protocol"}
 
 
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
 def test_quick_laptao_benchmark_writes_rows(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
-    assert run.main(["laptao", "--quick"]) == 0
-    out = capsys.readouterr().out
+    out, payload = quick_run("laptao", tmp_path, monkeypatch, capsys)
     assert "digits 5% labels: LapTAO" in out
-    payload = json.loads((tmp_path / "laptao.json").read_text())
-    assert payload["quick"] is True
     rows = {r["name"]: r for r in payload["results"]["rows"]}
     assert all(FIELDS <= set(r) for r in rows.values())
     for pct in ("1%", "5%", "20%"):
