@@ -1,6 +1,6 @@
 """The floor of one exact DGT training step on this machine, one CPU thread, against the 10× target.
 
-DGT's exact step (the collapsed linear stack, see ``models/dgt/fast.py``) cannot avoid:
+DGT's exact step (the collapsed linear stack, see ``models/dgt/fast/``) cannot avoid:
 
 * the three products of the H × H hidden layer with a skinny r-column matrix (r = d + 1): the
   forward W₂ Q̃₁, the outer product ∂W₂ = ∂Q̃₂ Q̃₁ᵀ (the RMSprop step is elementwise, so every
@@ -34,7 +34,8 @@ import numpy as np
 import torch
 
 from benchmarks.common import median_cpu_time as _cpu_time
-from models.dgt.fast import HAVE_NUMBA, TreeData, _fused_head, fit_stack
+from models.dgt.fast import HAVE_NUMBA, TreeData, fit_stack
+from models.dgt.fast.kernels import fused_head
 from models.dgt.network import DGTNetwork, hidden_widths
 from models.dgt.train import TrainConfig
 
@@ -92,7 +93,7 @@ def floor(setting: str) -> dict[str, float]:
         leaves, y = rand(1, n + 1, 1).numpy(), torch.rand(1, B, 1, generator=g).numpy()
         GG, gl, lo, wi = np.zeros((1, B, n), np.float32), np.zeros_like(leaves), np.zeros(1), np.zeros(1)
         dl, dw = np.zeros((1, 1), np.int64), np.zeros((1, 1), np.float32)
-        parts["head"] = _cpu_time(lambda: _fused_head(zz, leaves, y, dl, dw, False, False, True, 2.0, GG, gl, lo, wi))
+        parts["head"] = _cpu_time(lambda: fused_head(zz, leaves, y, dl, dw, False, False, True, 2.0, GG, gl, lo, wi))
     step = sum(parts.values())
     steps = math.ceil(s["rows"] / B)
     xv = rand(s["val_rows"], r)

@@ -12,16 +12,16 @@ from models.dgt.estimators import DGTClassifier, DGTRegressor
 from models.dgt.fast import (
     HAVE_NUMBA,
     CollapsedStack,
+    FlatParameters,
     SingleTree,
     TreeData,
     TreeJob,
-    _augment,
-    _Flat,
-    _layout,
+    augment,
     fit_stack,
     head_backward,
     head_forward,
     loss_and_grad,
+    parameter_shapes,
     stack_parameters,
 )
 from models.dgt.forest import DGTForestClassifier, DGTForestRegressor, _bootstrap_tree
@@ -41,11 +41,11 @@ def _net(d, h, k, layers, *, seed, biases=True, quantizer="scaled", multiplier=2
 
 
 def _collapsed_grads(net, x, y, w, loss, order):
-    flat = _Flat(_layout(net), 1, torch.float64, "cpu")
+    flat = FlatParameters(parameter_shapes(net), 1, torch.float64, "cpu")
     _, views = stack_parameters([net], flat)
     _, grads = flat.new()
     stack = CollapsedStack(views, order)
-    xa = _augment(x)[None]
+    xa = augment(x)[None]
     z = torch.bmm(xa, stack.forward().transpose(1, 2))
     out, leaf, p = head_forward(z, views[-1], net.A.T, net.quantizer)
     value, dout = loss_and_grad(loss, out, y[None], None if w is None else w[None])
@@ -92,12 +92,12 @@ def test_the_single_tree_products_give_the_collapsed_stacks_forward_and_gradient
     buffers) computes the same P̃ and layer gradients as the batched stack, in float64."""
     d, h, B = 7, 3, 50
     net = _net(d, h, 2, layers, seed=5 + layers)
-    flat = _Flat(_layout(net), 1, torch.float64, "cpu")
+    flat = FlatParameters(parameter_shapes(net), 1, torch.float64, "cpu")
     _, views = stack_parameters([net], flat)
     _, grads = flat.new()
     _, grads_single = flat.new()
     g = torch.Generator().manual_seed(layers)
-    x = _augment(torch.randn(B, d, dtype=torch.float64, generator=g))
+    x = augment(torch.randn(B, d, dtype=torch.float64, generator=g))
     G = torch.randn(B, 2**h - 1, dtype=torch.float64, generator=g)
     stack, single = CollapsedStack(views, "r"), SingleTree(views, grads_single)
     P = stack.forward()
