@@ -34,9 +34,13 @@ STAMP_KEYS = ("commit", "machine", "date", "command")
 BACKFILLED = "backfilled from git history"
 
 
-def results_dir() -> Path:
-    """Where results go: ``benchmarks/results`` unless ``TREEVIZ_BENCH_RESULTS`` says otherwise."""
-    return Path(os.environ.get("TREEVIZ_BENCH_RESULTS", RESULTS_DIR))
+def results_dir(quick: bool = False) -> Path:
+    """Where results go: ``TREEVIZ_BENCH_RESULTS`` when set, else ``benchmarks/results``, or for a
+    ``quick`` run ``benchmarks/results/quick`` (not committed), so that a smoke run never writes over
+    the stored full-size results."""
+    if os.environ.get("TREEVIZ_BENCH_RESULTS"):
+        return Path(os.environ["TREEVIZ_BENCH_RESULTS"])
+    return RESULTS_DIR / "quick" if quick else RESULTS_DIR
 
 
 def shared_data_dir() -> Path | None:
@@ -226,13 +230,15 @@ def stamp_rows(rows: Sequence[Any], *, quick: bool, now: dict[str, Any] | None =
 
 
 def write_results(name: str, results: dict[str, Any], *, quick: bool) -> Path:
-    """Write ``results`` to ``<results>/<name>.json``, stamped (:func:`stamp`): the file with the
-    commit, machine, date and command of this run, and every row (:func:`row_lists`) that has no
-    stamp of its own with the same (:func:`stamp_rows`, which also checks the rows' protocol)."""
+    """Write ``results`` to ``<results>/<name>.json`` (:func:`results_dir`: a quick run's apart from
+    the stored full-size ones unless ``TREEVIZ_BENCH_RESULTS`` names the folder), stamped
+    (:func:`stamp`): the file with the commit, machine, date and command of this run, and every row
+    (:func:`row_lists`) that has no stamp of its own with the same (:func:`stamp_rows`, which also
+    checks the rows' protocol)."""
     now = stamp()
     for rows in row_lists(results):
         stamp_rows(rows, quick=quick, now=now)
-    out_dir = results_dir()
+    out_dir = results_dir(quick)
     out_dir.mkdir(parents=True, exist_ok=True)
     payload = {"benchmark": name, "quick": quick, **now, "results": results}
     path = out_dir / f"{name}.json"

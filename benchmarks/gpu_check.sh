@@ -51,6 +51,7 @@ if [ -z "${TREEVIZ_SHARED_DATA:-}" ] && [ -d .devdata ]; then
 fi
 export PYTHONUNBUFFERED=1
 RESULTS=${TREEVIZ_BENCH_RESULTS:-benchmarks/results}
+[ -z "${TREEVIZ_BENCH_RESULTS:-}" ] && [ ${#QUICK[@]} -gt 0 ] && RESULTS=benchmarks/results/quick  # a quick run's place
 LOG=$(mktemp "${TMPDIR:-/tmp}/gpu_check.XXXXXX")
 start=$SECONDS
 

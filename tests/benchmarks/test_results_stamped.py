@@ -3,6 +3,7 @@ which protocol (full, reduced or skipped); write_results stamps the rows it writ
 row whose protocol is free text."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from benchmarks.common import (
     STAMP_KEYS,
     merge_rows,
     result_rows,
+    results_dir,
     row_problems,
     write_results,
 )
@@ -77,3 +79,10 @@ def test_write_results_refuses_a_row_whose_protocol_is_not_one_of_the_three(tmp_
     with pytest.raises(ValueError, match="free text goes to protocol_note"):
         write_results("bad", {"rows": [{"name": "r", "protocol": protocol}]}, quick=False)
     assert not (tmp_path / "bad.json").exists()
+
+
+def test_a_quick_run_never_writes_over_the_stored_full_results(monkeypatch):
+    monkeypatch.delenv("TREEVIZ_BENCH_RESULTS", raising=False)
+    assert results_dir() == RESULTS_DIR and results_dir(quick=True) == RESULTS_DIR / "quick"
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", "/elsewhere")
+    assert results_dir() == results_dir(quick=True) == Path("/elsewhere")
