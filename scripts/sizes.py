@@ -1,7 +1,7 @@
 """Print every module over 600 lines and every function over 120 lines in the project's code.
 
-Run `python scripts/sizes.py`; it exits 1 when anything is over. tests/test_sizes.py loads this file by
-path and applies the same rule, with its allow-list of long numba kernels. A function's length is
+Run `python scripts/sizes.py`; it exits 1 when anything is over but the allow-listed numba kernels
+(:data:`ALLOWED`). tests/test_sizes.py loads this file by path and applies the same rule. A function's length is
 ``end_lineno - lineno + 1`` of its ``def`` (decorators excluded); methods and nested functions count
 on their own.
 """
@@ -18,6 +18,12 @@ FOLDERS = ("treeviz", "models", "app_pages", "benchmarks")
 MODULE_LIMIT = 600
 FUNCTION_LIMIT = 120
 NUMBA_DECORATORS = {"njit", "jit"}
+#: Numba kernels allowed to stay longer than FUNCTION_LIMIT ("path::qualified.name"): a kernel is one
+#: compiled loop, so cutting it in pieces costs speed or clarity.
+ALLOWED = (
+    "models/latent/engine.py::_sparse_layer",
+    "models/tao/solvers/cd_kernels.py::_logistic",
+)
 
 
 @dataclass(frozen=True)
@@ -77,10 +83,12 @@ def long_things(root: Path = ROOT) -> list[Long]:
 
 def main() -> int:
     found = long_things()
+    over = [item for item in found if item.name not in ALLOWED]
     for item in found:
-        print(f"{item.lines:5d}  {item.name}{'  (numba kernel)' if item.numba else ''}")
-    print(f"{len(found)} over the limits ({MODULE_LIMIT} lines a module, {FUNCTION_LIMIT} a function)")
-    return 1 if found else 0
+        print(f"{item.lines:5d}  {item.name}{'  (allow-listed numba kernel)' if item.name in ALLOWED else ''}")
+    print(f"{len(over)} over the limits ({MODULE_LIMIT} lines a module, {FUNCTION_LIMIT} a function), "
+          f"{len(found) - len(over)} allow-listed")
+    return 1 if over else 0
 
 
 if __name__ == "__main__":
