@@ -212,7 +212,8 @@ def stamp_rows(rows: Sequence[Any], *, quick: bool, now: dict[str, Any] | None =
     """Stamp each row (a dict) that has no ``commit`` with ``now`` (default :func:`stamp`): rows
     carried over from an earlier run keep their own stamp. A row without a ``protocol`` gets
     ``reduced`` in a quick run (noted) and ``full`` otherwise: the benchmark's own protocol, which is
-    what it ran. Raises ValueError on a row whose protocol is not one of :data:`PROTOCOLS`."""
+    what it ran; a row beside a paper's number (``paper_mean``) must say its protocol itself.
+    Raises ValueError on a row whose protocol is not one of :data:`PROTOCOLS`."""
     now = now or stamp()
     for row in rows:
         if not isinstance(row, dict):
@@ -221,6 +222,9 @@ def stamp_rows(rows: Sequence[Any], *, quick: bool, now: dict[str, Any] | None =
             for key in STAMP_KEYS:
                 row.setdefault(key, now[key])
         if "protocol" not in row:
+            if "paper_mean" in row:  # beside a paper's number, only the benchmark knows what it ran
+                raise ValueError(f"results row {row.get('name', row)!r:.120} sets a paper_mean but no protocol: "
+                                 "say full, reduced or skipped")
             row["protocol"] = "reduced" if quick else "full"
             if quick:
                 row.setdefault("protocol_note", "quick run: CI-sized data and fewer repeats")

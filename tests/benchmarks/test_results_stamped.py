@@ -12,6 +12,7 @@ from benchmarks.common import (
     PROTOCOLS,
     RESULTS_DIR,
     STAMP_KEYS,
+    command_line,
     merge_rows,
     result_rows,
     results_dir,
@@ -58,7 +59,7 @@ def test_write_results_stamps_new_rows_and_keeps_the_stamp_of_carried_ones(tmp_p
     assert rows["old"] == carried
     for key in STAMP_KEYS:
         assert rows["new"][key] == rows["bare"][key] == rows["w"][key] == payload[key]
-    assert "pytest" in payload["command"] and len(payload["commit"].split("+")[0]) == 40
+    assert payload["command"] == command_line() and len(payload["commit"].split("+")[0]) == 40
     assert rows["new"]["protocol"] == "skipped" and rows["bare"]["protocol"] == rows["w"]["protocol"] == "full"
 
     merge_rows([{"name": "merged", "protocol": "full"}], tmp_path / "x.json")
@@ -71,6 +72,13 @@ def test_a_quick_run_marks_rows_without_a_protocol_reduced(tmp_path, monkeypatch
     write_results("q", {"rows": [{"name": "a"}]}, quick=True)
     row = json.loads((tmp_path / "q.json").read_text())["results"]["rows"][0]
     assert row["protocol"] == "reduced" and "quick" in row["protocol_note"]
+
+
+def test_a_row_beside_a_papers_number_must_say_its_protocol(tmp_path, monkeypatch):
+    monkeypatch.setenv("TREEVIZ_BENCH_RESULTS", str(tmp_path))
+    with pytest.raises(ValueError, match="paper_mean but no protocol"):
+        write_results("p", {"rows": [{"name": "r", "paper_mean": 0.9, "ours_mean": 0.91}]}, quick=False)
+    assert not (tmp_path / "p.json").exists()
 
 
 @pytest.mark.parametrize("protocol", ["skipped: satimage absent", {"depth": 6}, None, "Full"])
