@@ -12,7 +12,7 @@ trees, each tree with its own bootstrap rows, hold-out, scaling, initial weights
 optimiser state and best epoch. On the CPU, trees with hidden layers (``n_layers`` ≥ 2) train one
 after another instead, each through the single-tree path (:class:`models.dgt.fast.SingleTree`),
 whose two-dimensional products are faster per tree there than the batched ones
-(``benchmarks/dgt_forest.py`` measures both). A tree depends only on its seed, drawn from
+(``benchmarks/speed/dgt_forest.py`` measures both). A tree depends only on its seed, drawn from
 ``random_state`` before any tree trains, so each tree is the one that fitting ``DGTClassifier`` /
 ``DGTRegressor`` with ``random_state=seed`` on its bootstrap rows gives (exactly when it trains
 alone, to float rounding when batched; tested). Trees whose shapes differ (a classification

@@ -91,7 +91,7 @@ class CollapsedStack:
     The ``"r"`` order keeps the chain transposed, Q̃_kᵀ (T, r, H_k), as :class:`SingleTree` does:
     Q̃_kᵀ = Q̃_{k−1}ᵀ W_kᵀ, ∂W_k = (∂Q̃_kᵀ)ᵀ Q̃_{k−1}ᵀ and ∂Q̃_{k−1}ᵀ = ∂Q̃_kᵀ W_k. Batched BLAS
     runs these skinny products (inner or outer size r) several times faster in that layout than
-    W_k Q̃_{k−1} and W_kᵀ ∂Q̃_k (measured in ``benchmarks/dgt.py``'s forest rows); the arithmetic
+    W_k Q̃_{k−1} and W_kᵀ ∂Q̃_k (measured in the forest rows of ``benchmarks/paper/dgt_table4.py``); the arithmetic
     is the same. :meth:`forward` returns P̃ as a view of Q̃_Lᵀ, so ``P.transpose(1, 2)`` is
     contiguous, and :meth:`backward` reads ∂Q̃_Lᵀ as ``M.transpose(1, 2)``: pass M̃ as the
     transposed view of X̃ᵀ G (see :meth:`gradient_input`) to keep that contiguous too."""

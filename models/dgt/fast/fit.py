@@ -66,7 +66,7 @@ class TreeJob:
         """Whether this tree trains faster alone than stacked with others: on the CPU (with the
         compiled optimiser step) a tree of two or more layers takes the single-tree path
         (:class:`SingleTree`), whose two-dimensional products beat the batched ones per tree
-        (measured in ``benchmarks/dgt_forest.py``)."""
+        (measured in ``benchmarks/speed/dgt_forest.py``)."""
         r = self.data.X.shape[1] + 1
         n = 2 ** self.net.height - 1
         return (HAVE_NUMBA and torch.device(self.device).type == "cpu" and len(self.net.layers) > 1
