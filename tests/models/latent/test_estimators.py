@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import torch
-from sklearn.datasets import load_breast_cancer, load_iris, make_blobs
+from sklearn.datasets import load_iris, make_blobs
 from sklearn.preprocessing import StandardScaler
 
 from models.base import Callback
@@ -19,14 +19,6 @@ from models.latent.estimators import (
 from models.persist import load_model, model_bytes, zip_bytes
 
 FAST = dict(depth=2, max_epochs=20, learning_rate=0.05, batch_size=32)
-
-
-@pytest.fixture(scope="module")
-def cancer():
-    X, y = load_breast_cancer(return_X_y=True)
-    X = StandardScaler().fit_transform(X)
-    names = np.array(["malignant", "benign"], dtype=object)[y]
-    return X, names
 
 
 @pytest.fixture(scope="module")

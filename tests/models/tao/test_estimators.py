@@ -4,7 +4,7 @@ weights, regression, linear leaves and solvers (``docs/tao.md``)."""
 import numpy as np
 import pytest
 import torch
-from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
+from sklearn.datasets import load_diabetes, load_iris
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
@@ -15,14 +15,6 @@ from models.tao.estimators import TAOClassifier, TAORegressor, auto_depth
 from models.tao.objective import objective
 
 TINY = dict(depth=2, max_iter=3)
-
-
-@pytest.fixture(scope="module")
-def cancer():
-    X, y = load_breast_cancer(return_X_y=True)
-    X = StandardScaler().fit_transform(X)
-    names = np.array(["malignant", "benign"], dtype=object)[y]
-    return X, names
 
 
 @pytest.fixture(scope="module")
