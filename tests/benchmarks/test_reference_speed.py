@@ -68,7 +68,8 @@ def test_plan_interleaves_every_setting_and_each_side_writes_into_the_run_folder
         assert c.argv[c.argv.index("--epochs") + 1] == "3"
         driver = Path(next(a for a in c.argv if a.endswith(".py")))
         assert driver.parent == tmp_path / "src" / "benchmarks" / "external" / "drivers"
-        assert driver.name.startswith(c.side) and (Path(rs.REPO) / "benchmarks/external/drivers" / driver.name).is_file()
+        assert driver.name.startswith(c.side)
+        assert (Path(rs.REPO) / "benchmarks" / "external" / "drivers" / driver.name).is_file()
         if c.side == "ours":
             assert dict(c.env)["PYTHONPATH"] == str(tmp_path / "src") and c.argv[0] == "/usr/bin/python3"
         else:
@@ -213,6 +214,7 @@ def test_run_executes_the_plan_records_failures_and_writes_only_this_run(tmp_pat
                 for c in real_plan(keys, epochs, rounds, run_dir, ref_home, source, python)]
 
     monkeypatch.setattr(rs, "plan", stand_in_plan)
+    monkeypatch.setattr(runs, "preflight", lambda keys, source, python: None)  # tested on its own below
     status = rs.main(["--run", "--ref-home", str(home), "--only", "dgt_abalone", "latent", "--epochs", "4",
                       "--rounds", "2"])
     assert status == 1  # a command failed
@@ -238,3 +240,13 @@ def test_run_executes_the_plan_records_failures_and_writes_only_this_run(tmp_pat
 def test_run_refuses_a_ref_home_that_is_not_set_up(tmp_path, capsys):
     assert rs.main(["--run", "--ref-home", str(tmp_path / "nowhere"), "--only", "latent"]) == 1
     assert "benchmarks.external.prepare" in capsys.readouterr().err
+
+
+def test_a_source_whose_estimators_do_not_import_stops_the_run_before_it_starts(tmp_path):
+    assert runs.preflight(["dgt_big", "latent"], rs.REPO, sys.executable) is None
+    broken = tmp_path / "src"
+    (broken / "models" / "dgt").mkdir(parents=True)
+    for folder in ("models", "models/dgt"):
+        (broken / folder / "__init__.py").write_text("")
+    (broken / "models" / "dgt" / "estimators.py").write_text("from models.dgt.gone import X\n")
+    assert "No module named 'models.dgt.gone'" in runs.preflight(["dgt_abalone"], broken, sys.executable)
