@@ -108,7 +108,7 @@ def build_row(setting: Setting, run_dir: Path, record: dict[str, Any]) -> dict[s
     return {
         "key": setting.key, "name": setting.name, "reference": setting.reference_label, "run_id": record["run_id"],
         **_stamp(record), "protocol": label,
-        "protocol_note": f"{note}. Rounds {', '.join(map(str, labels))} of {plan['epochs']} epochs. "
+        "protocol_note": f"{note}; rounds {', '.join(map(str, labels))} finished on both sides. "
                          f"{setting.description}.",
         "reference_s": reference_s, "ours_s": ours_s, "ratio": reference_s / ours_s,
         "ratio_rounds": [a / b for a, b in zip(ref_cpu, our_cpu)], "reference_s_rounds": ref_cpu,
