@@ -18,9 +18,9 @@ side-by-side setting against the authors' code, vzantedeschi/LatentTrees), and L
 16, 26 classes) at depth 8, batch 512, 5 epochs. Each is timed with the compiled training step
 (:mod:`models.latent.engine`, the default on the CPU) and with the autograd path
 (``train_loop.USE_ENGINE = False``, what treeviz ran before) in the same process, interleaved,
-with their test / validation accuracy. Where the side-by-side harness left its figures
-(``$REF_HOME/results/latent_*_ref.json``, ``benchmarks/reference_speed.py``), the reference's
-median CPU seconds per epoch is read from there and the ratio given.
+with their test / validation accuracy. The reference's CPU seconds per epoch is the latent row of
+the stored side-by-side results (``benchmarks/results/reference_speed.json``, written by
+``python -m benchmarks.reference_speed --run``), given with the run that measured it and the ratio.
 
 ``run(device="cuda")`` (``python -m benchmarks.report.run latent_train --device cuda``) is timing only
 (:func:`device_workloads`): seconds per training epoch of the latent tree on the CPU and on the
@@ -34,9 +34,7 @@ GPU machine (estimated; the CPU's Letter rounds stop after 20 s).
 
 from __future__ import annotations
 
-import glob
 import json
-import os
 import time
 from typing import Any
 
@@ -44,6 +42,7 @@ import numpy as np
 import torch
 
 from benchmarks import device_timing
+from benchmarks.common import RESULTS_DIR
 from models.base import Callback
 from models.cart.estimators import CARTClassifier, CARTRegressor
 from models.latent import train_loop
@@ -100,18 +99,15 @@ def _timed_fit(params: dict[str, Any], X, y, eval_set, test) -> tuple[float, flo
     return float(np.median(clock.per_epoch()[1:])), float(model.score(*test))
 
 
-def _reference_s_per_epoch() -> float | None:
-    """The authors' code's median CPU s/epoch at the breast_cancer setting, where the side-by-side
-    harness left its figures (``$REF_HOME/results/latent_*_ref.json``), else None."""
-    home = os.environ.get("REF_HOME", os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "reference"))
-    values = []
-    for path in glob.glob(os.path.join(home, "results", "latent_*_ref.json")):
-        try:
-            with open(path) as fh:
-                values.append(float(json.load(fh)["median_epoch_cpu_s"]))
-        except (OSError, ValueError, KeyError):
-            continue
-    return float(np.median(values)) if values else None
+def _reference_s_per_epoch() -> tuple[float, str] | None:
+    """The authors' code's CPU s/epoch at the breast_cancer setting and the side-by-side run that
+    measured it: the latent row of ``benchmarks/results/reference_speed.json``, else None."""
+    try:
+        rows = json.loads((RESULTS_DIR / "reference_speed.json").read_text())["results"]["rows"]
+        row = next(r for r in rows if r.get("key") == "latent" and r.get("protocol") != "skipped")
+        return float(row["reference_s"]), f"run {row['run_id']} of commit {row['commit'][:12]} ({row['protocol']})"
+    except (OSError, ValueError, KeyError, StopIteration):
+        return None
 
 
 def epoch_cpu_times(quick: bool = False) -> dict[str, Any]:
@@ -157,8 +153,8 @@ def epoch_cpu_times(quick: bool = False) -> dict[str, Any]:
     ref = _reference_s_per_epoch()
     if ref is not None:
         row = out["breast_cancer_d4_b64"]
-        row["reference_s_per_epoch"] = ref
-        row["ratio_vs_reference"] = ref / row["compiled_s_per_epoch"]
+        row["reference_s_per_epoch"], row["reference_measured_by"] = ref
+        row["ratio_vs_reference"] = ref[0] / row["compiled_s_per_epoch"]
     out["measure"] = ("process CPU s per epoch, one thread, median of epochs 2+ (median over interleaved "
                       "repeats); an epoch includes the per-epoch evaluation and keeping the best state")
     return out
