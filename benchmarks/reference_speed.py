@@ -26,8 +26,9 @@ scratch folder, ``REF_HOME`` (default ``/work/scratch/ref``)::
 
 Then, from the repository root:
 
-* ``python -m benchmarks.reference_speed --run`` runs every setting's full protocol (hours of CPU
-  on a loaded 2-core machine) and writes ``benchmarks/results/reference_speed.json``. ``--epochs
+* ``python -m benchmarks.reference_speed --run`` runs every setting's full protocol (17 minutes on
+  the 2-core machine at a load of 1-6, longer when it is busier) and writes
+  ``benchmarks/results/reference_speed.json``. ``--epochs
   [KEY=]N`` and ``--rounds [KEY=]N`` scale it down (those rows say ``protocol: "reduced"`` and
   what was cut in ``protocol_note``; the defaults are ``"full"``), ``--only KEY ...`` picks
   settings, ``--dry-run`` prints the command lines instead of running them, ``--snapshot``
