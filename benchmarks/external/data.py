@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.synthetic import PARTS, SEED, dgt_regression, skinny_classification
 from treeviz.services.data import PrepConfig, load_dataset, prepare
 
 #: The seeds of the latent-trees splits (round r trains on split (r - 1) mod 5).
@@ -39,40 +40,12 @@ def _parts(n_train: int, n_val: int) -> dict[str, slice]:
     return {"train": slice(0, n_train), "val": slice(n_train, n_train + n_val), "test": slice(n_train + n_val, None)}
 
 
-def dgt_regression(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """30 000 rows x 50 features and their targets (float32): a depth-4 sparse oblique tree."""
-    X = rng.standard_normal((30_000, 50)).astype(np.float32)
-    depth = 4
-    W = rng.standard_normal((2 ** depth - 1, 50))
-    W[np.abs(W) < 1.0] = 0.0  # sparse oblique splits
-    b = rng.standard_normal(2 ** depth - 1) * 0.3
-    leaf_value = rng.uniform(0, 20, 2 ** depth)
-    node = np.zeros(X.shape[0], dtype=int)
-    for _ in range(depth):
-        go_right = (np.einsum("ij,ij->i", X, W[node]) + b[node]) > 0
-        node = 2 * node + 1 + go_right
-    y = leaf_value[node - (2 ** depth - 1)] + 0.5 * X[:, :5].sum(1) + rng.standard_normal(X.shape[0])
-    return X, y.astype(np.float32)
-
-
-def skinny_classification(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """30 000 rows x 100 standardised features (float32) and 0 / 1 labels: 10 informative ones."""
-    n_train = 20_000
-    X = rng.standard_normal((30_000, 100))
-    beta = np.zeros(100)
-    beta[:10] = rng.uniform(1, 2, 10) * rng.choice([-1, 1], 10)
-    logit = X @ beta + 1.5 * np.sin(2 * X[:, 0]) * X[:, 1] - X[:, 2] * X[:, 3]
-    y = (rng.random(X.shape[0]) < 1 / (1 + np.exp(-logit))).astype(np.int64)
-    X = (X - X[:n_train].mean(0)) / X[:n_train].std(0)
-    return X.astype(np.float32), y
-
-
 def write_synth(home: Path) -> None:
     """Both synthetic tables into ``home/data`` (and the DGT one into the reference's checkout)."""
-    rng = np.random.default_rng(12345)  # one stream: the DGT table first, then Skinny's
+    rng = np.random.default_rng(SEED)  # one stream: the DGT table first, then Skinny's (benchmarks.synthetic)
     (home / "data").mkdir(parents=True, exist_ok=True)
     X, y = dgt_regression(rng)
-    parts = _parts(20_000, 5_000)
+    parts = _parts(*PARTS[:2])
     np.savez(home / "data" / "dgt_synth50.npz", **{f"x_{k}": X[s] for k, s in parts.items()},
              **{f"y_{k}": y[s] for k, s in parts.items()})
     datasets = home / "dgt" / "datasets"

@@ -4,7 +4,7 @@
   over the epochs after the first, which carries one-off warm-up), at the two settings the
   side-by-side comparison with the authors' code uses: Abalone split 0 (h = 6, L = 3, batch 128,
   ℓ1 1e-5, grad clip 0.01, scaled quantiser; its test RMSE too) and the 20 000 × 50 synthetic
-  regression (h = 8, L = 3, batch 512; ``make_synth.py``'s recipe, rebuilt by :func:`synth50`). Our
+  regression (h = 8, L = 3, batch 512; the table of :mod:`benchmarks.synthetic`, through :func:`synth50`). Our
   side only: the side-by-side figures (both codes on one machine) are ``benchmarks/reference_speed.py``'s.
 * The device mode (:func:`device_workloads`): seconds per training epoch of DGT on the CPU and on
   the GPU in this process, for the speed part's Abalone tree and for Table 2's Letter tree (h = 10,
@@ -23,6 +23,7 @@ import torch
 from benchmarks import device_timing
 from benchmarks.common import shared_data_dir
 from benchmarks.paper.dgt_common import FIXED, HEIGHT, machine, regression_split, tree_params
+from benchmarks.synthetic import dgt_table
 from models.base import Callback
 from models.dgt.estimators import DGTClassifier, DGTRegressor
 
@@ -34,23 +35,9 @@ SPEED_SETTINGS = {
 
 
 def synth50() -> tuple[np.ndarray, ...]:
-    """The side-by-side benchmark's synthetic regression (``make_synth.py``'s DGT part, same seed):
-    20 000 training, 5 000 validation and 5 000 test rows of 50 features; the target is a depth-4
-    random sparse oblique tree's leaf value plus a linear term and noise."""
-    rng = np.random.default_rng(12345)
-    n_tr, n_va, n_te, p = 20_000, 5_000, 5_000, 50
-    X = rng.standard_normal((n_tr + n_va + n_te, p)).astype(np.float32)
-    depth = 4
-    W = rng.standard_normal((2**depth - 1, p))
-    W[np.abs(W) < 1.0] = 0.0
-    b = rng.standard_normal(2**depth - 1) * 0.3
-    leaf_val = rng.uniform(0, 20, 2**depth)
-    node = np.zeros(X.shape[0], dtype=int)
-    for _ in range(depth):
-        node = 2 * node + 1 + ((np.einsum("ij,ij->i", X, W[node]) + b[node]) > 0)
-    y = (leaf_val[node - (2**depth - 1)] + 0.5 * X[:, :5].sum(1) + rng.standard_normal(X.shape[0])).astype(np.float32)
-    cut = (n_tr, n_tr + n_va)
-    return tuple(a.astype(np.float64) for part in np.split(np.arange(X.shape[0]), cut) for a in (X[part], y[part]))
+    """The side-by-side runs' synthetic regression (:func:`benchmarks.synthetic.dgt_table`) in float64:
+    20 000 training, 5 000 validation and 5 000 test rows of 50 features."""
+    return tuple(a.astype(np.float64) for a in dgt_table())
 
 
 class _CpuClock(Callback):
@@ -69,7 +56,7 @@ def _speed_data(name: str, quick: bool) -> tuple[tuple[np.ndarray, ...], str]:
     if name == "abalone":
         return regression_split("abalone", 0), "shared dgt/abalone split 0"
     Xa, ya, *rest = synth50()
-    data = "synthetic 20 000 x 50 regression (make_synth.py's recipe)"
+    data = "synthetic 20 000 x 50 regression (benchmarks.synthetic.dgt_table)"
     if quick:
         Xa, ya = Xa[:4000], ya[:4000]
         data += ", first 4 000 training rows (quick)"

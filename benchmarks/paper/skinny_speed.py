@@ -3,7 +3,7 @@
 * **Time per epoch** (process CPU time, one thread, median of epochs 2 and after: the SGD + prox
   steps, the feature count and the validation pass), at the two settings timed side by side with
   the authors' code (``benchmarks/external``): the authors' toy, and 20 000 × 100 synthetic rows
-  (m = 50, d = 5, batch 256, the reference harness's ``make_synth.py`` recipe, rebuilt here by
+  (m = 50, d = 5, batch 256, the table of :mod:`benchmarks.synthetic`, through
   :func:`skinny_synth100`). Each row times the fused path (what the estimators train with) and, in
   the same process, the plain autograd path it replaced, with their ratio; test AUC and features
   kept come with the fused runs. The authors' own per-epoch times are
@@ -29,37 +29,24 @@ from benchmarks.common import best_time, measured_on
 from benchmarks.paper.skinny_common import row
 from benchmarks.paper.skinny_table1 import SYNTHETIC
 from benchmarks.paper.skinny_toy import TOY, toy_split
+from benchmarks.synthetic import skinny_table
 from models.ground import threads
 from models.skinny.ensemble import SoftTreeEnsemble
 from models.skinny.estimators import SkinnyTreesClassifier, SkinnyTreesRegressor
 from models.skinny.synthetic import sparse_regression
 from treeviz.readers.metrics import class_auc
 
-#: The side-by-side settings (the external harness's ``ours_skinny.py``): sigmoid routing, λ0 = 100,
+#: The side-by-side settings (``benchmarks/external/drivers/ours_skinny.py``): sigmoid routing, λ0 = 100,
 #: λ2 = 0.1, s = 0.01, η = 0.1, dense-to-sparse, seed 0.
 SIDE_BY_SIDE = {"activation": "sigmoid", "lambda0": 100.0, "lambda2": 0.1, "temperature": 0.01, "learning_rate": 0.1,
                 "schedule": "dense_to_sparse", "penalty": "l0", "device": "cpu", "random_state": 0}
 
 
 def skinny_synth100(n_train: int = 20_000) -> tuple[np.ndarray, ...]:
-    """The side-by-side harness's Skinny data (``make_synth.py``): binary labels through a
-    nonlinear logit of 10 of 100 standard-normal features, standardised with the training
-    statistics; 20 000 / 5 000 / 5 000 rows, float32. The recipe draws the DGT table first from the
-    same generator, so that is drawn (and dropped) here too."""
-    rng = np.random.default_rng(12345)
-    rng.standard_normal((30_000, 50)).astype(np.float32)  # the DGT table's draws, in order
-    rng.standard_normal((15, 50))
-    rng.standard_normal(15)
-    rng.uniform(0, 20, 16)
-    rng.standard_normal(30_000)
-    p = 100
-    X = rng.standard_normal((30_000, p))
-    beta = np.zeros(p)
-    beta[:10] = rng.uniform(1, 2, 10) * rng.choice([-1, 1], 10)
-    logit = X @ beta + 1.5 * np.sin(2 * X[:, 0]) * X[:, 1] - X[:, 2] * X[:, 3]
-    y = (rng.random(X.shape[0]) < 1 / (1 + np.exp(-logit))).astype(np.int64)
-    X = ((X - X[:20_000].mean(0)) / X[:20_000].std(0)).astype(np.float32)
-    return X[:n_train], y[:n_train], X[20_000:25_000], y[20_000:25_000], X[25_000:], y[25_000:]
+    """The side-by-side runs' Skinny table (:func:`benchmarks.synthetic.skinny_table`), its training
+    part cut to the first ``n_train`` rows."""
+    X_train, y_train, *rest = skinny_table()
+    return (X_train[:n_train], y_train[:n_train], *rest)
 
 
 class _EpochClock:
@@ -113,7 +100,7 @@ def speed_rows(quick: bool) -> list[dict[str, Any]]:
             f"{name}: CPU s, 1 thread", "s/epoch", fused_s, None, None,
             f"process CPU time per epoch (SGD + prox steps, feature count, validation pass), median of epochs 2+ of a "
             f"{fused_epochs}-epoch fit, {rounds} round(s) interleaved with the plain autograd path "
-            f"({plain_epochs} epochs) in the same process; the settings of the external harness's ours_skinny.py; "
+            f"({plain_epochs} epochs) in the same process; the settings of benchmarks/external/drivers/ours_skinny.py; "
             "the authors' code is timed side by side by benchmarks/reference_speed.py"
             + ("; reduced: quick (fewer epochs, one round, 2 000 synthetic rows)" if quick else ""),
             reduced=quick, higher_is_better=False,

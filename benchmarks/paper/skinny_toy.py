@@ -23,8 +23,9 @@ from treeviz.readers.metrics import class_auc
 
 TOY = {"n_trees": 20, "depth": 4, "lambda0": 100.0, "lambda2": 0.1, "temperature": 0.01, "learning_rate": 0.1,
        "batch_size": 16, "max_epochs": 1000}
-#: The authors' code (mazumder-lab/SkinnyTrees at b2c48f9, through ``../shared/reference/``'s
-#: ``ref_skinny.py``: TensorFlow 2.15.1, one thread) on the same toy split, 1000 epochs, seeds 0-4,
+#: The authors' code (mazumder-lab/SkinnyTrees at b2c48f9, through the side-by-side driver, now
+#: ``benchmarks/external/drivers/ref_skinny.py``: TensorFlow 2.15.1, one thread) on the same toy
+#: split, 1000 epochs, seeds 0-4,
 #: run on 2026-11-28: test accuracy, features kept and test AUC per seed. The paper's 98.25 % is
 #: one notebook run; these five runs are the spread the reference itself has, and the accuracy
 #: row is anchored on them.

@@ -20,7 +20,8 @@ shape) is printed beside it.
     python -m benchmarks.speed.dgt_step_floor                 # abalone: h 6, L 3, batch 128, 2004 rows
     python -m benchmarks.speed.dgt_step_floor --setting big   # 20 000 × 50, h 8, L 3, batch 512
 
-The targets are the authors' code's epoch ÷ 10 measured side by side (``../shared/reference``):
+The targets are the authors' code's epoch ÷ 10 measured side by side (an earlier run of
+``python -m benchmarks.reference_speed --run``):
 abalone 0.2167 s → 0.0217 s, 20 000 × 50 3.401 s → 0.340 s (pass ``--target`` to change them).
 """
 
