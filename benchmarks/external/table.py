@@ -30,13 +30,14 @@ METHOD = ("process CPU time per epoch, median of epochs 2+ per run, median over 
           "ratio = reference_s / ours_s (above 1: treeviz is faster)")
 
 
-def _mean_std(values: Sequence[float]) -> tuple[float, float]:
-    return float(statistics.fmean(values)), float(statistics.pstdev(values)) if len(values) > 1 else 0.0
+def _mean_std(values: Sequence[float]) -> tuple[float, float | None]:
+    """The mean and the standard deviation over rounds; one round has no spread (None, not 0)."""
+    return float(statistics.fmean(values)), float(statistics.pstdev(values)) if len(values) > 1 else None
 
 
 def _spread(values: Sequence[float], digits: int) -> str:
     m, s = _mean_std(values)
-    return f"{m:.{digits}f} ± {s:.{digits}f}"
+    return f"{m:.{digits}f} ± {s:.{digits}f}" if s is not None else f"{m:.{digits}f} (one round)"
 
 
 def _threads(run: dict[str, Any]) -> int | None:
@@ -56,7 +57,7 @@ def quality(setting: Setting, pairs: Sequence[tuple[dict[str, Any], dict[str, An
     higher_is_better = setting.quality != "test_rmse"
     difference = our_m - ref_m
     worse_by = -difference if higher_is_better else difference
-    spread = max(ref_s, our_s)
+    spread = max(ref_s or 0.0, our_s or 0.0)  # used only with two rounds or more, where both are set
     q: dict[str, Any] = {
         "metric": setting.quality_name, "reference": ref_m, "reference_std": ref_s, "ours": our_m, "ours_std": our_s,
         "reference_rounds": ref_q, "ours_rounds": our_q, "difference": difference,

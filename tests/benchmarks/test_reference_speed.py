@@ -14,7 +14,7 @@ from benchmarks import reference_speed as rs
 from benchmarks.common import STAMP_KEYS, row_problems
 from benchmarks.external import runs, settings
 from benchmarks.external.settings import BY_KEY, SETTINGS, Command, result_name
-from benchmarks.external.table import build_row, collect, table
+from benchmarks.external.table import build_row, collect, quality, table
 
 KEYS = [s.key for s in SETTINGS]
 
@@ -250,3 +250,13 @@ def test_a_source_whose_estimators_do_not_import_stops_the_run_before_it_starts(
         (broken / folder / "__init__.py").write_text("")
     (broken / "models" / "dgt" / "estimators.py").write_text("from models.dgt.gone import X\n")
     assert "No module named 'models.dgt.gone'" in runs.preflight(["dgt_abalone"], broken, sys.executable)
+
+
+def test_one_round_has_no_spread_rather_than_a_spread_of_zero():
+    setting = BY_KEY["latent"]
+    pair = ({setting.quality: 0.91}, {setting.quality: 0.93})
+    one = quality(setting, [pair])
+    assert one["reference_std"] is None and one["ours_std"] is None and one["within_spread"] is None
+    assert "one round" in one["text"] and "±" not in one["text"]
+    two = quality(setting, [pair, ({setting.quality: 0.93}, {setting.quality: 0.91})])
+    assert two["reference_std"] == pytest.approx(0.01) and two["within_spread"] is True
