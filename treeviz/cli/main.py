@@ -16,7 +16,7 @@ from typing import NamedTuple
 from models import registry
 from models.ground.errors import TreevizError
 from models.schema import TASKS
-from treeviz.cli import datasets, delete, export, families, grid, imports, listing, predict, report, sweep, train
+from treeviz.cli import app, datasets, delete, export, families, grid, imports, listing, predict, report, sweep, train
 from treeviz.cli.common import (
     BROKEN_PIPE,
     CRASH,
@@ -68,6 +68,7 @@ COMMANDS = (
     Command("import", imports.HELP, imports.cmd_import, imports.add_arguments, ("home",)),
     Command("families", families.HELP, families.cmd_families, families.add_arguments),
     Command("datasets", datasets.HELP, datasets.cmd_datasets, datasets.add_arguments, ("home",)),
+    Command("app", app.HELP, app.cmd_app, app.add_arguments),
 )
 
 
