@@ -227,6 +227,7 @@ def _node(h):
 BUILDERS: dict[str, Callable[[dict], go.Figure]] = {
     "tree_figure": lambda h: plots.tree_figure(h["tree"], stats=h["stats"], options=plots.TreeFigureOptions(
         highlight=h["tree"].paths(h["X"][0])[0], selected=0, family_label=RUN_NAME)),
+    "plot_tree": lambda h: plots.plot_tree(h["tree"], h["X"], h["y"], family_label=RUN_NAME),
     "top_weights_figure": lambda h: plots.top_weights_figure(h["tree"], _node(h)),
     "weights_heatmap": lambda h: plots.weights_heatmap(h["tree"]),
     # the 14 hostile features as a 2 × 7 "image" of hostile pixel names

@@ -50,3 +50,10 @@ def test_the_readme_example_runs_and_prints_the_documented_lines(tmp_path):
         if line.strip() and line.strip() != "...":
             assert line in printed, f"the README says the example prints {line!r}; it printed:\n{done.stdout}"
     assert (tmp_path / "tree.html").stat().st_size > 10_000
+
+
+def test_the_readme_public_face_example_runs(tmp_path):
+    (code,) = [b for b in readme_blocks("python") if "import treeviz as tv" in b]
+    printed = run_block(code, tmp_path).stdout.splitlines()
+    assert sum(line.startswith("IF ") for line in printed) >= 2  # the rules, one a leaf
+    assert printed[-1].startswith("[") and (tmp_path / "tao_model.zip").is_file()  # the reloaded model predicts

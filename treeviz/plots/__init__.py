@@ -5,7 +5,7 @@
 module                      figures
 ==========================  ===================================================================
 :mod:`.tree_diagram`        :func:`tree_figure` (node-link diagram; :class:`TreeFigureOptions`),
-                            :func:`node_from_selection`
+                            :func:`plot_tree` (the same from a fitted model), :func:`node_from_selection`
 :mod:`.weights`             :func:`top_weights_figure`, :func:`weights_heatmap`,
                             :func:`weight_image_figure`, :func:`weight_images_grid`
 :mod:`.routing`             :func:`class_flow_figure` (Sankey), :func:`class_split_bars`
@@ -60,7 +60,7 @@ from treeviz.plots.forest import forest_summary_figure
 from treeviz.plots.routing import class_flow_figure, class_split_bars
 from treeviz.plots.style import CLASS_PALETTE, DIVERGING, class_color
 from treeviz.plots.sweep import PATH_FIGURES, lambda_path_figure, sweep_figure
-from treeviz.plots.tree_diagram import NODE_TRACE_NAME, TreeFigureOptions, node_from_selection, tree_figure
+from treeviz.plots.tree_diagram import NODE_TRACE_NAME, TreeFigureOptions, node_from_selection, plot_tree, tree_figure
 from treeviz.plots.weights import (
     top_weights_figure,
     weight_image_figure,
@@ -97,6 +97,7 @@ __all__ = [
     "leaf_class_bars",
     "node_from_selection",
     "pareto_figure",
+    "plot_tree",
     "sample_images_figure",
     "selection_comparison_figure",
     "sweep_figure",

@@ -26,6 +26,7 @@ from models.ground.errors import TreevizError
 from models.ground.tree import NodeStats, Tree
 from treeviz.plots import style
 from treeviz.plots.node_info import class_fractions, hover_text, node_values, subtree_sizes
+from treeviz.readers.exports import tree_of
 from treeviz.readers.layout import layout_arrays
 from treeviz.readers.rules import leaf_label, leaf_state
 
@@ -454,3 +455,10 @@ def node_from_selection(selection: Any) -> int | None:
         except (TypeError, ValueError):
             continue
     return None
+
+
+def plot_tree(model_or_tree: Any, X: Any = None, y: Any = None, *, tree: int = 0, **options: Any) -> go.Figure:
+    """The Tree explorer's diagram of a fitted estimator (tree ``tree`` of an ensemble) or a Tree, with
+    ``X`` and ``y`` routed through it for per-node counts when given; ``options`` are the fields of
+    :class:`TreeFigureOptions` (``root``, ``max_levels``, ``color_by``, ...)."""
+    return tree_figure(tree_of(model_or_tree, tree), X=X, y=y, options=TreeFigureOptions(**options))
