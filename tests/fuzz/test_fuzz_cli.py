@@ -30,6 +30,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from models.registry import families
+from treeviz.cli import app as app_command
 from treeviz.cli import common
 from treeviz.cli import grid as grid_command
 from treeviz.cli import sweep as sweep_command
@@ -286,6 +287,11 @@ def cheap_training(monkeypatch):
     monkeypatch.setattr(train_command, "train_run", train)
     monkeypatch.setattr(sweep_command, "run_sweep", sweep)
     monkeypatch.setattr(grid_command, "run_grid", grid)
+
+    def serve(command):  # `treeviz app` would start a server that runs until stopped
+        raise ReachedTraining("app")
+
+    monkeypatch.setattr(app_command, "launch", serve)
     monkeypatch.delenv("TREEVIZ_DASK_SCHEDULER", raising=False)
     monkeypatch.setenv("TREEVIZ_MAX_UPLOAD_MB", "0.1")  # big.csv is over it
     monkeypatch.setattr(common, "MAX_IMPORT_BYTES", 2**20)  # /dev/zero as a model file: refused after 1 MiB

@@ -26,3 +26,11 @@ def test_the_app_command_runs_app_py_with_every_setting_and_the_users_options_la
 def test_the_repositorys_streamlit_config_is_the_packages_file():
     link = ROOT / ".streamlit" / "config.toml"
     assert link.is_symlink() and link.resolve() == app.SETTINGS.resolve()
+
+
+def test_without_dry_run_the_app_command_launches_streamlit_and_returns_its_status(monkeypatch):
+    launched = []
+    monkeypatch.setattr(app, "launch", lambda command: launched.append(command) or 3)
+    assert main(["app"]) == 3
+    (command,) = launched
+    assert command[1:4] == ["-m", "streamlit", "run"] and command[4] == str(ROOT / "app.py")

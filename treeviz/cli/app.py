@@ -55,6 +55,11 @@ def app_command(extra: list[str]) -> list[str]:
     return [sys.executable, "-m", "streamlit", "run", str(APP), *settings_flags(), *extra]
 
 
+def launch(command: list[str]) -> int:
+    """Run the app's command until the server stops; its exit status."""
+    return subprocess.call(command, env=dict(os.environ))
+
+
 def cmd_app(args: argparse.Namespace) -> int:
     """``app``: run ``streamlit run app.py`` until it ends (Ctrl-C stops it)."""
     extra = [a for a in args.streamlit_args if a != "--"]
@@ -62,4 +67,4 @@ def cmd_app(args: argparse.Namespace) -> int:
     if args.dry_run:
         say(" ".join(command))
         return OK
-    return subprocess.call(command, env=dict(os.environ))
+    return launch(command)
