@@ -14,6 +14,9 @@ import numpy as np
 SEED = 12345
 #: Rows of the training, validation and test parts, in that order.
 PARTS = (20_000, 5_000, 5_000)
+#: The same parts as row slices, by name.
+SLICES = {"train": slice(0, PARTS[0]), "val": slice(PARTS[0], PARTS[0] + PARTS[1]),
+          "test": slice(PARTS[0] + PARTS[1], None)}
 
 
 def dgt_regression(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -48,8 +51,7 @@ def skinny_classification(rng: np.random.Generator) -> tuple[np.ndarray, np.ndar
 
 def parts(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
     """``X_train, y_train, X_val, y_val, X_test, y_test`` by :data:`PARTS`."""
-    cut = np.cumsum(PARTS)[:-1]
-    return tuple(a for X_part, y_part in zip(np.split(X, cut), np.split(y, cut)) for a in (X_part, y_part))
+    return tuple(a for part in SLICES.values() for a in (X[part], y[part]))
 
 
 def dgt_table() -> tuple[np.ndarray, ...]:

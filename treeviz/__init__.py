@@ -47,10 +47,15 @@ _PLOTS = ("plot_tree", "tree_figure", "TreeFigureOptions", "weights_heatmap", "t
 __all__ = ["__version__", "estimator_names", *_FUNCTIONS, *_PLOTS]
 
 
+def _estimator_families() -> dict[str, Any]:
+    """Each registered estimator's class name, and the family that declares it (nothing imported)."""
+    return {ref.partition(":")[2]: family for family in registry.families().values()
+            for ref in family.estimators.values()}
+
+
 def estimator_names() -> list[str]:
     """The class names of every registered estimator, as ``treeviz.<name>`` gives them."""
-    return sorted({ref.partition(":")[2] for family in registry.families().values()
-                   for ref in family.estimators.values()})
+    return sorted(_estimator_families())
 
 
 def __getattr__(name: str) -> Any:
@@ -58,11 +63,10 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(_FUNCTIONS[name]), name)
     if name in _PLOTS:
         return getattr(importlib.import_module("treeviz.plots"), name)
-    for family in registry.families().values():
-        for ref in family.estimators.values():
-            if ref.partition(":")[2] == name:
-                return family.class_by_name(name)
-    raise AttributeError(f"module 'treeviz' has no attribute {name!r}")
+    family = _estimator_families().get(name)
+    if family is None:
+        raise AttributeError(f"module 'treeviz' has no attribute {name!r}")
+    return family.class_by_name(name)
 
 
 def __dir__() -> list[str]:

@@ -29,15 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.synthetic import PARTS, SEED, dgt_regression, skinny_classification
+from benchmarks.synthetic import SEED, SLICES, dgt_regression, skinny_classification
 from treeviz.services.data import PrepConfig, load_dataset, prepare
 
 #: The seeds of the latent-trees splits (round r trains on split (r - 1) mod 5).
 LATENT_SPLITS = (0, 1, 2, 3, 4)
-
-
-def _parts(n_train: int, n_val: int) -> dict[str, slice]:
-    return {"train": slice(0, n_train), "val": slice(n_train, n_train + n_val), "test": slice(n_train + n_val, None)}
 
 
 def write_synth(home: Path) -> None:
@@ -45,7 +41,7 @@ def write_synth(home: Path) -> None:
     rng = np.random.default_rng(SEED)  # one stream: the DGT table first, then Skinny's (benchmarks.synthetic)
     (home / "data").mkdir(parents=True, exist_ok=True)
     X, y = dgt_regression(rng)
-    parts = _parts(*PARTS[:2])
+    parts = SLICES
     np.savez(home / "data" / "dgt_synth50.npz", **{f"x_{k}": X[s] for k, s in parts.items()},
              **{f"y_{k}": y[s] for k, s in parts.items()})
     datasets = home / "dgt" / "datasets"

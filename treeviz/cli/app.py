@@ -10,7 +10,6 @@ flag, so the settings hold from any working directory. Streamlit's own options m
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tomllib
@@ -57,7 +56,7 @@ def app_command(extra: list[str]) -> list[str]:
 
 def launch(command: list[str]) -> int:
     """Run the app's command until the server stops; its exit status."""
-    return subprocess.call(command, env=dict(os.environ))
+    return subprocess.call(command)
 
 
 def cmd_app(args: argparse.Namespace) -> int:

@@ -24,9 +24,11 @@ def tree_of(model_or_tree: Any, index: int = 0) -> Tree:
     if not callable(to_trees):
         raise TreevizError(f"A {type(model_or_tree).__name__} is neither a Tree nor a treeviz estimator; pass a "
                            "fitted estimator (e.g. treeviz.TAOClassifier().fit(X, y)) or its Tree.")
+    from sklearn.exceptions import NotFittedError  # deferred: scikit-learn is heavy, and only a model needs it
+
     try:
         trees = to_trees()
-    except AttributeError:  # scikit-learn's NotFittedError is one
+    except NotFittedError:
         raise TreevizError(f"This {type(model_or_tree).__name__} is not fitted yet; call fit(X, y) first.") from None
     if not 0 <= index < len(trees):
         raise TreevizError(f"The model has {len(trees)} tree(s); tree {index} does not exist.")
