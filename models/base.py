@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import numbers
 import os
 import shutil
@@ -44,12 +45,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, is_classifier, is_regressor
+from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import train_test_split
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from models.devices import device_choice, step_size
+from models.ground import display
 from models.ground.errors import TrainingCancelled, TreevizError
 from models.ground.jsonio import decode_labels, encode_labels, plain
 from models.persist import save_model
@@ -387,6 +390,55 @@ class TreeEstimator(BaseEstimator):
         if type(self).to_tree is TreeEstimator.to_tree:
             raise TreevizError(f"{type(self).__name__} does not describe a tree.")
         return [self.to_tree()]
+
+    # ------------------------------------------------------------------ notebooks
+    def _html_repr(self) -> str:
+        """The estimator in a notebook (scikit-learn's ``_repr_html_`` and ``_repr_mimebundle_`` call
+        this): once fitted, the diagram of its (first) tree under its size and headline metric, drawn
+        by the renderer ``import treeviz`` registers (:mod:`models.ground.display`); unfitted, or with
+        no renderer, scikit-learn's parameter box."""
+        card = self._display_card()
+        html = None if card is None else display.card_html(card)
+        return html if html is not None else super()._html_repr()
+
+    def _display_card(self) -> display.Card | None:
+        """What a notebook shows of the fitted model (None when it is not fitted or has no tree)."""
+        try:
+            check_is_fitted(self)
+            trees = tuple(self.to_trees())
+        except (NotFittedError, TreevizError):
+            return None
+        try:
+            family = family_of_class(type(self))
+        except TreevizError:  # a class of no registered family (a test double, a user's sketch)
+            family = None
+        return display.Card(title=type(self).__name__, trees=trees, family_label=family.label if family else "",
+                            metric=self._headline_metric(family))
+
+    def _headline_metric(self, family: Any) -> tuple[str, float] | None:
+        """The model's score from ``history_`` as (label, value): the validation score, else the
+        training score, of the record the model keeps (the lowest of the family's ``curves.kept``
+        key, else the last record). None without one, and for histories of one record per tree (a
+        forest's records score single trees, not the model)."""
+        curves = getattr(family, "curves", None)
+        history = [r for r in getattr(self, "history_", None) or [] if isinstance(r, dict)]
+        if not history or (curves is not None and curves.x == "tree"):
+            return None
+
+        def number(record: dict, key: str) -> float | None:
+            value = record.get(key)
+            ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+            return float(value) if ok else None
+
+        kept = curves.kept if curves is not None else ""
+        marked = [r for r in history if kept and number(r, kept) is not None]
+        record = min(marked, key=lambda r: number(r, kept)) if marked else history[-1]
+        name = "accuracy" if is_classifier(self) else "R²" if is_regressor(self) else "score"
+        for key, split in (("val_score", "validation"), ("train_score", "training")):
+            value = number(record, key)
+            if value is not None:
+                return f"{split} {name}", value
+        return None
 
     # ------------------------------------------------------------------ model files
     def _get_model_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

@@ -26,6 +26,10 @@ from typing import Any
 
 from models import registry
 from models.ground import __version__
+from models.ground import display as _display
+
+# A cell ending in a fitted model or a Tree draws the explorer's diagram (plotly is imported only then).
+_display.set_html_renderer("treeviz.plots.notebook:card_html")
 
 #: The public functions, by name: the module each lives in.
 _FUNCTIONS = {

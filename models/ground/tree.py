@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from models.ground import counts, stats, tree_json, units
+from models.ground import counts, display, stats, tree_json, units
 from models.ground import routing as tree_routing
 from models.ground.jsonio import json_default
 from models.ground.routing import PathStep, sigmoid, smoothstep
@@ -364,6 +364,15 @@ class Tree:
     @classmethod
     def from_json(cls, text: str) -> Tree:
         return tree_json.from_json(cls, text)
+
+    # ------------------------------------------------------------------ display
+    def __repr__(self) -> str:
+        return (f"Tree(task={self.task!r}, nodes={self.n_nodes}, leaves={self.n_leaves}, depth={self.max_depth}, "
+                f"features={self.n_features}, routing={self.routing!r})")
+
+    def _repr_html_(self) -> str | None:
+        """The Tree explorer's diagram in a notebook (None, hence the text repr, until ``import treeviz``)."""
+        return display.card_html(display.Card(title="Tree", trees=(self,)))
 
     def equals(self, other: Tree) -> bool:
         """Exact equality of structure, parameters and names (NaN equal to NaN)."""
