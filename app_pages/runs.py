@@ -6,7 +6,7 @@ import streamlit as st
 from treeviz.plots import training_curves
 from treeviz.plots.export import export_name
 from treeviz.services.data.preprocess import describe_prep
-from treeviz.services.store.archive import export_zip, import_zip
+from treeviz.services.store.archive import export_zip, import_zip, model_file
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
@@ -77,7 +77,7 @@ def open_in_explorer() -> None:
     state.select_run(run_id)
 
 
-c1, c2, c3, c4 = st.columns(4)
+c1, c2, c3, c4, c5 = st.columns(5)
 if c1.button("Open in Tree explorer", key="runs.open", on_click=open_in_explorer):
     pages.switch_to("explorer")
 c4.download_button(
@@ -99,7 +99,17 @@ c2.download_button(
     on_click="ignore",  # like every download: a rerun beside the deferred file could lose the download
     help="Model (config.json + weights.safetensors), run record, history and its data set.",
 )
-with c3.popover("Rename or delete"):
+c3.download_button(
+    "Download model (.zip)",
+    data=lambda: model_file(store, run_id),
+    file_name=f"{export_name(rec.name, 'model')}.zip",
+    mime="application/zip",
+    key="runs.model",
+    on_click="ignore",
+    help="The model with its preprocessing (JSON + safetensors, no pickle): treeviz.load_model(path).predict(df) "
+         "takes a table with the uploaded file's own columns, on any machine, without this app's run store.",
+)
+with c5.popover("Rename or delete"):
     new_name = st.text_input("New name", value=rec.name, key=f"runs.name.{run_id}")
     if st.button("Rename", key="runs.rename"):
         with user_errors("renaming the run"):

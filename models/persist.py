@@ -14,7 +14,14 @@ Layout of ``config.json``::
      "learned": {...},           # the estimator's JSON-ready learned attributes
      "history": [...],           # history_
      "context": {...},           # free-form: data fingerprint, feature names, run id, ...
-     "versions": {"treeviz": ..., "numpy": ..., "scikit-learn": ..., "torch": ...}}
+     "versions": {"treeviz": ..., "numpy": ..., "scikit-learn": ..., "torch": ...},
+     "preprocessing": {...}}     # version 2, optional: the fitted preprocessing's JSON part
+
+A version-2 file may carry the fitted preprocessing in front of the estimator (what
+:class:`treeviz.services.data.pipeline.Preprocessing` stores): its JSON under ``"preprocessing"`` and
+its arrays in the weights file under names starting with :data:`PREPROCESSING_PREFIX`. This module
+keeps them as data (:func:`load_parts`); the estimator is restored from the rest. A file without
+preprocessing is written as version 1, which every treeviz reads.
 """
 
 from __future__ import annotations
@@ -39,12 +46,15 @@ from models.ground.jsonio import check_version, json_default
 from models.registry import get_family, registered_class
 
 FORMAT = "treeviz.model"
-#: The model file version this treeviz writes, the newest it reads.
-VERSION = 1
+#: The model file version this treeviz writes when the file carries preprocessing, the newest it reads
+#: (a file without preprocessing is written as version 1, so older treeviz versions read it).
+VERSION = 2
 #: The oldest model file version this treeviz reads (:func:`models.ground.jsonio.check_version`).
 MIN_VERSION = 1
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "weights.safetensors"
+#: Arrays of the preprocessing are stored in the weights file under this prefix.
+PREPROCESSING_PREFIX = "preprocessing/"
 # A zip bigger than this once unpacked is refused (zip bombs).
 MAX_UNPACKED_BYTES = 2 * 1024**3
 
@@ -57,8 +67,14 @@ def _versions() -> dict[str, str]:
             "torch": torch.__version__}
 
 
-def model_bytes(estimator: Any, *, context: dict[str, Any] | None = None) -> dict[str, bytes]:
-    """The two files of a model, as bytes: ``{"config.json": ..., "weights.safetensors": ...}``."""
+#: A preprocessing as a model file stores it: its JSON part and its arrays.
+PreprocessingState = tuple[dict[str, Any], dict[str, np.ndarray]]
+
+
+def model_bytes(estimator: Any, *, context: dict[str, Any] | None = None,
+                preprocessing: PreprocessingState | None = None) -> dict[str, bytes]:
+    """The two files of a model, as bytes: ``{"config.json": ..., "weights.safetensors": ...}``;
+    ``preprocessing`` (JSON and arrays) is stored with it when given (a version-2 file)."""
     # A user's subclass is saved as the registered estimator it derives from: that is the class a
     # model file can name and load (loading never imports code the file names).
     family, registered = registered_class(type(estimator))
@@ -68,7 +84,7 @@ def model_bytes(estimator: Any, *, context: dict[str, Any] | None = None) -> dic
     params = {k: v for k, v in estimator.get_params(deep=False).items() if k != "device"}
     config = {
         "format": FORMAT,
-        "version": VERSION,
+        "version": 1 if preprocessing is None else VERSION,
         "family": family.key,
         "estimator": registered.__name__,
         "params": params,
@@ -77,6 +93,11 @@ def model_bytes(estimator: Any, *, context: dict[str, Any] | None = None) -> dic
         "context": dict(context or {}),
         "versions": _versions(),
     }
+    if preprocessing is not None:
+        config["preprocessing"], prep_arrays = preprocessing
+        if any(k.startswith(PREPROCESSING_PREFIX) for k in arrays):
+            raise TreevizError("The estimator's arrays use the preprocessing's names; it cannot be saved with one.")
+        arrays = {**arrays, **{PREPROCESSING_PREFIX + k: v for k, v in prep_arrays.items()}}
     try:
         config_text = json.dumps(config, indent=1, allow_nan=True, default=json_default)
     except TypeError as err:
@@ -85,12 +106,14 @@ def model_bytes(estimator: Any, *, context: dict[str, Any] | None = None) -> dic
     return {CONFIG_NAME: config_text.encode("utf-8"), WEIGHTS_NAME: save(clean)}
 
 
-def save_model(estimator: Any, path: str | os.PathLike, *, context: dict[str, Any] | None = None) -> str:
-    """Write ``estimator`` to ``path``: a ``.zip`` file, or else a folder. Returns the path.
+def save_model(estimator: Any, path: str | os.PathLike, *, context: dict[str, Any] | None = None,
+               preprocessing: PreprocessingState | None = None) -> str:
+    """Write ``estimator`` (and ``preprocessing``, when given) to ``path``: a ``.zip`` file, or else a
+    folder. Returns the path.
 
     Folders are written atomically: a temporary sibling folder is filled, then renamed.
     """
-    files = model_bytes(estimator, context=context)
+    files = model_bytes(estimator, context=context, preprocessing=preprocessing)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".zip":
@@ -185,15 +208,22 @@ def read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes
 
 
 def load_model(path_or_bytes: str | os.PathLike | bytes) -> Any:
-    """Load a model written by :func:`save_model` (folder, ``.zip`` path, or zip bytes).
+    """Load the estimator of a model written by :func:`save_model` (folder, ``.zip`` path, or zip
+    bytes); a preprocessing the file carries is left out (:func:`load_parts` gives it).
 
     Raises :class:`TreevizError` with a sentence for anything that is not a valid treeviz model:
     whatever goes wrong while reading it becomes one, and so does a tree whose split weights or
     biases are not finite numbers (it would route every row the same way).
     """
+    return load_parts(path_or_bytes)[0]
+
+
+def load_parts(path_or_bytes: str | os.PathLike | bytes) -> tuple[Any, PreprocessingState | None]:
+    """The estimator of a model file, and the preprocessing it carries (JSON and arrays; None when
+    it carries none), checked as :func:`load_model` checks the estimator."""
     files = read_model_files(path_or_bytes)
     try:
-        estimator = _load(files)
+        estimator, preprocessing = _load(files)
         check_finite_routing(estimator)
         _check_predicts(estimator)
     except TreevizError:
@@ -201,10 +231,10 @@ def load_model(path_or_bytes: str | os.PathLike | bytes) -> Any:
     except Exception as err:
         raise TreevizError(f"The model file is damaged or not a treeviz model ({_reason(err)}); "
                            "it was not loaded.") from None
-    return estimator
+    return estimator, preprocessing
 
 
-def _load(files: dict[str, bytes]) -> Any:
+def _load(files: dict[str, bytes]) -> tuple[Any, PreprocessingState | None]:
     try:
         config = json.loads(files[CONFIG_NAME].decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
@@ -213,7 +243,8 @@ def _load(files: dict[str, bytes]) -> Any:
         raise TreevizError("This is not a treeviz model (config.json has no 'treeviz.model' format).")
     check_version(config, what="The model's config.json", kind="model files", oldest=MIN_VERSION, newest=VERSION,
                   again=f"export the model again with a treeviz that writes version {VERSION} (this one does)")
-    for key, kind in (("params", dict), ("learned", dict), ("history", list), ("context", dict)):
+    for key, kind in (("params", dict), ("learned", dict), ("history", list), ("context", dict),
+                      ("preprocessing", dict)):
         if not isinstance(config.get(key, kind()), kind):
             raise TreevizError(f"The model's config.json has a malformed '{key}' (not a JSON {kind.__name__}).")
     family = get_family(str(config.get("family", "")))
@@ -223,6 +254,9 @@ def _load(files: dict[str, bytes]) -> Any:
         arrays = load(files[WEIGHTS_NAME])
     except (SafetensorError, ValueError, OSError) as err:
         raise TreevizError(f"The model's weights file is damaged ({err}).") from err
+    prep_arrays = {k[len(PREPROCESSING_PREFIX):]: v for k, v in arrays.items() if k.startswith(PREPROCESSING_PREFIX)}
+    arrays = {k: v for k, v in arrays.items() if not k.startswith(PREPROCESSING_PREFIX)}
+    preprocessing = None if "preprocessing" not in config else (config["preprocessing"], prep_arrays)
     estimator = cls(**params)
     try:
         estimator._restore_state(config.get("learned", {}), arrays)
@@ -232,7 +266,7 @@ def _load(files: dict[str, bytes]) -> Any:
         ) from err
     estimator.history_ = list(config.get("history", []))
     estimator.model_context_ = dict(config.get("context", {}))
-    return estimator
+    return estimator, preprocessing
 
 
 def _check_predicts(estimator: Any) -> None:

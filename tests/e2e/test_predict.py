@@ -2,6 +2,8 @@
 download the predictions with the rows' id and the class probabilities."""
 
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -74,3 +76,54 @@ def test_upload_rows_without_labels_and_download_predictions(served, page, tmp_p
     # another id column, chosen by hand, is what the download keeps
     choose(page, "Id column", "island")
     page.get_by_text(re.compile(r"25 row\(s\) predicted")).wait_for()
+
+
+def _open(page, url: str, name: str) -> None:
+    page.goto(url)
+    page.get_by_role("heading", name="Data", exact=True).wait_for()
+    more = page.get_by_test_id("stSidebarNavViewButton")
+    if more.count() and "more" in more.inner_text():
+        more.click()
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name=name).click()
+    page.get_by_role("heading", name=name, exact=True).wait_for()
+    settle(page)
+
+
+def test_a_downloaded_model_predicts_the_raw_file_in_a_fresh_process_as_the_predict_page(served, page, tmp_path):
+    """The Runs page's model file, loaded by a fresh Python with no run store, predicts the raw uploaded
+    file (penguins with its text columns and gaps) as the Predict page's download does, row for row."""
+    url = served
+    _open(page, url, "Runs")
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download model (.zip)").click()
+    model_path = tmp_path / "model.zip"
+    download.value.save_as(model_path)
+
+    rows = pd.read_csv(PENGUINS)
+    raw = tmp_path / "penguins.csv"
+    rows.to_csv(raw, index=False)
+    _open(page, url, "Predict")
+    page.locator("input[type=file]").first.set_input_files(str(raw))
+    page.get_by_text(re.compile(rf"{len(rows)} row\(s\) predicted by penguin tree")).wait_for()
+    settle(page)
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download the predictions (CSV)").click()
+    from_page = tmp_path / "page.csv"
+    download.value.save_as(from_page)
+
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    code = ("import sys, pandas as pd, treeviz as tv\n"
+            "m = tv.load_model(sys.argv[1]); rows = pd.read_csv(sys.argv[2])\n"
+            "out = pd.DataFrame(m.predict_proba(rows), columns=[f'proba_{c}' for c in m.classes_])\n"
+            "out.insert(0, 'prediction', m.predict(rows)); out.to_csv(sys.argv[3], index=False)\n")
+    env = {"PYTHONPATH": str(ROOT), "TREEVIZ_HOME": str(tmp_path / "no-store"), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", code, str(model_path), str(raw), str(tmp_path / "fresh.csv")],
+                          cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    fresh, shown = pd.read_csv(tmp_path / "fresh.csv"), pd.read_csv(from_page)
+    assert len(fresh) == len(shown) == len(rows)
+    assert fresh["prediction"].tolist() == shown["prediction"].tolist()
+    probabilities = [c for c in shown.columns if c.startswith("proba_")]
+    np.testing.assert_allclose(fresh[probabilities].to_numpy(), shown[probabilities].to_numpy(), rtol=0, atol=1e-12)
+    assert not (tmp_path / "no-store").exists()

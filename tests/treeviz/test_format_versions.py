@@ -28,6 +28,9 @@ from treeviz.services.store.runs import RunStore
 
 #: Versions no treeviz wrote or this one cannot read, and values that are no version at all.
 BAD = [0, -1, 2, 99, True, False, 1.0, 1.5, "1", None, [1], {"v": 1}]
+#: The same for model files, which this treeviz reads in versions 1 and 2 (2 carries preprocessing).
+BAD_MODEL = [3 if v == 2 else v for v in BAD]
+MODEL_READS = "reads model files of version 1 to 2"
 
 
 def members(data: bytes) -> dict[str, bytes]:
@@ -55,19 +58,19 @@ def run_zip(tmp_path_factory):
 
 
 def test_this_treeviz_reads_version_one_of_each_format():
-    assert (persist.MIN_VERSION, persist.VERSION) == (1, 1)
+    assert (persist.MIN_VERSION, persist.VERSION) == (1, 2)
     assert (dataset_module.DATASET_MIN_VERSION, dataset_module.DATASET_VERSION) == (1, 1)
 
 
-@pytest.mark.parametrize("version", BAD, ids=repr)
+@pytest.mark.parametrize("version", BAD_MODEL, ids=repr)
 def test_load_model_refuses_a_version_it_does_not_read(run_zip, version):
     model, _ = run_zip
     files = with_json(model_bytes(model), "config.json", version=version)
-    with pytest.raises(TreevizError, match="reads model files of version 1") as info:
+    with pytest.raises(TreevizError, match=MODEL_READS) as info:
         load_model(zip_bytes(files))
     message = str(info.value)
     assert repr(version) in message and "\n" not in message
-    what_to_do = "upgrade treeviz" if isinstance(version, int) and not isinstance(version, bool) and version > 1 \
+    what_to_do = "upgrade treeviz" if isinstance(version, int) and not isinstance(version, bool) and version > 2 \
         else "export the model again"
     assert what_to_do in message
 
@@ -79,7 +82,7 @@ def test_load_model_refuses_a_model_file_without_a_version(run_zip):
     assert load_model(zip_bytes(model_bytes(model))).get_params() == model.get_params()  # version 1 loads
 
 
-@pytest.mark.parametrize("version", [0, 2, "1"], ids=repr)
+@pytest.mark.parametrize("version", [0, 3, "1"], ids=repr)
 def test_predict_refuses_a_model_file_of_another_version(run_zip, home, capsys, tmp_path, version):
     model, files = run_zip
     rows = tmp_path / "rows.csv"
@@ -92,13 +95,13 @@ def test_predict_refuses_a_model_file_of_another_version(run_zip, home, capsys, 
         code = main(["predict", str(path), str(rows)])
         out, err = capsys.readouterr()
         assert code == common.USER_ERROR, out
-        assert "reads model files of version 1" in err and "Traceback" not in err and err.count("\n") == 1
+        assert MODEL_READS in err and "Traceback" not in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize(("member", "version", "words"), [
-    ("config.json", 0, "reads model files of version 1"),
-    ("config.json", 2, "reads model files of version 1"),
-    ("config.json", True, "reads model files of version 1"),
+    ("config.json", 0, MODEL_READS),
+    ("config.json", 3, MODEL_READS),
+    ("config.json", True, MODEL_READS),
     ("run.json", 0, "version"),
     ("run.json", 2, "newer treeviz"),
     ("dataset/dataset.json", 0, "reads data sets of version 1"),

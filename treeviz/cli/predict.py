@@ -5,17 +5,18 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import warnings
 import zipfile
 from pathlib import Path
 from typing import Any
 
 from models.ground.errors import TreevizError
-from models.persist import load_model
 from treeviz.cli.common import OK, PROG, note, open_store, read_model_bytes, read_table_file, write_output
-from treeviz.services.data import Dataset, PreparedData, prepare
+from treeviz.services.data import Dataset, prepare
 from treeviz.services.data.dataset import ARRAYS, DATASET_JSON
+from treeviz.services.data.pipeline import Pipeline, load_model
 from treeviz.services.data.upload import ENCODINGS
-from treeviz.services.store.archive import DATASET_PREFIX, read_run_zip
+from treeviz.services.store.archive import DATASET_PREFIX, read_run_zip, run_preprocessing
 from treeviz.services.store.files import RUN_JSON
 from treeviz.services.store.record import RUN_ID_RE, RunRecord
 from treeviz.services.store.runs import RunStore
@@ -26,6 +27,7 @@ from treeviz.services.views.predict import (  # noqa: F401 - spreadsheet_safe an
     predict_table,
     predictions_csv,
     spreadsheet_safe,
+    steps,
 )
 
 #: The command's one-line help, also the first line of its ``--help``.
@@ -59,33 +61,47 @@ def _run_folder_store(path: Path) -> RunStore | None:
     return None
 
 
-def load_predictor(spec: str, args: argparse.Namespace) -> tuple[Any, PreparedData | None, str]:
-    """The model ``spec`` names, its prepared training data (None when unknown) and a description.
+def _model_file(spec: Any) -> Any:
+    """A model file's estimator or Pipeline (a file without preprocessing is noted by the predict
+    service, so load_model's warning is not repeated)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return load_model(spec)
 
-    ``spec`` is a run id in the store, a run folder, a run zip (its data set inside rebuilds the
-    preprocessing) or a plain model file (folder or zip: no preprocessing is known).
+
+def load_predictor(spec: str, args: argparse.Namespace) -> tuple[Any, Any, str]:
+    """The model ``spec`` names, what preprocesses its rows and a description.
+
+    ``spec`` is a run id in the store, a run folder, a run zip or a model file (folder or zip). The
+    preprocessing is the one the model file carries; for an older file without one, a run's is
+    rebuilt from its data (a run zip's data set inside), and a plain model file has none (None).
     """
+    model, prep, what = _predictor(spec, args)
+    return (*steps(model, prep), what)
+
+
+def _predictor(spec: str, args: argparse.Namespace) -> tuple[Any, Any, str]:
     path = Path(spec).expanduser()
     if not path.exists():
         if RUN_ID_RE.fullmatch(spec):
             store = open_store(args)
             record = store.get(spec)
-            return store.load_model(spec), store.load_prepared(spec), f"run {spec} '{record.name}'"
+            return store.load_model(spec), run_preprocessing(store, spec), f"run {spec} '{record.name}'"
         raise TreevizError(f"There is no run or model file {spec!r}; give a run id (`{PROG} list`) or the "
                            "path of a model file or run zip.")
     if path.is_dir():
         store = _run_folder_store(path)
         if store is not None:
             record = store.get(path.name)
-            return store.load_model(path.name), store.load_prepared(path.name), f"run {path.name} '{record.name}'"
-        return load_model(path), None, f"model {path}"
+            return store.load_model(path.name), run_preprocessing(store, path.name), f"run {path.name} '{record.name}'"
+        return _model_file(path), None, f"model {path}"
     data = read_model_bytes(path, "model file")
-    model = load_model(data)
+    model = _model_file(data)
     try:
         names = set(zipfile.ZipFile(io.BytesIO(data)).namelist())
     except zipfile.BadZipFile:  # pragma: no cover - load_model read it as a zip already
         names = set()
-    if RUN_JSON in names and DATASET_PREFIX + DATASET_JSON in names:
+    if RUN_JSON in names and DATASET_PREFIX + DATASET_JSON in names and not isinstance(model, Pipeline):
         files = read_run_zip(data)
         record = RunRecord.from_dict(json.loads(files[RUN_JSON].decode("utf-8")))
         dataset = Dataset.from_files(files[DATASET_PREFIX + DATASET_JSON], files[DATASET_PREFIX + ARRAYS],

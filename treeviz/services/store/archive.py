@@ -26,9 +26,10 @@ from typing import Any
 
 from models.ground.errors import TreevizError
 from models.ground.jsonio import dumps_json, jsonable
-from models.persist import load_model, read_member, zip_bytes
+from models.persist import load_model, load_parts, model_bytes, read_member, zip_bytes
 from models.schema import ANY_DATA_TASKS
 from treeviz.services.data.dataset import ARRAYS, DATASET_JSON, Dataset
+from treeviz.services.data.pipeline import Preprocessing
 from treeviz.services.data.preprocess import prepare
 from treeviz.services.store.files import RUN_JSON
 from treeviz.services.store.record import RunRecord, new_run_id, tree_size
@@ -64,6 +65,26 @@ def export_zip(store: RunStore, run_id: str, *, include_dataset: bool = True) ->
             zf.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data,
                         compress_type=zipfile.ZIP_DEFLATED)
     return buf.getvalue()
+
+
+def run_preprocessing(store: RunStore, run_id: str) -> Preprocessing:
+    """The fitted preprocessing of the run: the one its model file carries, or, for a run saved before
+    model files carried it, rebuilt from its data (:meth:`RunStore.load_prepared`)."""
+    files = store.run_files(run_id)
+    state = load_parts(zip_bytes({CONFIG_JSON: files[CONFIG_JSON], WEIGHTS: files[WEIGHTS]}))[1]
+    if state is not None:
+        return Preprocessing.from_state(*state)
+    return Preprocessing.from_prepared(store.load_prepared(run_id))
+
+
+def model_file(store: RunStore, run_id: str) -> bytes:
+    """The run's model file (a zip): the estimator and its fitted preprocessing, which
+    :func:`treeviz.services.data.pipeline.load_model` opens as a Pipeline anywhere, with no run store."""
+    files = store.run_files(run_id)
+    model, state = load_parts(zip_bytes({CONFIG_JSON: files[CONFIG_JSON], WEIGHTS: files[WEIGHTS]}))
+    if state is None:  # a run from before model files carried the preprocessing
+        state = Preprocessing.from_prepared(store.load_prepared(run_id)).to_state()
+    return zip_bytes(model_bytes(model, context=dict(getattr(model, "model_context_", {})), preprocessing=state))
 
 
 def import_zip(store: RunStore, data: bytes) -> RunRecord:

@@ -51,6 +51,7 @@ from models.ground.jsonio import dumps_json, jsonable
 from models.persist import CONFIG_NAME, WEIGHTS_NAME, load_model, model_bytes
 from models.registry import family_of_class, get_family, registered_class
 from treeviz.services.data.dataset import ARRAYS, DATASET_JSON, Dataset
+from treeviz.services.data.pipeline import Preprocessing
 from treeviz.services.data.preprocess import PreparedData, PrepConfig, prepare
 from treeviz.services.store.atomic import (
     TMP_PREFIX,
@@ -181,7 +182,10 @@ class RunStore:
         context = {"run_id": run_id, "dataset_fingerprint": record.dataset_fingerprint,
                    "prepared_fingerprint": record.prepared_fingerprint,
                    "feature_names": list(dataset.feature_names), "dataset_name": dataset.name}
-        files = model_bytes(estimator, context=context)
+        # the model file carries the fitted preprocessing: the run predicts from a table's columns
+        # without re-running prepare(), and its file leaves the app whole (model_file)
+        files = model_bytes(estimator, context=context,
+                            preprocessing=Preprocessing.from_prepared(prepared).to_state())
         files[HISTORY_JSON] = dumps_json(list(getattr(estimator, "history_", [])))
         if name is not None:
             return self.publish_run(replace(record, name=clean_name(name)), files)

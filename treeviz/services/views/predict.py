@@ -1,9 +1,10 @@
 """Predictions for the rows of a new table: the one service behind ``treeviz predict`` and the Predict page.
 
 A table laid out like the run's training data (or with the model's feature names as columns) is
-encoded as at upload (:func:`~treeviz.services.data.encoding.table_to_features`), preprocessed as the run
-was (imputation and scaling of its :class:`~treeviz.services.data.PreparedData`), and given to the
-model. The output frame holds the columns kept from the input (an id), then what the model gives:
+encoded as at upload and preprocessed as the run was, by the fitted
+:class:`~treeviz.services.data.pipeline.Preprocessing` (the run's, or the one a model file carries: the
+same steps, so the page, ``treeviz predict`` and a downloaded model give the same numbers), and given to
+the model. The output frame holds the columns kept from the input (an id), then what the model gives:
 ``prediction`` (classifiers and regressors), ``cluster`` (clustering: the cluster/leaf id) or ``z0``,
 ``z1``, ... (embeddings: the coordinates of ``transform``), then one ``proba_<class>`` column per
 class when asked for and the model has them.
@@ -23,7 +24,11 @@ import pandas as pd
 from models.ground.errors import TreevizError
 from models.registry import get_family
 from treeviz.services.data import PreparedData
-from treeviz.services.data.encoding import FEATURE_SOURCES, table_to_features
+from treeviz.services.data.encoding import table_to_features
+from treeviz.services.data.pipeline import Pipeline, Preprocessing
+
+#: What preprocesses a table's rows for a model: a run's prepared data, the fitted steps, or none.
+Prep = PreparedData | Preprocessing | None
 
 #: The column of 1-based row numbers when the table has no id column to keep.
 ROW_COLUMN = "row"
@@ -100,18 +105,26 @@ def default_id_column(columns: Sequence[Any]) -> str | None:
     return next((str(c) for c, n in zip(columns, names) if n.endswith("_id")), None)
 
 
-def _may_feed(column: str, model: Any, prepared: PreparedData | None) -> bool:
+def steps(model: Any, prepared: Prep) -> tuple[Any, Preprocessing | None]:
+    """The estimator and the fitted preprocessing that feeds it: a :class:`Pipeline`'s own, or the
+    preprocessing of ``prepared``."""
+    if isinstance(model, Pipeline):
+        return model.model, model.preprocessing
+    if isinstance(prepared, PreparedData):
+        return model, Preprocessing.from_prepared(prepared)
+    return model, prepared
+
+
+def _may_feed(column: str, model: Any, prep: Preprocessing | None) -> bool:
     """Whether ``column`` may be read for a feature: one of that name, a one-hot level (``column=level``),
     a date part (``column (year)``) or the column a recorded feature source names."""
-    names = prepared.dataset.feature_names if prepared is not None else tuple(model.feature_names_)
+    names = prep.feature_names if prep is not None else tuple(model.feature_names_)
     if any(n == column or n.startswith((f"{column}=", f"{column} (")) for n in names):
         return True
-    sources = prepared.dataset.meta.get(FEATURE_SOURCES) if prepared is not None else None
-    return isinstance(sources, list) and any(isinstance(s, (list, tuple)) and len(s) > 1 and s[1] == column
-                                             for s in sources)
+    return prep is not None and prep.sources is not None and any(s[1] == column for s in prep.sources)
 
 
-def table_features(df: pd.DataFrame, model: Any, prepared: PreparedData | None, *,
+def table_features(df: pd.DataFrame, model: Any, prepared: Prep, *,
                    name: str = "table", what: str = "the model") -> tuple[np.ndarray, list[str]]:
     """The table's rows as the model's inputs: encoded as at upload, then preprocessed as in training.
 
@@ -119,11 +132,12 @@ def table_features(df: pd.DataFrame, model: Any, prepared: PreparedData | None, 
     ----------
     df : pandas.DataFrame
         The rows (e.g. from :func:`treeviz.services.data.upload.read_table`); extra columns are ignored.
-    model : estimator
-        The fitted model (its ``feature_names_`` name the columns when ``prepared`` is None).
-    prepared : PreparedData or None
-        The run's prepared training data (its features and preprocessing); None for a plain model
-        file, whose rows then go to the model as they are.
+    model : estimator or Pipeline
+        The fitted model (its ``feature_names_`` name the columns when there is no preprocessing); a
+        :class:`Pipeline` brings its own preprocessing.
+    prepared : PreparedData, Preprocessing or None
+        The run's prepared training data or its fitted preprocessing; None for a model file without
+        preprocessing, whose rows then go to the model as they are.
     name, what : str
         How messages name the table and the model.
 
@@ -134,14 +148,13 @@ def table_features(df: pd.DataFrame, model: Any, prepared: PreparedData | None, 
     notes : list of str
         Sentences about the input.
     """
-    names = prepared.dataset.feature_names if prepared is not None else tuple(model.feature_names_)
-    sources = prepared.dataset.meta.get(FEATURE_SOURCES) if prepared is not None else None
-    X_raw, notes = table_to_features(df, names, name=name, sources=sources)
-    if prepared is None:
-        notes = [*notes, f"{what} carries no preprocessing, so the rows go to the model as they are; give the "
-                         "values it was trained on (scaled ones, if its data was scaled)."]
-        return X_raw, notes
-    return prepared.transform(X_raw), notes
+    model, prep = steps(model, prepared)
+    if prep is not None:
+        return prep.transform_table(df, name=name)
+    X_raw, notes = table_to_features(df, tuple(model.feature_names_), name=name)
+    notes = [*notes, f"{what} carries no preprocessing, so the rows go to the model as they are; give the "
+                     "values it was trained on (scaled ones, if its data was scaled)."]
+    return X_raw, notes
 
 
 def model_outputs(model: Any, X: np.ndarray, *, proba: bool = False, what: str = "the model") -> dict[str, np.ndarray]:
@@ -173,7 +186,7 @@ def model_outputs(model: Any, X: np.ndarray, *, proba: bool = False, what: str =
     return out
 
 
-def predict_table(df: pd.DataFrame, model: Any, prepared: PreparedData | None, *, keep: Sequence[str] = (),
+def predict_table(df: pd.DataFrame, model: Any, prepared: Prep, *, keep: Sequence[str] = (),
                   row_numbers: bool = False, proba: bool = False, name: str = "table",
                   what: str = "the model") -> Predictions:
     """The model's outputs for every row of ``df``, beside the columns ``keep`` names.
@@ -217,8 +230,9 @@ def predict_table(df: pd.DataFrame, model: Any, prepared: PreparedData | None, *
     if missing:
         raise TreevizError(f"{name} has no column {', '.join(repr(c) for c in missing)} to keep.")
     # a kept column the model does not read is not "ignored" (the note would say so): leave it out
-    unread = [c for c in keep if not _may_feed(c, model, prepared)]
-    X, notes = table_features(df.drop(columns=unread), model, prepared, name=name, what=what)
+    model, prep = steps(model, prepared)
+    unread = [c for c in keep if not _may_feed(c, model, prep)]
+    X, notes = table_features(df.drop(columns=unread), model, prep, name=name, what=what)
     frame = pd.DataFrame({c: _kept_column(df[c]) for c in keep})
     if row_numbers:
         frame.insert(0, ROW_COLUMN, np.arange(1, len(df) + 1))
