@@ -6,7 +6,7 @@ import streamlit as st
 from treeviz.plots import training_curves
 from treeviz.plots.export import export_name
 from treeviz.services.data.preprocess import describe_prep
-from treeviz.services.store.archive import export_zip, import_zip, model_file
+from treeviz.services.store.archive import export_zip, import_zip, model_file, run_onnx
 from treeviz.ui import pages, state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
@@ -109,6 +109,16 @@ c3.download_button(
     help="The model with its preprocessing (JSON + safetensors, no pickle): treeviz.load_model(path).predict(df) "
          "takes a table with the uploaded file's own columns, on any machine, without this app's run store.",
 )
+with c4.popover("ONNX"):
+    st.caption("An ONNX model with the preprocessing inside: one input per column of the table (numbers as "
+               "doubles, text as strings, an empty cell as NaN or ''), served by onnxruntime without treeviz.")
+    if st.button("Build the ONNX model", key="runs.onnx_build"):
+        with user_errors("exporting the run to ONNX"):
+            st.session_state["runs.onnx"] = (run_id, run_onnx(store, run_id))
+    built = st.session_state.get("runs.onnx")
+    if built is not None and built[0] == run_id:
+        st.download_button("Download ONNX (.onnx)", built[1], file_name=f"{export_name(rec.name)}.onnx",
+                           mime="application/octet-stream", key="runs.onnx_download", on_click="ignore")
 with c5.popover("Rename or delete"):
     new_name = st.text_input("New name", value=rec.name, key=f"runs.name.{run_id}")
     if st.button("Rename", key="runs.rename"):

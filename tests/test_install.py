@@ -10,8 +10,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 import venv
 from pathlib import Path
 
@@ -73,7 +76,8 @@ print(json.dumps({"site": str(site), "families": sorted(families()),
 
 def test_the_treeviz_command_runs_and_starts_the_installed_app(installed):
     _, command, elsewhere, _ = installed
-    assert "train" in _run([str(command), "--help"], elsewhere).stdout
+    usage = _run([str(command), "--help"], elsewhere).stdout
+    assert "train" in usage and usage.startswith("usage: treeviz ")  # the command's own name, not python -m
     listed = json.loads(_run([str(command), "families", "--json"], elsewhere).stdout)
     assert "tao" in {f["key"] for f in listed}
     line = _run([str(command), "app", "--dry-run", "--", "--server.port", "8600"], elsewhere).stdout.split()
@@ -81,6 +85,42 @@ def test_the_treeviz_command_runs_and_starts_the_installed_app(installed):
     assert app.name == "app.py" and app.is_file() and "site-packages" in str(app)
     assert "--server.address=localhost" in line and "--client.showErrorDetails=type" in line
     assert line[-2:] == ["--server.port", "8600"]  # Streamlit's own options come last and win
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_from_another_folder_the_command_trains_the_face_imports_and_the_app_answers(installed, tmp_path):
+    """What a user does first after `pip install`: train from the command line, import the public face,
+    start the app (it answers on Streamlit's health address)."""
+    python, command, elsewhere, _ = installed
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TREEVIZ_FAMILIES")}
+    env["TREEVIZ_HOME"] = str(tmp_path / "home")
+    trained = subprocess.run([str(command), "train", "--data", "iris", "--family", "tao"], cwd=elsewhere, env=env,
+                             capture_output=True, text=True, timeout=600)
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    assert "n_decision_nodes" in trained.stdout and list((tmp_path / "home" / "runs").iterdir())
+    face = _run([str(python), "-c", "import treeviz as tv; print(tv.TAOClassifier)"], elsewhere).stdout
+    assert "TAOClassifier" in face
+    port = _free_port()
+    server = subprocess.Popen([str(command), "app", "--", "--server.port", str(port), "--server.headless", "true"],
+                              cwd=elsewhere, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline, answer = time.monotonic() + 240, ""
+        while time.monotonic() < deadline and not answer:
+            try:
+                with urllib.request.urlopen(f"http://localhost:{port}/_stcore/health", timeout=5) as reply:
+                    answer = reply.read().decode()
+            except OSError:
+                assert server.poll() is None, "the app stopped before it answered"
+                time.sleep(1)
+        assert answer == "ok"
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
 
 
 def test_an_editable_install_runs_the_checkout_itself(installed, tmp_path):

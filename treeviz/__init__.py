@@ -43,6 +43,7 @@ _FUNCTIONS = {
     "export_text": "treeviz.readers.exports",
     "export_python": "treeviz.readers.exports",
     "export_sql": "treeviz.readers.exports",
+    "export_onnx": "treeviz.services.data.onnx_export",
     "Tree": "models.ground.tree",
 }
 #: The figure builders of treeviz.plots, by name (plot_tree among them).

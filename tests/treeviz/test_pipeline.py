@@ -169,3 +169,19 @@ def test_a_pipeline_refuses_steps_that_do_not_fit_its_model():
     model = tv.CARTClassifier(max_depth=2).fit(data.X_train[:, :3], data.labels("train"))
     with pytest.raises(TreevizError, match="reads 3 features but the preprocessing gives 11"):
         Pipeline.from_prepared(data, model)
+
+
+def test_a_pipelines_trees_and_code_read_the_datas_own_units():
+    prepared = penguins("standard")
+    model = tv.CARTClassifier(max_depth=3).fit(prepared.X_train, prepared.labels("train"))
+    pipe = Pipeline.from_prepared(prepared, model)
+    assert pipe.tree_units == "input" and pipe.to_tree().feature_names == prepared.dataset.feature_names
+    first = tv.export_text(pipe).splitlines()[0]
+    assert "bill_length_mm ≤ 4" in first  # millimetres, not a z-score
+    namespace: dict = {}
+    exec(tv.export_python(pipe), namespace)
+    X_raw, _ = pipe.preprocessing.encode(raw_penguins())  # gaps stay NaN: the code fills the medians
+    rows = [dict(zip(pipe.get_feature_names_out(), x)) for x in X_raw]
+    assert [namespace["predict"](r) for r in rows] == pipe.predict(raw_penguins()).tolist()
+    quantile = Pipeline.from_prepared(penguins("quantile"), model)
+    assert quantile.tree_units == "model" and quantile.fill_values is None

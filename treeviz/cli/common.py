@@ -30,7 +30,9 @@ from treeviz.services.store.record import FINGERPRINT_RE, RunRecord
 from treeviz.services.store.runs import RunStore
 from treeviz.ui.labels import run_headline
 
-PROG = "python -m treeviz"
+#: How the command is called in usage lines and messages: ``treeviz`` when the installed console script
+#: runs, ``python -m treeviz`` from a checkout.
+PROG = "treeviz" if Path(sys.argv[0] if sys.argv else "").name == "treeviz" else "python -m treeviz"
 OK, USER_ERROR, USAGE, CRASH, INTERRUPTED, BROKEN_PIPE = 0, 1, 2, 70, 130, 141
 
 #: What each exit status means; shown in ``--help``.

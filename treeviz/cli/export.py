@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from models.ground.errors import TreevizError
 from treeviz.cli.common import OK, PROG, note, open_store, whole_number, write_output
-from treeviz.services.store.archive import export_zip, model_file
+from treeviz.services.store.archive import export_zip, model_file, run_onnx
 from treeviz.services.store.record import RunRecord
 from treeviz.services.store.runs import RunStore
 from treeviz.services.views.export import (
@@ -21,13 +21,15 @@ from treeviz.services.views.export import (
 )
 
 #: The command's one-line help, also the first line of its ``--help``.
-HELP = ("Export a run: a zip (a run the app can import), its model file (the model with its preprocessing), "
+HELP = ("Export a run: a zip (a run the app can import), its model file (the model with its preprocessing), an "
+        "ONNX model, "
         "its rules as text, or its tree as a Python function or a SQL CASE query.")
 
 
 def epilog() -> str:
     """Examples, and the units of rules and code."""
     return (f"examples:\n  {PROG} export RUN_ID --out run.zip\n  {PROG} export RUN_ID --model --out model.zip\n"
+            f"  {PROG} export RUN_ID --onnx --out model.onnx\n"
             f"  {PROG} export RUN_ID --rules\n"
             f"  {PROG} export RUN_ID --python --out tree.py\n  {PROG} export RUN_ID --sql --table rows\n\n"
             "Rules and code read raw rows in the data's own units when the run's scaling allows it (none or\n"
@@ -47,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="the model file: the model and its preprocessing (JSON + safetensors in a zip), which "
                            "treeviz.load_model opens to predict from the table's own columns "
                            "(default: RUN_ID.model.zip)")
+    what.add_argument("--onnx", dest="tree_format", action="store_const", const="onnx",
+                      help="an ONNX model with the preprocessing inside: one input per column of the table, numbers "
+                           "as doubles and text as strings (needs pip install 'treeviz[onnx]'; default: RUN_ID.onnx)")
     parser.add_argument("--no-dataset", action="store_true", help="zip: leave the data set out")
     parser.add_argument("--model-units", action="store_true",
                         help="rules and code: the model's (preprocessed) units instead of the data's own")
@@ -123,6 +128,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     store.get(args.run_id)  # a sentence for an unknown run before anything else
     if args.tree_format == "model":
         write_output(args.out or f"{args.run_id}.model.zip", model_file(store, args.run_id), args, "model file")
+        return OK
+    if args.tree_format == "onnx":
+        write_output(args.out or f"{args.run_id}.onnx", run_onnx(store, args.run_id), args, "ONNX model")
         return OK
     if args.tree_format:
         fmt = TREE_FORMATS[args.tree_format]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -75,7 +75,7 @@ class Preprocessing:
         Where each feature comes from; None for a data set uploaded before treeviz recorded it (its
         features are then found by name in each new table).
     fill : numpy.ndarray or None
-        Per feature, the training median that replaces a missing value (None: training had none).
+        Per feature, the training median that replaces a missing value (None: a missing value stays NaN).
     scaling : {"none", "standard", "quantile"}
     center, spread : numpy.ndarray or None
         The z-score ``(X * 2**-exponent - center) / spread`` (standard and quantile scaling).
@@ -188,6 +188,16 @@ class Preprocessing:
                 out[:, j] = np.clip(stats.norm.ppf(u), low, high)
         return out
 
+    def affine(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(mean, scale)`` with ``model input = (raw feature - mean) / scale``, or None when the scaling
+        is not affine (quantile)."""
+        d = len(self.feature_names)
+        if self.scaling == "none":
+            return np.zeros(d), np.ones(d)
+        if self.scaling == "standard":
+            return np.ldexp(self.center, self.exponent), np.ldexp(self.spread, self.exponent)
+        return None
+
     def transform_table(self, df: pd.DataFrame, *, name: str = "table") -> tuple[np.ndarray, list[str]]:
         """The model's inputs for the table's rows, and sentences about the table."""
         X_raw, notes = self.encode(df, name=name)
@@ -205,9 +215,12 @@ class Preprocessing:
     def from_prepared(cls, prepared: PreparedData) -> Preprocessing:
         """The preprocessing :func:`~treeviz.services.data.preprocess.prepare` fitted for ``prepared``."""
         dataset = prepared.dataset
-        fill = None
+        # the training medians fill a missing value (the missing-value policy), also in a column that had
+        # no gaps in training (prepare() fitted no imputer then: the medians are those of its values)
         if prepared.imputer is not None:
             fill = np.asarray(prepared.imputer.statistics_, dtype=np.float64)
+        else:
+            fill = np.median(np.asarray(dataset.X, dtype=np.float64)[prepared.train_idx], axis=0)
         scaling = prepared.config.scaling
         standard = prepared.scaler.standard if isinstance(prepared.scaler, NoisyQuantileScaler) else prepared.scaler
         parts: dict[str, Any] = {}
@@ -305,13 +318,37 @@ class Pipeline:
         """The pipeline of a model fitted on ``prepared``'s arrays."""
         return cls(Preprocessing.from_prepared(prepared), model)
 
-    def __repr__(self) -> str:
-        cols = len(self.preprocessing.columns)
-        return f"Pipeline({cols} column(s) -> {len(self.preprocessing.feature_names)} feature(s) -> {self.model!r})"
+    @property
+    def tree_units(self) -> str:
+        """The units of :meth:`to_trees`: "input" (the data's own, after encoding: the scaling is affine)
+        or "model" (the model's inputs: quantile scaling cannot be folded into the splits)."""
+        return "model" if self.preprocessing.affine() is None else "input"
+
+    @property
+    def fill_values(self) -> np.ndarray | None:
+        """The values that replace missing inputs of :meth:`to_trees` (the training medians, in the
+        data's own units; None when the trees are in the model's units)."""
+        return self.preprocessing.fill if self.tree_units == "input" else None
+
+    def to_trees(self) -> list[Any]:
+        """The model's trees, their features named by the preprocessing, in the data's own units when the
+        scaling is affine (:attr:`tree_units`): what the plots and the rule and code exports read."""
+        names = tuple(self.preprocessing.feature_names)
+        trees = [replace(tree, feature_names=names) for tree in self.model.to_trees()]
+        affine = self.preprocessing.affine()
+        return trees if affine is None else [tree.in_input_units(*affine) for tree in trees]
+
+    def to_tree(self) -> Any:
+        """The first of :meth:`to_trees` (the tree of a single-tree model)."""
+        return self.to_trees()[0]
 
     def _repr_html_(self) -> str | None:
         show = getattr(self.model, "_repr_html_", None)
         return show() if callable(show) else None
+
+    def __repr__(self) -> str:
+        cols = len(self.preprocessing.columns)
+        return f"Pipeline({cols} column(s) -> {len(self.preprocessing.feature_names)} feature(s) -> {self.model!r})"
 
     def __getattr__(self, name: str) -> Any:
         # the estimator's learned attributes (classes_, history_, to_trees, ...) read through the pipeline

@@ -29,6 +29,7 @@ from models.ground.jsonio import dumps_json, jsonable
 from models.persist import load_model, load_parts, model_bytes, read_member, zip_bytes
 from models.schema import ANY_DATA_TASKS
 from treeviz.services.data.dataset import ARRAYS, DATASET_JSON, Dataset
+from treeviz.services.data.onnx_export import export_onnx
 from treeviz.services.data.pipeline import Preprocessing
 from treeviz.services.data.preprocess import prepare
 from treeviz.services.store.files import RUN_JSON
@@ -85,6 +86,11 @@ def model_file(store: RunStore, run_id: str) -> bytes:
     if state is None:  # a run from before model files carried the preprocessing
         state = Preprocessing.from_prepared(store.load_prepared(run_id)).to_state()
     return zip_bytes(model_bytes(model, context=dict(getattr(model, "model_context_", {})), preprocessing=state))
+
+
+def run_onnx(store: RunStore, run_id: str) -> bytes:
+    """The run's ONNX model, its preprocessing inside (:func:`treeviz.services.data.onnx_export.export_onnx`)."""
+    return export_onnx(store.load_model(run_id), prepared=run_preprocessing(store, run_id))
 
 
 def import_zip(store: RunStore, data: bytes) -> RunRecord:
