@@ -114,3 +114,12 @@ def test_the_notebook_plots_exports_and_reloads(executed):
         line = rf"^{name}: reloaded from {name}\.zip, predicts the same on \d+ test rows: True$"
         assert re.search(line, reload, re.M), reload
     assert "False" not in reload
+
+
+def test_the_notebooks_pipeline_predicts_from_the_raw_table(executed):
+    cell = next(c for c in code_cells(executed) if "tv.load_table(" in c.source)
+    text = "".join(out.text for out in cell.outputs if out.output_type == "stream" and out.name == "stdout")
+    assert text.startswith("Pipeline reads ['island', 'bill_length_mm'"), text
+    predicted, true = re.search(r"predicted: (\[.*?\]) true: (\[.*?\])", text).groups()
+    assert predicted.count("'") == 10 and predicted == true, text  # five raw rows, classed as they are
+    assert "IF " in text and "(missing)" not in text.splitlines()[0]

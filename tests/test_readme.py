@@ -57,3 +57,13 @@ def test_the_readme_public_face_example_runs(tmp_path):
     printed = run_block(code, tmp_path).stdout.splitlines()
     assert sum(line.startswith("IF ") for line in printed) >= 2  # the rules, one a leaf
     assert printed[-1].startswith("[") and (tmp_path / "tao_model.zip").is_file()  # the reloaded model predicts
+
+
+def test_using_it_from_python_names_only_the_public_face():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Using it from Python"):]
+    section = section[:section.index("\n## ", 1)]
+    code = [line.strip() for line in section.splitlines()]
+    imports = [line for line in code if line.startswith(("import ", "from "))]
+    assert imports == ["import treeviz as tv"], imports
+    assert "models." not in section and "treeviz.services" not in section and "treeviz.readers" not in section

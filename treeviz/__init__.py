@@ -34,6 +34,7 @@ _display.set_html_renderer("treeviz.plots.notebook:card_html")
 #: The public functions, by name: the module each lives in.
 _FUNCTIONS = {
     "load_dataset": "treeviz.services.data",
+    "load_table": "treeviz.services.data",
     "prepare": "treeviz.services.data",
     "PrepConfig": "treeviz.services.data",
     "save_model": "treeviz.services.data.pipeline",

@@ -5,7 +5,7 @@ encoded target, notes), and :func:`prepare` splits it and fits imputation and sc
 training part only.
 """
 
-from treeviz.services.data.catalogue import CATALOGUE, CatalogueEntry, list_datasets, load_dataset
+from treeviz.services.data.catalogue import CATALOGUE, CatalogueEntry, list_datasets, load_dataset, load_table
 from treeviz.services.data.dataset import Dataset
 from treeviz.services.data.preprocess import PreparedData, PrepConfig, prepare
 from treeviz.services.data.upload import (
@@ -29,6 +29,7 @@ __all__ = [
     "inspect_table",
     "list_datasets",
     "load_dataset",
+    "load_table",
     "max_upload_mb",
     "prepare",
     "read_table",

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from sklearn import datasets as skdata
 
 from models.ground.errors import TreevizError
@@ -26,6 +27,8 @@ from treeviz.services.data.dataset import Dataset
 from treeviz.services.data.upload import TableOptions, read_table, table_to_dataset
 
 SAMPLE_DIR = Path(__file__).resolve().parents[3] / "sample_data"
+#: The built-in data sets that are tables on disk (sample_data/), by key: the file name.
+SAMPLE_TABLES = {"penguins": "penguins.csv", "cars": "cars.csv", "seattle_weather": "seattle_weather.csv"}
 SEED = 0
 OBLIQUE_WEIGHT = {0: 1.0, 3: -2.0, 7: 1.5}
 """Nonzero weights of the ``oblique`` set's true hyperplane (feature index -> weight); bias 0.25."""
@@ -128,18 +131,18 @@ def _sample_csv(key: str, filename: str, options: TableOptions, source: str) -> 
 
 
 def _penguins() -> Dataset:
-    return _sample_csv("penguins", "penguins.csv", TableOptions(target="species", task="classification"),
+    return _sample_csv("penguins", SAMPLE_TABLES["penguins"], TableOptions(target="species", task="classification"),
                        "sample_data/penguins.csv (palmerpenguins, CC0)")
 
 
 def _cars() -> Dataset:
     # 8 cars have no recorded MPG: drop them explicitly (the note on the Dataset says so).
     opts = TableOptions(target="Miles_per_Gallon", task="regression", drop_missing_target=True)
-    return _sample_csv("cars", "cars.csv", opts, "sample_data/cars.csv (StatLib Auto MPG via vega_datasets)")
+    return _sample_csv("cars", SAMPLE_TABLES["cars"], opts, "sample_data/cars.csv (StatLib Auto MPG via vega_datasets)")
 
 
 def _seattle_weather() -> Dataset:
-    return _sample_csv("seattle_weather", "seattle_weather.csv",
+    return _sample_csv("seattle_weather", SAMPLE_TABLES["seattle_weather"],
                        TableOptions(target="weather", task="classification"),
                        "sample_data/seattle_weather.csv (NOAA via vega_datasets)")
 
@@ -233,3 +236,27 @@ def load_dataset(key: str) -> Dataset:
     ds = entry.loader()
     return replace(ds, description=entry.description, source=ds.source or f"{entry.source} ({entry.licence})",
                    meta={**ds.meta, "catalogue_key": key})
+
+
+def load_table(key: str) -> pd.DataFrame:
+    """A built-in data set as a raw table, the columns a user would upload (what a model that carries
+    its preprocessing predicts from): the CSV of a sample table as read at upload (text, gaps and all),
+    or the features and the target of an array data set as columns.
+
+    Examples
+    --------
+    >>> list(load_table("penguins").columns)[:3]
+    ['species', 'island', 'bill_length_mm']
+    >>> load_table("iris").shape
+    (150, 5)
+    """
+    if key in SAMPLE_TABLES:
+        path = SAMPLE_DIR / SAMPLE_TABLES[key]
+        if not path.is_file():
+            raise TreevizError(f"The sample file {path} is missing; reinstall treeviz or restore sample_data/.")
+        return read_table(path.name, path.read_bytes())
+    dataset = load_dataset(key)
+    table = pd.DataFrame(dataset.X, columns=list(dataset.feature_names))
+    if dataset.y is not None and dataset.target_name:
+        table[dataset.target_name] = dataset.y_labels if dataset.task != "clustering" else dataset.y
+    return table
