@@ -382,16 +382,6 @@ class Pipeline:
         return self.model.transform(self.features(df))
 
 
-def model_file_bytes(model: Any, *, preprocessing: Preprocessing | None = None,
-                     context: dict[str, Any] | None = None) -> bytes:
-    """A model file (zip) holding ``model`` and, when given or ``model`` is a :class:`Pipeline`, its
-    preprocessing."""
-    if isinstance(model, Pipeline):
-        preprocessing, model = preprocessing or model.preprocessing, model.model
-    state = None if preprocessing is None else preprocessing.to_state()
-    return persist.zip_bytes(persist.model_bytes(model, context=context, preprocessing=state))
-
-
 def save_model(model: Any, path: str | os.PathLike, *, prepared: PreparedData | None = None,
                context: dict[str, Any] | None = None) -> str:
     """Write a model file: ``model`` (an estimator or a :class:`Pipeline`) to a ``.zip`` or a folder.
