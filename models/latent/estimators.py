@@ -277,15 +277,17 @@ class LatentTreeClustering(ClusterMixin, LatentTreeBase):
     target_features : str
         Comma-separated indexes or names of the features to reconstruct (Glass in the paper:
         "0,1", refractive index and sodium).
-    Other parameters as for :class:`LatentTreeClassifier`; the papers use linear splits and a
-    linear predictor here.
+    depth, prune_strength, learning_rate, batch_size : default 4, 10.0, 1e-3, 8
+        The paper's clustering setting (with linear splits and a linear predictor), not the
+        classifier's defaults (see ``models/latent/family.py`` for the measurement).
+    Other parameters as for :class:`LatentTreeClassifier`.
     """
 
     _task = "clustering"
 
-    def __init__(self, *, depth=None, prune_strength=1.0, split="linear", head="linear", head_layers=2,
+    def __init__(self, *, depth=4, prune_strength=10.0, split="linear", head="linear", head_layers=2,
                  dropout=0.0, readout="code", formulation="icml", optimizer="qhadam",
-                 learning_rate=1e-2, batch_size=64, max_epochs=100, patience=10, validation_fraction=0.1,
+                 learning_rate=1e-3, batch_size=8, max_epochs=100, patience=10, validation_fraction=0.1,
                  lr_patience=2, inference="frozen", eval_batch_size=None, warm_start=False, device="auto",
                  random_state=0, target_features="0"):
         super().__init__(depth=depth, prune_strength=prune_strength, split=split, head=head,
