@@ -58,6 +58,9 @@ STUMP_MODULE = "tests.families.stump.family"
 _extra = [m for m in os.environ.get(registry.PLUGINS_ENV, "").split(",") if m.strip()]
 if STUMP_MODULE not in _extra:
     os.environ[registry.PLUGINS_ENV] = ",".join([*_extra, STUMP_MODULE])
+# the app's background numba warm-up (treeviz.services.jobs.warmup) stays off: the app tests and
+# the browser tests' servers would each start one; tests/treeviz/test_compile_wait.py checks it
+os.environ.setdefault("TREEVIZ_WARMUP", "0")
 registry.reload()
 
 

@@ -16,7 +16,21 @@ from typing import NamedTuple
 from models import registry
 from models.ground.errors import TreevizError
 from models.schema import TASKS
-from treeviz.cli import app, datasets, delete, export, families, grid, imports, listing, predict, report, sweep, train
+from treeviz.cli import (
+    app,
+    datasets,
+    delete,
+    export,
+    families,
+    grid,
+    imports,
+    listing,
+    predict,
+    report,
+    sweep,
+    train,
+    warmup,
+)
 from treeviz.cli.common import (
     BROKEN_PIPE,
     CRASH,
@@ -69,6 +83,7 @@ COMMANDS = (
     Command("families", families.HELP, families.cmd_families, families.add_arguments),
     Command("datasets", datasets.HELP, datasets.cmd_datasets, datasets.add_arguments, ("home",)),
     Command("app", app.HELP, app.cmd_app, app.add_arguments),
+    Command("warmup", warmup.HELP, warmup.cmd_warmup, warmup.add_arguments, (), warmup.epilog),
 )
 
 

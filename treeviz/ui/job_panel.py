@@ -20,23 +20,27 @@ from typing import Any
 import streamlit as st
 
 from models.ground.errors import TreevizError
-from treeviz.services.jobs.manager import ACTIVE_STATUSES, Job, JobSnapshot
+from treeviz.services.jobs.manager import ACTIVE_STATUSES, COMPILING, Job, JobSnapshot
 from treeviz.ui import state
 from treeviz.ui.text import md
 
 #: What the panels say while a job was asked to stop but has not stopped yet.
 CANCELLING = "cancelling…"
+#: What the panels say, in place of the time left, while a job's fit compiles a numba kernel.
+COMPILING_TEXT = "compiling the numba kernels (first run only)…"
 
 
 def time_left_text(snap: JobSnapshot) -> str:
     """The time left as a few words ("about 40 s left", "about 3 min left"), or why there is none
-    yet; empty once the job is done."""
+    yet (a kernel compiling: :data:`COMPILING_TEXT`); empty once the job is done."""
     if snap.status == "cancelling":
         return "stopping at the next check"
     if snap.status == "queued":
         return "waiting for a free worker"
     if snap.done:
         return ""
+    if snap.phase == COMPILING:
+        return COMPILING_TEXT
     eta = snap.eta_s
     if eta is None:
         return "time left unknown" if snap.total is None else "estimating the time left"

@@ -56,6 +56,9 @@ from treeviz.services.jobs.worker_process import SUPPORTED, NotPicklable, Remote
 DONE_STATUSES = ("finished", "failed", "cancelled")
 #: Statuses of a job not yet done: waiting for a worker, running, or asked to stop but still running.
 ACTIVE_STATUSES = ("queued", "running", "cancelling")
+#: The phase of a running job while numba compiles a kernel (:meth:`Progress.phase`): the first
+#: training after an install, before the warm-up has filled numba's cache.
+COMPILING = "compiling"
 #: Progress and seconds below which :func:`time_left` gives no estimate: the first steps of a fit
 #: (set-up, a first stage that records nothing) say little about the pace of the rest.
 ETA_MIN_PROGRESS = 0.02
@@ -109,6 +112,8 @@ class JobSnapshot:
     elapsed: float
     cancel_requested: bool
     eta_s: float | None = None
+    #: What the running job is doing apart from its steps (:data:`COMPILING`), or None.
+    phase: str | None = None
 
     @property
     def done(self) -> bool:
@@ -128,6 +133,7 @@ class Job:
         self._cancel = threading.Event()
         self._done = threading.Event()
         self._status = "queued"
+        self._phase: str | None = None  # set by Progress.phase
         self._total: int | None = None
         self._epochs = 0
         self._stage_epochs = 0
@@ -220,6 +226,7 @@ class Job:
                 result=self._result, submitted=self.submitted, started=self._started,
                 finished=self._finished, elapsed=self._elapsed(),
                 cancel_requested=self._cancel.is_set(), eta_s=self._eta(),
+                phase=self._phase if self._status == "running" else None,
             )
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -242,6 +249,10 @@ class Job:
             self._records.append(dict(record))
             self._epochs += 1
             self._stage_epochs += 1
+
+    def _set_phase(self, phase: str | None) -> None:
+        with self._lock:
+            self._phase = phase
 
     def _request_cancel(self) -> bool:
         """Set the cancel flag; a queued job ends at once, a running one is "cancelling" until its
@@ -324,6 +335,10 @@ class Progress:
 
     def begin(self, total: int | None) -> None:
         self._job._begin_stage(total)
+
+    def phase(self, phase: str | None) -> None:
+        """Say what the job does apart from its steps (:data:`COMPILING`), or None when it is back to them."""
+        self._job._set_phase(phase)
 
     def record(self, values: dict[str, Any]) -> None:
         self._job._add_record(values)

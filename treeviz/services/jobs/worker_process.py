@@ -70,6 +70,7 @@ class Relay(Protocol):
     def _begin_stage(self, total: int | None) -> None: ...
     def _set_stages(self, n: int) -> None: ...
     def _add_record(self, record: dict[str, Any]) -> None: ...
+    def _set_phase(self, phase: str | None) -> None: ...
 
 
 class WorkerProcess:
@@ -134,6 +135,8 @@ class WorkerProcess:
                 relay._set_stages(rest[0])
             elif kind == "record":
                 relay._add_record(rest[0])
+            elif kind == "phase":
+                relay._set_phase(rest[0])
             elif kind == "done":
                 return rest[0]
             elif kind == "cancelled":
@@ -179,6 +182,9 @@ class _ChildProgress:
 
     def begin(self, total: int | None) -> None:
         self._events.send(("begin", total))
+
+    def phase(self, phase: str | None) -> None:
+        self._events.send(("phase", phase))
 
     def record(self, values: dict[str, Any]) -> None:
         self._events.send(("record", dict(values)))
