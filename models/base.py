@@ -69,9 +69,14 @@ class Callback:
     Every hook receives the estimator and keyword arguments, and should accept ``**kwargs`` so
     that new arguments never break it:
 
-    * ``on_train_begin(estimator, total=...)``: ``total`` is the planned number of epochs
-      (or None);
-    * ``on_epoch_end(estimator, record=...)``: the record just appended to ``history_``;
+    * ``on_train_begin(estimator, total=...)``: ``total`` is the planned units of work (epochs,
+      iterations, μ steps, trees; or None);
+    * ``on_epoch_end(estimator, record=...)``: the record just appended to ``history_`` (one unit
+      of work, unless the estimator reports its units itself);
+    * ``on_progress(estimator, done=..., total=...)``: the units done so far, where they are not
+      one per record (a phase of several units, work between records), and/or a revised planned
+      total (a fit that predicts it stops early); either may be None (unchanged). At the end of a
+      fit that was not cancelled, ``done`` reaches ``total``, so an early stop shows as the end;
     * ``on_step(estimator)``: often, inside long phases between records (optimiser steps, node
       levels, iterations, trees), only to let a callback raise ``TrainingCancelled``. It must be
       cheap and only read a flag: a forest may call it from a helper thread while it waits for
@@ -87,6 +92,9 @@ class Callback:
 
     def on_step(self, estimator: Any, **kwargs: Any) -> None:
         """Called often between records; raise TrainingCancelled to stop training."""
+
+    def on_progress(self, estimator: Any, **kwargs: Any) -> None:
+        """Called when the estimator reports its work done or revises its planned total."""
 
     def on_train_end(self, estimator: Any, **kwargs: Any) -> None:
         """Called once after training."""
@@ -324,11 +332,23 @@ class TreeEstimator(BaseEstimator):
             if method is not None:
                 method(self, **kwargs)
 
-    def _begin_training(self, callbacks: Iterable[Callback] | None, total: int | None) -> None:
+    def _begin_training(self, callbacks: Iterable[Callback] | None, total: float | None) -> None:
         self._callbacks = list(callbacks or [])
         self.history_: list[dict[str, Any]] = []
         self.stopped_early_ = False
+        self._planned = total
         self._notify("on_train_begin", total=total)
+
+    def _progress(self, done: float | None = None, total: float | None = None) -> None:
+        """Tell the callbacks the units of work done so far (where they are not one per record)
+        and/or a revised planned total (see :class:`Callback`); a cancel is not raised here."""
+        if total is not None:
+            self._planned = total
+        try:
+            self._notify("on_progress", done=None if done is None else float(done),
+                         total=None if total is None else float(total))
+        except TrainingCancelled:
+            self.stopped_early_ = True
 
     def _record(self, **record: Any) -> bool:
         """Append a history record and notify callbacks.
@@ -361,6 +381,9 @@ class TreeEstimator(BaseEstimator):
         return self.stopped_early_
 
     def _end_training(self) -> None:
+        planned = getattr(self, "_planned", None)
+        if planned and not getattr(self, "stopped_early_", False):  # done: an early stop ends the bar too
+            self._progress(done=planned)
         self._notify("on_train_end")
         self._callbacks = []
 

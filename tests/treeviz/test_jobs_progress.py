@@ -31,18 +31,37 @@ def clock(monkeypatch):
     return now
 
 
-def test_time_left_is_the_straight_line_guess():
-    assert time_left(0.5, 10.0) == pytest.approx(10.0)
-    assert time_left(0.25, 10.0) == pytest.approx(30.0)
-    assert time_left(0.1, 12.0) == pytest.approx(108.0)
-    assert time_left(1.0, 5.0) == 0.0
-    # too early to tell: progress or time below the thresholds
-    assert time_left(jobs.ETA_MIN_PROGRESS / 2, 100.0) is None
-    assert time_left(0.5, jobs.ETA_MIN_ELAPSED_S / 2) is None
-    assert time_left(0.0, 100.0) is None
+def test_time_left_goes_at_the_pace_of_the_recent_reports():
+    # ten units, one every 2 s after a first one that took 30 s (set-up, a compilation): the pace is 0.5 unit/s
+    marks = [(0.0, 0.0), (30.0, 1.0), (32.0, 2.0), (34.0, 3.0), (36.0, 4.0)]
+    assert time_left(marks, 10, 36.0) == pytest.approx(12.0)
+    # the seconds since the last report count against it, down to the units after the one under way
+    assert time_left(marks, 10, 37.0) == pytest.approx(11.0)
+    assert time_left(marks, 10, 50.0) == pytest.approx(10.0)
+    # a slower phase: the recent half sets the pace, not the start
+    slower = [*marks, (40.0, 5.0), (44.0, 6.0), (48.0, 7.0)]
+    assert time_left(slower, 10, 48.0) == pytest.approx(12.0)
 
 
-def test_snapshot_estimates_the_time_left_from_progress_and_elapsed(manager, clock):
+def test_time_left_waits_for_a_second_report_unless_it_is_late():
+    marks = [(0.0, 0.0), (30.0, 1.0)]
+    assert time_left(marks, 10, 31.0) is None  # the first 30 s may have been a one-off cost
+    assert time_left(marks, 10, 60.0) == pytest.approx(9 * 30.0 - 30.0)  # as slow as the first: that pace
+    assert time_left([(0.0, 0.0)], 10, 5.0) is None  # nothing reported yet
+    assert time_left(marks, None, 60.0) is None  # nothing planned
+    assert time_left([(0.0, 0.0), (3.0, 1.0), (3.0, 1.0)], 10, 4.0) is None  # no work between reports
+
+
+def test_time_left_is_zero_once_the_work_is_done_and_ignores_bursts():
+    assert time_left([(0.0, 0.0), (5.0, 4.0), (6.0, 10.0)], 10, 7.0) == 0.0
+    # two trees of a forest end together: their burst is no pace; once the wait is as long as the
+    # time before it, the pace counts from the start (down to the tree after the one under way)
+    burst = [(0.0, 0.0), (10.0, 1.0), (10.01, 2.0)]
+    assert time_left(burst, 10, 10.01) is None
+    assert time_left(burst, 10, 21.0) == pytest.approx(7 * 10.01 / 2)
+
+
+def test_snapshot_estimates_the_time_left_from_the_pace_after_the_first_step(manager, clock):
     steps = [threading.Event() for _ in range(3)]
     release = threading.Event()
 
@@ -57,40 +76,73 @@ def test_snapshot_estimates_the_time_left_from_progress_and_elapsed(manager, clo
     job = manager.submit(fn, label="four steps")
     assert poll(lambda: job.status == "running" and job.total == 4)
     assert job.snapshot().eta_s is None  # no step done yet
-    clock[0] += 10.0
+    clock[0] += 30.0  # a slow first step (a compilation)
     steps[0].set()
     assert poll(lambda: job.snapshot().epochs == 1)
     snap = job.snapshot()
-    assert snap.progress == 0.25 and snap.elapsed == pytest.approx(10.0)
-    assert snap.eta_s == pytest.approx(30.0)  # 10 s for a quarter: 30 s for the rest
-    assert job.eta_s == pytest.approx(30.0)
+    assert snap.progress == 0.25 and snap.elapsed == pytest.approx(30.0)
+    assert snap.eta_s is None  # one step cannot tell a one-off cost from the pace
+    clock[0] += 10.0
     steps[1].set()
     assert poll(lambda: job.snapshot().epochs == 2)
-    clock[0] += 30.0  # the second step was slow: 40 s for half
-    assert job.snapshot().eta_s == pytest.approx(40.0)
+    assert job.snapshot().eta_s == pytest.approx(20.0)  # 10 s a step from the second on, two left
+    assert job.eta_s == pytest.approx(20.0)
+    clock[0] += 10.0
     steps[2].set()
     assert poll(lambda: job.snapshot().epochs == 3)
-    assert job.snapshot().eta_s == pytest.approx(40.0 / 3)
+    assert job.snapshot().eta_s == pytest.approx(10.0)
     release.set()
     assert job.wait(TIMEOUT)
     assert job.snapshot().eta_s == 0.0 and job.snapshot().status == "finished"
 
 
-def test_staged_jobs_estimate_over_all_stages(manager, clock):
-    release = threading.Event()
+def test_a_stage_that_ends_early_jumps_to_the_end_and_progress_never_goes_back(manager, clock):
+    gates = [threading.Event() for _ in range(3)]
 
     def fn(progress):
-        progress.stages(2)
+        progress.begin(10)
+        progress.record({})
+        gates[0].wait(TIMEOUT)
+        progress.advance(None, 20)  # the planned total grows: the bar waits rather than going back
+        gates[1].wait(TIMEOUT)
+        progress.advance(5.0, 5)  # the fit stops early: five units of five
+        gates[2].wait(TIMEOUT)
+
+    job = manager.submit(fn, label="early stop")
+    assert poll(lambda: job.snapshot().epochs == 1)
+    assert job.snapshot().progress == pytest.approx(0.1)
+    gates[0].set()
+    assert poll(lambda: job.total == 20)
+    assert job.snapshot().progress == pytest.approx(0.1)
+    gates[1].set()
+    assert poll(lambda: job.total == 5)
+    snap = job.snapshot()
+    assert snap.progress == 1.0 and snap.eta_s == 0.0
+    gates[2].set()
+    assert job.wait(TIMEOUT)
+
+
+def test_staged_jobs_estimate_over_all_stages(manager, clock):
+    release = threading.Event()
+    moved = threading.Event()
+
+    def fn(progress):
+        progress.stages(3)
         progress.begin(2)
         progress.record({})
         progress.record({})
+        moved.wait(TIMEOUT)
         progress.begin(2)
         release.wait(TIMEOUT)
 
-    job = manager.submit(fn, label="two fits")
-    assert poll(lambda: job.snapshot().epochs == 2 and job.snapshot().progress == 0.5)
+    job = manager.submit(fn, label="three fits")
+    assert poll(lambda: job.snapshot().epochs == 2 and job.snapshot().progress == pytest.approx(1 / 3))
     clock[0] += 8.0
-    assert job.snapshot().eta_s == pytest.approx(8.0)  # one fit of two took 8 s
+    moved.set()
+    assert poll(lambda: job.snapshot().progress == pytest.approx(1 / 3) and job.total == 2
+                and job.snapshot().epochs == 2 and job._stage_index == 1)
+    clock[0] += 3.0
+    assert job.snapshot().eta_s == pytest.approx(5.0 + 8.0)  # the fits take 8 s each, as the first did
     release.set()
     assert job.wait(TIMEOUT)
 

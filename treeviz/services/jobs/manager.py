@@ -12,9 +12,13 @@ estimator's callbacks into these calls lives with the training glue
 job's status is "cancelling", so a page can say at once that the stop was heard (a fit stops at its
 next check, which can be seconds away).
 
-A snapshot carries ``eta_s``, the seconds left estimated from progress and elapsed time
-(:func:`time_left`): progress p after t seconds leaves about t·(1 − p)/p, a straight-line guess that
-is only given once p and t are past small thresholds (before that it would swing wildly).
+A snapshot carries ``eta_s``, the seconds left estimated from the work done against the work
+planned (:func:`time_left`). A stage's work is counted in its own units (epochs, iterations, μ
+steps, trees): each record is one unit, unless the job reports the units done itself
+(``advance(done, total)``, which may also revise the planned total, as a fit that stops early does).
+The pace is the work done per second over the recent half of the time since the stage's first
+report, so neither the set-up before it (imports, data checks, a first compilation) nor a phase
+long past sets the pace of the rest; the seconds since the last report count against the estimate.
 
 Each job runs under the thread budget of :mod:`models.ground.threads`: the machine's cores shared
 between the ``max_workers`` jobs that may run at once, so two jobs never oversubscribe the CPU. A
@@ -39,13 +43,14 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import queue
 import secrets
 import threading
 import time
 import traceback as tb
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,45 +61,81 @@ from treeviz.services.jobs.worker_process import SUPPORTED, NotPicklable, Remote
 DONE_STATUSES = ("finished", "failed", "cancelled")
 #: Statuses of a job not yet done: waiting for a worker, running, or asked to stop but still running.
 ACTIVE_STATUSES = ("queued", "running", "cancelling")
-#: The phase of a running job while numba compiles a kernel (:meth:`Progress.phase`): the first
-#: training after an install, before the warm-up has filled numba's cache.
-COMPILING = "compiling"
-#: Progress and seconds below which :func:`time_left` gives no estimate: the first steps of a fit
-#: (set-up, a first stage that records nothing) say little about the pace of the rest.
-ETA_MIN_PROGRESS = 0.02
-ETA_MIN_ELAPSED_S = 2.0
+#: Reports that span less than this fraction of the time before the first report are taken as one
+#: (:func:`time_left`): a burst of them (trees of a forest ending together) tells no pace.
+PACE_MIN_SPAN = 0.1
+#: From this many reports on, :func:`time_left` takes the pace of the recent half only.
+RECENT_AFTER = 6
 
 #: The clock of every job time stamp (a test replaces it to control elapsed time).
 _now = time.time
 
 
-def time_left(progress: float, elapsed: float) -> float | None:
-    """Seconds left if the rest goes at the pace so far: ``elapsed · (1 − p) / p``.
+def time_left(marks: Sequence[tuple[float, float]], total: float | None, now: float) -> float | None:
+    """Seconds left in a stage of work, from its reports of work done.
 
-    None while ``progress`` is below :data:`ETA_MIN_PROGRESS` or ``elapsed`` below
-    :data:`ETA_MIN_ELAPSED_S` (too early to tell); 0 once progress reaches 1.
+    Parameters
+    ----------
+    marks
+        ``(time, units done)`` pairs: the stage's start ``(t0, 0)``, then one per report, in order.
+    total
+        The units planned (None: unknown).
+    now
+        The time to estimate at (the clock of the marks).
+
+    The pace is the units done per second between the last report and an earlier one: the first
+    report, so the time before it (set-up, a first compilation) does not set the pace, or from
+    :data:`RECENT_AFTER` reports on the latest report at least half the time since the first back,
+    so phases long past do not either. Reports that span little time (one report, or a burst of
+    them: :data:`PACE_MIN_SPAN`) tell no pace: the estimate waits, until the wait has lasted as long
+    as the time before the first report, and then counts the pace from the start (a one-off cost
+    before the first report would otherwise overstate the time left). The seconds since the last
+    report count against the estimate, down to the time of the units after the one under way.
+
+    Returns
+    -------
+    float or None
+        The seconds left; 0 once the work done reaches ``total``; None while it cannot be told
+        (no total, no report yet, or no work done between the reports).
 
     Examples
     --------
-    >>> time_left(0.25, 10.0)
-    30.0
-    >>> time_left(0.01, 10.0) is None
+    >>> time_left([(0.0, 0.0), (4.0, 1.0), (6.0, 2.0), (8.0, 3.0)], 10, 8.0)
+    14.0
+    >>> time_left([(0.0, 0.0), (30.0, 1.0)], 10, 31.0) is None
     True
     """
-    if progress >= 1.0:
-        return 0.0
-    if progress < ETA_MIN_PROGRESS or elapsed < ETA_MIN_ELAPSED_S:
+    if not total or total <= 0 or len(marks) < 2:
         return None
-    return elapsed * (1.0 - progress) / progress
+    t_last, d_last = marks[-1]
+    if d_last >= total:
+        return 0.0
+    t_start, t_first = marks[0][0], marks[1][0]
+    if t_last - t_first < PACE_MIN_SPAN * (t_first - t_start) or len(marks) == 2:
+        if now - t_last < t_first - t_start:
+            return None
+        origin = marks[0]
+    elif len(marks) - 1 >= RECENT_AFTER:
+        cut = t_last - 0.5 * (t_last - t_first)
+        origin = next(m for m in reversed(marks[1:-1]) if m[0] <= cut)
+    else:
+        origin = marks[1]
+    span, work = t_last - origin[0], d_last - origin[1]
+    if span <= 0 or work <= 0:
+        return None
+    pace = work / span
+    step = d_last - marks[-2][1]
+    return max((total - d_last) / pace - (now - t_last), (total - d_last - step) / pace, 0.0)
 
 
 @dataclass(frozen=True)
 class JobSnapshot:
     """One consistent view of a job at an instant (safe to keep and render).
 
-    ``status`` is one of :data:`ACTIVE_STATUSES` or :data:`DONE_STATUSES`; ``eta_s`` the estimated
-    seconds left while the job runs (None when queued, cancelling, done other than finished, or too
-    early to tell; 0 once finished).
+    ``status`` is one of :data:`ACTIVE_STATUSES` or :data:`DONE_STATUSES`; ``progress`` the
+    fraction done, which never goes back; ``total`` the planned units of the current stage (rounded
+    up); ``eta_s`` the estimated seconds left while the job runs (None when queued, cancelling, done
+    other than finished, or too early to tell; 0 once finished).
     """
 
     id: str
@@ -112,8 +153,6 @@ class JobSnapshot:
     elapsed: float
     cancel_requested: bool
     eta_s: float | None = None
-    #: What the running job is doing apart from its steps (:data:`COMPILING`), or None.
-    phase: str | None = None
 
     @property
     def done(self) -> bool:
@@ -133,10 +172,13 @@ class Job:
         self._cancel = threading.Event()
         self._done = threading.Event()
         self._status = "queued"
-        self._phase: str | None = None  # set by Progress.phase
-        self._total: int | None = None
+        self._total: float | None = None
         self._epochs = 0
         self._stage_epochs = 0
+        self._stage_done: float | None = None  # units done as the job reported them (else: records)
+        self._marks: list[tuple[float, float]] = []  # (time, units done) of this stage: its start, each report
+        self._stage_seconds: list[float] = []  # how long each finished stage took
+        self._peak = 0.0  # the progress shown so far (it never goes back)
         self._n_stages = 1  # fits this job will run (a sweep runs several)
         self._stage_index = -1
         self._records: list[dict[str, Any]] = []
@@ -161,7 +203,14 @@ class Job:
     result = property(lambda self: self._get("_result"), doc="What ``fn`` returned.")
     started = property(lambda self: self._get("_started"))
     finished = property(lambda self: self._get("_finished"))
-    total = property(lambda self: self._get("_total"), doc="Planned epochs of the current fit.")
+    def _shown_total(self) -> int | None:
+        return None if self._total is None else math.ceil(self._total - 1e-9)
+
+    @property
+    def total(self) -> int | None:
+        """Planned units of the current stage (epochs, iterations, trees), rounded up."""
+        with self._lock:
+            return self._shown_total()
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -177,18 +226,31 @@ class Job:
     def cancel_requested(self) -> bool:
         return self._cancel.is_set()
 
+    def _done_units(self) -> float:
+        return self._stage_epochs if self._stage_done is None else self._stage_done
+
     def _progress(self) -> float:
         if self._status == "finished":
             return 1.0
-        within = min(1.0, self._stage_epochs / self._total) if self._total else 0.0
+        return self._peak
+
+    def _raw_progress(self) -> float:
+        within = min(1.0, self._done_units() / self._total) if self._total else 0.0
         if self._n_stages <= 1:
             return within
         done = min(max(self._stage_index, 0), self._n_stages - 1)
         return min(1.0, (done + within) / self._n_stages)
 
+    def _moved(self) -> None:
+        """After an update (caller holds the lock): mark the work done now and raise the peak."""
+        if self._marks and self._done_units() != self._marks[-1][1]:
+            self._marks.append((_now(), self._done_units()))
+        self._peak = max(self._peak, self._raw_progress())
+
     @property
     def progress(self) -> float:
-        """Fraction done in [0, 1]: epochs seen over the planned total (1.0 once finished)."""
+        """Fraction done in [0, 1]: units done over the planned total, over the stages (1.0 once
+        finished; it never goes back, even when a stage's planned total grows)."""
         with self._lock:
             return self._progress()
 
@@ -206,9 +268,22 @@ class Job:
     def _eta(self) -> float | None:
         if self._status == "finished":
             return 0.0
-        if self._status != "running":  # queued, stopping or stopped: no time left to tell
+        if self._status != "running" or not self._marks:  # queued, stopping or stopped, or no stage yet
             return None
-        return time_left(self._progress(), self._elapsed())
+        now = _now()
+        left = time_left(self._marks, self._total, now)
+        later = self._n_stages - 1 - max(self._stage_index, 0)
+        if later <= 0:
+            return left
+        in_stage = now - self._marks[0][0]
+        if self._stage_seconds:  # the later stages take as long as the finished ones did
+            per = sum(self._stage_seconds) / len(self._stage_seconds)
+            left = max(0.0, per - in_stage) if left is None else left
+        elif left is None:
+            return None
+        else:
+            per = in_stage + left
+        return left + later * per
 
     @property
     def eta_s(self) -> float | None:
@@ -221,12 +296,11 @@ class Job:
         with self._lock:
             return JobSnapshot(
                 id=self.id, label=self.label, status=self._status, progress=self._progress(),
-                total=self._total, epochs=self._epochs,
+                total=self._shown_total(), epochs=self._epochs,
                 records=tuple(dict(r) for r in self._records), message=self._message,
                 result=self._result, submitted=self.submitted, started=self._started,
                 finished=self._finished, elapsed=self._elapsed(),
                 cancel_requested=self._cancel.is_set(), eta_s=self._eta(),
-                phase=self._phase if self._status == "running" else None,
             )
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -234,25 +308,37 @@ class Job:
         return self._done.wait(timeout)
 
     # ------------------------------------------------------------------ updates (worker side)
-    def _begin_stage(self, total: int | None) -> None:
+    def _begin_stage(self, total: float | None) -> None:
         with self._lock:
-            self._total = int(total) if total else None
+            now = _now()
+            if self._marks:
+                self._stage_seconds.append(now - self._marks[0][0])
+            self._total = float(total) if total else None
             self._stage_epochs = 0
+            self._stage_done = None
             self._stage_index += 1
+            self._marks = [(now, 0.0)]
+            self._moved()
 
     def _set_stages(self, n: int) -> None:
         with self._lock:
             self._n_stages = max(1, int(n))
+            self._moved()
 
     def _add_record(self, record: dict[str, Any]) -> None:
         with self._lock:
             self._records.append(dict(record))
             self._epochs += 1
             self._stage_epochs += 1
+            self._moved()
 
-    def _set_phase(self, phase: str | None) -> None:
+    def _advance(self, done: float | None, total: float | None = None) -> None:
         with self._lock:
-            self._phase = phase
+            if total is not None:
+                self._total = float(total) if total > 0 else None
+            if done is not None:
+                self._stage_done = max(float(done), self._stage_done or 0.0)
+            self._moved()
 
     def _request_cancel(self) -> bool:
         """Set the cancel flag; a queued job ends at once, a running one is "cancelling" until its
@@ -320,7 +406,9 @@ class Progress:
 
     ``begin(total)`` starts a stage of ``total`` steps (None if unknown); ``record(values)``
     reports one step with its numbers and raises :class:`TrainingCancelled` once the job was
-    asked to stop; ``stages(n)`` announces that ``n`` stages follow, so progress spans them all.
+    asked to stop; ``advance(done, total)`` reports the units of the stage done so far where they
+    are not one per record, and may revise its planned total (either may be None: unchanged);
+    ``stages(n)`` announces that ``n`` stages follow, so progress spans them all.
     """
 
     def __init__(self, job: Job) -> None:
@@ -333,12 +421,11 @@ class Progress:
     def stages(self, n: int) -> None:
         self._job._set_stages(n)
 
-    def begin(self, total: int | None) -> None:
+    def begin(self, total: float | None) -> None:
         self._job._begin_stage(total)
 
-    def phase(self, phase: str | None) -> None:
-        """Say what the job does apart from its steps (:data:`COMPILING`), or None when it is back to them."""
-        self._job._set_phase(phase)
+    def advance(self, done: float | None, total: float | None = None) -> None:
+        self._job._advance(done, total)
 
     def record(self, values: dict[str, Any]) -> None:
         self._job._add_record(values)

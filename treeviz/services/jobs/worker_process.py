@@ -11,7 +11,7 @@ than their share of the machine allows. A :class:`WorkerProcess` is a child star
 The job function and its result travel by pickle between this process and its own child (never
 through a file, so the model-file rule "no pickle" is untouched). Functions that cannot be
 pickled (lambdas, closures) are refused with :class:`NotPicklable`; the manager then runs them in
-its thread as before. Progress (``begin``, ``stages``, ``record``) flows back over a pipe, a
+its thread as before. Progress (``begin``, ``stages``, ``record``, ``advance``) flows back over a pipe, a
 cancel request flows down, and an exception in the child comes back as the same
 :class:`~models.ground.errors.TreevizError` or :class:`~models.ground.errors.TrainingCancelled`, or as a
 :class:`RemoteFailure` naming the original type. A child that dies (killed, out of memory) fails
@@ -67,10 +67,10 @@ class Relay(Protocol):
 
     cancel_requested: bool
 
-    def _begin_stage(self, total: int | None) -> None: ...
+    def _begin_stage(self, total: float | None) -> None: ...
     def _set_stages(self, n: int) -> None: ...
     def _add_record(self, record: dict[str, Any]) -> None: ...
-    def _set_phase(self, phase: str | None) -> None: ...
+    def _advance(self, done: float | None, total: float | None = None) -> None: ...
 
 
 class WorkerProcess:
@@ -135,8 +135,8 @@ class WorkerProcess:
                 relay._set_stages(rest[0])
             elif kind == "record":
                 relay._add_record(rest[0])
-            elif kind == "phase":
-                relay._set_phase(rest[0])
+            elif kind == "advance":
+                relay._advance(rest[0], rest[1])
             elif kind == "done":
                 return rest[0]
             elif kind == "cancelled":
@@ -180,11 +180,11 @@ class _ChildProgress:
     def stages(self, n: int) -> None:
         self._events.send(("stages", int(n)))
 
-    def begin(self, total: int | None) -> None:
+    def begin(self, total: float | None) -> None:
         self._events.send(("begin", total))
 
-    def phase(self, phase: str | None) -> None:
-        self._events.send(("phase", phase))
+    def advance(self, done: float | None, total: float | None = None) -> None:
+        self._events.send(("advance", done, total))
 
     def record(self, values: dict[str, Any]) -> None:
         self._events.send(("record", dict(values)))
