@@ -23,12 +23,13 @@ import numpy as np
 from sklearn.metrics import adjusted_rand_score, r2_score
 
 from models.base import Callback
+from models.ground import compilation
 from models.ground.errors import TrainingCancelled, TreevizError
 from models.registry import get_family
 from models.schema import ANY_DATA_TASKS
 from treeviz.readers.metrics import class_auc, dendrogram_purity, features_used, knn_accuracy, trustworthiness_score
 from treeviz.services.data.preprocess import PreparedData
-from treeviz.services.jobs.manager import Progress
+from treeviz.services.jobs.manager import COMPILING, Progress
 from treeviz.services.store.record import RunRecord, tree_size
 from treeviz.services.store.runs import RunStore
 
@@ -136,6 +137,10 @@ class ProgressCallback(Callback):
         if self.progress.cancelled:
             raise TrainingCancelled()
 
+    def on_compile(self, estimator: Any, *, compiling: bool) -> None:
+        """A kernel starts (or ends) compiling: the job's phase says so while it lasts."""
+        self.progress.phase(COMPILING if compiling else None)
+
 
 def train_run(family_key: str, task: str, params: Mapping[str, Any] | None,
               prepared: PreparedData, *, store: RunStore | None = None,
@@ -196,13 +201,33 @@ def fit_estimator(estimator: Any, task: str, prepared: PreparedData,
     """Fit on the training split (validation split as ``eval_set``, except for an embedding,
     which has no validation loss); returns (seconds, stopped).
 
+    The seconds are the fit's, without the time numba spent compiling kernels during it: that
+    time is measured apart (:func:`models.ground.compilation.watching`) and subtracted, so a first
+    training on a fresh install stores the same time as the next (the app and ``treeviz warmup``
+    compile the kernels beforehand, :mod:`treeviz.services.experiments.warmup`; this covers a fit
+    that meets a kernel before they are done). While a kernel compiles, each callback's
+    ``on_compile(estimator, compiling=True/False)`` hook, where it has one, is told.
+
     ``stopped`` is True when a callback cancelled training. Clustering and embedding fits get no
     labels (``y=None``).
     """
     y_train, fit_kwargs = _fit_inputs(task, prepared)
-    start = time.perf_counter()
-    estimator.fit(prepared.X_train, y_train, callbacks=list(callbacks), **fit_kwargs)
-    return time.perf_counter() - start, bool(getattr(estimator, "stopped_early_", False))
+    callbacks = list(callbacks)
+    with compilation.watching(_compile_notice(estimator, callbacks)) as compiling:
+        start = time.perf_counter()
+        estimator.fit(prepared.X_train, y_train, callbacks=callbacks, **fit_kwargs)
+        seconds = time.perf_counter() - start
+    return max(0.0, seconds - compiling.seconds), bool(getattr(estimator, "stopped_early_", False))
+
+
+def _compile_notice(estimator: Any, callbacks: Sequence[Any]) -> Callable[[bool], None]:
+    """Tells the callbacks that have an ``on_compile`` hook when a kernel starts or ends compiling."""
+    def notice(active: bool) -> None:
+        for cb in callbacks:
+            hook = getattr(cb, "on_compile", None)
+            if hook is not None:
+                hook(estimator, compiling=active)
+    return notice
 
 
 def _fit_inputs(task: str, prepared: PreparedData) -> tuple[Any, dict[str, Any]]:
@@ -230,14 +255,16 @@ def together_hook(estimator_class: type) -> Callable[..., list[str | None]] | No
 def fit_together(estimators: Sequence[Any], task: str, prepared: PreparedData) -> tuple[list[str | None], float]:
     """Fit estimators of one class on the training split as :func:`fit_estimator` fits one, through
     the class's :func:`together_hook`; returns each estimator's error (None when it fitted) and
-    the seconds the batch took."""
+    the seconds the batch took (without compilation)."""
     hook = together_hook(type(estimators[0]))
     if hook is None:
         raise TypeError(f"{type(estimators[0]).__name__} cannot fit several estimators together.")
     y_train, fit_kwargs = _fit_inputs(task, prepared)
-    start = time.perf_counter()
-    errors = hook(list(estimators), prepared.X_train, y_train, **fit_kwargs)
-    return list(errors), time.perf_counter() - start
+    with compilation.watching() as compiling:  # compile time left out, as in fit_estimator
+        start = time.perf_counter()
+        errors = hook(list(estimators), prepared.X_train, y_train, **fit_kwargs)
+        seconds = time.perf_counter() - start
+    return list(errors), max(0.0, seconds - compiling.seconds)
 
 
 def finish_run(estimator: Any, prepared: PreparedData, family_key: str, task: str, duration: float,

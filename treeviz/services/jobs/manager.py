@@ -61,6 +61,9 @@ from treeviz.services.jobs.worker_process import SUPPORTED, NotPicklable, Remote
 DONE_STATUSES = ("finished", "failed", "cancelled")
 #: Statuses of a job not yet done: waiting for a worker, running, or asked to stop but still running.
 ACTIVE_STATUSES = ("queued", "running", "cancelling")
+#: The phase of a running job while numba compiles a kernel (:meth:`Progress.phase`): the first
+#: training after an install, before the warm-up has filled numba's cache.
+COMPILING = "compiling"
 #: Reports that span less than this fraction of the time before the first report are taken as one
 #: (:func:`time_left`): a burst of them (trees of a forest ending together) tells no pace.
 PACE_MIN_SPAN = 0.1
@@ -153,6 +156,8 @@ class JobSnapshot:
     elapsed: float
     cancel_requested: bool
     eta_s: float | None = None
+    #: What the running job is doing apart from its steps (:data:`COMPILING`), or None.
+    phase: str | None = None
 
     @property
     def done(self) -> bool:
@@ -172,6 +177,7 @@ class Job:
         self._cancel = threading.Event()
         self._done = threading.Event()
         self._status = "queued"
+        self._phase: str | None = None  # set by Progress.phase
         self._total: float | None = None
         self._epochs = 0
         self._stage_epochs = 0
@@ -301,6 +307,7 @@ class Job:
                 result=self._result, submitted=self.submitted, started=self._started,
                 finished=self._finished, elapsed=self._elapsed(),
                 cancel_requested=self._cancel.is_set(), eta_s=self._eta(),
+                phase=self._phase if self._status == "running" else None,
             )
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -339,6 +346,10 @@ class Job:
             if done is not None:
                 self._stage_done = max(float(done), self._stage_done or 0.0)
             self._moved()
+
+    def _set_phase(self, phase: str | None) -> None:
+        with self._lock:
+            self._phase = phase
 
     def _request_cancel(self) -> bool:
         """Set the cancel flag; a queued job ends at once, a running one is "cancelling" until its
@@ -426,6 +437,10 @@ class Progress:
 
     def advance(self, done: float | None, total: float | None = None) -> None:
         self._job._advance(done, total)
+
+    def phase(self, phase: str | None) -> None:
+        """Say what the job does apart from its steps (:data:`COMPILING`), or None when it is back to them."""
+        self._job._set_phase(phase)
 
     def record(self, values: dict[str, Any]) -> None:
         self._job._add_record(values)

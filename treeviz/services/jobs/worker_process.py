@@ -70,6 +70,7 @@ class Relay(Protocol):
     def _begin_stage(self, total: float | None) -> None: ...
     def _set_stages(self, n: int) -> None: ...
     def _add_record(self, record: dict[str, Any]) -> None: ...
+    def _set_phase(self, phase: str | None) -> None: ...
     def _advance(self, done: float | None, total: float | None = None) -> None: ...
 
 
@@ -135,6 +136,8 @@ class WorkerProcess:
                 relay._set_stages(rest[0])
             elif kind == "record":
                 relay._add_record(rest[0])
+            elif kind == "phase":
+                relay._set_phase(rest[0])
             elif kind == "advance":
                 relay._advance(rest[0], rest[1])
             elif kind == "done":
@@ -185,6 +188,9 @@ class _ChildProgress:
 
     def advance(self, done: float | None, total: float | None = None) -> None:
         self._events.send(("advance", done, total))
+
+    def phase(self, phase: str | None) -> None:
+        self._events.send(("phase", phase))
 
     def record(self, values: dict[str, Any]) -> None:
         self._events.send(("record", dict(values)))
