@@ -3,16 +3,19 @@
 The families' CPU kernels are numba functions compiled on their first call with a new signature
 and then cached on disk (``cache=True``: in ``__pycache__`` beside the module, or numba's user-wide
 cache when that folder cannot be written, or ``NUMBA_CACHE_DIR`` when set). A fit that meets a
-kernel not yet in the cache spends seconds to a minute compiling it. :func:`watching` measures
-that time, so a fit's stored duration can leave it out, and tells a listener when compiling starts
-and ends, so a progress bar can say why nothing moves.
+kernel not yet in the cache spends seconds to a minute compiling it; one that finds it in the
+cache still spends a fraction of a second per process loading it (the first load also imports
+numba's own typing modules). :func:`watching` measures both, so a fit's stored duration can leave
+them out, and tells a listener when a compilation starts and ends, so a progress bar can say why
+nothing moves.
 
-Numba announces each compilation as a ``"numba:compile"`` event (``numba.core.event``) in the
-thread that compiles, around the compiler only: a signature loaded from the disk cache raises no
-event, and a kernel that calls another compiles the callee inside its own event. So one listener,
-registered once per process, keeps per thread the depth of nested events and counts only the
-outermost ones, for the watches open in that thread. Compilation in another thread or process (a
-forest's worker processes) is not seen.
+Numba raises its events (``numba.core.event``) in the thread that does the work. Every
+compilation and every load from the cache happens under numba's compiler lock, whose
+``"numba:compiler_lock"`` event spans the wait for the lock and the work; ``"numba:compile"`` spans
+the compiler alone (a load from the cache raises none). A kernel that calls another compiles the
+callee inside its own events. So one listener per kind, registered once per process, keeps per
+thread the depth of nested events and counts only the outermost ones, for the watches open in
+that thread. Work in another thread or process (a forest's worker processes) is not seen.
 
 Examples
 --------
@@ -37,12 +40,18 @@ _lock = threading.Lock()
 _registered: list[Any] = []  # the one listener, once registered
 
 
+#: The events watched: under the compiler lock (compiling or loading), and compiling alone.
+LOCK, COMPILE = "numba:compiler_lock", "numba:compile"
+
+
 class CompileWatch:
-    """What :func:`watching` measured so far: ``seconds`` spent compiling, ``count`` kernels
-    compiled (outermost compilations), and whether a compilation is under way (``active``)."""
+    """What :func:`watching` measured so far: ``seconds`` numba spent compiling kernels or loading
+    them from its cache (under its compiler lock), ``compile_seconds`` of them compiling, ``count``
+    kernels compiled (outermost compilations), and whether a compilation is under way (``active``)."""
 
     def __init__(self, on_change: Callable[[bool], None] | None = None) -> None:
         self.seconds = 0.0
+        self.compile_seconds = 0.0
         self.count = 0
         self.active = False
         self._on_change = on_change
@@ -60,28 +69,32 @@ def _watches() -> list[CompileWatch]:
     return _local.__dict__.setdefault("watches", [])
 
 
-def _start() -> None:
-    depth = getattr(_local, "depth", 0)
-    _local.depth = depth + 1
-    if depth == 0:
-        _local.start = time.perf_counter()
-        for watch in list(_watches()):
-            watch._changed(True)
+def _start(kind: str) -> None:
+    depths = _local.__dict__.setdefault("depth", {})
+    depths[kind] = depths.get(kind, 0) + 1
+    if depths[kind] == 1:
+        _local.__dict__.setdefault("start", {})[kind] = time.perf_counter()
+        if kind == COMPILE:
+            for watch in list(_watches()):
+                watch._changed(True)
 
 
-def _end() -> None:
-    depth = max(0, getattr(_local, "depth", 1) - 1)
-    _local.depth = depth
-    if depth == 0:
-        spent = time.perf_counter() - getattr(_local, "start", time.perf_counter())
+def _end(kind: str) -> None:
+    depths = _local.__dict__.setdefault("depth", {})
+    depths[kind] = max(0, depths.get(kind, 1) - 1)
+    if depths[kind] == 0:
+        spent = time.perf_counter() - _local.__dict__.get("start", {}).get(kind, time.perf_counter())
         for watch in list(_watches()):
-            watch.seconds += spent
-            watch.count += 1
-            watch._changed(False)
+            if kind == LOCK:
+                watch.seconds += spent
+            else:
+                watch.compile_seconds += spent
+                watch.count += 1
+                watch._changed(False)
 
 
 def _register() -> None:
-    """Register the process's one listener for numba's compile events (once)."""
+    """Register the process's listeners for numba's events (once)."""
     with _lock:
         if _registered:
             return
@@ -89,19 +102,21 @@ def _register() -> None:
 
         class _Listener(event.Listener):
             def on_start(self, ev: Any) -> None:
-                _start()
+                _start(ev.kind)
 
             def on_end(self, ev: Any) -> None:
-                _end()
+                _end(ev.kind)
 
-        listener = _Listener()
-        event.register("numba:compile", listener)
-        _registered.append(listener)
+        for kind in (LOCK, COMPILE):
+            listener = _Listener()
+            event.register(kind, listener)
+            _registered.append(listener)
 
 
 @contextlib.contextmanager
 def watching(on_change: Callable[[bool], None] | None = None) -> Iterator[CompileWatch]:
-    """Measure the numba compilation done in the calling thread inside the block.
+    """Measure the numba compilation (and loading from its cache) done in the calling thread inside
+    the block.
 
     Parameters
     ----------
@@ -112,7 +127,7 @@ def watching(on_change: Callable[[bool], None] | None = None) -> Iterator[Compil
     Yields
     ------
     CompileWatch
-        Its ``seconds`` grows as kernels compile; read it after the block.
+        Its ``seconds`` grows as kernels compile or load; read it after the block.
     """
     _register()
     watch = CompileWatch(on_change)

@@ -14,6 +14,7 @@ still stored, with status ``"cancelled"``, so no work is lost.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -201,23 +202,35 @@ def fit_estimator(estimator: Any, task: str, prepared: PreparedData,
     """Fit on the training split (validation split as ``eval_set``, except for an embedding,
     which has no validation loss); returns (seconds, stopped).
 
-    The seconds are the fit's, without the time numba spent compiling kernels during it: that
-    time is measured apart (:func:`models.ground.compilation.watching`) and subtracted, so a first
-    training on a fresh install stores the same time as the next (the app and ``treeviz warmup``
+    The seconds are the fit's, without the time numba spent compiling kernels during it or loading
+    them from its cache: that time is measured apart (:func:`models.ground.compilation.watching`)
+    and subtracted, so a first training stores the same time as the next (the app and ``treeviz warmup``
     compile the kernels beforehand, :mod:`treeviz.services.experiments.warmup`; this covers a fit
-    that meets a kernel before they are done). While a kernel compiles, each callback's
-    ``on_compile(estimator, compiling=True/False)`` hook, where it has one, is told.
+    that meets a kernel before they are done). What a torch family's first fit in a process would
+    import inside the clock is imported before it starts (:func:`first_use_imports`). While a
+    kernel compiles, each callback's ``on_compile(estimator, compiling=True/False)`` hook, where it
+    has one, is told.
 
     ``stopped`` is True when a callback cancelled training. Clustering and embedding fits get no
     labels (``y=None``).
     """
     y_train, fit_kwargs = _fit_inputs(task, prepared)
     callbacks = list(callbacks)
+    first_use_imports(estimator)
     with compilation.watching(_compile_notice(estimator, callbacks)) as compiling:
         start = time.perf_counter()
         estimator.fit(prepared.X_train, y_train, callbacks=callbacks, **fit_kwargs)
         seconds = time.perf_counter() - start
     return max(0.0, seconds - compiling.seconds), bool(getattr(estimator, "stopped_early_", False))
+
+
+def first_use_imports(estimator: Any) -> None:
+    """Import now what a torch family's first fit in a process would import inside its clock:
+    torch's compiler stack (``torch._dynamo``, which ``torch.optim`` imports when it builds the
+    process's first optimizer; 2-3 s, once per process). A torch family is one that takes a
+    ``device``; other families import nothing here."""
+    if "device" in estimator.get_params(deep=False) and "torch._dynamo" not in sys.modules:
+        import torch._dynamo  # noqa: F401  deferred: torch is heavy; only torch families need it
 
 
 def _compile_notice(estimator: Any, callbacks: Sequence[Any]) -> Callable[[bool], None]:
