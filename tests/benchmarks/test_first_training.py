@@ -1,0 +1,18 @@
+"""The first-training benchmark's quick path: a warm-up into an empty numba cache, then two
+trainings in a fresh process, with and without the warm-up."""
+
+import pytest
+
+from benchmarks.speed import first_training
+
+
+@pytest.mark.slow  # compiles DGT-Bandit's kernels twice into empty caches and starts four processes
+def test_quick_path_compiles_nothing_after_the_warmup():
+    out = first_training.run(quick=True)
+    rows = {row["scenario"]: row for row in out["rows"]}
+    assert set(rows) == {"warmup", "no_warmup"}
+    assert out["results"]["setup"]["warmup_kernels"] > 0  # the cache started empty
+    assert rows["warmup"]["first_kernels"] == 0  # everything the training needs was compiled
+    assert rows["no_warmup"]["first_kernels"] > 0  # without it, the first training compiles
+    for row in rows.values():
+        assert row["first_fit_s"] > 0 and row["second_fit_s"] > 0
