@@ -102,7 +102,11 @@ class _DGTForestBase(TreeEstimator):
             tree, idx = _bootstrap_tree(self._tree_class, self._tree_params(), X, y, m, seed)
             job = tree._prepare(X[idx], y[idx], None if W is None else W[idx], eval_set, self.feature_names_)
             jobs.append((tree, job))
-        self._begin_training(callbacks, len(seeds))
+        # the work is counted in tree-epochs, as the batched program runs them; a record per tree
+        # comes only at the end
+        planned = sum(job.config.epochs for _, job in jobs)
+        self._begin_training(callbacks, planned)
+        done = [0]
         trees: list[TreeEstimator] = []
         try:
             histories: list[list[dict[str, Any]]] = [[] for _ in jobs]
@@ -121,6 +125,8 @@ class _DGTForestBase(TreeEstimator):
                 def keep(numbers: list[dict[str, Any]], members: list[int] = members) -> bool:
                     for t, record in zip(members, numbers):
                         histories[t].append(record)
+                    done[0] += len(numbers)
+                    self._progress(done=done[0])
                     return True
 
                 n_params = len(group) * sum(p.numel() for p in group[0].net.parameters())

@@ -128,7 +128,7 @@ class LatentTreeBase(TreeEstimator):
                 self.net_, problem, batch_size=int(self.batch_size), max_epochs=int(self.max_epochs),
                 patience=int(self.patience), lr_patience=int(self.lr_patience), optimizer=self.optimizer,
                 learning_rate=float(self.learning_rate), generator=generator, record=self._record,
-                init_bias=not reuse, stop=self._cancel_requested,
+                init_bias=not reuse, stop=self._cancel_requested, plan=lambda epochs: self._progress(total=epochs),
             )
         finally:
             self._end_training()

@@ -129,7 +129,8 @@ def predict_outputs(net: LatentTreeNet, X: torch.Tensor, a: torch.Tensor | None,
 def fit_net(net: LatentTreeNet, problem: Problem, *, batch_size: int, max_epochs: int, patience: int,
             lr_patience: int, optimizer: str, learning_rate: float, generator: torch.Generator,
             record: Callable[..., bool], init_bias: bool,
-            stop: Callable[[], bool] = lambda: False, engine: bool | None = None) -> tuple[torch.Tensor, int]:
+            stop: Callable[[], bool] = lambda: False, engine: bool | None = None,
+            plan: Callable[[float], None] | None = None) -> tuple[torch.Tensor, int]:
     """Train ``net`` in place; returns (frozen pruning vector, best epoch).
 
     ``record(**values)`` is called after every epoch (it appends to ``history_`` and runs the
@@ -137,6 +138,8 @@ def fit_net(net: LatentTreeNet, problem: Problem, *, batch_size: int, max_epochs
     step (every :data:`STEPS_PER_CALL` steps with the compiled step), ends training at once when
     True (a cancel between records; the epoch is not recorded). ``engine``: None uses the
     compiled step of :mod:`models.latent.engine` where it applies, False never, True requires it.
+    ``plan(epochs)``, if given, hears before each record how many epochs the run is likely to take
+    in all (:func:`planned_epochs`), for a progress bar.
     """
     n = problem.X.shape[0]
     batch_size = int(min(batch_size, n))
@@ -161,6 +164,7 @@ def fit_net(net: LatentTreeNet, problem: Problem, *, batch_size: int, max_epochs
         starts = np.arange(0, n, batch_size, dtype=np.int64)
     has_val = problem.X_val is not None and problem.X_val.shape[0] > 0
     best_loss, best_state, best_epoch, waited = math.inf, None, 0, 0
+    improved: list[bool] = []
     n_nodes = heap.n_nodes(net.depth)
     for epoch in range(1, max_epochs + 1):
         start = time.perf_counter()
@@ -218,6 +222,9 @@ def fit_net(net: LatentTreeNet, problem: Problem, *, batch_size: int, max_epochs
                 best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
         else:
             waited += 1
+        improved.append(waited == 0)
+        if plan is not None:
+            plan(planned_epochs(epoch, best_epoch, improved, max_epochs, patience if has_val else 0))
         if not record(**values):
             break
         if has_val and patience > 0 and waited >= patience:
@@ -227,6 +234,24 @@ def fit_net(net: LatentTreeNet, problem: Problem, *, batch_size: int, max_epochs
     if best_state is not None:
         net.load_state_dict(best_state)
     return frozen_pruning(net, X_ref, batch_size), best_epoch
+
+
+def planned_epochs(epoch: int, best_epoch: int, improved: list[bool], max_epochs: int, patience: int) -> float:
+    """How many epochs a run with early stopping is likely to take in all, after ``epoch`` epochs.
+
+    It stops ``patience`` epochs after its best one at the latest, unless the validation loss
+    improves again; while it still improves, it is expected to go on for a while in proportion to
+    how long it has improved: half the best epoch, scaled by the share of the last five epochs that
+    improved and by how much of the patience is left. Without early stopping (``patience`` 0),
+    ``max_epochs``. A guess for the progress bar only.
+    """
+    if patience <= 0:
+        return float(max_epochs)
+    recent = improved[-5:]
+    share = sum(recent) / len(recent) if recent else 1.0
+    waited = epoch - best_epoch
+    more = 0.5 * best_epoch * share * max(0.0, 1.0 - waited / patience)
+    return float(min(max_epochs, max(epoch + 1, best_epoch + patience + more)))
 
 
 def _torch_epoch(net: LatentTreeNet, problem: Problem, order: torch.Tensor, batch_size: int,

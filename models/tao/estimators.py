@@ -34,7 +34,7 @@ from models.ground.tree import Tree
 from models.memory import check_tree_memory
 from models.tao.config import TAOConfig
 from models.tao.init import cart_init, clustering_init, random_init
-from models.tao.loop import train
+from models.tao.loop import planned_iterations, train
 from models.tao.objective import class_probabilities
 from models.tao.state import ABSENT, TAOTree
 from models.targets import MultiOutputRegression
@@ -176,14 +176,19 @@ class _TAOBase(FittedTAOTree, TreeEstimator):
         if eval_set is not None:
             Xv, yv = eval_set
             ev = (validate_data(self, Xv, reset=False, dtype=np.float64), np.asarray(yv))
-        self._begin_training(callbacks, cfg.max_iter)
+        # the iterations, then the finishing step (prune, refit the leaves): one unit each
+        self._begin_training(callbacks, cfg.max_iter + 1)
 
         y_train = self._train_labels(Y)
+        trend: tuple[list[float], list[int]] = ([], [])
 
         def on_iteration(record: dict) -> bool:
             record["train_score"] = self._score_tree(tree, X, y_train)
             if ev is not None:
                 record["val_score"] = self._score_tree(tree, *ev)
+            trend[0].append(float(record["objective"]))
+            trend[1].append(int(record["n_changed"]))
+            self._progress(total=planned_iterations(*trend, cfg.max_iter, cfg.tol) + 1)
             return self._record(**record)
 
         try:

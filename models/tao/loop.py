@@ -20,6 +20,8 @@ second prune.
 
 from __future__ import annotations
 
+import itertools
+import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -225,6 +227,32 @@ def train(tree: TAOTree, X: np.ndarray, Y: np.ndarray, sw: np.ndarray, cfg: TAOC
     if finalize:
         finish(tree, X, Y, sw, cfg)
     return tree
+
+
+def planned_iterations(objectives: list[float], changed: list[int], max_iter: int, tol: float) -> float:
+    """How many iterations a run that has done ``len(objectives)`` is likely to do in all.
+
+    The loop ends at ``max_iter``, when no node changes, or when the objective changes by at most
+    ``tol`` of itself; after three iterations each trend is extrapolated over the last few (the
+    first, which starts from the initial tree, left out): the count of changed nodes falling
+    linearly to 0, the relative change of the objective falling geometrically to ``tol``. The
+    sooner end wins; at least one more iteration is planned while the run goes on. This is a
+    guess for the progress bar, never a rule of the loop.
+    """
+    k = len(objectives)
+    left = float(max_iter - k)
+    if k >= 3:
+        first = max(1, k - 4)
+        fall = (changed[first] - changed[-1]) / (k - 1 - first)
+        if fall > 0:
+            left = min(left, changed[-1] / fall)
+        rel = [abs(a - b) / max(1.0, abs(a)) for a, b in itertools.pairwise(objectives)]
+        j = max(0, len(rel) - 4)
+        if len(rel) - 1 > j and rel[j] > 0 and rel[-1] > tol > 0:
+            ratio = (rel[-1] / rel[j]) ** (1.0 / (len(rel) - 1 - j))
+            if ratio < 1.0:
+                left = min(left, math.log(tol / rel[-1]) / math.log(ratio))
+    return float(min(max_iter, k + max(1.0, left)))
 
 
 def _restore(tree: TAOTree, saved: TAOTree) -> None:
