@@ -4,6 +4,7 @@ with the kernels a real training uses."""
 
 from __future__ import annotations
 
+import io
 import sys
 import threading
 import time
@@ -16,7 +17,9 @@ from numba.core import event
 from numba.core.compiler_lock import global_compiler_lock
 
 from models.ground import compilation
+from models.registry import get_family
 from treeviz.cli.main import main
+from treeviz.cli.progress import COMPILING_NOTE, ProgressBar
 from treeviz.services.data import PrepConfig, load_dataset, prepare
 from treeviz.services.experiments import training
 from treeviz.services.experiments import warmup as warm
@@ -150,6 +153,16 @@ def test_the_progress_text_says_a_kernel_compiles(tmp_path, processes):
         assert done.phase is None and COMPILING_TEXT not in bar_text(done)
     finally:
         manager.shutdown()
+
+
+def test_the_command_lines_bar_says_a_kernel_compiles():
+    out = io.StringIO()
+    bar = ProgressBar(get_family("tao"), enabled=True, file=out)
+    bar.on_train_begin(None, total=3)
+    with compilation.watching(training._compile_notice(None, [bar])):
+        fake_compile([0.0])
+        assert COMPILING_NOTE in out.getvalue()
+    bar.on_train_end(None)
 
 
 def test_warmup_compiles_what_a_real_training_uses(capsys):

@@ -18,6 +18,9 @@ from models.ground.errors import TrainingCancelled
 from models.schema import Family
 from treeviz.cli.common import number_text
 
+#: What the bar says while a numba kernel compiles (a first training before ``treeviz warmup``).
+COMPILING_NOTE = "compiling the numba kernels (first run only)…"
+
 
 class StopRequest:
     """Ctrl-C during training: the first asks training to stop after its epoch, the second aborts.
@@ -106,6 +109,11 @@ class ProgressBar(Callback):
         """Honour a stop request inside long phases between records too (the estimator asks often)."""
         if self.stop is not None and self.stop.requested:
             raise TrainingCancelled()
+
+    def on_compile(self, estimator: Any, *, compiling: bool) -> None:
+        """While a numba kernel compiles, the bar says so (:data:`COMPILING_NOTE`)."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(COMPILING_NOTE if compiling else "", refresh=True)
 
     def on_train_end(self, estimator: Any, **kwargs: Any) -> None:
         """Close the bar."""
