@@ -3,7 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from models.registry import families_for_task
+from models.ground.errors import TreevizError
+from models.registry import families_for_task, get_family
 from models.schema import ANY_DATA_TASKS
 from treeviz.plots import training_curves
 from treeviz.services.data.split_check import class_counts_by_split, split_warnings
@@ -102,6 +103,9 @@ def metric_cards(record) -> None:
                   if isinstance(record.metrics.get(f"{split}_{found.metric}"), (int, float))]
     cards += [(label, str(value)) for label, value in
               (("Nodes", record.n_nodes), ("Leaves", record.n_leaves), ("Depth", record.depth)) if value is not None]
+    kept = features_kept(record)
+    if kept is not None:
+        cards.append(("Features kept", kept))
     for col, (label, value) in zip(st.columns(max(1, len(cards))), cards, strict=False):
         col.metric(label, value)
     numbers = {k: v for k, v in record.metrics.items() if isinstance(v, (int, float))}
@@ -109,6 +113,20 @@ def metric_cards(record) -> None:
         with st.expander(f"All metrics ({len(numbers)})"):
             st.dataframe(pd.DataFrame({"metric": list(numbers), "value": [f"{v:.4g}" for v in numbers.values()]}),
                          hide_index=True)
+
+
+def features_kept(record) -> str | None:
+    """"42 of 64" for a run of a family that selects features (one that declares feature selection:
+    the Features page's test), from the run's count of features some tree uses and the data set's
+    feature count; None for other families or when either number is missing."""
+    try:
+        selects = get_family(record.family).offers("features")
+    except TreevizError:
+        return None
+    used, total = record.metrics.get("n_features"), record.dataset.get("n_features")
+    if not selects or not isinstance(used, (int, float)) or not isinstance(total, int):
+        return None
+    return f"{int(used)} of {total}"
 
 
 def show_job() -> None:

@@ -7,10 +7,12 @@ here (see ``docs/skinny_trees.md``):
 
 * ``lambda0`` is the authors' λ0 **before** their division by p: the prox uses λ0 = lambda0 / p.
   With ``schedule="dense_to_sparse"`` it is the largest λ0 of the ramp γ(1 − e^(−s·t)) over the
-  optimiser steps t; with ``"fixed"`` it is used from the first step. The default is the authors'
-  100 (γ = 100/p). An earlier default of 300 (their "fast demo" multiplier) removed features the
-  model needed on small tables: on a 20-feature, 3-class table of 20 000 rows it scored 0.68-0.75
-  test accuracy, below CART's 0.84, where 100 scores 0.95.
+  optimiser steps t; with ``"fixed"`` it is used from the first step. The authors' code uses 100
+  (γ = 100/p); that removed nothing on digits and one of xor's two needed features. The default
+  here, None ("auto"), trains a short λ0 path relative to the kernel's initial row norm together
+  and keeps the largest λ0 whose validation score stays within a point of keeping every feature
+  (:mod:`models.skinny.auto`; fitted ``lambda0_`` and ``lambda0_path_``).
+* Columns constant over the training rows are always removed (``constant_features_``).
 * Binary problems use two logits and softmax cross-entropy, as the authors' code does.
 * Regression targets are standardised for training by default (``target_scaling``) and
   predictions put back in the data's units; ``"none"`` trains on the raw targets, as the paper's
@@ -39,9 +41,11 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from models.base import Callback, TreeEstimator, class_targets, seed_everything
 from models.devices import resolve_device
 from models.ground.errors import TreevizError
+from models.ground.jsonio import plain
 from models.ground.tree import Tree
+from models.skinny.auto import fit_path, selection_notes, varying_columns
 from models.skinny.ensemble import SoftTreeEnsemble
-from models.skinny.fused import TrialData, Trials, augment, train, unpack
+from models.skinny.fused import Trials, train, trial_data, unpack
 from models.skinny.train import Data, Schedule, fit_ensemble
 from models.targets import MultiOutputRegression
 
@@ -55,25 +59,6 @@ def auto_epochs(n_rows: int, batch_size: int) -> int:
     """Epochs for about :data:`AUTO_STEPS` optimiser steps, between 10 and 300."""
     steps_per_epoch = max(1, math.ceil(n_rows / max(1, batch_size)))
     return int(min(AUTO_EPOCHS[1], max(AUTO_EPOCHS[0], math.ceil(AUTO_STEPS / steps_per_epoch))))
-
-
-def _trial_data(X: np.ndarray, Y: np.ndarray, W: np.ndarray | None, eval_set: tuple[np.ndarray, np.ndarray] | None,
-                n_outputs: int, device: str) -> TrialData:
-    """The training tensors on ``device`` in float32: X with its ones column, targets as rows
-    (one-hot for class indices), validation targets as given (class indices or values)."""
-    def as_tensor(a: np.ndarray, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-        return torch.tensor(np.asarray(a), dtype=dtype, device=device)  # a copy: inputs may be read-only
-
-    classes = Y.dtype.kind in "iu"
-    if classes:
-        targets = torch.nn.functional.one_hot(as_tensor(Y, torch.long), n_outputs).to(torch.float32)
-    else:
-        targets = as_tensor(Y)
-    data = TrialData(X=augment(as_tensor(X)), Y=targets, W=None if W is None else as_tensor(W))
-    if eval_set is not None and len(eval_set[0]):
-        data.X_val = augment(as_tensor(eval_set[0]))
-        data.Y_val = as_tensor(eval_set[1], torch.long if classes else torch.float32)
-    return data
 
 
 @dataclass
@@ -132,9 +117,9 @@ def fit_together(estimators: Sequence[Any], X: Any, y: Any, sample_weight: Any =
         groups.setdefault(job.shape_key(), []).append(job)
     for group in groups.values():
         first = group[0]
-        data = _trial_data(first.X, first.Y, first.W, first.eval_set, first.n_outputs, first.device)
-        p = first.X.shape[1]
-        trials = Trials.from_models([j.model for j in group], [j.estimator._schedule(p) for j in group],
+        data = trial_data(first.X, first.Y, first.W, first.eval_set, first.n_outputs, first.device)
+        trials = Trials.from_models([j.model for j in group],
+                                    [j.estimator._schedule(j.estimator.n_features_in_) for j in group],
                                     [float(j.estimator.learning_rate) for j in group], [j.generator for j in group])
         for j in group:
             j.estimator._begin_training(None, total=first.epochs)
@@ -152,7 +137,7 @@ def fit_together(estimators: Sequence[Any], X: Any, y: Any, sample_weight: Any =
             if trials.errors[t] is None:
                 j.estimator.n_steps_ = steps
                 j.estimator._finish(trials, t, j.device)
-    return [errors[id(est)] for est in estimators]
+    return [errors.get(id(est)) for est in estimators]  # an "auto" λ0 trains its own path, at once
 
 
 class _SkinnyTreesBase(TreeEstimator):
@@ -172,7 +157,7 @@ class _SkinnyTreesBase(TreeEstimator):
                                                   "lambda1", "learning_rate")
 
     def __init__(self, *, n_trees=20, depth=4, activation="sigmoid", smoothstep_width=1.0, penalty="l0",
-                 lambda0=100.0, schedule="dense_to_sparse", temperature=0.01, lambda2=0.1, lambda1=1.0,
+                 lambda0=None, schedule="dense_to_sparse", temperature=0.01, lambda2=0.1, lambda1=1.0,
                  min_features=1, learning_rate=0.1, batch_size=16, max_epochs=None, device="auto",
                  random_state=0):
         self.n_trees = n_trees
@@ -193,9 +178,14 @@ class _SkinnyTreesBase(TreeEstimator):
         self.random_state = random_state
 
     # ------------------------------------------------------------------ training
-    def _schedule(self, n_features: int) -> Schedule:
+    def _schedule(self, n_features: int, lambda0: float | None = None) -> Schedule:
+        """The penalty for ``n_features`` inputs (p), with ``lambda0`` in place of the parameter
+        (an "auto" λ0 passes each value of its path)."""
         nodes = int(self.n_trees) * (2 ** int(self.depth) - 1)
-        return Schedule(penalty=self.penalty, lambda0=float(self.lambda0) / n_features,
+        lambda0 = self.lambda0 if lambda0 is None else lambda0
+        if lambda0 is None:
+            raise TreevizError("lambda0 is 'auto' here; pass a number to build one fixed penalty.")
+        return Schedule(penalty=self.penalty, lambda0=float(lambda0) / n_features,
                         dense_to_sparse=self.schedule == "dense_to_sparse", rate=float(self.temperature),
                         ridge=float(self.lambda2) / nodes if self.penalty == "l0" else 0.0,
                         lasso=float(self.lambda1) / math.sqrt(nodes), min_keep=int(self.min_features))
@@ -211,6 +201,7 @@ class _SkinnyTreesBase(TreeEstimator):
             if np.all(W == W[0]):
                 W = None
         self._set_feature_names(feature_names, self.n_features_in_)
+        X, eval_set = self._drop_constant_columns(X, eval_set)
         device = self._fit_device(rows=X.shape[0], batch=self.batch_size, depth=self.depth, trees=self.n_trees)
         rng = seed_everything(self.random_state)
         generator = torch.Generator().manual_seed(int(rng.integers(2**31 - 1)))
@@ -219,6 +210,11 @@ class _SkinnyTreesBase(TreeEstimator):
                                  generator=generator).to(device)
 
         epochs = auto_epochs(X.shape[0], int(self.batch_size)) if self.max_epochs is None else int(self.max_epochs)
+        self.lambda0_path_ = self.lambda0_selected_on_ = None
+        if self.lambda0 is None:  # "auto": a λ0 path, the largest λ0 that keeps the validation score
+            self._fit_path(model, generator, X, Y, W, eval_set, n_outputs, validation, callbacks, epochs, device)
+            return
+        self.lambda0_ = float(self.lambda0)
         if getattr(self, "_plain_path", False):  # autograd, step by step: the reference for tests and benchmarks
             self._fit_plain(model, X, Y, W, eval_set, validation, callbacks, epochs, generator, device)
             return
@@ -226,8 +222,9 @@ class _SkinnyTreesBase(TreeEstimator):
             self._collect.append(_Job(self, model, generator, X, Y, W, eval_set, n_outputs, validation, epochs,
                                       device))
             return
-        data = _trial_data(X, Y, W, eval_set, n_outputs, device)
-        trials = Trials.from_models([model], [self._schedule(X.shape[1])], [float(self.learning_rate)], [generator])
+        data = trial_data(X, Y, W, eval_set, n_outputs, device)
+        trials = Trials.from_models([model], [self._schedule(self.n_features_in_)], [float(self.learning_rate)],
+                                    [generator])
         self._begin_training(callbacks, total=epochs)
         try:
             self.n_steps_ = train(trials, data, task=self._task or "classification", batch_size=int(self.batch_size),
@@ -259,15 +256,55 @@ class _SkinnyTreesBase(TreeEstimator):
         self._begin_training(callbacks, total=epochs)
         try:
             self.n_steps_ = fit_ensemble(
-                model, data, loss, self._schedule(X.shape[1]), learning_rate=float(self.learning_rate),
+                model, data, loss, self._schedule(self.n_features_in_), learning_rate=float(self.learning_rate),
                 batch_size=int(self.batch_size), max_epochs=epochs, generator=generator, record=self._record,
                 validation=validation, stop=self._cancel_requested)
         finally:
             self._end_training()
         self.n_epochs_ = len(self.history_)
         self.device_ = device
-        self._set_ensemble(model.kernel.detach().cpu().double().numpy(), model.bias.detach().cpu().double().numpy(),
-                           model.leaves.detach().cpu().double().numpy())
+        self._set_ensemble(self._full_kernel(model.kernel.detach().cpu().double().numpy()),
+                           model.bias.detach().cpu().double().numpy(), model.leaves.detach().cpu().double().numpy())
+
+    def _drop_constant_columns(self, X: np.ndarray, eval_set: Any) -> tuple[np.ndarray, Any]:
+        """X and the validation set without the columns constant over the training rows
+        (:func:`models.skinny.auto.varying_columns`)."""
+        self._columns = varying_columns(X)
+        self.constant_features_ = np.setdiff1d(np.arange(X.shape[1]), self._columns)
+        if self._columns.size == X.shape[1]:
+            return X, eval_set
+        if eval_set is not None:
+            eval_set = (np.asarray(eval_set[0])[:, self._columns], eval_set[1])
+        return np.ascontiguousarray(X[:, self._columns]), eval_set
+
+    def _full_kernel(self, kernel: np.ndarray) -> np.ndarray:
+        """The trained kernel with a zero row for every column left out of training."""
+        columns = getattr(self, "_columns", None)
+        if columns is None or kernel.shape[0] == self.n_features_in_:
+            return kernel
+        full = np.zeros((self.n_features_in_, kernel.shape[1]), dtype=kernel.dtype)
+        full[columns] = kernel
+        return full
+
+    def _fit_path(self, model: SoftTreeEnsemble, generator: torch.Generator, X: np.ndarray, Y: np.ndarray,
+                  W: np.ndarray | None, eval_set: Any, n_outputs: int, validation: Any, callbacks: Any, epochs: int,
+                  device: str) -> None:
+        """``lambda0=None``: :mod:`models.skinny.auto`'s λ0 path, its chosen trial kept."""
+        self.lambda0_selected_on_ = "validation" if eval_set is not None and len(eval_set[0]) else "training"
+        if self.lambda0_selected_on_ == "training":
+            eval_set = (X, Y)
+        data = trial_data(X, Y, W, eval_set, n_outputs, device)
+        self._begin_training(callbacks, total=epochs)
+        try:
+            path = fit_path(self, model, generator, data, n_inputs=self.n_features_in_, epochs=epochs,
+                            task=self._task or "classification", validation=validation)
+        finally:
+            self._end_training()
+        self.history_ = [{k: plain(v) for k, v in r.items()} for r in path.records[path.chosen]]
+        self.lambda0_ = path.lambdas[path.chosen]
+        self.lambda0_path_ = path.summary()
+        self.n_steps_ = path.steps
+        self._finish(path.trials, path.chosen, device)
 
     def _finish(self, trials: Trials, index: int, device: str) -> None:
         """Take trial ``index``'s trained parameters (the ensemble's layout, float64 on the CPU)."""
@@ -275,7 +312,8 @@ class _SkinnyTreesBase(TreeEstimator):
                                       trials.depth)[0]
         self.n_epochs_ = len(self.history_)
         self.device_ = device
-        self._set_ensemble(*(a.detach().cpu().double().numpy() for a in (kernel, bias, leaves)))
+        self._set_ensemble(self._full_kernel(kernel.detach().cpu().double().numpy()),
+                           *(a.detach().cpu().double().numpy() for a in (bias, leaves)))
 
     def _set_ensemble(self, kernel: np.ndarray, bias: np.ndarray, leaves: np.ndarray) -> None:
         self.kernel_, self.bias_, self.leaves_ = kernel, bias, leaves
@@ -320,7 +358,8 @@ class _SkinnyTreesBase(TreeEstimator):
         small = type(self)(**self.get_params())
         learned, arrays = self._learned_state()
         learned = {**learned, "n_features_in_": int(sel.size),
-                   "feature_names": [self.feature_names_[k] for k in sel], "has_feature_names_in": False}
+                   "feature_names": [self.feature_names_[k] for k in sel], "has_feature_names_in": False,
+                   "constant_features_": []}
         arrays = {**arrays, "kernel": self.kernel_[sel]}
         small._restore_state(learned, arrays)
         small.history_ = [dict(r) for r in getattr(self, "history_", [])]
@@ -365,13 +404,17 @@ class _SkinnyTreesBase(TreeEstimator):
 
     def _notes(self) -> list[str]:
         p, k = self.n_features_in_, int(self.selected_features_.size)
-        return [f"{k} of {p} features selected: every node of every tree uses only these (the others' weights "
-                "are exactly zero in all trees)."]
+        notes = [f"{k} of {p} features selected: every node of every tree uses only these (the others' weights "
+                 "are exactly zero in all trees)."]
+        notes += selection_notes(self)
+        return notes
 
     # ------------------------------------------------------------------ model files
     def _get_model_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         check_is_fitted(self, "kernel_")
-        learned = {"n_steps_": int(getattr(self, "n_steps_", 0)), "n_epochs_": int(getattr(self, "n_epochs_", 0))}
+        learned = {"n_steps_": int(getattr(self, "n_steps_", 0)), "n_epochs_": int(getattr(self, "n_epochs_", 0)),
+                   "constant_features_": [int(j) for j in getattr(self, "constant_features_", ())],
+                   **{k: plain(getattr(self, k, None)) for k in ("lambda0_", "lambda0_path_", "lambda0_selected_on_")}}
         return learned, {"kernel": self.kernel_, "bias": self.bias_, "leaves": self.leaves_}
 
     def _set_model_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
@@ -384,6 +427,9 @@ class _SkinnyTreesBase(TreeEstimator):
             raise ValueError("the ensemble's arrays do not match n_trees, depth and the number of features")
         self.n_steps_ = int(learned.get("n_steps_", 0))
         self.n_epochs_ = int(learned.get("n_epochs_", 0))
+        self.constant_features_ = np.asarray(learned.get("constant_features_", []), dtype=int)
+        self.lambda0_, self.lambda0_path_, self.lambda0_selected_on_ = (
+            learned.get(k) for k in ("lambda0_", "lambda0_path_", "lambda0_selected_on_"))
         self.device_ = resolve_device(self.device)
         self._set_ensemble(kernel, bias, leaves)
 
@@ -402,8 +448,9 @@ class SkinnyTreesClassifier(ClassifierMixin, _SkinnyTreesBase):
     penalty : {"l0", "group_lasso"}
         Group ℓ0 with hard thresholding (Skinny Trees), or the group-lasso baseline (block soft
         thresholding with ``lambda1``; no ridge term).
-    lambda0 : float
-        The authors' λ0 before division by p (the prox uses lambda0 / p).
+    lambda0 : float or None
+        The authors' λ0 before division by p (the prox uses lambda0 / p); None ("auto", the
+        default) chooses it on the validation rows from a λ0 path (:mod:`models.skinny.auto`).
     schedule : {"dense_to_sparse", "fixed"}
         Ramp λ0 over the optimiser steps t as (lambda0/p)(1 − e^(−temperature·t)), or use it fixed.
     temperature : float
@@ -426,6 +473,13 @@ class SkinnyTreesClassifier(ClassifierMixin, _SkinnyTreesBase):
         Indices of the features whose group is nonzero after the last step.
     feature_norms_ : ndarray
         Each feature's group norm (zero for removed features).
+    constant_features_ : ndarray of int
+        The columns constant over the training rows, left out of training (never selected).
+    lambda0_ : float
+        The λ0 used (the parameter, or the one an "auto" λ0 chose).
+    lambda0_path_ : list of dict or None
+        With an "auto" λ0, every value tried: ``ratio``, ``lambda0``, ``n_features``, ``val_score``,
+        ``val_loss``.
     history_ : list of dict
         Per epoch: ``loss`` (training, with the ridge term), ``n_features``, ``lambda0``,
         ``threshold`` and, with ``eval_set``, ``val_loss`` and ``val_score`` (accuracy).
@@ -477,7 +531,7 @@ class SkinnyTreesRegressor(MultiOutputRegression, RegressorMixin, _SkinnyTreesBa
     _task = "regression"
 
     def __init__(self, *, n_trees=20, depth=4, activation="sigmoid", smoothstep_width=1.0, penalty="l0",
-                 lambda0=100.0, schedule="dense_to_sparse", temperature=0.01, lambda2=0.1, lambda1=1.0,
+                 lambda0=None, schedule="dense_to_sparse", temperature=0.01, lambda2=0.1, lambda1=1.0,
                  min_features=1, learning_rate=0.1, batch_size=16, max_epochs=None, target_scaling="standard",
                  device="auto", random_state=0):
         super().__init__(n_trees=n_trees, depth=depth, activation=activation, smoothstep_width=smoothstep_width,

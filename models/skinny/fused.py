@@ -150,6 +150,25 @@ def augment(X: torch.Tensor) -> torch.Tensor:
     return torch.cat((X, X.new_ones(X.shape[0], 1)), 1)
 
 
+def trial_data(X: np.ndarray, Y: np.ndarray, W: np.ndarray | None, eval_set: tuple[np.ndarray, np.ndarray] | None,
+               n_outputs: int, device: str) -> TrialData:
+    """The training tensors on ``device`` in float32: X with its ones column, targets as rows
+    (one-hot for class indices), validation targets as given (class indices or values)."""
+    def as_tensor(a: np.ndarray, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        return torch.tensor(np.asarray(a), dtype=dtype, device=device)  # a copy: inputs may be read-only
+
+    classes = Y.dtype.kind in "iu"
+    if classes:
+        targets = torch.nn.functional.one_hot(as_tensor(Y, torch.long), n_outputs).to(torch.float32)
+    else:
+        targets = as_tensor(Y)
+    data = TrialData(X=augment(as_tensor(X)), Y=targets, W=None if W is None else as_tensor(W))
+    if eval_set is not None and len(eval_set[0]):
+        data.X_val = augment(as_tensor(eval_set[0]))
+        data.Y_val = as_tensor(eval_set[1], torch.long if classes else torch.float32)
+    return data
+
+
 @dataclass
 class Trials:
     """T models of one shape being trained together (the trainer's layout) and their settings."""

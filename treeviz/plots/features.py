@@ -4,7 +4,8 @@
   (a λ0 ramp, say) on a second axis;
 * :func:`feature_ranking_figure`: every feature's weight norm over all trees, ranked, removed
   features in grey;
-* :func:`feature_mask_figure`: the same norms as an image, for image data (removed pixels white);
+* :func:`feature_mask_figure`: the same norms as an image, for image data (removed pixels grey and
+  crossed out, kept ones on a blue scale);
 * :func:`budget_trials_figure`: validation (and test) score against features used, one point
   per trial of a budget search, with the budget line and the chosen trial;
 * :func:`selection_comparison_figure`: test scores of several selections at the same budget.
@@ -88,24 +89,53 @@ def feature_ranking_figure(names: Sequence[str], norms: Sequence[float], used: S
     return fig
 
 
+#: Kept pixels' colour scale: it starts at a clear light blue, so a kept pixel of small weight is
+#: never drawn white (the page's background) or grey (a removed pixel).
+KEPT_SCALE = [[0.0, "#B7D4EA"], [0.5, "#4A90C4"], [1.0, "#08306B"]]
+#: Removed pixels: a grey cell crossed out (the legend's "removed").
+REMOVED_FILL = "#E3E5E8"
+REMOVED_MARK = "#6B7079"
+
+
 def feature_mask_figure(norms: Sequence[float], image_shape: Sequence[int], *, height: int | None = None) -> go.Figure:
-    """The feature norms as an H×W image (pixels in row-major order): removed pixels white."""
+    """The feature norms as an H×W image (pixels in row-major order).
+
+    Kept pixels are coloured by their weight norm on a scale that starts at light blue; removed
+    pixels (norm exactly zero: weights zero in every node of every tree) are grey cells crossed
+    out, named "removed" in the legend, so a kept pixel of low weight never looks removed. The
+    first trace holds the kept norms (NaN where removed); ``layout.meta`` has ``kept``, ``shape``
+    and the ``removed`` pixel indices."""
     norms = np.asarray(norms, dtype=np.float64)
     h, w = (int(v) for v in image_shape)
     if h * w != norms.size:
         raise TreevizError(f"An image of {h}×{w} pixels needs {h * w} features; this model has {norms.size}.")
     z = norms.reshape(h, w)
-    shown = np.where(z > 0, z, np.nan)  # removed pixels stay blank (white)
-    fig = go.Figure(go.Heatmap(z=shown.tolist(), x=list(range(w)), y=list(range(h)), colorscale="Blues",
-                               zmin=0.0, colorbar=dict(title=dict(text="weight norm", side="right"), thickness=14),
-                               hovertemplate="row %{y}, column %{x}<br>weight norm %{z:.4g}<extra></extra>"))
-    k = int(np.count_nonzero(z))
+    removed = z == 0
+    shown = np.where(removed, np.nan, z)
+    top = float(np.nanmax(shown)) if (~removed).any() else 1.0
+    fig = go.Figure(go.Heatmap(z=shown.tolist(), x=list(range(w)), y=list(range(h)), colorscale=KEPT_SCALE,
+                               zmin=0.0, zmax=top, name="kept",
+                               colorbar=dict(title=dict(text="weight norm (kept)", side="right"), thickness=14),
+                               hovertemplate="row %{y}, column %{x}<br>kept · weight norm %{z:.4g}<extra></extra>"))
+    rows, cols = np.nonzero(removed)
+    fig.add_trace(go.Heatmap(z=np.where(removed, 1.0, np.nan).tolist(), x=list(range(w)), y=list(range(h)),
+                             colorscale=[[0.0, REMOVED_FILL], [1.0, REMOVED_FILL]], showscale=False, name="removed",
+                             hovertemplate="row %{y}, column %{x}<br>removed (weights zero in every tree)"
+                                           "<extra></extra>"))
+    fig.add_trace(go.Scatter(x=cols.tolist(), y=rows.tolist(), mode="markers", name="removed", showlegend=True,
+                             marker=dict(symbol="x-thin", size=12, line=dict(width=2, color=REMOVED_MARK),
+                                         color=REMOVED_MARK),
+                             hoverinfo="skip"))
+    k = int(np.count_nonzero(~removed))
     style.apply_style(fig, title=f"Selected pixels ({h}×{w})",
-                      subtitle=f"{k} of {h * w} pixels kept · white = removed", height=height or 420)
-    fig.update_xaxes(showgrid=False, zeroline=False, showticklabels=False, constrain="domain", **style.FRAME)
+                      subtitle=f"{k} of {h * w} pixels kept · blue = kept, darker = larger weight norm · grey ✕ = "
+                               "removed", height=height or 420,
+                      legend=dict(orientation="h", y=-0.08))
+    fig.update_xaxes(showgrid=False, zeroline=False, showticklabels=False, constrain="domain", range=[-0.5, w - 0.5],
+                     **style.FRAME)
     fig.update_yaxes(showgrid=False, zeroline=False, showticklabels=False, autorange="reversed",
                      scaleanchor="x", scaleratio=1, constrain="domain", **style.FRAME)
-    fig.update_layout(meta=dict(kept=k, shape=[h, w]))
+    fig.update_layout(meta=dict(kept=k, shape=[h, w], removed=[int(j) for j in np.flatnonzero(removed.ravel())]))
     return fig
 
 
