@@ -122,7 +122,8 @@ def start_comparison() -> None:
 
 
 c1, c2 = st.columns([1, 3])
-c2.checkbox("Include UMAP (umap-learn; its first use takes a few seconds longer)", value=True, key="embeddings.umap")
+c2.checkbox("Include UMAP (umap-learn: its first run in a while compiles it first, about a minute (54 s on digits); "
+            "runs right after take seconds)", value=True, key="embeddings.umap")
 c1.button("Compare" if key not in results else "Compare again", type="primary", on_click=start_comparison,
           key="embeddings.compare")
 job_panel(PREFIX, cancelled="The comparison was cancelled.")

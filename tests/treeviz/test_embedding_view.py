@@ -1,6 +1,8 @@
 """The Embeddings page's comparison and the embedding task's scores, on iris."""
 
 import functools
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -58,3 +60,48 @@ def test_a_model_that_is_not_an_embedding_is_refused_with_a_sentence():
     model, _ = train_run("cart", "classification", {"max_depth": 2}, prepared)
     with pytest.raises(TreevizError, match="not a tree embedding"):
         compare_embeddings(model, prepared)
+
+
+def test_the_comparison_gives_umap_a_share_of_the_progress_and_a_clock_while_it_fits(monkeypatch):
+    from treeviz.services.views import embedding as view
+
+    prepared, model, _ = fitted()
+    reports: list[tuple[str, float | None, float | None]] = []
+    ticked = threading.Event()
+
+    class Handle:  # the job's progress handle, noting what the comparison reports
+        cancelled = False
+
+        def begin(self, total):
+            reports.append(("begin", 0.0, total))
+
+        def record(self, values):
+            reports.append(("record", None, None))
+
+        def advance(self, done, total=None):
+            reports.append(("advance", done, total))
+            if len(reports) > 1 and reports[-2][0] == "advance" and reports[-2][2] is not None:
+                ticked.set()  # a report of the clock, after the one that gave UMAP its share
+
+    def slow_umap(X_train, X_test, seed):  # a fit that reports nothing until the clock has moved
+        assert ticked.wait(30)
+        return X_train[:, :2], None if X_test is None else X_test[:, :2], {}
+
+    monkeypatch.setattr(view, "_umap", slow_umap)
+    monkeypatch.setattr(view, "umap_seconds", lambda n_rows: 100.0)  # a first fit: compiling
+    compare_embeddings(model, prepared, include_umap=True, progress=Handle())
+    share = next(r for r in reports if r[0] == "advance" and r[2] is not None)
+    done_before, total = share[1], share[2]
+    assert total > done_before + 1  # UMAP weighs more than one of the quick methods
+    clock = [r[1] for r in reports[reports.index(share) + 1:] if r[0] == "advance"]
+    assert clock == sorted(clock) and done_before < clock[0] < total  # it moved while UMAP fitted
+    assert clock[-1] == total and reports[-1][0] == "record"  # and ends at the total
+
+
+def test_umaps_first_fit_in_a_process_is_expected_to_compile(monkeypatch):
+    from treeviz.services.views import embedding as view
+
+    monkeypatch.delitem(sys.modules, "umap", raising=False)
+    assert view.umap_seconds(1000) >= view.UMAP_FIRST_S  # not imported yet: numba compiles it first
+    monkeypatch.setitem(sys.modules, "umap", object())  # as after a first fit in this process
+    assert view.umap_seconds(1000) < view.UMAP_FIRST_S

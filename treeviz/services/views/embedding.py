@@ -19,11 +19,20 @@ only measure) and, marked as not from the thesis, 5-NN accuracy in 2-D (leave-on
 training points; test points mapped through the mapping and voted on by the training points) and
 trustworthiness. The free embedding has no mapping, so no test points. :class:`ComparisonJob`
 runs it as a background job.
+
+Progress: one unit a method (and one for the affinities), except UMAP, which reports nothing while
+it fits and can take a minute: its first fit in a process compiles umap-learn's numba code (53.9 s
+on digits, measured), later fits take seconds. Its share is its expected seconds
+(:func:`umap_seconds`) at the pace of the methods before it, and while it fits the bar moves with
+the time against that expectation (up to :data:`UMAP_CAP` of its share), so the time left counts
+down instead of growing.
 """
 
 from __future__ import annotations
 
 import math
+import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +53,42 @@ UMAP = "UMAP"
 OBJECTIVE_NAMES = {"tsne": "t-SNE KL", "ee": "elastic embedding E"}
 #: UMAP's neighbours (its default), seed fixed for reproducible maps.
 UMAP_NEIGHBOURS = 15
+#: Seconds of UMAP's first fit in a process spent importing and compiling umap-learn (numba; its
+#: cache is not kept), and seconds a training row once compiled (digits: 53.9 s for the first fit).
+UMAP_FIRST_S = 50.0
+UMAP_ROW_S = 0.003
+#: How much of UMAP's share of the progress the clock may fill while it fits.
+UMAP_CAP = 0.95
+
+
+def umap_seconds(n_rows: int) -> float:
+    """The seconds UMAP is expected to take on ``n_rows`` training rows in this process (its first
+    fit here compiles umap-learn first)."""
+    return (0.0 if "umap" in sys.modules else UMAP_FIRST_S) + 1.0 + UMAP_ROW_S * n_rows
+
+
+class _Clock:
+    """While a stage that reports nothing runs, advances the progress with the time against the
+    seconds it is expected to take (from ``start`` units, by up to ``UMAP_CAP`` of ``units``)."""
+
+    def __init__(self, progress: Progress, start: float, units: float, seconds: float) -> None:
+        self._progress, self._start, self._units, self._seconds = progress, start, units, seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="treeviz-umap-clock", daemon=True)
+
+    def _run(self) -> None:
+        began = time.perf_counter()
+        while not self._stop.wait(0.5):
+            share = min(UMAP_CAP, (time.perf_counter() - began) / self._seconds)
+            self._progress.advance(self._start + share * self._units)
+
+    def __enter__(self) -> _Clock:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()  # no report of it may follow the stage's own
 
 
 def objective_name(model: Any) -> str:
@@ -90,6 +135,7 @@ def compare_embeddings(model: Any, prepared: PreparedData, *, include_umap: bool
     comparison = family_of_class(type(model)).comparison("embedding")
     baselines = list(comparison.baselines)
     methods = [*OWN_METHODS, *baselines, *([UMAP] if include_umap else [])]
+    began = time.perf_counter()
     if progress is not None:
         progress.begin(len(methods) + 1)
     objective = model.embedding_objective(X_train)
@@ -107,10 +153,14 @@ def compare_embeddings(model: Any, prepared: PreparedData, *, include_umap: bool
         UMAP: lambda: _umap(X_train, X_test, seed),
     }
     rows, train, test = [], {}, {}
-    for name in methods:
+    for i, name in enumerate(methods):
         thesis = name != UMAP
         start = time.perf_counter()
-        Z, Zt, size = builders[name]()
+        if name == UMAP and progress is not None:
+            Z, Zt, size = _timed_stage(progress, builders[name], done=i + 1.0, pace=(i + 1.0) / (start - began),
+                                       seconds=umap_seconds(X_train.shape[0]))
+        else:
+            Z, Zt, size = builders[name]()
         seconds = time.perf_counter() - start
         Z = np.asarray(Z, dtype=np.float64)
         row = {"method": name, "thesis": thesis, "objective": float(objective.embedding_value(Z)),
@@ -130,6 +180,17 @@ def compare_embeddings(model: Any, prepared: PreparedData, *, include_umap: bool
             "test": test, "classes": None if y_train is None else (np.asarray(y_train).astype(str),
                                                                     None if y_test is None else
                                                                     np.asarray(y_test).astype(str))}
+
+
+def _timed_stage(progress: Progress, build: Any, *, done: float, pace: float, seconds: float) -> tuple:
+    """Run ``build()``, the last stage, which reports nothing, as ``seconds`` of work at ``pace``
+    units a second (the pace so far); the clock advances meanwhile."""
+    units = max(1.0, seconds * pace)
+    progress.advance(done, done + units)
+    with _Clock(progress, done, units, seconds):
+        out = build()
+    progress.advance(done + units)
+    return out
 
 
 @dataclass(frozen=True)
