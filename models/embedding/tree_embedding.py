@@ -69,6 +69,7 @@ from sklearn.tree import DecisionTreeRegressor
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from models.base import Callback, CancelWhen, TreeEstimator
+from models.embedding.defaults import auto_depth, auto_l1_penalty
 from models.embedding.objectives import EmbeddingObjective, FreeEmbedding, embedding_objective, free_embedding
 from models.graphs import usable_perplexity
 from models.ground.errors import TreevizError
@@ -190,13 +191,18 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         Neighbours the affinities are spread over; default ``min(N − 1, round(3·perplexity))``.
     lam_ee : float, default 100
         The elastic embedding's repulsion weight (ignored by t-SNE).
-    depth : int, default 3
-        Depth of the random complete initial tree (pruning may shrink it).
-    l1_penalty : float, default 0.1
+    depth : int, optional
+        Depth of the random complete initial tree (pruning may shrink it). None ("auto") chooses
+        it from the training points, and from their classes when ``fit`` is given labels
+        (:func:`models.embedding.defaults.auto_depth`: about √N leaves, two per class, between 2
+        and 8); ``depth_`` holds the depth used.
+    l1_penalty : float, optional
         λ of the tree's ℓ1 penalty in sum form (the squared error is summed over points, so λ is
-        relative to the scale of the embedding's coordinates): the direct fit's penalty and the
-        first F-step's. The F-step at μ uses ``λ · μ0 / μ``, so the whole path minimises
-        ``E(F(X)) + μ0 λ φ(F)`` (see the module docstring for why not the thesis's fixed λ).
+        relative to the number of points and the scale of the embedding's coordinates): the
+        direct fit's penalty and the first F-step's. The F-step at μ uses ``λ · μ0 / μ``, so the
+        whole path minimises ``E(F(X)) + μ0 λ φ(F)`` (see the module docstring for why not the
+        thesis's fixed λ). None ("auto"): 0.08 per training point
+        (:func:`models.embedding.defaults.auto_l1_penalty`); ``l1_penalty_`` holds the λ used.
     leaf : {"linear", "constant"}, default "linear"
         Lasso-linear leaves (the thesis) or constant leaves.
     mu0 : float, optional
@@ -228,6 +234,10 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
 
     Attributes
     ----------
+    depth_ : int
+        The depth of the initial tree (``depth``, or the automatic depth).
+    l1_penalty_ : float
+        λ used (``l1_penalty``, or the automatic one).
     free_embedding_ : ndarray (N, 2)
         Z0, the free embedding of the training points.
     direct_embedding_ : ndarray (N, 2)
@@ -255,7 +265,7 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         Step 0 is the direct fit; then one record per μ step (see :meth:`fit`).
     """
 
-    def __init__(self, *, method="tsne", perplexity=15.0, n_neighbors=None, lam_ee=100.0, depth=3, l1_penalty=0.1,
+    def __init__(self, *, method="tsne", perplexity=15.0, n_neighbors=None, lam_ee=100.0, depth=None, l1_penalty=None,
                  leaf="linear", mu0=None, mu0_ratio=0.3, mu_factor=1.4, n_mu=20, z_iter=100, z_tol=1e-4,
                  free_iter=2000, tao_iter=15, augmented_lagrangian=True, penalty_mode="over_mu", device="auto",
                  random_state=0):
@@ -280,11 +290,23 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         self.random_state = random_state
 
     # ------------------------------------------------------------------ parameters
-    def _check_params(self, n: int) -> dict[str, Any]:
-        """The parameters as the family's schema checked them before this fit, adjusted to ``n`` training points."""
+    def _check_params(self, n: int, y: Any = None) -> dict[str, Any]:
+        """The parameters as the family's schema checked them before this fit, adjusted to ``n``
+        training points (and the number of classes in ``y``, for the automatic depth)."""
         p = dict(self._checked_params)
         p["perplexity"] = usable_perplexity(p["perplexity"], n, p["n_neighbors"])
         p["device"] = self._fit_device(rows=n)
+        if p["depth"] is None:
+            n_classes = None
+            if y is not None:
+                y = np.asarray(y)
+                if y.shape[0] != n:
+                    raise TreevizError(f"fit was given {y.shape[0]} labels for {n} rows; give one label per row, "
+                                       "or none.")
+                n_classes = np.unique(y.astype(str)).size
+            p["depth"] = auto_depth(n, n_classes)
+        if p["l1_penalty"] is None:
+            p["l1_penalty"] = auto_l1_penalty(n)
         return p
 
     def embedding_objective(self, X: Any) -> EmbeddingObjective:
@@ -300,8 +322,9 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
     # ------------------------------------------------------------------ fitting
     def fit(self, X: Any, y: Any = None, *, callbacks: Iterable[Callback] | None = None,
             feature_names: Sequence[str] | None = None) -> TreeEmbedding:
-        """Free embedding, direct fit, then the μ path; returns ``self``. ``y`` is ignored (an
-        embedding is unsupervised).
+        """Free embedding, direct fit, then the μ path; returns ``self``. ``y``, optional class
+        labels, only chooses the automatic depth (``depth=None``) by its number of classes; the
+        embedding never sees it.
 
         ``history_`` records (plain numbers): ``step`` (0 = the direct fit), ``mu``, ``E_tree``
         = E(F(X)), ``E_Z`` = E(Z), ``dist2`` = ||Z − F(X)||², ``objective_start``,
@@ -319,7 +342,8 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         ``*_objective_`` attributes are always exact.
         """
         X = validate_data(self, X, dtype=np.float64)
-        p = self._check_params(X.shape[0])
+        p = self._check_params(X.shape[0], y)
+        self.depth_, self.l1_penalty_ = int(p["depth"]), float(p["l1_penalty"])
         self._set_feature_names(feature_names, X.shape[1])
         # work units: one per iteration of the free embedding, then MU_STEP_SHARE of those over the μ path
         # (on 500-1000 points the μ steps took a sixth to a twentieth of the free embedding's time)
@@ -467,12 +491,12 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         notes = ["The leaves' outputs are embedding coordinates (a linear leaf maps its points into the plane)."]
         return tao_tree_to_tree(self.tao_tree_, task="embedding", family=self.family_key,
                                 feature_names=self.feature_names_, output_names=("z1", "z2"),
-                                meta={"l1_penalty": float(self.l1_penalty), "leaf": self.leaf, "method": self.method,
+                                meta={"l1_penalty": self.l1_penalty_, "leaf": self.leaf, "method": self.method,
                                       "node_origin": [int(v) for v in self.node_origin_], "notes": notes})
 
     # ------------------------------------------------------------------ model files
     _ARRAYS = ("free_embedding_", "direct_embedding_", "embedding_", "Z_", "multipliers_")
-    _VALUES = ("free_objective_", "direct_fit_objective_", "objective_", "mu0_", "perplexity_")
+    _VALUES = ("free_objective_", "direct_fit_objective_", "objective_", "mu0_", "perplexity_", "l1_penalty_")
 
     def _get_model_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         check_is_fitted(self, "tao_tree_")
@@ -481,6 +505,7 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         arrays.update({name.rstrip("_"): np.asarray(getattr(self, name)) for name in self._ARRAYS})
         learned = {name: float(getattr(self, name)) for name in self._VALUES}
         learned["n_iter_"] = int(self.n_iter_)
+        learned["depth_"] = int(self.depth_)
         return learned, arrays
 
     def _set_model_state(self, learned: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
@@ -489,6 +514,9 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         self.node_origin_ = np.asarray(arrays["node_origin"], dtype=np.int64)
         for name in self._ARRAYS:
             setattr(self, name, np.array(arrays[name.rstrip("_")], dtype=np.float64))
+        # files written before depth and λ had an automatic value hold neither: they were the parameters
+        old = {"l1_penalty_": self.l1_penalty, "depth_": self.depth}
         for name in self._VALUES:
-            setattr(self, name, float(learned[name]))
+            setattr(self, name, float(learned.get(name, old.get(name))))
         self.n_iter_ = int(learned["n_iter_"])
+        self.depth_ = int(learned.get("depth_", old["depth_"]))

@@ -211,8 +211,9 @@ def fit_estimator(estimator: Any, task: str, prepared: PreparedData,
     kernel compiles, each callback's ``on_compile(estimator, compiling=True/False)`` hook, where it
     has one, is told.
 
-    ``stopped`` is True when a callback cancelled training. Clustering and embedding fits get no
-    labels (``y=None``).
+    ``stopped`` is True when a callback cancelled training. Clustering fits get no labels
+    (``y=None``); an embedding's fit gets the training rows' classes when the data set has them
+    (else None), which it may use only to choose its settings (the tree embedding's depth).
     """
     y_train, fit_kwargs = _fit_inputs(task, prepared)
     callbacks = list(callbacks)
@@ -244,11 +245,13 @@ def _compile_notice(estimator: Any, callbacks: Sequence[Any]) -> Callable[[bool]
 
 
 def _fit_inputs(task: str, prepared: PreparedData) -> tuple[Any, dict[str, Any]]:
-    """The training labels (None for clustering and embedding) and the keyword arguments of
-    :func:`fit_estimator`'s fit, less callbacks: feature names and the validation split."""
+    """The training labels (None for clustering; for an embedding the classes, or None) and the keyword
+    arguments of :func:`fit_estimator`'s fit, less callbacks: feature names and the validation split."""
     fit_kwargs: dict[str, Any] = {"feature_names": prepared.dataset.feature_names}
     if prepared.X_val.shape[0] > 0 and task != "embedding":
         fit_kwargs["eval_set"] = (prepared.X_val, prepared.labels("val"))
+    if task == "embedding":
+        return prepared.classes("train"), fit_kwargs
     return (None if task in ANY_DATA_TASKS else prepared.labels("train")), fit_kwargs
 
 
