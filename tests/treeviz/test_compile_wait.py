@@ -16,8 +16,10 @@ import pytest
 from numba.core import event
 from numba.core.compiler_lock import global_compiler_lock
 
+from models.dgt.bandit import kernels
 from models.ground import compilation
 from models.registry import get_family
+from tests.app.conftest import new_app
 from treeviz.cli.main import main
 from treeviz.cli.progress import COMPILING_NOTE, ProgressBar
 from treeviz.services.data import PrepConfig, load_dataset, prepare
@@ -166,8 +168,6 @@ def test_the_command_lines_bar_says_a_kernel_compiles():
 
 
 def test_warmup_compiles_what_a_real_training_uses(capsys):
-    from models.dgt.bandit import kernels  # a family's kernels, to read their compiled signatures
-
     assert main(["warmup", "dgt_bandit"]) == 0
     out = capsys.readouterr().out
     assert "dgt_bandit (classification, two classes)" in out and "warm-up done" in out
@@ -207,7 +207,9 @@ def test_the_background_warmup_can_be_turned_off(monkeypatch):
     assert background.start_background() is False and background.status() == "not started"
 
 
-def test_app_py_starts_the_warmup_after_the_page():
-    source = (Path(__file__).resolve().parents[2] / "app.py").read_text(encoding="utf-8")
-    assert source.index("navigation.run()") < source.index("warmup.start_background()")
+def test_the_app_starts_the_background_warmup(home, monkeypatch):
+    calls = []
+    monkeypatch.setattr(background, "start_background", lambda: calls.append("start") or True)
+    at = new_app().run()
+    assert not at.exception and at.title and calls == ["start"]  # the page rendered, and the warm-up began
     assert background.CHILD_MODULE == warm.__name__
