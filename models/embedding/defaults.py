@@ -5,7 +5,7 @@ and its cost model can use it without loading the estimator.
 The thesis (Zharmagambetov 2022, ch. 4) states no depth for its tree embeddings; its figures use
 few leaves (about 9 on 20 newsgroups' 6 classes, 2-3 levels on breast cancer). The rule here:
 
-* **rows**: about √N leaves, ``Δ_N = round(½ log2 N)`` (N = 455 gives 4, 1 257 gives 5, 5 000
+* **rows**: about √N leaves, ``Δ_N = round(½ log2 N)`` (N = 455 gives 4, 1 258 gives 5, 5 000
   gives 6). A linear leaf is a Lasso on all the features, so it needs rows; √N keeps a leaf's
   average share growing with the data.
 * **classes**: two linear pieces per class, ``Δ_K = ⌈log2 K⌉ + 1`` (2 classes give 2, 6 give 4, as
@@ -19,7 +19,7 @@ The classes only choose the depth; the embedding never sees them.
 The penalty: λ is in sum form (the squared error is summed over the points), so a λ that suits
 1 000 points is 10 times too weak for 10 000. ``l1_penalty=None`` gives ``0.08 · N``. Measured on
 the direct fit to the free t-SNE embedding (standardised features, the app's 70 % training split,
-10-NN accuracy of the mapped test points): digits (N = 1 257) at depth 5 gave 0.59 / 0.67 / 0.86 /
+10-NN accuracy of the mapped test points): digits (N = 1 258) at depth 5 gave 0.59 / 0.67 / 0.86 /
 0.92 / 0.89 / 0.87 for λ = 0.1 / 3 / 30 / 100 / 300 / 1000; breast cancer (N = 398) at depth 2
 0.90 / 0.90 / 0.93 / 0.92 for λ = 0.1 / 3 / 30 / 100 and at depth 4 0.88 / 0.90 / 0.95 / 0.93; wine
 (N = 124) at depth 3 0.86 / 0.86 / 0.89 for λ = 0.1 / 3 / 10. The old fixed default λ = 0.1 let a
