@@ -30,7 +30,9 @@ from typing import Any
 
 import numpy as np
 import torch
+from openTSNE import TSNE
 from threadpoolctl import threadpool_limits
+from umap import UMAP
 
 from models.embedding.tree_embedding import TreeEmbedding
 from treeviz.readers.metrics import knn_accuracy
@@ -67,8 +69,6 @@ def _tree(params: dict[str, Any]) -> Callable[[dict[str, np.ndarray]], tuple[np.
 
 def _opentsne(quick: bool) -> Callable[[dict[str, np.ndarray]], tuple[np.ndarray, np.ndarray, dict]]:
     def fit(d: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, dict]:
-        from openTSNE import TSNE  # deferred: a test and benchmark requirement only
-
         short = {"n_iter": 100, "early_exaggeration_iter": 50} if quick else {}
         embedding = TSNE(random_state=0, n_jobs=1, **short).fit(d["X_train"])
         return np.asarray(embedding), np.asarray(embedding.transform(d["X_test"])), {"perplexity": 30.0}
@@ -76,8 +76,6 @@ def _opentsne(quick: bool) -> Callable[[dict[str, np.ndarray]], tuple[np.ndarray
 
 
 def _umap(d: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, dict]:
-    from umap import UMAP  # deferred: loading numba's UMAP takes seconds
-
     model = UMAP(random_state=0).fit(d["X_train"])
     return model.embedding_, model.transform(d["X_test"]), {"n_neighbors": 15}
 
