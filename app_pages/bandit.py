@@ -105,6 +105,10 @@ elif source.startswith("run:"):
     record = next(r for r in stored if f"run:{r.run_id}" == source)
     values.update({k: v for k, v in record.params.items() if k in values})
 params = param_form(family, ds.task, values, key=f"bandit.{family.key}.{ds.task}.{source}", exclude=("random_state",))
+with user_errors("describing the run"):
+    plan = family.comparison("bandit").run_plan(ds.task, params, prepared.X_train.shape[0])
+    if plan:  # the rounds and loss queries these settings play, as the family declares them
+        st.caption(plan)
 c1, c2, c3 = st.columns([1, 1, 1])
 seeds = c1.number_input("Seeds", 1, MAX_SEEDS, 3, key="bandit.seeds",
                         help="Every method runs once per seed (the stream's order, the draws and the start); the bands "

@@ -281,7 +281,10 @@ class Comparison:
     * ``baselines``: label -> ``"module:function"`` building a baseline; how it is called is the
       view's protocol (documented with the view's service);
     * ``params``: role -> this family's parameter the view varies or reads under that role (for
-      example ``{"labelled_fraction": "labelled_fraction"}``).
+      example ``{"labelled_fraction": "labelled_fraction"}``);
+    * ``plan``: ``"module:function"`` saying in sentences what one run of the view will do with this
+      family's form values on a training split of ``n_rows`` rows, ``f(task, values, n_rows) -> str``
+      (the bandit's rounds and loss queries); "" for nothing to say. The view's page shows it.
     """
 
     view: str
@@ -291,13 +294,14 @@ class Comparison:
     reference_values: str = ""
     baselines: Mapping[str, str] = field(default_factory=dict)
     params: Mapping[str, str] = field(default_factory=dict)
+    plan: str = ""
 
     def __post_init__(self) -> None:
         if self.view not in VIEWS:
             raise ValueError(f"Comparison.view must be one of {VIEWS}.")
         if self.reference and not self.reference_label:
             raise ValueError("A Comparison with a reference family needs its reference_label.")
-        for ref in (*self.baselines.values(), *([self.reference_values] if self.reference_values else [])):
+        for ref in (*self.baselines.values(), *(r for r in (self.reference_values, self.plan) if r)):
             if ":" not in ref:
                 raise ValueError(f"Comparison of {self.view}: {ref!r} is not a 'module:function' reference.")
 
@@ -313,6 +317,11 @@ class Comparison:
         if role not in self.params:
             raise TreevizError(f"The {self.view} view needs a parameter for {role!r}; the family declares none.")
         return self.params[role]
+
+    def run_plan(self, task: str, values: Mapping[str, Any], n_rows: int) -> str | None:
+        """What one run of the view will do with ``values`` on ``n_rows`` training rows (``plan``'s
+        sentences), or None when the family declares no plan."""
+        return str(resolve_ref(self.plan)(task, values, int(n_rows))) if self.plan else None
 
     def reference_params(self, values: Mapping[str, Any], y: Any = None) -> dict[str, Any]:
         """The reference's parameters from this family's effective ``values`` (the shared ones,

@@ -4,6 +4,7 @@ bandit feedback (no heavy imports; the estimators import torch when first used).
 from dataclasses import replace
 
 from models import cost
+from models.dgt.stream import AUTO_LABEL, ROUNDS_HELP, default_rounds
 from models.schema import Comparison, Curves, Family, Panel, Param, device_param, n_jobs_param, seed_param
 
 PAPER = ("Learning Accurate Decision Trees with Bandit Feedback via Quantized Gradient Descent "
@@ -85,7 +86,7 @@ def _forest_cost(p, n, d):
 
 
 def _bandit_cost(p, n, d):
-    rounds = p.get("n_rounds") or min(1_000_000, max(20_000, 10 * n))  # the "10 passes" default
+    rounds = p.get("n_rounds") or default_rounds(int(n))
     return cost.TimeEstimate(_ROUND_S * float(rounds), ("n_rounds",))
 
 
@@ -193,10 +194,7 @@ DGT_BANDIT = Family(
               high=10.0, log=True),
         Param("accumulate", "int", 4, "Rounds per optimiser step: batch 1 with the gradients of this many rounds "
               "accumulated (the paper: 4).", low=1, high=10_000, advanced=True),
-        Param("n_rounds", "int", None, "Rounds of the stream, one loss query each (two for the two-point "
-              "estimator). Passes over the training rows reshuffle and count as new queries. Auto: 10 passes, "
-              "at least 20 000 and at most 1 000 000 rounds (never less than one pass).", low=1,
-              high=100_000_000, optional_label="10 passes"),
+        Param("n_rounds", "int", None, ROUNDS_HELP, low=1, high=100_000_000, optional_label=AUTO_LABEL),
         Param("eval_every", "int", None, "Rounds between two records of the curves.", low=1, high=100_000_000,
               optional_label="about 50 records", advanced=True),
         device_param(), seed_param(),
@@ -222,6 +220,7 @@ DGT_BANDIT = Family(
         shared={"depth": "depth", "n_layers": "n_layers", "quantizer": "quantizer"},
         reference_values="models.dgt.views:supervised_values",
         baselines={"linear (bandit feedback)": "models.dgt.views:linear_baseline"},
+        plan="models.dgt.stream:stream_plan",  # the rounds and loss queries a run plays, shown on the page
     ),),
     order=42,
 )

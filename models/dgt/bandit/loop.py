@@ -12,13 +12,12 @@ import numpy as np
 from torch import Tensor, nn
 
 from models.dgt.bandit.rounds import AutogradRounds, hand_rounds
+from models.dgt.stream import DEFAULT_PASSES, DEFAULT_ROUNDS, MAX_DEFAULT_ROUNDS, default_rounds
 from models.ground.errors import TreevizError
 
-#: The stream when ``n_rounds`` is None (:func:`default_rounds`): this many passes over the rows, at
-#: least DEFAULT_ROUNDS and at most MAX_DEFAULT_ROUNDS rounds, and never less than one pass.
-DEFAULT_PASSES = 10
-DEFAULT_ROUNDS = 20_000
-MAX_DEFAULT_ROUNDS = 1_000_000
+# the stream's length lives in models.dgt.stream (no heavy imports), which the family's declaration reads too
+__all__ = ["DEFAULT_PASSES", "DEFAULT_ROUNDS", "MAX_DEFAULT_ROUNDS", "default_rounds", "learn", "regret_curve",
+           "stream_order"]
 
 
 def learn(forward: Callable[[Tensor], Tensor], parameters: Iterable[Tensor], X: Tensor, order: Tensor,
@@ -84,19 +83,6 @@ def regret_curve(history: Sequence[dict[str, Any]], comparator_losses: Sequence[
     over the same rounds."""
     cumulative = np.concatenate([[0.0], np.cumsum(np.asarray(comparator_losses, dtype=np.float64))])
     return [float(r["avg_loss"] - cumulative[int(r["round"])] / int(r["round"])) for r in history]
-
-
-def default_rounds(n_rows: int) -> int:
-    """The stream's length when ``n_rounds`` is None: DEFAULT_PASSES passes over the ``n_rows``
-    rows, kept between DEFAULT_ROUNDS and MAX_DEFAULT_ROUNDS rounds, and never less than one pass.
-
-    At the paper's learning rate (1e-3, no schedule) the held-out accuracy is still climbing after
-    one pass over a mid-sized table, so one pass (the earlier default) stopped it early: on a
-    20 000-row synthetic table (14 000 training rows, 3 classes, h = 5) the validation accuracy was
-    0.78 after one pass, 0.85 after 4, 0.88 after 10 and 0.90 after 30 (test 0.906); the table's CART
-    scores 0.843. Small data keep their 20 000 rounds (digits: 16 passes)."""
-    n = int(n_rows)
-    return max(n, min(MAX_DEFAULT_ROUNDS, max(DEFAULT_ROUNDS, DEFAULT_PASSES * n)))
 
 
 def stream_order(n_rows: int, n_rounds: int, rng: np.random.Generator) -> np.ndarray:
