@@ -28,6 +28,9 @@ from treeviz.ui.text import md
 
 SOURCES = ("Sample dataset", "Upload a file", "Saved dataset")
 STICKY_TARGET = "data.sticky_target"  # the target column chosen for the last uploaded file
+#: The sample chosen last: the sample picker's own key is dropped while an upload or a saved data set is
+#: shown, and coming back to "Sample dataset" returns to this sample, not to the first of the list.
+LAST_SAMPLE = "data.last_sample"
 NO_TARGET = "(none: clustering)"
 
 st.title("Data")
@@ -41,9 +44,10 @@ def sample_picker() -> None:
     entries = list_datasets()
     keys = [e.key for e in entries]
     labels = {e.key: f"{e.label} · {e.task} ({e.group})" for e in entries}
-    now = current.meta.get("catalogue_key")
+    now = current.meta.get("catalogue_key") or st.session_state.get(LAST_SAMPLE)
     key = st.selectbox("Sample dataset", keys, index=keys.index(now) if now in keys else 0,
                        format_func=labels.get, key="data.sample")
+    st.session_state[LAST_SAMPLE] = key
     entry = next(e for e in entries if e.key == key)
     st.caption(f"{entry.description} Source: {entry.source}. Licence: {entry.licence}.")
     with user_errors("loading the sample dataset"):
@@ -116,7 +120,7 @@ def upload_form() -> None:
         opts = TableOptions(target=None if target == NO_TARGET else target, task=task,
                             drop_missing_target=drop, image=image)
         with st.expander(f"Columns of {md(upload.name)} ({len(df)} rows × {len(columns)} columns)"):
-            st.dataframe(inspect_table(df, opts.target), hide_index=True)
+            st.dataframe(inspect_table(df, options=opts), hide_index=True)  # the conversion's own plan
         ds = table_to_dataset(df, upload.name, opts, source=f"upload: {upload.name}")
         if ds.fingerprint != current.fingerprint:
             state.store().store_dataset(ds)

@@ -8,6 +8,7 @@ from treeviz.plots.export import export_name
 from treeviz.services.data.preprocess import describe_prep
 from treeviz.services.store.archive import export_zip, import_zip, model_file, run_onnx
 from treeviz.ui import pages, state
+from treeviz.ui.cells import NONE, readable, value_text
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
 from treeviz.ui.labels import curve_layout
@@ -16,37 +17,16 @@ from treeviz.ui.report import run_report
 from treeviz.ui.run_tables import run_rows
 from treeviz.ui.text import md
 
-NONE = "—"  # what a table cell with no value shows (not "None")
-
-
-def value_text(value) -> str:
-    """A parameter or metric value for people: "—" for none, 4 significant digits, lists joined."""
-    if value is None:
-        return NONE
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, (list, tuple)):
-        return ", ".join(value_text(v) for v in value) or NONE
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={value_text(v)}" for k, v in value.items()) or NONE
-    return str(value)
-
-
-def readable(table: pd.DataFrame) -> pd.DataFrame:
-    """The table with "—" in place of missing values (columns holding one become text)."""
-    for column in table.columns:
-        if table[column].isna().any():
-            table[column] = [NONE if pd.isna(v) else value_text(v) for v in table[column]]
-    return table
-
-
 st.title("Runs")
 state.show_flash()  # "Renamed ...", "Deleted ...", "Imported ..." after the rerun that redraws the sidebar
 store = state.store()
 st.caption(f"Runs are kept in {md(store.root)} (set TREEVIZ_HOME to use another folder). This app has no "
            "accounts: everyone who can open it sees, exports and deletes every run and data set stored here.")
 
-with st.expander("Import a run (.zip exported from treeviz)"):
+# keyed, so the browser keeps the panel open across reruns: without a key it was redrawn closed whenever
+# the elements above it changed (the "Imported ..." message of the previous import, then none), and choosing
+# a second zip hid the panel and its Import button
+with st.expander("Import a run (.zip exported from treeviz)", key="runs.import_panel"):
     upload = st.file_uploader("Run archive", type=["zip"], key="runs.import")
     if upload is not None and st.button("Import", key="runs.import_go"):
         with user_errors("importing the run"):

@@ -33,6 +33,7 @@ SESSION_KEYS: dict[str, str] = {
     # ---------------------------------------------------------------- Data
     "data.source": "Data page: where the data comes from (sample, upload, saved)",
     "data.sample": "Data page: the chosen sample dataset",
+    "data.last_sample": "Data page: the sample chosen last, chosen again on coming back from an upload",
     "data.upload": "Data page: the uploaded data file",
     "data.encoding": "Data page: the uploaded file's text encoding",
     "data.table": "Data page: the uploaded file parsed once, with the file and encoding it was parsed from",
@@ -187,6 +188,7 @@ SESSION_KEYS: dict[str, str] = {
     "predict.proba": "Predict page: include the class probabilities",
     "predict.download": "Predict page: the predictions' download button",
     # ---------------------------------------------------------------- Runs
+    "runs.import_panel": "Runs page: the Import a run panel (keyed, so it stays open across reruns)",
     "runs.import": "Runs page: the run archive to import",
     "runs.import_go": "Runs page: the Import button",
     "runs.chosen": "Runs page: the chosen run",

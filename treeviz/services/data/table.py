@@ -339,6 +339,9 @@ def _size_notes(X: np.ndarray, names: list[str]) -> list[str]:
 
 
 _BLANK_HEADER = re.compile(r"(?:Unnamed: \d+)?")  # how pandas names a column without a header
+#: Why a row-number column is left out, as the Data page's Columns table and the Dataset's
+#: ``columns_left_out`` both say it.
+ROW_NUMBERS = "the row numbers, in a column with no name"
 
 
 def _row_number_columns(df: pd.DataFrame, target: str | None) -> list[str]:
@@ -464,7 +467,7 @@ def table_to_dataset(df: pd.DataFrame, name: str, options: TableOptions, *, sour
     X = np.hstack(blocks)
     notes.extend(_size_notes(X, names))
     left_out = {p.column: p.detail for p in plan if p.role == "left out"}
-    left_out.update(dict.fromkeys(row_numbers, "the row numbers, in a column with no name"))
+    left_out.update(dict.fromkeys(row_numbers, ROW_NUMBERS))
     return Dataset(
         name=name, X=X, y=y, feature_names=tuple(names), task=task, target_name=target,
         class_names=class_names, image_shape=shape, source=source, notes=tuple(notes),
@@ -481,17 +484,24 @@ def _distinct(s: pd.Series) -> int:
         return int(s.dropna().astype(str).nunique())
 
 
-def inspect_table(df: pd.DataFrame, target: str | None = None, *, max_levels: int = 50) -> pd.DataFrame:
+def inspect_table(df: pd.DataFrame, target: str | None = None, *, max_levels: int = 50,
+                  options: TableOptions | None = None) -> pd.DataFrame:
     """One row per column describing what the upload would do with it (for the Data page).
+
+    It reads the columns, leaves out the row-number columns and plans the rest as
+    :func:`table_to_dataset` does, so a column it lists as a feature is one the conversion keeps.
 
     Parameters
     ----------
     df : pandas.DataFrame
         The table as read by :func:`read_table`.
     target : str, optional
-        The target column; defaults to :func:`suggest_target`.
+        The target column; defaults to :func:`suggest_target`. Ignored when ``options`` is given.
     max_levels : int
-        Same meaning as :attr:`TableOptions.max_levels`.
+        Same meaning as :attr:`TableOptions.max_levels`. Ignored when ``options`` is given.
+    options : TableOptions, optional
+        The options the conversion will use (its target, None for none, and its image and level
+        choices); give them to describe exactly that conversion.
 
     Returns
     -------
@@ -499,14 +509,17 @@ def inspect_table(df: pd.DataFrame, target: str | None = None, *, max_levels: in
         Columns ``column, dtype, missing, distinct, example, role, detail``; ``role`` is one of
         ``"target candidate"``, ``"feature"``, ``"one-hot"``, ``"left out"``.
     """
-    if target is None:
-        target = suggest_target(df)
+    if options is None:
+        options = TableOptions(target=suggest_target(df) if target is None else target, max_levels=max_levels)
+    target = options.target
     read = {str(c).strip(): read_column(df[c]) for c in df.columns}
     table = pd.DataFrame({c: r.values for c, r in read.items()})
     read_as = {c: r.read_as for c, r in read.items() if r.read_as}
-    features = table.drop(columns=[target]) if target in table.columns else table
-    plan, _ = _plan(features, TableOptions(max_levels=max_levels), read_as)
+    row_numbers = _row_number_columns(table, target)
+    features = table.drop(columns=[c for c in table.columns if c == target or c in row_numbers])
+    plan, _ = _plan(features, options, read_as)
     roles = {p.column: (p.role, p.detail) for p in plan}
+    roles.update(dict.fromkeys(row_numbers, ("left out", ROW_NUMBERS)))
     rows = []
     for raw_col, col in zip(df.columns, table.columns):
         s = df[raw_col]
@@ -521,5 +534,3 @@ def inspect_table(df: pd.DataFrame, target: str | None = None, *, max_levels: in
             "example": str(present.iloc[0])[:40] if len(present) else "", "role": role, "detail": why,
         })
     return pd.DataFrame(rows, columns=["column", "dtype", "missing", "distinct", "example", "role", "detail"])
-
-
