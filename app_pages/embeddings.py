@@ -17,6 +17,7 @@ from treeviz.plots import (
 from treeviz.readers.metrics import class_counts_by_node
 from treeviz.services.views.embedding import ComparisonJob, objective_name
 from treeviz.ui import state
+from treeviz.ui.cells import readable
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
 from treeviz.ui.job_panel import job_panel, page_job, start
@@ -24,6 +25,18 @@ from treeviz.ui.labels import family_name
 from treeviz.ui.view_run import offering, view_run
 
 PREFIX = "embeddings"
+#: What the change under the tree embedding's objective is measured from.
+DELTA_FROM = "vs direct fit"
+
+
+def leaf_numbers_caption(tree) -> str:
+    """What the number under each leaf of the tree diagram is: the first coordinate z1 of the leaf's
+    output (the diagram writes one number a leaf), the intercept of its map for a linear leaf."""
+    if tree.leaf_weight is not None:
+        return ("The number under each leaf is z1 of the leaf's intercept b: a linear leaf maps a point x to "
+                "(z1, z2) = b + W·x with its own b and W, so its points land around the map, not at that number.")
+    return "The number under each leaf is z1 of the one point (z1, z2) that the leaf maps all its rows to."
+
 
 st.title("Embeddings")
 families = offering("embedding", default="an embedding family")
@@ -42,11 +55,14 @@ with user_errors("drawing the embedding"):
     classes = prepared.classes("train")
     names = list(prepared.dataset.class_names) if classes is not None else None
 
-    cols = st.columns(6)
-    cols[0].metric(f"{E} of F(X)", f"{model.objective_:.4g}", help="The tree embedding's objective on the training "
-                   "points (lower is better).")
+    cols = st.columns([1.6, 1, 1, 0.7, 1, 1.1])  # the first card is wider: its badge says what it compares
+    # the change is the tree embedding's against the direct fit, so it sits under the tree embedding's card and
+    # names what it is measured from
+    cols[0].metric(f"{E} of F(X)", f"{model.objective_:.4g}",
+                   delta=f"{model.objective_ - model.direct_fit_objective_:+.3g} {DELTA_FROM}", delta_color="inverse",
+                   help="The tree embedding's objective on the training points (lower is better); below it, its change "
+                        "from the direct fit F0(X), where the path starts (green: the path lowered it).")
     cols[1].metric("direct fit F0(X)", f"{model.direct_fit_objective_:.4g}",
-                   delta=f"{model.objective_ - model.direct_fit_objective_:+.3g}", delta_color="inverse",
                    help="The TAO tree fitted directly to the free embedding: where the path starts.")
     cols[2].metric("free embedding Z0", f"{model.free_objective_:.4g}",
                    help="The unconstrained embedding, no mapping: the lower bound.")
@@ -78,12 +94,13 @@ with user_errors("drawing the embedding"):
                               + (f", {test_Z.shape[0]} {test_part} points mapped (open diamonds)"
                                  if test_Z is not None else "")),
                 key="embeddings.map", name=(record.name, "map"), where=left)
-    left.caption("Leaves partition the input space, not the plane, so two leaves' regions can overlap "
-                 "(the thesis notes it too). A linear leaf maps its points by its own linear map.")
+    left.caption("Each region is numbered with its leaf's id, as in the tree beside it. Leaves partition the "
+                 "input space, not the plane, so two leaves' regions can overlap (the thesis notes it too). A linear "
+                 "leaf maps its points by its own linear map.")
     options = TreeFigureOptions(max_levels=min(tree.max_depth, 6) or None, family_label=family_name(record.family))
     show_figure(tree_figure(tree, stats=view.stats, options=options),
                 key="embeddings.tree", name=(record.name, "tree"), where=right)
-    right.caption("Open the run in the Tree explorer for each node's rule and weights.")
+    right.caption(leaf_numbers_caption(tree) + " Open the run in the Tree explorer for each node's rule and weights.")
     if classes is not None:
         counts, class_order = class_counts_by_node(tree, prepared.X_train, classes)
         counts = counts[:, [class_order.index(c) for c in names if c in class_order]]  # the map's class order
@@ -148,7 +165,7 @@ else:
             "CART nodes": r["nodes"],
             "fit s": r["seconds"],
         } for r in result["rows"]])
-        st.dataframe(table.dropna(axis=1, how="all"), hide_index=True)
+        st.dataframe(readable(table.dropna(axis=1, how="all")), hide_index=True)  # "—" where a method has no value
         st.caption(f"The thesis compares only the embedding objective ({result['objective_name']}, lower is "
                    "better) of the free embedding, the direct fits and the tree embedding. † Not from the thesis: "
                    "UMAP, and 5-nearest-neighbour accuracy and trustworthiness (5 neighbours) in the plane, which a "

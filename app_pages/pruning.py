@@ -39,6 +39,25 @@ def value_text(param: Param, extra: int = 0) -> str:
     return f"{param.default:g}" if isinstance(param.default, float) else str(param.default)
 
 
+def nodes_against_sparsity(rows: list[dict], lam: str) -> str | None:
+    """A sentence when the decision nodes grow along the path while the nonzero weights shrink (from
+    the smallest λ to the larger λ with the most nodes among those with fewer weights), and why that
+    happens; None when the path does not do that or its rows lack either count."""
+    points = sorted((float(r["value"]), r.get("n_decision_nodes"), r.get("n_nonzero_weights")) for r in rows)
+    if len(points) < 2 or any(nodes is None or weights is None for _, nodes, weights in points):
+        return None
+    (low, nodes0, weights0), *later = points
+    grown = [p for p in later if p[1] > nodes0 and p[2] < weights0]
+    if not grown:
+        return None
+    high, nodes, weights = max(grown, key=lambda p: (p[1], p[0]))
+    return (f"From {lam} = {low:g} to {high:g} the decision nodes rise from {nodes0:.0f} to {nodes:.0f} while the "
+            f"nonzero weights fall from {weights0:.0f} to {weights:.0f}. The penalty acts on the weights inside each "
+            "node, not on the number of nodes: a node leaves the tree only when its weights all reach zero or its "
+            "split stops mattering (a branch no point reaches, a subtree that predicts one thing), and a sparser "
+            "split separates the points less cleanly, so the fit can keep more nodes, each using fewer features.")
+
+
 def where_to_run() -> bool:
     """Whether the grid runs on the Dask cluster configured in ``$TREEVIZ_DASK_SCHEDULER``. The page
     never takes an address: a scheduler runs code in this app, so only whoever started it chooses one."""
@@ -174,6 +193,9 @@ with user_errors("showing the λ paths"):
     show_figure(PATH_FIGURES[spec.figure](rows, param=param, selected=chosen),
                 key="pruning.figure", name=(records[0].name, "figure"))
     st.caption(f"Fits in increasing order of λ, {warm_note}.")
+    trend = nodes_against_sparsity(rows, "λ")
+    if trend is not None:
+        st.caption(trend)
     row = next(r for r in rows if r["value"] == chosen)
     cols = st.columns(len(spec.sizes) + 1)
     for col, size in zip(cols, spec.sizes):

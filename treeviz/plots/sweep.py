@@ -157,7 +157,7 @@ def lambda_path_figure(rows: Sequence[dict[str, Any]], *, param: str, selected: 
         fig.update_xaxes(dtick=1)
     fig.update_yaxes(title=err_title, row=1, col=1, rangemode="tozero")
     fig.update_yaxes(title="nonzero weights", row=1, col=2, rangemode="tozero")
-    fig.update_yaxes(title="count", row=1, col=3, rangemode="tozero")
+    fig.update_yaxes(title="decision nodes, FLOPs", row=1, col=3, rangemode="tozero")  # the two traces it holds
     fig.update_layout(meta=dict(param=param, values=x, error_keys=[k for k, _ in err_keys]))
     return fig
 
