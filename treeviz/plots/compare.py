@@ -64,6 +64,7 @@ def pareto_figure(points: Sequence[Mapping[str, Any]], *, size_label: str, score
                 "is better, smaller is simpler)" + (f" · {left_out} without both numbers left out" if left_out else ""))
     style.apply_style(fig, title=title, subtitle=subtitle, height=420,
                       meta={"front": [str(p["name"]) for p in front], "families": families})
-    fig.update_xaxes(title=size_label, type="log" if log_x and (sizes > 0).all() else "linear")
+    log = log_x and bool((sizes > 0).all())
+    fig.update_xaxes(title=size_label, type="log" if log else "linear", **(style.log_axis_ticks(sizes) if log else {}))
     fig.update_yaxes(title=score_label)
     return fig

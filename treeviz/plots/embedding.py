@@ -270,7 +270,8 @@ def label_fraction_figure(rows: Sequence[Mapping[str, Any]], *, metric: str = "t
                           "± %{customdata[0]:.3f} (%{customdata[1]} subsets)<extra></extra>"))
     style.apply_style(fig, title=style.plot_text(title), subtitle="mean ± std over the labelled subsets", height=420,
                       meta={"methods": methods})
-    fig.update_xaxes(title="labelled points (% of the training split)", type="log")
+    fig.update_xaxes(title="labelled points (% of the training split)", type="log",
+                     **style.log_axis_ticks(100 * float(r["fraction"]) for r in rows))
     fig.update_yaxes(title=shown_metric, rangemode="tozero")
     return fig
 

@@ -45,6 +45,71 @@ def _flow_height(tree: Tree, nodes: Sequence[int]) -> int:
     return int(np.clip(150 + (LABEL_PAD + 8) * crowded, 420, 2000))
 
 
+def _branch_code(tree: Tree, v: int) -> int:
+    """The turns from the root to ``v`` as a binary number (left 0, right 1): on one level, the
+    nodes' codes increase from the tree's left to its right."""
+    code, bit = 0, 1
+    while tree.parent[v] >= 0:
+        p = int(tree.parent[v])
+        code += bit * int(tree.children_right[p] == v)
+        bit, v = bit * 2, p
+    return code
+
+
+def _slot_tops(tree: Tree, nodes: Sequence[int], count: np.ndarray) -> dict[int, float]:
+    """Where each node's share of the root's samples starts, top to bottom in tree order: a left
+    child starts where its parent does, a right child after its sibling's share."""
+    top = {int(nodes[0]): 0.0}
+    for v in nodes:  # parents come before their children (sorted by depth)
+        if tree.is_leaf[v] or v not in top:
+            continue
+        left, right = int(tree.children_left[v]), int(tree.children_right[v])
+        both = float(count[left] + count[right])
+        top[left] = top[v]
+        top[right] = top[v] + (float(count[v]) * float(count[left]) / both if both > 0 else 0.0)
+    return top
+
+
+def _flow_positions(tree: Tree, nodes: list[int], value: dict[int, float], count: np.ndarray,
+                    plot_height: float) -> tuple[list[float], list[float]]:
+    """Node centres for the Sankey (fractions of its width and height): x by depth, y by the node's
+    place in the tree, so each level reads left to right of the tree from top to bottom and no two
+    bands cross.
+
+    Plotly sizes nodes as d3-sankey does (``ky``: the most crowded level fills the height, with
+    :data:`LABEL_PAD` pixels between nodes); each node is centred on its share of the root's samples
+    and then moved just enough that it keeps that padding to its neighbours and stays inside.
+    The last gap between levels is twice the others: plotly writes the deepest level's labels on
+    the left of its nodes, where the level before writes its labels on the right.
+    """
+    depth = {v: int(tree.node_depth[v]) for v in nodes}
+    deepest = max(depth.values())
+    columns: dict[int, list[int]] = {}
+    top = _slot_tops(tree, nodes, count)
+    for v in nodes:  # level by level, each in tree order
+        columns.setdefault(depth[v], []).append(v)
+    pad = float(LABEL_PAD)
+    ky = min((plot_height - (len(c) - 1) * pad) / max(sum(value[v] for v in c), 1e-12) for c in columns.values())
+    root_count = max(float(count[nodes[0]]), 1e-12)
+    centre: dict[int, float] = {}
+    for column in columns.values():
+        sizes = [value[v] * ky for v in column]
+        y0 = [(top[v] + float(count[v]) / 2) / root_count * plot_height - s / 2 for v, s in zip(column, sizes)]
+        floor = 0.0
+        for i, s in enumerate(sizes):  # down: keep the padding to the node above
+            y0[i] = max(y0[i], floor)
+            floor = y0[i] + s + pad
+        ceiling = plot_height
+        for i in range(len(sizes) - 1, -1, -1):  # up: stay inside, keep the padding to the node below
+            y0[i] = max(0.0, min(y0[i], ceiling - sizes[i]))
+            ceiling = y0[i] - pad
+        centre.update({v: (a + s / 2) / plot_height for v, a, s in zip(column, y0, sizes)})
+    units = deepest + 1 if deepest > 1 else deepest  # the last gap counts twice
+    x = [min(depth[v], units) / units if depth[v] < deepest else 1.0 for v in nodes]
+    # plotly ignores a position of exactly 0, so the root column and the top nodes sit a hair inside
+    return [max(a, 1e-3) for a in x], [float(np.clip(centre[v], 1e-3, 1.0)) for v in nodes]
+
+
 def class_flow_figure(
     tree: Tree,
     X: Any,
@@ -85,16 +150,10 @@ def class_flow_figure(
         raise TreevizError("Show at least one level below the root (max_levels >= 1).")
     count, cc = stats.count, stats.class_counts
     nodes = [int(v) for v in tree.subtree_nodes(0, max_levels) if count[v] > 0]
-    nodes.sort(key=lambda v: (tree.node_depth[v], v))
+    nodes.sort(key=lambda v: (tree.node_depth[v], _branch_code(tree, v)))  # level by level, each in tree order
     index = {v: i for i, v in enumerate(nodes)}
-    labels, node_colors = [], []
-    deepest = max(int(tree.node_depth[v]) for v in nodes)
-    for v in nodes:
-        # the id alone, and none on the deepest level shown when it is level 3 or below: plotly
-        # writes that level's labels left of its nodes, into the gap the level before it labels,
-        # where they collide on a narrow page; its ids are in the hover
-        labels.append("" if deepest >= 3 and tree.node_depth[v] == deepest else f"node {v}")
-        node_colors.append(style.class_color(int(np.argmax(cc[v]))))
+    labels = [f"node {v}" for v in nodes]  # every node, the deepest level's too
+    node_colors = [style.class_color(int(np.argmax(cc[v]))) for v in nodes]
     src, tgt, val, link_colors, link_labels = [], [], [], [], []
     for v in nodes:
         p = int(tree.parent[v])
@@ -106,12 +165,22 @@ def class_flow_figure(
             val.append(float(cc[v, k]))
             link_colors.append(style.rgba(style.class_color(int(k)), 0.45))
             link_labels.append(names[k])
+    height = height or _flow_height(tree, nodes)
+    into = {v: float(cc[v].sum()) for v in nodes}
+    out = dict.fromkeys(nodes, 0.0)
+    for v in nodes[1:]:
+        out[int(tree.parent[v])] += into[v]
+    value = {v: max(into[v], out[v]) for v in nodes}  # d3-sankey's node value: the larger of in and out
+    node_x, node_y = _flow_positions(tree, nodes, value, count, height - style.MARGIN["t"] - style.MARGIN["b"])
     fig = go.Figure(go.Sankey(
         arrangement="snap",
-        node=dict(label=labels, color=node_colors, customdata=nodes, pad=LABEL_PAD, thickness=16, align="left",
+        # the order given, top to bottom, for the nodes and for the bands at each node (plotly's
+        # own order crosses bands); the positions from _flow_positions
+        node=dict(label=labels, color=node_colors, customdata=nodes, x=node_x, y=node_y, pad=LABEL_PAD,
+                  thickness=16, align="left", sort="input",
                   line=dict(color="white", width=0.5),
                   hovertemplate="<b>node %{customdata}</b><br>%{value:,.4~g} samples<extra></extra>"),
-        link=dict(source=src, target=tgt, value=val, color=link_colors, label=link_labels,
+        link=dict(source=src, target=tgt, value=val, color=link_colors, label=link_labels, sort="input",
                   hovertemplate="<b>%{label}</b>: %{value:,.4~g} samples<br>"
                                 "node %{source.customdata} → node %{target.customdata}<extra></extra>"),
         textfont=dict(family=style.FONT_FAMILY, size=11, color=style.INK),
@@ -119,9 +188,8 @@ def class_flow_figure(
     depth = min(int(max_levels), tree.max_depth)
     style.apply_style(fig, title="Class flow through the tree",
                       subtitle=f"depths 0–{depth} · {style.fmt_count(float(count[0]))} samples · "
-                               "link width = samples of one class"
-                               + (f" · depth {depth}'s node ids are in the hover" if depth >= 3 else ""),
-                      height=height or _flow_height(tree, nodes))
+                               "link width = samples of one class · nodes in tree order, left child above",
+                      height=height)
     # Legend of class colours (the Sankey trace has none of its own).
     for k in sorted({int(k) for k in np.flatnonzero(cc[0] > 0)})[:20]:
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=names[k], hoverinfo="skip",

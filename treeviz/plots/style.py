@@ -59,7 +59,9 @@ ACTIVE_SCALE: list[list[Any]] = [[0.0, "#DEEBF7"], [0.5, "#6BAED6"], [1.0, "#083
 NEUTRAL = "#C9CED6"  # nodes without a colour (no data reached them)
 PRUNED = "#A0A4AB"  # pruned / inactive nodes and their edges
 EDGE = "#9AA3AE"
-HIGHLIGHT = "#FFB000"  # one sample's path
+#: One sample's path (and a chosen value on a sweep): a violet no class has, far from every class
+#: colour for the common colour-vision deficiencies too (tests/treeviz/test_figure_defects.py measures it).
+HIGHLIGHT = "#9922FF"
 INK = "#262730"  # text (Streamlit's default text colour)
 FONT_FAMILY = "Inter, 'Source Sans Pro', 'Segoe UI', Helvetica, Arial, sans-serif"
 FONT = dict(family=FONT_FAMILY, size=13, color=INK)
@@ -227,6 +229,44 @@ def check_data(tree: Any, X: Any, y: Any = None) -> tuple[np.ndarray, np.ndarray
     if y.shape[0] != X.shape[0]:
         raise TreevizError(f"The data has {X.shape[0]} rows but {y.shape[0]} labels.")
     return X, y
+
+
+def tick_number(v: float) -> str:
+    """A tick label written in full: "0.002", "50", "1,000" (powers beyond 10⁶ or below 10⁻⁴ as "1e6")."""
+    if v >= 1e6 or v < 1e-4:
+        return f"{v:.0e}".replace("e+0", "e").replace("e-0", "e−").replace("e+", "e").replace("e-", "e−")
+    if v >= 1:
+        return f"{v:,.0f}"
+    return f"{v:.{int(-np.floor(np.log10(v) + 1e-9))}f}"
+
+
+def log_axis_ticks(values: Iterable[float]) -> dict[str, Any]:
+    """Tick values and labels for a log axis over ``values``, in full numbers at readable steps.
+
+    Plotly's own labels on a short log axis are bare mantissas ("5 10 2 5 100 2"). These ticks sit
+    at 1-2-5 steps over a span of up to about two decades (1, 2, 3, 5, 7 within a factor of 4), at
+    each power of ten up to six decades, and at every k-th power beyond; each label is the whole
+    number. Returns ``{}`` (plotly's ticks) when no value is positive.
+    """
+    v = np.asarray([float(x) for x in values if x is not None], dtype=np.float64)
+    v = v[np.isfinite(v) & (v > 0)]
+    if not v.size:
+        return {}
+    lo, hi = float(v.min()), float(v.max())
+    span = np.log10(hi / lo)
+    if span <= 0.6:
+        steps, every = (1, 2, 3, 5, 7), 1
+    elif span <= 2.3:
+        steps, every = (1, 2, 5), 1
+    else:
+        steps, every = (1,), max(1, int(np.ceil(span / 6)))
+    first, last = int(np.floor(np.log10(lo))) - 1, int(np.ceil(np.log10(hi))) + 1
+    ticks = [float(f"{m}e{e}") for e in range(first, last + 1) if e % every == 0 for m in steps]
+    # keep one tick beyond each end (the axis pads its range a little), drop the rest
+    below = [t for t in ticks if t < lo]
+    above = [t for t in ticks if t > hi]
+    ticks = below[-1:] + [t for t in ticks if lo <= t <= hi] + above[:1]
+    return dict(tickmode="array", tickvals=ticks, ticktext=[tick_number(t) for t in ticks])
 
 
 def apply_style(fig: go.Figure, *, title: str | None = None, subtitle: str | None = None,

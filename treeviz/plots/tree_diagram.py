@@ -5,10 +5,11 @@ Trace order in the returned figure (``fig.layout.meta`` repeats the important in
 1. edge traces, one per width bucket (at most 8), then one dashed trace for edges into pruned
    nodes (``pruned="dashed"``);
 2. ``"sample path"`` — the highlighted path, when ``highlight`` is given;
-3. ``"nodes"`` — ONE marker trace, one point per shown node, ``customdata[i] = [node id, depth,
+3. ``"selected"`` — a ring around the selected node, just outside its marker and under the node
+   ids;
+4. ``"nodes"`` — ONE marker trace, one point per shown node, ``customdata[i] = [node id, depth,
    samples]``; this is the only trace with ``customdata``, so a selected point's
    ``customdata[0]`` is the node id (see :func:`node_from_selection`);
-4. ``"selected"`` — a ring around the selected node;
 5. legend-only entries (class colours, pruned marker) or an invisible trace carrying the
    colour bar; they have no points.
 """
@@ -37,6 +38,19 @@ MAX_MIX_NODES = 100  # class-mix bars are drawn up to this many shown nodes
 MAX_LABEL_LEAVES = 40  # leaf labels are drawn up to this many shown leaves
 MAX_ID_LABELS = 127  # node ids are written beside the nodes up to this many shown nodes (depth 6)
 _N_WIDTH_BUCKETS = 7  # plus one bucket for edges into empty nodes = at most 8 edge traces
+RING_GAP, RING_WIDTH = 2.5, 2  # the selected node's ring: pixels between it and the marker's edge, its line width
+_TREE_WORDS = ("tree", "trees")  # a family name holding one of these needs no "tree" after it
+
+
+def tree_title(family: str | None) -> str:
+    """The diagram's name for a tree of ``family`` (a display name, as Plotly text): the name and
+    "tree" ("CART tree", "TAO forest tree"), or the name alone when it already says tree ("TAO
+    sparse oblique tree", "Latent trees"), so no word is written twice."""
+    if not family:
+        return "Tree"
+    shown = style.plot_text(family)
+    words = {word.strip(".,;:()[]").lower() for word in str(family).split()}
+    return shown if words & set(_TREE_WORDS) else f"{shown} tree"
 
 
 def _resolve_mode(tree: Tree, color_by: str) -> str:
@@ -177,8 +191,8 @@ class TreeFigureOptions:
     height : int, optional
         Figure height in pixels (default grows with the number of levels shown).
     family_label : str, optional
-        The family's display name for the title ("TAO forest tree"); the Tree's family key when
-        not given.
+        The family's display name ("TAO forest"), which :func:`tree_title` makes the title of; the
+        Tree's family key when not given.
     """
 
     root: int = 0
@@ -299,12 +313,23 @@ def _node_trace(w: _Window, colors: list, on_path: set[int], msize: float) -> di
     )
 
 
-def _legend_traces(w: _Window, mode: str, fractions: np.ndarray | None, colorbar: tuple | None) -> list[dict]:
-    """Point-less entries: class colours, the colour bar, the pruned and the cut-window markers."""
+def _colored_classes(w: _Window, fractions: np.ndarray, mix_drawn: bool) -> list[int]:
+    """Every class that has a colour in the figure: the majority class of a coloured node, and,
+    when the class-mix bars are drawn, every class in some node's bar."""
+    drawn = [v for i, v in enumerate(w.node_list) if not w.dashed[i] and np.isfinite(fractions[v]).all()]
+    used = {int(np.argmax(fractions[v])) for v in drawn}
+    if mix_drawn and drawn:
+        used.update(int(k) for k in np.flatnonzero((fractions[drawn] > 0).any(axis=0)))
+    return sorted(used)
+
+
+def _legend_traces(w: _Window, mode: str, fractions: np.ndarray | None, colorbar: tuple | None,
+                   mix_drawn: bool = False) -> list[dict]:
+    """Point-less entries: class colours (every class the nodes or the class-mix bars show; ``mix_drawn``
+    says whether the bars are drawn), the colour bar, the pruned and the cut-window markers."""
     traces = []
     if mode == "class" and fractions is not None and len(w.names) <= 20:
-        used = sorted({int(np.argmax(fractions[v])) for v in w.node_list if np.isfinite(fractions[v]).all()})
-        for k in used:
+        for k in _colored_classes(w, fractions, mix_drawn):
             traces.append(_scatter(x=[None], y=[None], mode="markers", name=w.names[k], hoverinfo="skip",
                                    marker=dict(size=11, symbol="square", color=style.class_color(k))))
     if colorbar is not None:
@@ -391,19 +416,20 @@ def tree_figure(tree: Tree, *, X: Any = None, y: Any = None, stats: NodeStats | 
         traces.append(_scatter(x=hx, y=hy, mode="lines", name="sample path", hoverinfo="skip",
                                line=dict(color=style.HIGHLIGHT, width=5), opacity=0.95, showlegend=True))
     msize = float(np.clip(30 - 3 * np.log2(m + 1), 7, 20))
-    node_trace = len(traces)
-    traces.append(_node_trace(w, colors, on_path, msize))
     selected = options.selected
     if selected is not None and int(selected) in shown:
         sx, sy = pos[int(selected)]
+        # a ring close around the marker (RING_GAP px outside it), inside the distance at which plotly
+        # writes the node's id, and drawn under the nodes' trace, whose ids it never covers
         traces.append(_scatter(x=[sx], y=[sy], mode="markers", name="selected", hoverinfo="skip",
-                               marker=dict(size=msize + 14, symbol="circle-open", color=style.INK,
-                                           line=dict(width=3, color=style.INK)), showlegend=False))
-    traces += _legend_traces(w, mode, fractions, colorbar)
-
+                               marker=dict(size=msize + 2 * RING_GAP, symbol="circle-open", color=style.INK,
+                                           line=dict(width=RING_WIDTH, color=style.INK)), showlegend=False))
+    node_trace = len(traces)
+    traces.append(_node_trace(w, colors, on_path, msize))
     # class-mix bars and leaf labels
     mix_wanted = mode == "class" and options.show_mix and fractions is not None
     shapes = _mix_shapes(node_list, fractions, w.dashed, pos, msize) if mix_wanted and m <= MAX_MIX_NODES else []
+    traces += _legend_traces(w, mode, fractions, colorbar, mix_drawn=bool(shapes))
     leaves = [v for v, leaf in zip(node_list, w.is_leaf) if leaf]
     annotations = []
     if len(leaves) <= MAX_LABEL_LEAVES:
@@ -411,8 +437,7 @@ def tree_figure(tree: Tree, *, X: Any = None, y: Any = None, stats: NodeStats | 
 
     levels = int(-w.ny.min()) + 1 if m else 1
     # the family's own name comes from the caller (plots read no registry); the key is the fallback
-    family = style.plot_text(options.family_label or tree.family)
-    title = f"{family + ' tree' if family else 'Tree'} · depth {tree.max_depth}"
+    title = f"{tree_title(options.family_label or tree.family)} · depth {tree.max_depth}"
     fig = go.Figure(data=traces)
     style.apply_style(fig, title=title, subtitle=_subtitle(w, options, mode, mix_wanted, len(leaves)),
                       height=options.height or int(np.clip(140 + 95 * levels, 380, 900)))
