@@ -169,7 +169,10 @@ def test_callbacks_see_every_mu_step(X):
             seen.append(("step", kwargs["record"]["step"]))
 
     TreeEmbedding(**{**SMALL, "n_mu": 2}).fit(X, callbacks=[Spy()])
-    assert seen == [("begin", 3), ("step", 0), ("step", 1), ("step", 2)]
+    # one record per μ step (the free embedding, then n_mu steps); the planned total counts work units
+    # (the free embedding's iterations weigh most), not records
+    assert seen[0][0] == "begin" and seen[0][1] > 3
+    assert seen[1:] == [("step", 0), ("step", 1), ("step", 2)]
 
 
 def test_elastic_embedding_runs(X):
