@@ -17,8 +17,9 @@ here (see ``docs/skinny_trees.md``):
 * Regression targets are standardised for training by default (``target_scaling``) and
   predictions put back in the data's units; ``"none"`` trains on the raw targets, as the paper's
   synthetic experiments do.
-* ``max_epochs=None`` ("auto") trains for about 10 000 optimiser steps (between 10 and 300
-  epochs), because the ramp and the ridge shrinkage that remove features run in steps, not epochs.
+* ``max_epochs=None`` ("auto") trains for about 10 000 optimiser steps, or 1 000 per class when
+  that is more (between 10 and 300 epochs), because the ramp and the ridge shrinkage that remove
+  features run in steps, not epochs.
 * ``min_features`` (default 1) keeps the largest rows when the prox would remove every feature;
   0 is the paper's operator, which can leave a constant model.
 * Predictions use only the selected features (a zero row contributes nothing), computed in
@@ -49,16 +50,19 @@ from models.skinny.fused import Trials, train, trial_data, unpack
 from models.skinny.train import Data, Schedule, fit_ensemble
 from models.targets import MultiOutputRegression
 
-#: Optimiser steps that ``max_epochs=None`` aims for.
-AUTO_STEPS = 10_000
+#: Optimiser steps that ``max_epochs=None`` aims for, or per output (class) when that is more: on
+#: letter (26 classes) 10 000 steps reached 0.83 test accuracy (CART: 0.865), three times as many 0.90.
+AUTO_STEPS, AUTO_STEPS_PER_OUTPUT = 10_000, 1_000
 #: Bounds on the epochs of ``max_epochs=None``.
 AUTO_EPOCHS = (10, 300)
 
 
-def auto_epochs(n_rows: int, batch_size: int) -> int:
-    """Epochs for about :data:`AUTO_STEPS` optimiser steps, between 10 and 300."""
+def auto_epochs(n_rows: int, batch_size: int, n_outputs: int = 1) -> int:
+    """Epochs for about :data:`AUTO_STEPS` optimiser steps (:data:`AUTO_STEPS_PER_OUTPUT` per output
+    when that is more), between 10 and 300."""
     steps_per_epoch = max(1, math.ceil(n_rows / max(1, batch_size)))
-    return int(min(AUTO_EPOCHS[1], max(AUTO_EPOCHS[0], math.ceil(AUTO_STEPS / steps_per_epoch))))
+    steps = max(AUTO_STEPS, AUTO_STEPS_PER_OUTPUT * int(n_outputs))
+    return int(min(AUTO_EPOCHS[1], max(AUTO_EPOCHS[0], math.ceil(steps / steps_per_epoch))))
 
 
 @dataclass
@@ -179,8 +183,7 @@ class _SkinnyTreesBase(TreeEstimator):
 
     # ------------------------------------------------------------------ training
     def _schedule(self, n_features: int, lambda0: float | None = None) -> Schedule:
-        """The penalty for ``n_features`` inputs (p), with ``lambda0`` in place of the parameter
-        (an "auto" λ0 passes each value of its path)."""
+        """The penalty for ``n_features`` inputs (p), with ``lambda0`` for the parameter if given."""
         nodes = int(self.n_trees) * (2 ** int(self.depth) - 1)
         lambda0 = self.lambda0 if lambda0 is None else lambda0
         if lambda0 is None:
@@ -209,7 +212,8 @@ class _SkinnyTreesBase(TreeEstimator):
                                  activation=self.activation, width=float(self.smoothstep_width),
                                  generator=generator).to(device)
 
-        epochs = auto_epochs(X.shape[0], int(self.batch_size)) if self.max_epochs is None else int(self.max_epochs)
+        epochs = (auto_epochs(X.shape[0], int(self.batch_size), n_outputs) if self.max_epochs is None
+                  else int(self.max_epochs))
         self.lambda0_path_ = self.lambda0_selected_on_ = None
         if self.lambda0 is None:  # "auto": a λ0 path, the largest λ0 that keeps the validation score
             self._fit_path(model, generator, X, Y, W, eval_set, n_outputs, validation, callbacks, epochs, device)
@@ -267,8 +271,7 @@ class _SkinnyTreesBase(TreeEstimator):
                            model.bias.detach().cpu().double().numpy(), model.leaves.detach().cpu().double().numpy())
 
     def _drop_constant_columns(self, X: np.ndarray, eval_set: Any) -> tuple[np.ndarray, Any]:
-        """X and the validation set without the columns constant over the training rows
-        (:func:`models.skinny.auto.varying_columns`)."""
+        """X and the validation set without the training rows' constant columns (``varying_columns``)."""
         self._columns = varying_columns(X)
         self.constant_features_ = np.setdiff1d(np.arange(X.shape[1]), self._columns)
         if self._columns.size == X.shape[1]:
@@ -404,10 +407,8 @@ class _SkinnyTreesBase(TreeEstimator):
 
     def _notes(self) -> list[str]:
         p, k = self.n_features_in_, int(self.selected_features_.size)
-        notes = [f"{k} of {p} features selected: every node of every tree uses only these (the others' weights "
-                 "are exactly zero in all trees)."]
-        notes += selection_notes(self)
-        return notes
+        return [f"{k} of {p} features selected: every node of every tree uses only these (the others' weights "
+                "are exactly zero in all trees).", *selection_notes(self)]
 
     # ------------------------------------------------------------------ model files
     def _get_model_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -464,7 +465,7 @@ class SkinnyTreesClassifier(ClassifierMixin, _SkinnyTreesBase):
     learning_rate, batch_size : float, int
         Plain SGD (no momentum) with a constant learning rate.
     max_epochs : int or None
-        Epochs; None gives about 10 000 optimiser steps (10 to 300 epochs).
+        Epochs; None gives about 10 000 optimiser steps, or 1 000 per class (10 to 300 epochs).
     device : "auto", "cpu" or "cuda"; random_state : int
 
     Attributes
@@ -478,8 +479,7 @@ class SkinnyTreesClassifier(ClassifierMixin, _SkinnyTreesBase):
     lambda0_ : float
         The λ0 used (the parameter, or the one an "auto" λ0 chose).
     lambda0_path_ : list of dict or None
-        With an "auto" λ0, every value tried: ``ratio``, ``lambda0``, ``n_features``, ``val_score``,
-        ``val_loss``.
+        With an "auto" λ0, each value tried (ratio, λ0, features kept, validation numbers).
     history_ : list of dict
         Per epoch: ``loss`` (training, with the ridge term), ``n_features``, ``lambda0``,
         ``threshold`` and, with ``eval_set``, ``val_loss`` and ``val_score`` (accuracy).

@@ -72,7 +72,8 @@ SKINNY = Family(
         Param("batch_size", "int", 16, "Rows per SGD step (and per prox step).", low=1, high=1_000_000),
         Param("max_epochs", "int", None,
               "Passes over the training data (no early stopping, as in the paper). Auto: about 10 000 "
-              "optimiser steps, between 10 and 300 epochs.", low=1, high=100_000, optional_label="auto"),
+              "optimiser steps (1 000 per class when that is more), between 10 and 300 epochs.", low=1,
+              high=100_000, optional_label="auto"),
         Param("activation", "choice", "sigmoid",
               "Routing function: the logistic sigmoid (the authors' code) or the smooth-step, which is exactly "
               "0 or 1 beyond ±γ_ss/2.", choices=("sigmoid", "smoothstep"), advanced=True),
