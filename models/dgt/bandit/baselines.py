@@ -36,6 +36,7 @@ class _LinearBandit(BanditFit, BaseEstimator):
     _begin_training = TreeEstimator._begin_training
     _record = TreeEstimator._record
     _cancel_requested = TreeEstimator._cancel_requested
+    _progress = TreeEstimator._progress
     _end_training = TreeEstimator._end_training
     _set_feature_names = TreeEstimator._set_feature_names
 
