@@ -29,6 +29,8 @@ What a Family holds:
   feature-budget search samples; the Features page is offered for it;
 * ``test_params``: small settings under which the contract test (``tests/test_contract.py``,
   scikit-learn's estimator checks among others) runs every estimator quickly;
+* ``onnx``: per task, the ``"module:function"`` that writes the fitted model's ONNX graph
+  (:mod:`models.onnx`); a task without one is refused by the export with a sentence;
 * ``cost``: how long a fit takes, as arithmetic over the family's own loop counts
   (:mod:`models.cost`), so the Train page can warn before a minutes-long fit; None for no estimate.
 
@@ -349,6 +351,8 @@ class Family:
     views: tuple[str, ...] = ()
     comparisons: tuple[Comparison, ...] = ()
     feature_selection: FeatureSelection | None = None
+    #: task -> ``"module:function"`` writing the fitted model's ONNX graph (models.onnx); none: refused
+    onnx: Mapping[str, str] = field(default_factory=dict)
     test_params: Mapping[str, Any] = field(default_factory=dict)
     order: int = 100  # position in family lists (smaller first)
     #: ``cost(params, n_rows, n_features) -> models.cost.TimeEstimate``: the fit's seconds, from the
@@ -374,6 +378,9 @@ class Family:
             per_task = [p.name for p in self.params if p.applies_to(task)]
             if len(per_task) != len(set(per_task)):
                 raise ValueError(f"Family {self.key}: a parameter is declared twice for {task}.")
+        if set(self.onnx) - set(self.estimators) or not all(":" in ref for ref in self.onnx.values()):
+            raise ValueError(f"Family {self.key}: its ONNX converters name an unknown task or are not "
+                             "'module:function' references.")
         if self.lambda_path is not None and self.lambda_path.param not in names:
             raise ValueError(f"Family {self.key}: the λ path sweeps an unknown parameter.")
         if self.feature_selection is not None and set(self.feature_selection.search) - set(names):

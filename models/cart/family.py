@@ -21,6 +21,11 @@ CART = Family(
         "Greedy axis-aligned decision tree from scikit-learn: the baseline every optimisation-based "
         "tree is compared with. Each split tests one feature against a threshold."
     ),
+    # the ONNX graph of each task's fitted models (models.onnx)
+    onnx={
+        "classification": "models.onnx.families:cart_classifier",
+        "regression": "models.onnx.families:tree_regressor",
+    },
     estimators={
         "classification": "models.cart.estimators:CARTClassifier",
         "regression": "models.cart.estimators:CARTRegressor",

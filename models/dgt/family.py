@@ -101,6 +101,8 @@ DGT = Family(
         "that collapse into one hyperplane per node."
     ),
     paper=PAPER,
+    # the ONNX graph of each task's fitted models (models.onnx)
+    onnx={"classification": "models.onnx.families:dgt_classifier", "regression": "models.onnx.families:dgt_regressor"},
     estimators={
         "classification": "models.dgt.estimators:DGTClassifier",
         "regression": "models.dgt.estimators:DGTRegressor",
@@ -127,6 +129,11 @@ DGT_FOREST = Family(
                  "10 plain trees (L = 1) so that a forest trains in a minute; the paper used 30 trees of height 8 "
                  "with L = 3."),
     paper=PAPER,
+    # the ONNX graph of each task's fitted models (models.onnx)
+    onnx={
+        "classification": "models.onnx.families:dgt_forest_classifier",
+        "regression": "models.onnx.families:dgt_forest_regressor",
+    },
     estimators={
         "classification": "models.dgt.forest:DGTForestClassifier",
         "regression": "models.dgt.forest:DGTForestRegressor",
@@ -163,6 +170,8 @@ DGT_BANDIT = Family(
         "this on the training set: the labels stay with an oracle that counts the loss queries."
     ),
     paper=PAPER,
+    # the ONNX graph of each task's fitted models (models.onnx)
+    onnx={"classification": "models.onnx.families:dgt_classifier", "regression": "models.onnx.families:dgt_regressor"},
     estimators={
         "classification": "models.dgt.bandit.trees:DGTBanditClassifier",
         "regression": "models.dgt.bandit.trees:DGTBanditRegressor",

@@ -35,6 +35,8 @@ TREE_EMBEDDING = Family(
         "μ. New points are mapped through the tree. Runs on any data set; classes only colour the map."
     ),
     paper="Zharmagambetov, Learning Tree-Based Models with Manifold Regularization (PhD thesis, 2022), ch. 4",
+    # the ONNX graph of each task's fitted models (models.onnx)
+    onnx={"embedding": "models.onnx.families:embedding"},
     estimators={"embedding": "models.embedding.tree_embedding:TreeEmbedding"},
     params=(
         Param("method", "choice", "tsne", "Embedding objective: t-SNE's KL divergence or the elastic embedding (EE).",

@@ -22,6 +22,11 @@ LAPTAO = Family(
         "steps and TAO tree steps under a growing penalty μ. Set the labelled fraction to hide labels."
     ),
     paper="Zharmagambetov, Learning Tree-Based Models with Manifold Regularization (PhD thesis, 2022), ch. 3",
+    # the ONNX graph of each task's fitted models (models.onnx)
+    onnx={
+        "classification": "models.onnx.families:laptao_classifier",
+        "regression": "models.onnx.families:tao_regressor",
+    },
     estimators={
         "classification": "models.laptao.estimators:LapTAOClassifier",
         "regression": "models.laptao.estimators:LapTAORegressor",

@@ -32,6 +32,12 @@ LATENT = Family(
         "predictor on [x; z]. Larger pruning strength λ switches off more nodes."
     ),
     paper="Learning Binary Decision Trees by Argmin Differentiation (ICML 2021)",
+    # the ONNX graph of each task's fitted models (models.onnx)
+    onnx={
+        "classification": "models.onnx.latent:classifier",
+        "regression": "models.onnx.latent:regressor",
+        "clustering": "models.onnx.latent:clustering",
+    },
     estimators={
         "classification": "models.latent.estimators:LatentTreeClassifier",
         "regression": "models.latent.estimators:LatentTreeRegressor",

@@ -1,4 +1,6 @@
-"""Which graph each family's fitted estimators get: one converter per (family key, task).
+"""The ONNX converters of the families' fitted estimators. Each family declares which converter each of
+its tasks gets (``Family.onnx``: task -> ``"models.onnx.families:cart_classifier"``, in its
+``family.py``), so a new family adds its line there and nothing here dispatches on family keys.
 
 The family and the task come from the registry (:func:`models.registry.registered_class`), so a
 user's subclass of an estimator is exported as the estimator it derives from, and no family
@@ -25,11 +27,12 @@ from typing import Any
 import numpy as np
 
 from models.ground.errors import TreevizError
-from models.onnx import latent, outputs, skinny
+from models.onnx import outputs
 from models.onnx.graph import Graph
 from models.onnx.outputs import Output
 from models.onnx.trees import HardTree, tree_outputs
-from models.registry import registered_class
+from models.registry import get_family, registered_class
+from models.schema import resolve_ref
 
 Converter = Callable[[Any, Graph, str], dict[str, Output]]
 
@@ -40,20 +43,20 @@ def _leaf_classifier(model: Any, g: Graph, x: str, tree: HardTree) -> dict[str, 
     return outputs.classifier(g, model.classes_, outputs.argmax(g, proba), proba)
 
 
-def _cart_classifier(model: Any, g: Graph, x: str) -> dict[str, Output]:
+def cart_classifier(model: Any, g: Graph, x: str) -> dict[str, Output]:
     return _leaf_classifier(model, g, x, HardTree.from_tree(model.to_tree()))
 
 
-def _tree_regressor(model: Any, g: Graph, x: str) -> dict[str, Output]:
+def tree_regressor(model: Any, g: Graph, x: str) -> dict[str, Output]:
     tree = HardTree.from_tree(model.to_tree())
     return outputs.regression(g, model, tree_outputs(g, x, tree), tree.n_outputs)
 
 
-def _dgt_classifier(model: Any, g: Graph, x: str) -> dict[str, Output]:
+def dgt_classifier(model: Any, g: Graph, x: str) -> dict[str, Output]:
     return _leaf_classifier(model, g, x, HardTree.from_tree(model.tree_))
 
 
-def _dgt_regressor(model: Any, g: Graph, x: str) -> dict[str, Output]:
+def dgt_regressor(model: Any, g: Graph, x: str) -> dict[str, Output]:
     tree = HardTree.from_tree(model.tree_)
     return outputs.regression(g, model, tree_outputs(g, x, tree), tree.n_outputs)
 
@@ -63,19 +66,19 @@ def _tao_probabilities(g: Graph, tree: HardTree, scores: str) -> str:
     return scores if tree.leaf_weight is None else outputs.softmax(g, scores)
 
 
-def _tao_classifier(model: Any, g: Graph, x: str) -> dict[str, Output]:
+def tao_classifier(model: Any, g: Graph, x: str) -> dict[str, Output]:
     """``predict`` is the argmax of the leaf scores, ``predict_proba`` their class probabilities."""
     tree = HardTree.from_tao(model.tao_tree_)
     scores = tree_outputs(g, x, tree)
     return outputs.classifier(g, model.classes_, outputs.argmax(g, scores), _tao_probabilities(g, tree, scores))
 
 
-def _tao_regressor(model: Any, g: Graph, x: str) -> dict[str, Output]:
+def tao_regressor(model: Any, g: Graph, x: str) -> dict[str, Output]:
     tree = HardTree.from_tao(model.tao_tree_)
     return outputs.regression(g, model, tree_outputs(g, x, tree), tree.n_outputs)
 
 
-def _tao_forest_classifier(model: Any, g: Graph, x: str) -> dict[str, Output]:
+def tao_forest_classifier(model: Any, g: Graph, x: str) -> dict[str, Output]:
     """Constant leaves: each tree votes for its argmax and the probabilities are the vote fractions;
     otherwise the mean of the trees' probabilities. The label is the probabilities' argmax."""
     trees = [HardTree.from_tao(t) for t in model.trees_]
@@ -87,12 +90,12 @@ def _tao_forest_classifier(model: Any, g: Graph, x: str) -> dict[str, Output]:
     return outputs.classifier(g, model.classes_, outputs.argmax(g, proba), proba)
 
 
-def _tao_forest_regressor(model: Any, g: Graph, x: str) -> dict[str, Output]:
+def tao_forest_regressor(model: Any, g: Graph, x: str) -> dict[str, Output]:
     trees = [HardTree.from_tao(t) for t in model.trees_]
     return outputs.regression(g, model, outputs.mean(g, [tree_outputs(g, x, t) for t in trees]), trees[0].n_outputs)
 
 
-def _dgt_forest_classifier(model: Any, g: Graph, x: str) -> dict[str, Output]:
+def dgt_forest_classifier(model: Any, g: Graph, x: str) -> dict[str, Output]:
     """Each tree votes for the argmax of its leaf values; probabilities are the vote fractions and the
     label the class with most votes (ties to the smaller class index)."""
     votes = [outputs.argmax(g, tree_outputs(g, x, HardTree.from_tree(est.tree_))) for est in model.estimators_]
@@ -100,12 +103,12 @@ def _dgt_forest_classifier(model: Any, g: Graph, x: str) -> dict[str, Output]:
     return outputs.classifier(g, model.classes_, outputs.argmax(g, proba), proba)
 
 
-def _dgt_forest_regressor(model: Any, g: Graph, x: str) -> dict[str, Output]:
+def dgt_forest_regressor(model: Any, g: Graph, x: str) -> dict[str, Output]:
     trees = [HardTree.from_tree(est.tree_) for est in model.estimators_]
     return outputs.regression(g, model, outputs.mean(g, [tree_outputs(g, x, t) for t in trees]), trees[0].n_outputs)
 
 
-def _laptao_classifier(model: Any, g: Graph, x: str) -> dict[str, Output]:
+def laptao_classifier(model: Any, g: Graph, x: str) -> dict[str, Output]:
     """``predict``: the argmax of the leaf's class scores; ``predict_proba``: the scores clipped at 0
     and renormalised, uniform where no score is positive."""
     scores = tree_outputs(g, x, HardTree.from_tao(model.tao_tree_))
@@ -119,35 +122,10 @@ def _laptao_classifier(model: Any, g: Graph, x: str) -> dict[str, Output]:
     return outputs.classifier(g, model.classes_, outputs.argmax(g, scores), proba)
 
 
-def _embedding(model: Any, g: Graph, x: str) -> dict[str, Output]:
+def embedding(model: Any, g: Graph, x: str) -> dict[str, Output]:
     """``transform``: the TAO tree's leaf outputs (the embedding's coordinates)."""
     tree = HardTree.from_tao(model.tao_tree_)
     return {"embedding": Output(tree_outputs(g, x, tree), np.float64, [None, tree.n_outputs])}
-
-
-#: (family key, task) → converter.
-CONVERTERS: dict[tuple[str, str], Converter] = {
-    ("cart", "classification"): _cart_classifier,
-    ("cart", "regression"): _tree_regressor,
-    ("tao", "classification"): _tao_classifier,
-    ("tao", "regression"): _tao_regressor,
-    ("tao_forest", "classification"): _tao_forest_classifier,
-    ("tao_forest", "regression"): _tao_forest_regressor,
-    ("dgt", "classification"): _dgt_classifier,
-    ("dgt", "regression"): _dgt_regressor,
-    ("dgt_forest", "classification"): _dgt_forest_classifier,
-    ("dgt_forest", "regression"): _dgt_forest_regressor,
-    ("dgt_bandit", "classification"): _dgt_classifier,
-    ("dgt_bandit", "regression"): _dgt_regressor,
-    ("skinny", "classification"): skinny.classifier,
-    ("skinny", "regression"): skinny.regressor,
-    ("latent", "classification"): latent.classifier,
-    ("latent", "regression"): latent.regressor,
-    ("latent", "clustering"): latent.clustering,
-    ("laptao", "classification"): _laptao_classifier,
-    ("laptao", "regression"): _tao_regressor,
-    ("tree_embedding", "embedding"): _embedding,
-}
 
 
 def family_and_task(model: Any) -> tuple[str, str, str]:
@@ -166,8 +144,8 @@ def family_and_task(model: Any) -> tuple[str, str, str]:
 def converter(model: Any) -> Converter:
     """The converter of ``model``'s family and task, or a sentence saying why there is none."""
     key, label, task = family_and_task(model)
-    found = CONVERTERS.get((key, task))
-    if found is None:
+    ref = get_family(key).onnx.get(task)
+    if ref is None:
         raise TreevizError(f"The {label} family's {task} models cannot be exported to ONNX: treeviz has no exact "
                            "graph for them. Export its rules as Python or SQL, or save the model file instead.")
-    return found
+    return resolve_ref(ref)

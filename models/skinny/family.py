@@ -41,6 +41,8 @@ SKINNY = Family(
         "Whole features are removed during training; larger λ0 keeps fewer."
     ),
     paper="End-to-end Feature Selection Approach for Learning Skinny Trees (AISTATS 2024)",
+    # the ONNX graph of each task's fitted models (models.onnx)
+    onnx={"classification": "models.onnx.skinny:classifier", "regression": "models.onnx.skinny:regressor"},
     estimators={
         "classification": "models.skinny.estimators:SkinnyTreesClassifier",
         "regression": "models.skinny.estimators:SkinnyTreesRegressor",

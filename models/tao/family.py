@@ -75,6 +75,8 @@ TAO = Family(
         "penalty λ zeroes weights and prunes whole branches."
     ),
     paper=_PAPER,
+    # the ONNX graph of each task's fitted models (models.onnx)
+    onnx={"classification": "models.onnx.families:tao_classifier", "regression": "models.onnx.families:tao_regressor"},
     estimators={
         "classification": "models.tao.estimators:TAOClassifier",
         "regression": "models.tao.estimators:TAORegressor",
@@ -123,6 +125,11 @@ TAO_FOREST = Family(
         "leaves vote (TAO-c), linear leaves average probabilities (TAO-l)."
     ),
     paper=_PAPER,
+    # the ONNX graph of each task's fitted models (models.onnx)
+    onnx={
+        "classification": "models.onnx.families:tao_forest_classifier",
+        "regression": "models.onnx.families:tao_forest_regressor",
+    },
     estimators={
         "classification": "models.tao.forest:TAOForestClassifier",
         "regression": "models.tao.forest:TAOForestRegressor",
