@@ -234,6 +234,28 @@ def load_parts(path_or_bytes: str | os.PathLike | bytes) -> tuple[Any, Preproces
     return estimator, preprocessing
 
 
+def _split_preprocessing(config: dict[str, Any], arrays: dict[str, np.ndarray]
+                         ) -> tuple[PreprocessingState | None, dict[str, np.ndarray]]:
+    """The preprocessing a model file carries (None when its config has none), and the estimator's arrays."""
+    prep = {k[len(PREPROCESSING_PREFIX):]: v for k, v in arrays.items() if k.startswith(PREPROCESSING_PREFIX)}
+    rest = {k: v for k, v in arrays.items() if not k.startswith(PREPROCESSING_PREFIX)}
+    state = config["preprocessing"] if isinstance(config.get("preprocessing"), dict) else None
+    return (None if state is None else (state, prep)), rest
+
+
+def preprocessing_of(files: dict[str, bytes]) -> PreprocessingState | None:
+    """Only the preprocessing of a model file's two files (None when it carries none), without building
+    the estimator: for a run whose model was checked when it was stored."""
+    config = json.loads(files[CONFIG_NAME].decode("utf-8"))
+    if not isinstance(config, dict) or "preprocessing" not in config:
+        return None
+    try:
+        arrays = load(files[WEIGHTS_NAME])
+    except (SafetensorError, ValueError, OSError) as err:
+        raise TreevizError(f"The model's weights file is damaged ({err}).") from err
+    return _split_preprocessing(config, arrays)[0]
+
+
 def _load(files: dict[str, bytes]) -> tuple[Any, PreprocessingState | None]:
     try:
         config = json.loads(files[CONFIG_NAME].decode("utf-8"))
@@ -254,9 +276,7 @@ def _load(files: dict[str, bytes]) -> tuple[Any, PreprocessingState | None]:
         arrays = load(files[WEIGHTS_NAME])
     except (SafetensorError, ValueError, OSError) as err:
         raise TreevizError(f"The model's weights file is damaged ({err}).") from err
-    prep_arrays = {k[len(PREPROCESSING_PREFIX):]: v for k, v in arrays.items() if k.startswith(PREPROCESSING_PREFIX)}
-    arrays = {k: v for k, v in arrays.items() if not k.startswith(PREPROCESSING_PREFIX)}
-    preprocessing = None if "preprocessing" not in config else (config["preprocessing"], prep_arrays)
+    preprocessing, arrays = _split_preprocessing(config, arrays)
     estimator = cls(**params)
     try:
         estimator._restore_state(config.get("learned", {}), arrays)

@@ -14,7 +14,7 @@ from models.ground.errors import TreevizError
 from treeviz.cli.common import OK, PROG, note, open_store, read_model_bytes, read_table_file, write_output
 from treeviz.services.data import Dataset, prepare
 from treeviz.services.data.dataset import ARRAYS, DATASET_JSON
-from treeviz.services.data.pipeline import Pipeline, load_model
+from treeviz.services.data.pipeline import Pipeline, load_model, pipeline_parts
 from treeviz.services.data.upload import ENCODINGS
 from treeviz.services.store.archive import DATASET_PREFIX, read_run_zip, run_preprocessing
 from treeviz.services.store.files import RUN_JSON
@@ -27,7 +27,6 @@ from treeviz.services.views.predict import (  # noqa: F401 - spreadsheet_safe an
     predict_table,
     predictions_csv,
     spreadsheet_safe,
-    steps,
 )
 
 #: The command's one-line help, also the first line of its ``--help``.
@@ -77,7 +76,7 @@ def load_predictor(spec: str, args: argparse.Namespace) -> tuple[Any, Any, str]:
     rebuilt from its data (a run zip's data set inside), and a plain model file has none (None).
     """
     model, prep, what = _predictor(spec, args)
-    return (*steps(model, prep), what)
+    return (*pipeline_parts(model, prep), what)
 
 
 def _predictor(spec: str, args: argparse.Namespace) -> tuple[Any, Any, str]:

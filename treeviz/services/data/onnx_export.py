@@ -31,16 +31,8 @@ from models.ground.errors import TreevizError
 from models.onnx import estimator_outputs, to_onnx
 from models.onnx.graph import ML, Graph
 from treeviz.services.data.encoding import MISSING_LEVEL
-from treeviz.services.data.pipeline import Pipeline, Preprocessing
+from treeviz.services.data.pipeline import Preprocessing, pipeline_parts
 from treeviz.services.data.preprocess import PreparedData
-
-
-def _steps(model: Any, prepared: PreparedData | Preprocessing | None) -> tuple[Any, Preprocessing | None]:
-    if isinstance(model, Pipeline):
-        return model.model, model.preprocessing
-    if isinstance(prepared, PreparedData):
-        return model, Preprocessing.from_prepared(prepared)
-    return model, prepared
 
 
 def _check(steps: Preprocessing) -> None:
@@ -105,7 +97,7 @@ def _front(g: Graph, steps: Preprocessing) -> str:
 
 def onnx_model(model: Any, *, prepared: PreparedData | Preprocessing | None = None) -> Any:
     """The ``onnx.ModelProto`` of :func:`export_onnx`."""
-    estimator, steps = _steps(model, prepared)
+    estimator, steps = pipeline_parts(model, prepared)
     if steps is None:  # the estimator alone: one input X, its features
         return to_onnx(estimator)
     g = Graph()
@@ -172,7 +164,7 @@ def onnx_feed(df: pd.DataFrame, model: Any, *, prepared: PreparedData | Preproce
               ) -> dict[str, np.ndarray]:
     """The inputs of the exported graph for the rows of ``df``: each column the model reads, numbers as
     float64 (NaN where empty) and text as strings (the empty string where empty)."""
-    _, steps = _steps(model, prepared)
+    _, steps = pipeline_parts(model, prepared)
     if steps is None:
         raise TreevizError("This model has no preprocessing: its ONNX graph takes one input 'X', the features.")
     feed = {}

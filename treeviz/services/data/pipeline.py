@@ -382,6 +382,17 @@ class Pipeline:
         return self.model.transform(self.features(df))
 
 
+def pipeline_parts(model: Any, prepared: PreparedData | Preprocessing | None = None
+                   ) -> tuple[Any, Preprocessing | None]:
+    """The estimator and the fitted preprocessing that feeds it: a :class:`Pipeline`'s own, else
+    ``prepared``'s (a run's prepared data, or the steps themselves); None when there is none."""
+    if isinstance(model, Pipeline):
+        return model.model, model.preprocessing
+    if isinstance(prepared, PreparedData):
+        return model, Preprocessing.from_prepared(prepared)
+    return model, prepared
+
+
 def save_model(model: Any, path: str | os.PathLike, *, prepared: PreparedData | None = None,
                context: dict[str, Any] | None = None) -> str:
     """Write a model file: ``model`` (an estimator or a :class:`Pipeline`) to a ``.zip`` or a folder.
@@ -390,9 +401,9 @@ def save_model(model: Any, path: str | os.PathLike, *, prepared: PreparedData | 
     predicts from a table's original columns (:func:`load_model` gives a :class:`Pipeline`).
     JSON and safetensors only, never pickle.
     """
-    preprocessing = None if prepared is None else Preprocessing.from_prepared(prepared)
-    if isinstance(model, Pipeline):
-        preprocessing, model = preprocessing or model.preprocessing, model.model
+    if isinstance(model, Pipeline) and prepared is None:
+        prepared = model.preprocessing
+    model, preprocessing = pipeline_parts(model.model if isinstance(model, Pipeline) else model, prepared)
     state = None if preprocessing is None else preprocessing.to_state()
     return persist.save_model(model, path, context=context, preprocessing=state)
 

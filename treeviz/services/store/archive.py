@@ -26,7 +26,7 @@ from typing import Any
 
 from models.ground.errors import TreevizError
 from models.ground.jsonio import dumps_json, jsonable
-from models.persist import load_model, load_parts, model_bytes, read_member, zip_bytes
+from models.persist import load_model, model_bytes, preprocessing_of, read_member, zip_bytes
 from models.schema import ANY_DATA_TASKS
 from treeviz.services.data.dataset import ARRAYS, DATASET_JSON, Dataset
 from treeviz.services.data.onnx_export import export_onnx
@@ -71,8 +71,7 @@ def export_zip(store: RunStore, run_id: str, *, include_dataset: bool = True) ->
 def run_preprocessing(store: RunStore, run_id: str) -> Preprocessing:
     """The fitted preprocessing of the run: the one its model file carries, or, for a run saved before
     model files carried it, rebuilt from its data (:meth:`RunStore.load_prepared`)."""
-    files = store.run_files(run_id)
-    state = load_parts(zip_bytes({CONFIG_JSON: files[CONFIG_JSON], WEIGHTS: files[WEIGHTS]}))[1]
+    state = preprocessing_of(store.run_files(run_id))
     if state is not None:
         return Preprocessing.from_state(*state)
     return Preprocessing.from_prepared(store.load_prepared(run_id))
@@ -80,11 +79,15 @@ def run_preprocessing(store: RunStore, run_id: str) -> Preprocessing:
 
 def model_file(store: RunStore, run_id: str) -> bytes:
     """The run's model file (a zip): the estimator and its fitted preprocessing, which
-    :func:`treeviz.services.data.pipeline.load_model` opens as a Pipeline anywhere, with no run store."""
+    :func:`treeviz.services.data.pipeline.load_model` opens as a Pipeline anywhere, with no run store.
+    A run folder is that file already; one saved before model files carried the preprocessing gets it
+    rebuilt from its data."""
     files = store.run_files(run_id)
-    model, state = load_parts(zip_bytes({CONFIG_JSON: files[CONFIG_JSON], WEIGHTS: files[WEIGHTS]}))
-    if state is None:  # a run from before model files carried the preprocessing
-        state = Preprocessing.from_prepared(store.load_prepared(run_id)).to_state()
+    model_files = {CONFIG_JSON: files[CONFIG_JSON], WEIGHTS: files[WEIGHTS]}
+    if preprocessing_of(model_files) is not None:
+        return zip_bytes(model_files)
+    model = load_model(zip_bytes(model_files))
+    state = Preprocessing.from_prepared(store.load_prepared(run_id)).to_state()
     return zip_bytes(model_bytes(model, context=dict(getattr(model, "model_context_", {})), preprocessing=state))
 
 

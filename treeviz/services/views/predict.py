@@ -25,7 +25,7 @@ from models.ground.errors import TreevizError
 from models.registry import get_family
 from treeviz.services.data import PreparedData
 from treeviz.services.data.encoding import table_to_features
-from treeviz.services.data.pipeline import Pipeline, Preprocessing
+from treeviz.services.data.pipeline import Preprocessing, pipeline_parts
 
 #: What preprocesses a table's rows for a model: a run's prepared data, the fitted steps, or none.
 Prep = PreparedData | Preprocessing | None
@@ -105,16 +105,6 @@ def default_id_column(columns: Sequence[Any]) -> str | None:
     return next((str(c) for c, n in zip(columns, names) if n.endswith("_id")), None)
 
 
-def steps(model: Any, prepared: Prep) -> tuple[Any, Preprocessing | None]:
-    """The estimator and the fitted preprocessing that feeds it: a :class:`Pipeline`'s own, or the
-    preprocessing of ``prepared``."""
-    if isinstance(model, Pipeline):
-        return model.model, model.preprocessing
-    if isinstance(prepared, PreparedData):
-        return model, Preprocessing.from_prepared(prepared)
-    return model, prepared
-
-
 def _may_feed(column: str, model: Any, prep: Preprocessing | None) -> bool:
     """Whether ``column`` may be read for a feature: one of that name, a one-hot level (``column=level``),
     a date part (``column (year)``) or the column a recorded feature source names."""
@@ -148,7 +138,7 @@ def table_features(df: pd.DataFrame, model: Any, prepared: Prep, *,
     notes : list of str
         Sentences about the input.
     """
-    model, prep = steps(model, prepared)
+    model, prep = pipeline_parts(model, prepared)
     if prep is not None:
         return prep.transform_table(df, name=name)
     X_raw, notes = table_to_features(df, tuple(model.feature_names_), name=name)
@@ -230,7 +220,7 @@ def predict_table(df: pd.DataFrame, model: Any, prepared: Prep, *, keep: Sequenc
     if missing:
         raise TreevizError(f"{name} has no column {', '.join(repr(c) for c in missing)} to keep.")
     # a kept column the model does not read is not "ignored" (the note would say so): leave it out
-    model, prep = steps(model, prepared)
+    model, prep = pipeline_parts(model, prepared)
     unread = [c for c in keep if not _may_feed(c, model, prep)]
     X, notes = table_features(df.drop(columns=unread), model, prep, name=name, what=what)
     frame = pd.DataFrame({c: _kept_column(df[c]) for c in keep})
