@@ -106,7 +106,8 @@ def test_a_callback_can_cancel_training(cancer):
     model = TAOClassifier(depth=3, max_iter=20, tol=0.0, guard="off", init="random", solver="sklearn").fit(
         X, y, callbacks=[StopAfterTwo()])
     assert model.stopped_early_ and len(model.history_) == 2 == model.n_iter_
-    assert events == [("begin", 21), ("iteration", 1), ("iteration", 2), ("end", None)]  # 20 iterations planned, plus the finishing step
+    # 20 iterations planned, plus the finishing step
+    assert events == [("begin", 21), ("iteration", 1), ("iteration", 2), ("end", None)]
     # a usable (pruned, leaf-refitted) model
     assert model.predict(X).shape == y.shape and model.score(X, y) > 0.8
     assert model.to_tree().n_nodes >= 1
