@@ -37,8 +37,6 @@ def rerun_until(at, predicate, timeout: float = TIMEOUT):
 
 
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
-@pytest.mark.xfail(reason="open regression from issue 52's time-left work: the stubbed job never reaches "
-                          "its fifth record on the Train page (five_done times out); to fix first", strict=False)
 def test_the_train_page_shows_the_time_left_then_cancelling_then_cancelled(home, monkeypatch, request):
     now = [1000.0]
     monkeypatch.setattr(jobs, "_now", lambda: now[0])

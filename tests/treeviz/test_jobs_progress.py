@@ -56,6 +56,10 @@ def test_time_left_is_zero_once_the_work_is_done_and_ignores_bursts():
     assert time_left([(0.0, 0.0), (5.0, 4.0), (6.0, 10.0)], 10, 7.0) == 0.0
     # two trees of a forest end together: their burst is no pace; once the wait is as long as the
     # time before it, the pace counts from the start (down to the tree after the one under way)
+    # every report at the start's instant (a coarse clock): the work over the time since sets the pace
+    instant = [(0.0, 0.0), *((0.0, float(k)) for k in range(1, 6))]
+    assert time_left(instant, 10, 20.0) == pytest.approx(20.0)
+    assert time_left(instant, 10, 0.0) is None
     burst = [(0.0, 0.0), (10.0, 1.0), (10.01, 2.0)]
     assert time_left(burst, 10, 10.01) is None
     assert time_left(burst, 10, 21.0) == pytest.approx(7 * 10.01 / 2)

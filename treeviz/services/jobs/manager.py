@@ -92,7 +92,8 @@ def time_left(marks: Sequence[tuple[float, float]], total: float | None, now: fl
     so phases long past do not either. Reports that span little time (one report, or a burst of
     them: :data:`PACE_MIN_SPAN`) tell no pace: the estimate waits, until the wait has lasted as long
     as the time before the first report, and then counts the pace from the start (a one-off cost
-    before the first report would otherwise overstate the time left). The seconds since the last
+    before the first report would otherwise overstate the time left); reports that all came at the
+    start's instant count it from the start to now. The seconds since the last
     report count against the estimate, down to the time of the units after the one under way.
 
     Returns
@@ -114,9 +115,11 @@ def time_left(marks: Sequence[tuple[float, float]], total: float | None, now: fl
     if d_last >= total:
         return 0.0
     t_start, t_first = marks[0][0], marks[1][0]
-    if t_last - t_first < PACE_MIN_SPAN * (t_first - t_start) or len(marks) == 2:
+    if t_last - t_first <= PACE_MIN_SPAN * (t_first - t_start) or len(marks) == 2:
         if now - t_last < t_first - t_start:
             return None
+        if t_last <= t_start:  # every report came at the start's instant: the pace is the work over the time since
+            return (total - d_last) * (now - t_start) / d_last if now > t_start and d_last > 0 else None
         origin = marks[0]
     elif len(marks) - 1 >= RECENT_AFTER:
         cut = t_last - 0.5 * (t_last - t_first)
