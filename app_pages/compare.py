@@ -8,6 +8,7 @@ import streamlit as st
 from treeviz.plots import TreeFigureOptions, class_flow_figure, tree_figure
 from treeviz.services.views.compare import SIZES, groups, pareto_mask, score_of
 from treeviz.ui import state
+from treeviz.ui.ceiling import ceiling_section, with_ceiling
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
 from treeviz.ui.labels import family_index, family_name
@@ -41,6 +42,7 @@ st.caption(f"Ranked by {label} ({'higher' if score is None or score.higher_is_be
            "Nonzero weights and FLOPs count the parameters a prediction touches, a head on top of the tree "
            "included (latent trees; FLOPs: per sample, on the root-to-leaf path, averaged over the training "
            "split); fit time is wall time on the device shown.")
+ceiling = ceiling_section(group, score)  # a reference line, never a run or a tree
 
 # ------------------------------------------------------------------ Pareto fronts
 if score is not None:
@@ -53,8 +55,9 @@ if score is not None:
         points = [{"size": s, "score": v, "family": family_name(r.family), "family_index": family_index(r.family),
                    "name": r.name, "front": bool(f)} for r, s, v, f in zip(group.runs, size, value, front)]
         with user_errors("drawing the Pareto front"):
-            show_figure(state.pareto_figure(points, size_label=SIZES[size_key], score_label=score.label,
-                                            higher_is_better=score.higher_is_better),
+            pareto = state.pareto_figure(points, size_label=SIZES[size_key], score_label=score.label,
+                                         higher_is_better=score.higher_is_better)
+            show_figure(with_ceiling(pareto, ceiling, score),
                         key=f"compare.pareto.{size_key}", name=(group.dataset, "pareto", size_key), where=box)
 
 # ------------------------------------------------------------------ two runs side by side

@@ -21,6 +21,7 @@ from treeviz.ui import state
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
 from treeviz.ui.labels import family_name, run_headline
+from treeviz.ui.node_browser import show_node_rows
 from treeviz.ui.text import md, md_code
 
 NODE = "explorer.node"
@@ -192,6 +193,9 @@ with user_errors("opening the run"):
             w_right.caption("Blue pushes a sample right, red left; white pixels have zero weight. "
                             + ("Weights in the data's own pixel units (σ = 1 for constant pixels)."
                                if in_data_units else "Weights on the model's scaled pixels."))
+
+    if view.n_rows:
+        show_node_rows(record, run_id, part, node, tree_index, len(trees))  # the rows that reach the node
 
     with st.expander("Weights of all decision nodes"):
         show_figure(weights_heatmap(shown), key="explorer.heatmap", name=(record.name, "heatmap"))

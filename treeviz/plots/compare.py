@@ -68,3 +68,22 @@ def pareto_figure(points: Sequence[Mapping[str, Any]], *, size_label: str, score
     fig.update_xaxes(title=size_label, type="log" if log else "linear", **(style.log_axis_ticks(sizes) if log else {}))
     fig.update_yaxes(title=score_label)
     return fig
+
+
+#: The colour of a reference line (a black-box ceiling): no family has it.
+REFERENCE_COLOR = "#555B66"
+
+
+def add_reference_line(fig: go.Figure, score: float, label: str) -> go.Figure:
+    """``fig`` (a :func:`pareto_figure`) with a horizontal dashed line at ``score`` named ``label``: a
+    reference model that is not a tree (a black-box ceiling), so it has no size and no point. The
+    line is a layout shape named ``"reference"``, written at the right end, and ``layout.meta``
+    gains ``reference`` (label and score). Changes ``fig`` and returns it."""
+    text = style.plot_text(label)
+    fig.add_hline(y=float(score), line=dict(color=REFERENCE_COLOR, width=1.5, dash="dash"), name="reference",
+                  annotation=dict(text=f"{text}: {float(score):.4g}", font=dict(size=11, color=REFERENCE_COLOR)),
+                  annotation_position="top right")
+    meta = dict(fig.layout.meta or {})
+    meta["reference"] = {"label": str(label), "score": float(score)}
+    fig.update_layout(meta=meta)
+    return fig

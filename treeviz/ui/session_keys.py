@@ -83,6 +83,9 @@ SESSION_KEYS: dict[str, str] = {
     "explorer.heatmap": "Tree explorer: the weights of every node as a heatmap",
     "explorer.shared_scale": "Tree explorer: one colour scale for every node's weight image",
     "explorer.weight_grid": "Tree explorer: every node's weights as images",
+    "explorer.rows_wrong": "Tree explorer: the node browser shows only the misclassified rows",
+    "explorer.row_images": "Tree explorer: the images of the rows that reach the node",
+    "explorer.rows_download": "Tree explorer: the download button of the rows that reach the node",
     "explorer.all_terms": "Tree explorer: show every term of the rules",
     "explorer.sql_table": "Tree explorer: the table name in the SQL export",
     "explorer.sql_key": "Tree explorer: the row key column in the SQL export",
@@ -177,6 +180,8 @@ SESSION_KEYS: dict[str, str] = {
     "compare.routing": "Compare page: show the class routing",
     "compare.tree.{side}": "Compare page: one side's tree diagram",
     "compare.routing.{side}": "Compare page: one side's routing chart",
+    "compare.ceiling": "Compare page: the Train a black-box ceiling button",
+    "compare.ceilings": "Compare page: the black-box ceilings trained in this tab, by prepared data and task",
     # ---------------------------------------------------------------- Predict
     "predict.run": "Predict page: the run that predicts",
     "predict.upload": "Predict page: the uploaded rows",
