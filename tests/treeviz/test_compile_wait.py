@@ -207,9 +207,21 @@ def test_the_background_warmup_can_be_turned_off(monkeypatch):
     assert background.start_background() is False and background.status() == "not started"
 
 
-def test_the_app_starts_the_background_warmup(home, monkeypatch):
+def test_the_app_warms_its_jobs_after_the_page(home, monkeypatch):
+    """Jobs in threads (the tests' setting): the background warm-up child; jobs in child processes
+    (the app's default): the job manager primed with the in-worker warm-up; off: neither."""
     calls = []
     monkeypatch.setattr(background, "start_background", lambda: calls.append("start") or True)
+    monkeypatch.setattr(JobManager, "prime", lambda self, warm=None: calls.append(("prime", warm)) or True)
+    monkeypatch.setenv(background.WARMUP_ENV, "1")
     at = new_app().run()
     assert not at.exception and at.title and calls == ["start"]  # the page rendered, and the warm-up began
     assert background.CHILD_MODULE == warm.__name__
+    monkeypatch.setenv("TREEVIZ_JOB_PROCESSES", "1")
+    calls.clear()
+    new_app().run()
+    assert calls == [("prime", warm.warm_in_worker)]
+    monkeypatch.setenv(background.WARMUP_ENV, "0")
+    calls.clear()
+    new_app().run()
+    assert calls == []

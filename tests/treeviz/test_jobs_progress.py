@@ -12,7 +12,8 @@ import pytest
 
 from tests.treeviz.test_jobs import TIMEOUT, poll
 from treeviz.services.jobs import manager as jobs
-from treeviz.services.jobs.manager import ACTIVE_STATUSES, JobManager, JobSnapshot, time_left
+from treeviz.services.jobs.manager import ACTIVE_STATUSES, JobManager, JobSnapshot
+from treeviz.services.jobs.pace import time_left
 from treeviz.ui.job_panel import bar_text, time_left_text
 
 

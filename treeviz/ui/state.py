@@ -38,6 +38,8 @@ from treeviz.services.data import Dataset, PreparedData, PrepConfig, load_datase
 from treeviz.services.experiments.search import searches as search_groups
 from treeviz.services.experiments.sweep import sweep_table
 from treeviz.services.experiments.sweep import sweeps as sweep_groups
+from treeviz.services.experiments.warmup import warm_in_worker
+from treeviz.services.jobs import warmup
 from treeviz.services.jobs.manager import JobManager
 from treeviz.services.store.runs import RunStore, default_root
 from treeviz.services.views.features import BaselineResult
@@ -100,6 +102,21 @@ def jobs() -> JobManager:
     """The process-wide background job manager: :func:`process_jobs`, or :func:`thread_jobs`
     when ``TREEVIZ_JOB_PROCESSES`` says threads."""
     return process_jobs() if job_processes() else thread_jobs()
+
+
+def warm_jobs() -> None:
+    """Get the first training ready (the app calls this after each page; it acts once): with jobs
+    in child processes, the job manager starts its first child now and runs every family's small
+    trainings in it (:meth:`JobManager.prime`, :func:`warm_in_worker`); with jobs in threads, the
+    background warm-up compiles the kernels in a child of its own
+    (:func:`treeviz.services.jobs.warmup.start_background`). ``TREEVIZ_WARMUP=0`` turns both off."""
+    if not warmup.enabled():
+        return
+    manager = jobs()
+    if manager.processes:
+        manager.prime(warm_in_worker)
+    else:
+        warmup.start_background()
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)

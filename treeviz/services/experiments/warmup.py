@@ -12,10 +12,14 @@ usual, so the kernels of its last steps and of prediction run too). So each kern
 with the types a real training passes it (float64 features prepared by ``prepare``, two classes
 and more, regression targets), and a later training, in any process, loads it from the cache.
 
-Two ways run it:
+Three ways run it:
 
 * ``python -m treeviz warmup`` (the README's set-up runs it once after installing);
-* the app, through :func:`treeviz.services.jobs.warmup.start_background`, which runs this module
+* the app, in the child process that will run its first training job (:func:`warm_in_worker`,
+  through :meth:`treeviz.services.jobs.manager.JobManager.prime`), so that process has also done
+  its imports and loaded the kernels before the user's first training;
+* the app with its jobs in threads (``TREEVIZ_JOB_PROCESSES=0``), through
+  :func:`treeviz.services.jobs.warmup.start_background`, which runs this module
   (``python -m treeviz.services.experiments.warmup``, :func:`child_main`) as a child process at a
   lower priority and on one thread (:func:`models.ground.threads.apply_budget`), so the
   compilation neither holds the app's interpreter lock nor takes the cores the app's jobs share.
@@ -116,8 +120,8 @@ def plan(families: Iterable[str] | None = None) -> list[tuple[str, str, str]]:
     return out
 
 
-def warm_up(families: Iterable[str] | None = None, *,
-            on_fit: Callable[[WarmedFit], None] | None = None) -> list[WarmedFit]:
+def warm_up(families: Iterable[str] | None = None, *, on_fit: Callable[[WarmedFit], None] | None = None,
+            stop: Callable[[], bool] | None = None) -> list[WarmedFit]:
     """Train every family's defaults (or those of ``families``) once per task on the small tables,
     each for its first :data:`RECORDS` records, so that numba compiles their kernels into its
     cache; nothing is stored.
@@ -128,17 +132,22 @@ def warm_up(families: Iterable[str] | None = None, *,
         Family keys; None warms every registered family.
     on_fit
         Called after each training with its :class:`WarmedFit` (the command line prints it).
+    stop
+        Asked before each training; once it says True the warm-up ends there (the trainings done
+        are returned).
 
     Returns
     -------
     list of WarmedFit
-        One per training of :func:`plan`, in its order. A fit that fails is reported, not raised:
-        the others still warm their kernels.
+        One per training of :func:`plan`, in its order (up to a stop). A fit that fails is
+        reported, not raised: the others still warm their kernels.
     """
     data = tables()
     prepared: dict[str, PreparedData] = {}
     out = []
     for key, task, name in plan(families):
+        if stop is not None and stop():
+            break
         if name not in prepared:
             prepared[name] = prepare(data[name], PrepConfig(seed=0))
         error = None
@@ -158,6 +167,16 @@ def warm_up(families: Iterable[str] | None = None, *,
 def families_with_kernels(fits: Iterable[WarmedFit]) -> list[str]:
     """The families whose trainings compiled something, in order (empty once the cache is full)."""
     return list(dict.fromkeys(f.family for f in fits if f.kernels))
+
+
+def warm_in_worker(progress: object, families: Iterable[str] | None = None) -> int:
+    """The app's job process, warmed before its first job (:meth:`JobManager.prime
+    <treeviz.services.jobs.manager.JobManager.prime>`): every family's small trainings (those of
+    ``families`` when given) in the process that will run the user's, so its imports, its numba
+    kernels (loaded from the cache, or compiled when the cache is empty) and a forest's worker pool
+    are ready; it stops before its next training once a job wants the process
+    (``progress.cancelled``). The number of trainings run."""
+    return len(warm_up(families, stop=lambda: bool(getattr(progress, "cancelled", False))))
 
 
 def child_main() -> int:

@@ -29,7 +29,9 @@ With ``processes=True`` (the app's setting) each worker thread hands its jobs to
 persistent child process (:class:`treeviz.services.jobs.worker_process.WorkerProcess`), so two jobs do not
 contend for one Python interpreter lock either; a job function that cannot be pickled (a lambda,
 a closure) runs in the worker thread itself. The child is started on a worker's first job and
-stops when the worker retires after ``idle_s`` seconds without work.
+stops when the worker retires after ``idle_s`` seconds without work, unless the manager was
+primed (:meth:`JobManager.prime`, the app): then a child is started and warmed before the first
+job, and a retiring worker keeps its child for the next one (:mod:`treeviz.services.jobs.spare`).
 
 Nothing raised by ``fn`` leaves the worker thread: the job ends "failed" with a one-sentence
 ``message`` (a :class:`~models.ground.errors.TreevizError`'s own text, else
@@ -50,12 +52,14 @@ import threading
 import time
 import traceback as tb
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from models.ground import threads
 from models.ground.errors import TrainingCancelled, TreevizError
+from treeviz.services.jobs.pace import time_left
+from treeviz.services.jobs.spare import Spare
 from treeviz.services.jobs.worker_process import SUPPORTED, NotPicklable, RemoteFailure, WorkerProcess
 
 DONE_STATUSES = ("finished", "failed", "cancelled")
@@ -64,74 +68,8 @@ ACTIVE_STATUSES = ("queued", "running", "cancelling")
 #: The phase of a running job while numba compiles a kernel (:meth:`Progress.phase`): the first
 #: training after an install, before the warm-up has filled numba's cache.
 COMPILING = "compiling"
-#: Reports that span less than this fraction of the time before the first report are taken as one
-#: (:func:`time_left`): a burst of them (trees of a forest ending together) tells no pace.
-PACE_MIN_SPAN = 0.1
-#: From this many reports on, :func:`time_left` takes the pace of the recent half only.
-RECENT_AFTER = 6
-
 #: The clock of every job time stamp (a test replaces it to control elapsed time).
 _now = time.time
-
-
-def time_left(marks: Sequence[tuple[float, float]], total: float | None, now: float) -> float | None:
-    """Seconds left in a stage of work, from its reports of work done.
-
-    Parameters
-    ----------
-    marks
-        ``(time, units done)`` pairs: the stage's start ``(t0, 0)``, then one per report, in order.
-    total
-        The units planned (None: unknown).
-    now
-        The time to estimate at (the clock of the marks).
-
-    The pace is the units done per second between the last report and an earlier one: the first
-    report, so the time before it (set-up, a first compilation) does not set the pace, or from
-    :data:`RECENT_AFTER` reports on the latest report at least half the time since the first back,
-    so phases long past do not either. Reports that span little time (one report, or a burst of
-    them: :data:`PACE_MIN_SPAN`) tell no pace: the estimate waits, until the wait has lasted as long
-    as the time before the first report, and then counts the pace from the start (a one-off cost
-    before the first report would otherwise overstate the time left); reports that all came at the
-    start's instant count it from the start to now. The seconds since the last
-    report count against the estimate, down to the time of the units after the one under way.
-
-    Returns
-    -------
-    float or None
-        The seconds left; 0 once the work done reaches ``total``; None while it cannot be told
-        (no total, no report yet, or no work done between the reports).
-
-    Examples
-    --------
-    >>> time_left([(0.0, 0.0), (4.0, 1.0), (6.0, 2.0), (8.0, 3.0)], 10, 8.0)
-    14.0
-    >>> time_left([(0.0, 0.0), (30.0, 1.0)], 10, 31.0) is None
-    True
-    """
-    if not total or total <= 0 or len(marks) < 2:
-        return None
-    t_last, d_last = marks[-1]
-    if d_last >= total:
-        return 0.0
-    t_start, t_first = marks[0][0], marks[1][0]
-    if t_last - t_first <= PACE_MIN_SPAN * (t_first - t_start) or len(marks) == 2:
-        if now - t_last < t_first - t_start:
-            return None
-        if t_last <= t_start:  # every report came at the start's instant: the pace is the work over the time since
-            return (total - d_last) * (now - t_start) / d_last if now > t_start and d_last > 0 else None
-        origin = marks[0]
-    elif len(marks) - 1 >= RECENT_AFTER:
-        cut = t_last - 0.5 * (t_last - t_first)
-        origin = next(m for m in reversed(marks[1:-1]) if m[0] <= cut)
-    else:
-        origin = marks[1]
-    span, work = t_last - origin[0], d_last - origin[1]
-    if span <= 0 or work <= 0:
-        return None
-    pace = work / span
-    step = d_last - marks[-2][1]
-    return max((total - d_last) / pace - (now - t_last), (total - d_last - step) / pace, 0.0)
 
 
 @dataclass(frozen=True)
@@ -493,6 +431,19 @@ class JobManager:
         self._queue: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._workers: list[threading.Thread] = []
         self._ids = itertools.count(1)
+        self._spare, self._primed = Spare(), False
+
+    def prime(self, warm: Callable[[Any], Any] | None = None) -> bool:
+        """Start a job child process now, in the background, and run ``warm(progress)`` in it (a
+        picklable function), so the first job finds its imports done and its kernels loaded; from
+        then on a retiring worker keeps its child for the next job (:mod:`treeviz.services.jobs.spare`).
+        Once per manager (until :meth:`shutdown`); False when it did nothing (jobs in threads, or
+        primed before)."""
+        with self._lock:
+            if not self.processes or self._primed:
+                return False
+            self._primed = True
+        return self._spare.start(threads.job_budget(self.max_workers), warm)
 
     def submit(self, fn: Callable[[Progress], Any], *, label: str,
                meta: dict[str, Any] | None = None) -> Job:
@@ -515,13 +466,14 @@ class JobManager:
 
     def _work(self) -> None:
         budget = threads.job_budget(self.max_workers)
-        child: list[WorkerProcess] = []  # this worker's child process, started on first use
+        child: list[WorkerProcess] = []  # this worker's child process: the primed one, or started on first use
+        retired = [False]
 
         def process() -> WorkerProcess:
             if child and not child[0].alive:
                 child.pop().stop()
             if not child:
-                child.append(WorkerProcess(budget))
+                child.append(self._spare.take() or WorkerProcess(budget))
             return child[0]
 
         try:
@@ -532,14 +484,16 @@ class JobManager:
                     with self._lock:  # idle: retire, unless a job slipped in meanwhile
                         if self._queue.empty():
                             self._workers = [w for w in self._workers if w is not threading.current_thread()]
+                            retired[0] = True
                             return
                     continue
                 if job is None:  # shutdown
                     return
                 job._run(process if self.processes else None, budget)
         finally:
-            for proc in child:
-                proc.stop()
+            for proc in child:  # a primed manager keeps one warm child for the next job
+                if not (retired[0] and self._primed and self._spare.give(proc)):
+                    proc.stop()
 
     def shutdown(self) -> None:
         """Cancel what runs, stop the workers and their child processes (the manager stays usable)."""
@@ -552,6 +506,8 @@ class JobManager:
             self._queue.put(None)
         for worker in workers:
             worker.join(timeout=30)
+        self._spare.close()
+        self._primed = False
 
     @staticmethod
     def shutdown_all() -> None:

@@ -1,6 +1,8 @@
 """The app's background warm-up: numba's kernels compiled in a child process when the app starts.
 
-``app.py`` calls :func:`start_background` after every script run. The first call in a process
+With the app's jobs in threads (``TREEVIZ_JOB_PROCESSES=0``), :func:`treeviz.ui.state.warm_jobs`
+calls :func:`start_background` after every script run (with jobs in child processes, the default,
+the warm-up runs in the first job process instead: ``JobManager.prime``). The first call in a process
 starts one daemon thread, which runs ``python -m treeviz.services.experiments.warmup`` (the warm-up
 that ``treeviz warmup`` runs, :mod:`treeviz.services.experiments.warmup`) as a child process and
 waits for it; later calls do nothing. The child lowers its priority and runs on one thread

@@ -1,0 +1,106 @@
+"""The app's first training finds a warm job process (issue 52, item 1): a primed
+:class:`~treeviz.services.jobs.manager.JobManager` starts its child process before the first job,
+runs the warm-up in it, hands that same process to the first job (stopping a warm-up still under
+way), and keeps one process for the next job when its worker retires.
+
+The functions sent to the child live in :mod:`tests.treeviz.spare_jobs` (pickled by reference, so
+the child imports that small module, not this one's heavy imports). Real child processes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from tests.treeviz.spare_jobs import WAIT_S, MarkWarm, pid
+from treeviz.services.experiments.warmup import warm_in_worker
+from treeviz.services.jobs import worker_process
+from treeviz.services.jobs.manager import JobManager
+from treeviz.services.jobs.spare import Spare
+
+pytestmark = [pytest.mark.skipif(not worker_process.SUPPORTED, reason="child processes need POSIX pipes"),
+              pytest.mark.slow]  # each child process imports torch: seconds each; the full tier runs them
+
+
+def wait_for(predicate, timeout: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def manager():
+    made = JobManager(max_workers=1, processes=True, idle_s=0.3)
+    yield made
+    made.shutdown()
+
+
+def test_the_first_job_runs_in_the_process_warmed_before_it_and_the_next_finds_it_kept(manager, tmp_path):
+    marker = tmp_path / "warm.pid"
+    assert manager.prime(MarkWarm(marker)) is True
+    assert manager.prime(MarkWarm(marker)) is False  # once per manager
+    wait_for(lambda: manager._spare.status == "ready")
+    warm_pid = int(marker.read_text())
+    first = manager.submit(pid, label="first")
+    assert first.wait(WAIT_S) and first.status == "finished"
+    assert first.result == warm_pid != os.getpid()
+    wait_for(lambda: not manager._workers)  # the worker retired after idle_s ...
+    assert manager._spare.status == "ready"  # ... and kept its process
+    second = manager.submit(pid, label="second")
+    assert second.wait(WAIT_S) and second.result == warm_pid
+    wait_for(lambda: manager._spare.status == "ready")
+    kept = manager._spare._process
+    manager.shutdown()  # stops the kept process; the manager can be primed again
+    assert not kept.alive and manager._spare.status == "none"
+    assert manager.prime(None) is True
+
+
+def test_a_job_that_arrives_during_the_warm_up_stops_it_and_takes_its_process(manager, tmp_path):
+    marker = tmp_path / "warm.pid"
+    manager.prime(MarkWarm(marker, until_cancelled=True))
+    wait_for(marker.exists)
+    assert manager._spare.status == "warming"
+    job = manager.submit(pid, label="first")
+    assert job.wait(WAIT_S) and job.status == "finished"  # not held until the warm-up's deadline
+    assert job.result == int(marker.read_text())
+
+
+def test_an_unprimed_manager_keeps_no_process_when_its_worker_retires():
+    plain = JobManager(max_workers=1, processes=True, idle_s=0.3)
+    try:
+        job = plain.submit(pid, label="plain")
+        assert job.wait(WAIT_S) and job.status == "finished"
+        wait_for(lambda: not plain._workers)
+        assert plain._spare.status == "none"  # stopped with its worker, as before
+    finally:
+        plain.shutdown()
+
+
+def test_a_manager_of_threads_is_not_primed():
+    assert JobManager(processes=False).prime(None) is False
+
+
+def test_a_spare_holds_one_process_and_refuses_a_dead_one():
+    spare = Spare()
+    try:
+        assert spare.start(1, None) is True and spare.start(1, None) is False
+        wait_for(lambda: spare.status == "ready")
+        taken = spare.take()
+        assert taken is not None and taken.alive and spare.status == "none"
+        assert spare.give(taken) is True and spare.give(taken) is False  # one is held already
+        taken = spare.take()
+        taken.stop()
+        assert spare.give(taken) is False and spare.status == "none"  # a dead one
+    finally:
+        spare.close()
+    assert spare.take() is None
+
+
+def test_the_warm_up_in_the_worker_stops_before_its_next_training_once_asked():
+    class Asked:
+        cancelled = True
+
+    assert warm_in_worker(Asked()) == 0
