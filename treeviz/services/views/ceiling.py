@@ -17,7 +17,9 @@ import numpy as np
 from models.ground.errors import TreevizError
 from treeviz.services.data import PreparedData
 from treeviz.services.experiments.training import evaluate
+from treeviz.services.jobs.manager import Progress
 from treeviz.services.store.record import RunRecord
+from treeviz.services.store.runs import RunStore
 
 #: What the ceiling is called wherever it is shown.
 LABEL = "HistGradientBoosting (black-box ceiling)"
@@ -76,3 +78,19 @@ def train_ceiling(prepared: PreparedData, task: str) -> Ceiling:
     fit_s = time.perf_counter() - start
     return Ceiling(task=task, prepared_fingerprint=prepared.fingerprint, metrics=evaluate(model, prepared, task),
                    seed=seed, fit_s=fit_s)
+
+
+@dataclass(frozen=True)
+class CeilingJob:
+    """A job function training the ceiling on a stored run's data (a plain object, so the job manager
+    can send it to a worker process). Returns the :class:`Ceiling`."""
+
+    store: RunStore
+    run_id: str
+    task: str
+
+    def __call__(self, progress: Progress) -> Ceiling:
+        progress.begin(1)
+        ceiling = train_ceiling(self.store.load_prepared(self.run_id), self.task)
+        progress.advance(1, 1)
+        return ceiling
