@@ -82,15 +82,29 @@ def test_class_auc_as_the_papers_report_it():
     rng = np.random.default_rng(0)
     y2 = rng.choice(["no", "yes"], 100)
     p2 = rng.dirichlet([1, 1], 100)
-    assert class_auc(y2, p2, np.array(["no", "yes"])) == roc_auc_score(y2 == "yes", p2[:, 1])
+    assert class_auc(y2, p2, np.array(["no", "yes"])) == pytest.approx(roc_auc_score(y2 == "yes", p2[:, 1]), abs=1e-12)
     y3 = rng.integers(0, 3, 100)
     p3 = rng.dirichlet([1, 1, 1], 100)
-    assert class_auc(y3, p3, np.arange(3)) == roc_auc_score(y3, p3, multi_class="ovo")
+    assert class_auc(y3, p3, np.arange(3)) == pytest.approx(roc_auc_score(y3, p3, multi_class="ovo"), abs=1e-12)
     assert class_auc(np.zeros(5, int), p3[:5], np.arange(3)) is None
     # a class absent from the split: AUC over the two present, probabilities renormalised
     two = y3 != 1
     expected = roc_auc_score(y3[two] == 2, p3[two][:, 2] / (p3[two][:, 0] + p3[two][:, 2]))
     assert class_auc(y3[two], p3[two], np.arange(3)) == pytest.approx(expected)
+
+
+def test_class_auc_equals_scikit_learns_with_ties_and_ten_classes():
+    # a tree's probabilities: a few distinct rows (its leaves), so scores tie often
+    rng = np.random.default_rng(1)
+    leaves = rng.dirichlet(np.ones(10), 7)
+    for n in (30, 500):
+        proba = leaves[rng.integers(0, 7, n)]
+        y = rng.integers(0, 10, n)
+        y[:10] = np.arange(10)  # every class present
+        assert class_auc(y, proba, np.arange(10)) == pytest.approx(roc_auc_score(y, proba, multi_class="ovo"),
+                                                                   abs=1e-12)
+        assert class_auc(y % 2, proba[:, :2] / proba[:, :2].sum(1, keepdims=True), np.arange(2)) == pytest.approx(
+            roc_auc_score(y % 2, proba[:, 1] / proba[:, :2].sum(1)), abs=1e-12)
 
 
 def test_class_auc_when_a_row_puts_all_its_mass_on_an_absent_class():

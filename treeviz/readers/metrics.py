@@ -146,10 +146,11 @@ def vote_agreement(trees: list[Tree] | tuple[Tree, ...], X: np.ndarray) -> dict[
 def class_auc(labels: np.ndarray, proba: np.ndarray, classes: np.ndarray) -> float | None:
     """ROC AUC of class probabilities, as feature-selection papers report it: the probability of
     the second class for two classes, one-vs-one macro average for more (scikit-learn's
-    ``multi_class="ovo"``). ``proba`` columns follow ``classes``. Classes absent from ``labels`` are
-    left out (their columns dropped and the rest renormalised); None with fewer than two present."""
-    from sklearn.metrics import roc_auc_score  # deferred: scikit-learn's metrics load slowly
-
+    ``multi_class="ovo"``, Hand & Till's mean over class pairs). ``proba`` columns follow ``classes``.
+    Classes absent from ``labels`` are left out (their columns dropped and the rest renormalised);
+    None with fewer than two present. Computed here from ranks (:func:`binary_auc`), equal to
+    scikit-learn's ``roc_auc_score`` (tested) and without its input checks on each of the k(k-1)
+    pairs, which took 1.8 s of a digits fit's 2 s of scoring."""
     labels, classes = np.asarray(labels), np.asarray(classes)
     index = {c: i for i, c in enumerate(classes.tolist())}
     y = np.array([index.get(v, -1) for v in labels.tolist()])
@@ -164,8 +165,26 @@ def class_auc(labels: np.ndarray, proba: np.ndarray, classes: np.ndarray) -> flo
         proba = np.where(total > 0, proba / np.where(total > 0, total, 1.0), 1.0 / present.size)
         y = np.searchsorted(present, y)
     if proba.shape[1] == 2:
-        return float(roc_auc_score(y, proba[:, 1]))
-    return float(roc_auc_score(y, proba, multi_class="ovo"))
+        return binary_auc(y == 1, proba[:, 1])
+    pairs = []
+    for a in range(proba.shape[1]):
+        for b in range(a + 1, proba.shape[1]):
+            rows = (y == a) | (y == b)
+            pairs.append(0.5 * (binary_auc(y[rows] == a, proba[rows, a]) + binary_auc(y[rows] == b, proba[rows, b])))
+    return float(np.mean(pairs))
+
+
+def binary_auc(positive: np.ndarray, score: np.ndarray) -> float:
+    """ROC AUC of ``score`` for the rows where ``positive`` is true against the others: the
+    Mann-Whitney statistic from average ranks, so a tie counts one half (the trapezoidal area of
+    scikit-learn's ``roc_auc_score``); both sides need a row."""
+    from scipy.stats import rankdata  # deferred, as the other scipy users here
+
+    positive = np.asarray(positive, dtype=bool)
+    n_pos = int(positive.sum())
+    n_neg = positive.size - n_pos
+    ranks = rankdata(np.asarray(score, dtype=np.float64))
+    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 
 def features_used(trees: list[Tree]) -> np.ndarray:
