@@ -19,6 +19,7 @@ from treeviz.services.views.export import ALL_TERMS, TREE_FORMATS, format_notes,
 from treeviz.services.views.run_view import PARTS
 from treeviz.ui import state
 from treeviz.ui.errors import user_errors
+from treeviz.ui.explorer_views import regions_section, sample_image, split_section
 from treeviz.ui.figures import show_figure
 from treeviz.ui.labels import family_name, run_headline
 from treeviz.ui.node_browser import show_node_rows
@@ -193,6 +194,7 @@ with user_errors("opening the run"):
             w_right.caption("Blue pushes a sample right, red left; white pixels have zero weight. "
                             + ("Weights in the data's own pixel units (σ = 1 for constant pixels)."
                                if in_data_units else "Weights on the model's scaled pixels."))
+    split_section(view, node, run_name=record.name, original_units=original_units)  # the node's split by class
 
     if view.n_rows:
         show_node_rows(record, run_id, part, node, tree_index, len(trees))  # the rows that reach the node
@@ -211,6 +213,7 @@ with user_errors("opening the run"):
     # ---------------------------------------------------------- sample path details
     if show_path and view.n_rows:
         st.subheader(f"Path of {part} row {row}")
+        sample_image(view, row, run_name=record.name)  # an image table's sample, as its picture
         steps = tree.sample_path(view.X[row])
         st.dataframe(pd.DataFrame([{"node": s.node, "depth": s.depth,
                                     "condition that holds": node_rule(shown, s.node, s.goes_right),
@@ -222,6 +225,8 @@ with user_errors("opening the run"):
         conditions = " AND ".join(node_rule(shown, s.node, s.goes_right) for s in steps) or "TRUE"
         st.code(f"IF {conditions} THEN {leaf_summary(shown, int(tree.apply(view.X[row])[0]))}",
                 language=None, wrap_lines=True)
+
+    regions_section(view, run_id, row, run_name=record.name, original_units=original_units)
 
     with st.expander(f"All {tree.n_leaves} rules"):
         every_term = st.toggle("Show every term", value=False, key="explorer.all_terms",
