@@ -16,6 +16,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 from sklearn.ensemble import HistGradientBoostingClassifier
 
@@ -57,6 +58,21 @@ def url(home):
     yield from serve_store(home)
 
 
+def download_rows(page) -> bytes:
+    """The node browser's CSV. The file is written when the button is clicked; a click that lands while
+    the page redraws can be lost, so click again (up to three times) until the download starts."""
+    settle(page)
+    button = page.get_by_role("button", name="Download these rows (CSV)")
+    for _ in range(2):
+        try:
+            with page.expect_download(timeout=60_000) as event:
+                button.click()
+            return event.value.path().read_bytes()
+        except PlaywrightTimeout:
+            settle(page)
+    return download(page, button)
+
+
 def _run(home, name: str):
     store = RunStore(home)
     [record] = [r for r in store.list() if r.name == name]
@@ -90,7 +106,7 @@ def test_the_node_browser_lists_the_rows_of_a_leaf_and_marks_the_misclassified(h
     listed = int(re.search(r"(\d+) train rows reach leaf", summary.inner_text()).group(1))
     assert listed == count
 
-    csv = download(page, page.get_by_role("button", name="Download these rows (CSV)"))
+    csv = download_rows(page)
     table = pd.read_csv(io.BytesIO(csv), dtype={"true": str, "predicted": str})
     assert len(table) == count
     positions = table["row of the split"].to_numpy()

@@ -53,6 +53,8 @@ def test_misclassified_marks_are_the_models_wrong_predictions(digits_view):
     raw = view.prepared.dataset.X[table[ROW].to_numpy()]
     assert np.array_equal(table[list(view.prepared.dataset.feature_names)].to_numpy(), raw)
     assert set(np.unique(raw)) <= set(range(17))
+    head = rows.table(5)  # what the page shows of a large node: the first rows, the same lines
+    assert head.equals(table.head(5))
     wrong = rows.only_wrong()
     assert wrong.n_rows == rows.n_wrong and wrong.wrong.all()
 

@@ -27,7 +27,7 @@ def _predictions(run_id: str, part: str, identity: tuple) -> np.ndarray | None:
     return model_predictions(state.run_view(run_id, part))
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
+@st.cache_resource(show_spinner=False, max_entries=4)  # a node near the root holds most of the split
 def _rows(run_id: str, part: str, tree_index: int, node: int, identity: tuple) -> NodeRows:
     view = state.run_view(run_id, part, tree_index)
     return node_rows(view, node, _predictions(run_id, part, identity))
@@ -67,11 +67,11 @@ def show_node_rows(record: Any, run_id: str, part: str, node: int, tree_index: i
                                     max_images=MAX_IMAGES, total=rows.n_rows,
                                     title=f"Node {node}: {part} rows")
             show_figure(fig, key="explorer.row_images", name=(record.name, f"node {node} rows"))
-        table = rows.table()
-        st.dataframe(table.head(MAX_TABLE), hide_index=True)
-        if len(table) > MAX_TABLE:
-            st.caption(f"The first {MAX_TABLE} of {len(table)} rows; the download holds them all.")
-        st.download_button("Download these rows (CSV)", table.to_csv(index=False).encode(),
+        st.dataframe(rows.table(MAX_TABLE), hide_index=True)
+        if rows.n_rows > MAX_TABLE:
+            st.caption(f"The first {MAX_TABLE} of {rows.n_rows} rows; the download holds them all.")
+        # the file is written when the button is clicked (Streamlit calls the function then), not at every rerun
+        st.download_button("Download these rows (CSV)", lambda: rows.table().to_csv(index=False).encode(),
                            file_name=export_name(record.name, f"node {node}", f"{part} rows") + ".csv",
                            mime="text/csv", key="explorer.rows_download", on_click="ignore",
                            help="Every row listed, with its truth, prediction and values.")

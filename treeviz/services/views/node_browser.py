@@ -70,18 +70,20 @@ class NodeRows:
         return NodeRows(self.node, self.part, self.task, self.soft, feature_names=self.feature_names,
                         image_shape=self.image_shape, **cut)
 
-    def table(self) -> pd.DataFrame:
-        """One line per row: its row numbers, truth, prediction and mark, then the data's own columns
-        (a column of the data named like one of the first ones keeps its name; theirs get brackets)."""
-        out: dict[str, object] = {ROW: self.data_rows, PART_ROW: self.positions}
+    def table(self, limit: int | None = None) -> pd.DataFrame:
+        """One line per row (the first ``limit`` rows, default all): its row numbers, truth, prediction
+        and mark, then the data's own columns (a column of the data named like one of the first ones
+        keeps its name; theirs get brackets)."""
+        cut = slice(None, limit)
+        out: dict[str, object] = {ROW: self.data_rows[cut], PART_ROW: self.positions[cut]}
         for name, column in ((REACH, None if self.reach is None else np.round(self.reach, 4)),
                              (TRUE, self.truth), (PREDICTED, self.predicted), (WRONG, self.wrong),
                              (ERROR, self.error)):
             if column is not None:
-                out[name] = column
+                out[name] = column[cut]
         taken = set(self.feature_names)
         front = pd.DataFrame({_free(name, taken): column for name, column in out.items()})
-        values = pd.DataFrame(self.values, columns=list(self.feature_names))
+        values = pd.DataFrame(self.values[cut], columns=list(self.feature_names))
         return pd.concat([front, values], axis=1)
 
     def labels(self) -> list[str]:
