@@ -14,7 +14,7 @@ from treeviz.plots import style
 from treeviz.plots.regions import class_scale, regions_figure, sample_image_figure
 from treeviz.plots.split_hist import split_histogram, threshold_bins
 from treeviz.services.data import PrepConfig, load_dataset, prepare
-from treeviz.services.views.node_rows import OBLIQUE_SCORE, node_split, sample_pixels
+from treeviz.services.views.node_split import OBLIQUE_SCORE, node_split, sample_pixels
 from treeviz.services.views.regions import decision_regions, default_features
 from treeviz.services.views.run_view import RunView
 

@@ -1,7 +1,7 @@
 """The Tree explorer's views of one node's split, one sample's picture and two features' decision regions.
 
 Each function draws one section of the page from the run's :class:`RunView` (the computations are the
-views room's: :mod:`treeviz.services.views.node_rows`, :mod:`treeviz.services.views.regions`; the figures
+views room's: :mod:`treeviz.services.views.node_split`, :mod:`treeviz.services.views.regions`; the figures
 are :mod:`treeviz.plots.split_hist` and :mod:`treeviz.plots.regions`), through
 :func:`treeviz.ui.figures.show_figure`, so each figure has the page's download menu.
 """
@@ -12,7 +12,7 @@ import streamlit as st
 
 from treeviz.plots.regions import regions_figure, sample_image_figure
 from treeviz.plots.split_hist import split_histogram
-from treeviz.services.views.node_rows import node_split, sample_pixels
+from treeviz.services.views.node_split import node_split, sample_pixels
 from treeviz.services.views.predict import output_kind
 from treeviz.services.views.regions import decision_regions, default_features
 from treeviz.services.views.run_view import RunView
