@@ -10,7 +10,9 @@ module                      figures
                             :func:`weight_image_figure`, :func:`weight_images_grid`
 :mod:`.routing`             :func:`class_flow_figure` (Sankey), :func:`class_split_bars`
 :mod:`.curves`              :func:`training_curves`
-:mod:`.compare`             :func:`pareto_figure` (score against size across runs)
+:mod:`.compare`             :func:`pareto_figure` (score against size across runs),
+                            :func:`add_reference_line` (a black-box ceiling across it)
+:mod:`.row_images`          :func:`row_images_figure` (the rows reaching a node as thumbnails)
 :mod:`.sweep`               :func:`sweep_figure` (tree size and scores along a λ path),
                             :func:`lambda_path_figure` (error, nonzeros, nodes, FLOPs vs λ)
 :mod:`.forest`              :func:`forest_summary_figure` (size per tree, vote agreement)
