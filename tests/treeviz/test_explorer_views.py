@@ -192,3 +192,16 @@ def test_hostile_names_stay_text():
              regions.data[0].text[0][0]]
     for text in texts:
         assert "<b>x" not in text and "%{x}" not in text, text
+
+
+def test_a_soft_trees_rows_follow_their_most_probable_path():
+    view = fitted_view("skinny", "classification", dict(get_family("skinny").test_params), "wine")
+    tree = view.tree
+    assert tree.routing == "soft"
+    paths = tree.paths(view.X)
+    for node in tree.decision_nodes[:3]:
+        split = node_split(view, node)
+        assert split.soft
+        assert set(split.rows.tolist()) == set(np.flatnonzero((paths == node).any(axis=1)).tolist())
+        right = (paths[split.rows] == tree.children_right[node]).any(axis=1)
+        assert np.array_equal(split.right, right) and split.n_left + split.n_right == split.n_rows

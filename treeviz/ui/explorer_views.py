@@ -37,9 +37,11 @@ def split_section(view: RunView, node: int, *, run_name: str, original_units: bo
         show_figure(fig, key="explorer.split_hist", name=(run_name, f"node {node} split"))
         axis = ("the feature's value" if split.feature is not None else
                 "the node's score w·x + b (a row goes right when it is above 0)")
+        counts = ("each row counted where its most probable path goes (the node's count above sums the "
+                  "rows' probabilities of reaching it)." if split.soft else "as many as reach its two children.")
         st.caption(f"The {view.part} rows that reach node {node} ({split.n_rows}; the split is chosen under "
                    f"\"Data for statistics\") on {axis}: {split.n_left} go left and {split.n_right} go right, "
-                   "as many as reach its two children.")
+                   + counts)
 
 
 def sample_image(view: RunView, row: int, *, run_name: str) -> None:
