@@ -14,6 +14,7 @@ from treeviz.plots import (
 )
 from treeviz.plots.export import export_name
 from treeviz.plots.node_info import node_panel
+from treeviz.plots.style import fmt_count
 from treeviz.readers.rules import leaf_summary, node_rule, path_conditions, rules
 from treeviz.services.views.export import ALL_TERMS, TREE_FORMATS, format_notes, render, tree_exports
 from treeviz.services.views.run_view import PARTS
@@ -111,19 +112,24 @@ with user_errors("opening the run"):
     else:
         levels = 1
     affine = view.prepared.affine_scaling() is not None and view.prepared.config.scaling != "none"
+    image_table = view.prepared.dataset.image_shape is not None
+    # an image table starts in the scaled units (its own key, so a table's choice does not carry over): in
+    # the data's units a rarely inked pixel's tiny σ makes its weight w/σ dwarf the others, and the bars and
+    # the weight image show that one pixel instead of the pattern
     original_units = st.checkbox(
-        "Units: the data's own (untick for the model's scaled units)", value=True, key="explorer.units",
-        disabled=not affine,
+        "Units: the data's own (untick for the model's scaled units)", value=not image_table,
+        key=f"explorer.units{'.image' if image_table else ''}", disabled=not affine,
         help="One unit system for the diagram, the node panel (rule, bias, bars, image), the weights and the "
              "rules. Splits are learned on scaled features; the data's own units rewrite each hyperplane "
-             "exactly (w/σ per feature). Not available after a quantile transform.",
+             "exactly (w/σ per feature). Not available after a quantile transform. Image tables start in the "
+             "scaled units: in pixel units a rarely inked pixel (tiny σ) gets a weight that hides the pattern.",
     )
     # the one tree every rule, bar, bias and image below is read from
     shown = view.rules_tree(original_units)
     in_data_units = original_units and affine
-    units_note = ("Weights in the data's own units (w/σ per feature): their sizes depend on each feature's "
+    units_note = ("Units shown: the data's own (w/σ per feature); the weights' sizes depend on each feature's "
                   "spread." if in_data_units else
-                  "Weights act on the model's (scaled) features, so their sizes compare across features.")
+                  "Units shown: the model's scaled features, so the weights' sizes compare across features.")
     root = int(st.session_state.get(ROOT, 0))
     if not 0 <= root < tree.n_nodes:
         root = 0
@@ -166,7 +172,7 @@ with user_errors("opening the run"):
         facts = {"node": node, "kind": kind, "depth": int(tree.node_depth[node]),
                  "activity a_t (0 = pruned)": round(float(tree.active[node]), 4)}
         if view.stats is not None:
-            facts[f"{part} samples"] = round(float(view.stats.count[node]), 2)
+            facts[f"{part} samples"] = fmt_count(float(view.stats.count[node]))  # an integer unless routing is soft
             if view.stats.value_mean is not None and view.stats.count[node] > 0:
                 facts["mean target"] = round(float(view.stats.value_mean[node]), 4)
                 facts["target std"] = round(float(view.stats.value_std[node]), 4)
@@ -192,8 +198,9 @@ with user_errors("opening the run"):
             show_figure(panel.image, key="explorer.weight_image", name=(record.name, "weight image"),
                         where=w_right)
             w_right.caption("Blue pushes a sample right, red left; white pixels have zero weight. "
-                            + ("Weights in the data's own pixel units (σ = 1 for constant pixels)."
-                               if in_data_units else "Weights on the model's scaled pixels."))
+                            + ("Units shown: the data's own pixel units (w/σ; σ = 1 for constant pixels), where "
+                               "a rarely inked pixel's weight can hide the rest." if in_data_units else
+                               "Units shown: the model's scaled pixels, which show the pattern."))
     split_section(view, node, run_name=record.name, original_units=original_units)  # the node's split by class
 
     if view.n_rows:
@@ -215,10 +222,11 @@ with user_errors("opening the run"):
         st.subheader(f"Path of {part} row {row}")
         sample_image(view, row, run_name=record.name)  # an image table's sample, as its picture
         steps = tree.sample_path(view.X[row])
-        st.dataframe(pd.DataFrame([{"node": s.node, "depth": s.depth,
-                                    "condition that holds": node_rule(shown, s.node, s.goes_right),
-                                    "w·x + b": round(s.value, 4), "P(right)": round(s.p_right, 4)}
-                                   for s in steps]), hide_index=True)
+        # a table that wraps its cells, so a long oblique condition is read whole, up to its ≤ or > sign
+        st.table(pd.DataFrame([{"node": s.node, "depth": s.depth,
+                                "condition that holds": node_rule(shown, s.node, s.goes_right),
+                                "w·x + b": f"{s.value:.4g}", "P(right)": f"{s.p_right:.4g}"}
+                               for s in steps]), hide_index=True)
         truth = view.true_label(row)
         st.markdown(f"**Prediction:** {md(view.predicted_label(row))}"
                     + (f" · **true:** {md(truth)}" if truth is not None else ""))

@@ -69,7 +69,8 @@ SESSION_KEYS: dict[str, str] = {
     "explorer.color": "Tree explorer: what colours the nodes",
     "explorer.pruned": "Tree explorer: pruned nodes dashed or hidden",
     "explorer.levels": "Tree explorer: the depth window below the subtree root",
-    "explorer.units": "Tree explorer: thresholds in the data's own units",
+    "explorer.units{kind}": "Tree explorer: thresholds in the data's own units (kind '.image' for an image table, "
+                            "which starts in the scaled units; '' for the others)",
     "explorer.root": "Tree explorer: the node the diagram is zoomed to",
     "explorer.node": "Tree explorer: the selected node (its number input)",
     "explorer.show_path": "Tree explorer: highlight one sample's path",
