@@ -285,6 +285,12 @@ BUILDERS: dict[str, Callable[[dict], go.Figure]] = {
     "class_balance_figure": lambda h: plots.class_balance_figure([3, 4, 5], CLASSES, title=RUN_NAME),
     "target_histogram": lambda h: plots.target_histogram(np.arange(20.0), name=TARGET),
     "sample_images_figure": lambda h: plots.sample_images_figure(h["X"][:3], (2, 7), labels=CLASSES),
+    "split_histogram": lambda h: plots.split_histogram(h["tree"], _node(h), h["X"][:, 0], h["tree"].class_index(h["y"]),
+                                                       label=MARKUP[5], part=MARKUP[6]),
+    "regions_figure": lambda h: plots.regions_figure(
+        np.arange(3.0), np.arange(2.0), np.array([[0, 1, 2], [2, 1, 0]]), names=CLASSES, points=h["X"][:6, :2],
+        point_values=np.arange(6) % 3, feature_names=(MARKUP[7], MARKUP[8]), held_label=RUN_NAME, units=NOTE),
+    "sample_image_figure": lambda h: plots.sample_image_figure(h["X"][0], (2, 7), title=RUN_NAME, subtitle=CLASSES[0]),
 }
 #: Public names of treeviz.plots that build no figure.
 NOT_BUILDERS = {"CLASS_PALETTE", "DIVERGING", "NODE_TRACE_NAME", "PATH_FIGURES", "TreeFigureOptions", "class_color",

@@ -16,6 +16,9 @@ module                      figures
 :mod:`.sweep`               :func:`sweep_figure` (tree size and scores along a λ path),
                             :func:`lambda_path_figure` (error, nonzeros, nodes, FLOPs vs λ)
 :mod:`.forest`              :func:`forest_summary_figure` (size per tree, vote agreement)
+:mod:`.split_hist`          :func:`split_histogram` (a decision node's score by class, its threshold drawn)
+:mod:`.regions`             :func:`regions_figure` (decision regions over two features),
+                            :func:`sample_image_figure` (one row of an image table as its picture)
 :mod:`.dendrogram`          :func:`dendrogram_figure` (the hierarchy over the leaves)
 :mod:`.embedding`           :func:`embedding_map` (2-D map with leaf regions), :func:`embedding_panels`,
                             :func:`embedding_objective_curve`, :func:`label_fraction_figure`,
@@ -59,7 +62,9 @@ from treeviz.plots.features import (
     selection_comparison_figure,
 )
 from treeviz.plots.forest import forest_summary_figure
+from treeviz.plots.regions import regions_figure, sample_image_figure
 from treeviz.plots.routing import class_flow_figure, class_split_bars
+from treeviz.plots.split_hist import split_histogram
 from treeviz.plots.style import CLASS_PALETTE, DIVERGING, class_color
 from treeviz.plots.sweep import PATH_FIGURES, lambda_path_figure, sweep_figure
 from treeviz.plots.tree_diagram import NODE_TRACE_NAME, TreeFigureOptions, node_from_selection, plot_tree, tree_figure
@@ -100,8 +105,11 @@ __all__ = [
     "node_from_selection",
     "pareto_figure",
     "plot_tree",
+    "regions_figure",
+    "sample_image_figure",
     "sample_images_figure",
     "selection_comparison_figure",
+    "split_histogram",
     "sweep_figure",
     "target_histogram",
     "top_weights_figure",
