@@ -150,7 +150,9 @@ with user_errors("reading the run's features"):
     cols[1].metric("Compression", f"{p / max(1, len(kept)):.1f}×", help="Input features per feature kept.")
     score = next((k for k in ("test_auc", "test_accuracy", "test_r2") if k in record.metrics), None)
     if score is not None:
-        cols[2].metric(metric_title(score), f"{record.metrics[score]:.4f}")
+        title = metric_title(score)  # a card is narrow: its label is the name, the help says the rest
+        short = title.partition(" (")[0]
+        cols[2].metric(short, f"{record.metrics[score]:.4f}", help=None if short == title else f"{title}.")
     selection = family.feature_selection
     history = getattr(model, "history_", [])
     show_figure(feature_trajectory_figure(history, count=selection.count, schedule=selection.schedule,

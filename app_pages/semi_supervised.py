@@ -19,6 +19,8 @@ from treeviz.ui.view_run import offering, view_run
 PREFIX = "semi"
 FRACTION_CHOICES = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
 GRID = 120  # points per side of the decision-region grid of 2-D data
+TRANSDUCTIVE = ("Transductive: measured on the unlabelled training points, which the model trained on without "
+                "their labels.")
 
 
 def curve_caption(rows: list[dict], semi: str, reference: str, metric: str, task: str) -> str:
@@ -58,7 +60,7 @@ with user_errors("opening the run"):
     X, y = prepared.X_train, prepared.labels("train")
     n, n_lab = labelled.size, int(labelled.sum())
 
-    cols = st.columns(4)
+    cols = st.columns(4)  # narrow cards: short labels, the help says the rest
     cols[0].metric("Labelled training points", f"{n_lab} / {n}", help=f"{100 * n_lab / n:.3g} % of the training "
                    "split kept its label; the others were hidden (labelled fraction "
                    f"{record.params.get('labelled_fraction', 1.0):g}).")
@@ -70,12 +72,10 @@ with user_errors("opening the run"):
         pred = model.predict(X[hidden])
         if record.task == "classification":
             value = float(np.mean(np.asarray(pred).astype(str) == np.asarray(y[hidden]).astype(str)))
-            cols[2].metric("accuracy, unlabelled training points", f"{value:.3f}",
-                           help="Transductive: points the model trained on without their labels.")
+            cols[2].metric("transductive accuracy", f"{value:.3f}", help=TRANSDUCTIVE)
         else:
             value = float(np.sqrt(np.mean((np.asarray(pred, float) - np.asarray(y[hidden], float)) ** 2)))
-            cols[2].metric("RMSE, unlabelled training points", f"{value:.4g}",
-                           help="Transductive: points the model trained on without their labels.")
+            cols[2].metric("transductive RMSE", f"{value:.4g}", help=TRANSDUCTIVE)
     cols[3].metric("Leaves", model.to_tree().n_leaves)
 
     # ------------------------------------------------------------------ the data, labelled points marked

@@ -44,7 +44,7 @@ def test_a_run_with_hidden_labels_shows_its_labelled_points(home):
     assert cards["Labelled training points"] == f"{n_lab} / {n}"
     hidden = ~model.labelled_
     expected = np.mean(model.predict(prepared.X_train[hidden]) == prepared.labels("train")[hidden])
-    assert cards["accuracy, unlabelled training points"] == f"{expected:.3f}"
+    assert cards["transductive accuracy"] == f"{expected:.3f}"
     # 2-D data: the LapTAO tree's regions beside those of a tree on the labelled points alone
     data = [s for s in chart_specs(at) if "labelled" in s["layout"].get("meta", {})]
     assert [s["layout"]["meta"] for s in data] == [{"labelled": n_lab, "regions": True}] * 2
