@@ -12,7 +12,7 @@ from treeviz.ui.ceiling import ceiling_section, with_ceiling
 from treeviz.ui.errors import user_errors
 from treeviz.ui.figures import show_figure
 from treeviz.ui.labels import family_index, family_name
-from treeviz.ui.run_tables import leaderboard
+from treeviz.ui.run_tables import leaderboard, leaderboard_widths, side_caption
 from treeviz.ui.text import md
 
 st.title("Compare")
@@ -37,7 +37,9 @@ rows = leaderboard(group.runs, score)
 label = score.label if score else "score"
 table = pd.DataFrame(rows).rename(columns={"score": label}).drop(columns=["run_id"])
 st.subheader(f"Leaderboard · {md(group.dataset)} ({group.task})")
-st.dataframe(table, hide_index=True)
+widths = leaderboard_widths(rows)  # a long run name is shown whole, not cut to its column's typical width
+st.dataframe(table, hide_index=True, column_config={
+    column: st.column_config.TextColumn(width=px, pinned=column == "run") for column, px in widths.items()})
 st.caption(f"Ranked by {label} ({'higher' if score is None or score.higher_is_better else 'lower'} is better). "
            "Nonzero weights and FLOPs count the parameters a prediction touches, a head on top of the tree "
            "included (latent trees; FLOPs: per sample, on the root-to-leaf path, averaged over the training "
@@ -61,6 +63,9 @@ if score is not None:
                         key=f"compare.pareto.{size_key}", name=(group.dataset, "pareto", size_key), where=box)
 
 # ------------------------------------------------------------------ two runs side by side
+#: The width a tree gets in one of two columns of a 1400 px window (the main column is 940 px): leaf
+#: labels are written only where they fit at that width.
+HALF_WIDTH = 460
 st.subheader("Two runs side by side")
 names = {r.run_id: f"{r.name} · {family_name(r.family)}" for r in group.runs}
 ids = [row["run_id"] for row in rows]
@@ -76,9 +81,10 @@ for side, box, run_id in zip(("left", "right"), (c1, c2), chosen):
         view = state.run_view(run_id, "test" if state.run_prepared(run_id).X_test.shape[0] else "train")
         tree = view.tree
         record = next(r for r in group.runs if r.run_id == run_id)
-        st.caption(f"{tree.n_nodes} nodes · depth {tree.max_depth} · {tree.n_nonzero_weights()} nonzero weights · "
-                   f"{view.part} split routed")
-        options = TreeFigureOptions(max_levels=min(tree.max_depth, 5) or None, family_label=family_name(record.family))
+        n_trees = len(state.run_model(run_id).to_trees())
+        st.caption(side_caption(tree, record.metrics, n_trees, view.part))
+        options = TreeFigureOptions(max_levels=min(tree.max_depth, 5) or None, family_label=family_name(record.family),
+                                    member=(1, n_trees) if n_trees > 1 else None, width=HALF_WIDTH)
         show_figure(tree_figure(tree, stats=view.stats, options=options),
                     key=f"compare.tree.{side}", name=(record.name, "tree"))
         if routing and tree.task == "classification" and view.stats is not None:

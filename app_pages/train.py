@@ -18,6 +18,7 @@ from treeviz.ui.forms import param_form
 from treeviz.ui.job_panel import bar_text, cancel_button
 from treeviz.ui.labels import curve_layout, run_headline
 from treeviz.ui.records import MAX_PLOTTED_RECORDS, plot_records
+from treeviz.ui.run_tables import INACTIVE_NOTE, decision_nodes_text
 from treeviz.ui.text import md
 
 st.title("Train")
@@ -103,11 +104,18 @@ def metric_cards(record) -> None:
                   if isinstance(record.metrics.get(f"{split}_{found.metric}"), (int, float))]
     cards += [(label, str(value)) for label, value in
               (("Nodes", record.n_nodes), ("Leaves", record.n_leaves), ("Depth", record.depth)) if value is not None]
+    active, total = record.metrics.get("n_decision_nodes"), None
+    if record.n_nodes is not None and record.n_leaves is not None:
+        total = record.n_nodes - record.n_leaves
+    if isinstance(active, (int, float)):  # the leaderboard's count: the active decision nodes
+        cards.append(("Decision nodes", f"{int(active)} of {total}" if total and total > active else str(int(active))))
     kept = features_kept(record)
     if kept is not None:
         cards.append(("Features kept", kept))
     for col, (label, value) in zip(st.columns(max(1, len(cards))), cards, strict=False):
         col.metric(label, value)
+    if isinstance(active, (int, float)) and total and total > active:
+        st.caption(f"{decision_nodes_text(int(active), total)}. {INACTIVE_NOTE}")
     numbers = {k: v for k, v in record.metrics.items() if isinstance(v, (int, float))}
     if numbers:
         with st.expander(f"All metrics ({len(numbers)})"):

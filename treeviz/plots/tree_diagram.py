@@ -151,7 +151,8 @@ def _mix_shapes(node_list: list[int], fractions: np.ndarray, skip: np.ndarray, p
     return shapes
 
 
-def _leaf_labels(tree: Tree, leaves: list[int], pos: dict, shift: float) -> list[dict]:
+def _leaf_texts(tree: Tree, leaves: list[int]) -> list[str]:
+    """Each leaf's label: its class or value, or why it has none; names cut to 14 characters."""
     out = []
     for v in leaves:
         lv = tree.leaf_value[v]
@@ -160,11 +161,14 @@ def _leaf_labels(tree: Tree, leaves: list[int], pos: dict, shift: float) -> list
         else:
             text = tree.output_names[int(np.argmax(lv))] if tree.task == "classification" else \
                 style.fmt_num(lv[0], 3)
-        text = text if len(text) <= 14 else text[:13] + "…"  # cut the name, then make it Plotly text
-        out.append(dict(x=pos[v][0], y=pos[v][1], text=style.plot_text(text), showarrow=False, yanchor="top",
-                        yshift=-shift,
-                        textangle=0 if len(leaves) <= 12 else -90, font=dict(size=11, color=style.INK)))
+        out.append(text if len(text) <= 14 else text[:13] + "…")
     return out
+
+
+def _leaf_labels(leaves: list[int], texts: list[str], pos: dict, shift: float, angle: int) -> list[dict]:
+    return [dict(x=pos[v][0], y=pos[v][1], text=style.plot_text(text), showarrow=False, yanchor="top",
+                 yshift=-shift, textangle=angle, font=dict(size=11, color=style.INK))
+            for v, text in zip(leaves, texts)]
 
 
 @dataclass(frozen=True)
@@ -193,6 +197,14 @@ class TreeFigureOptions:
     family_label : str, optional
         The family's display name ("TAO forest"), which :func:`tree_title` makes the title of; the
         Tree's family key when not given.
+    member : (int, int), optional
+        ``(k, n)``: the tree is tree ``k`` (counted from 1) of an ensemble of ``n``; the title says
+        "tree k of n" after the family's name.
+    width : int, optional
+        The width in pixels the figure will be drawn at, when the caller knows it is narrow (half a
+        page): leaf labels are then written across, up, or not at all, whichever fits between the
+        leaves at that width, so no two overlap. Without it, 12 leaves or fewer are labelled across
+        and more up.
     """
 
     root: int = 0
@@ -204,6 +216,8 @@ class TreeFigureOptions:
     show_mix: bool = True
     height: int | None = None
     family_label: str | None = None
+    member: tuple[int, int] | None = None
+    width: int | None = None
 
     def __post_init__(self) -> None:
         if self.pruned not in PRUNED_MODES:
@@ -351,7 +365,37 @@ def _legend_traces(w: _Window, mode: str, fractions: np.ndarray | None, colorbar
     return traces
 
 
-def _subtitle(w: _Window, options: TreeFigureOptions, mode: str, mix_wanted: bool, n_leaves: int) -> str:
+#: Pixels per character of a leaf label (font size 11), an upper estimate, and the width a label written
+#: upwards takes; the room a legend entry's marker takes beside its text.
+_LABEL_CHAR_PX, _UPRIGHT_PX, _LEGEND_MARKER_PX = 7.0, 16.0, 45.0
+
+
+def _leaf_label_angle(w: _Window, leaves: list[int], texts: list[str], legend: list[str],
+                      width: int | None) -> int | None:
+    """How the leaf labels are written: 0 (across), -90 (upwards) or None (not at all). Without
+    ``width``, across up to 12 leaves and upwards beyond. With it, the narrowest gap between two
+    shown leaves is measured in pixels of the plot area (the figure's width less its margins and a
+    legend on the right) and the labels are written the first way that fits in it."""
+    if not leaves or len(leaves) > MAX_LABEL_LEAVES:
+        return None
+    if width is None:
+        return 0 if len(leaves) <= 12 else -90
+    gap = np.inf  # the narrowest gap between two leaves on one level (labels on different levels are apart)
+    for level in {w.pos[v][1] for v in leaves}:
+        xs = np.sort(np.asarray([w.pos[v][0] for v in leaves if w.pos[v][1] == level], dtype=np.float64))
+        if xs.size > 1:
+            gap = min(gap, float(np.diff(xs).min()))
+    span = float(w.x.max() - w.x.min()) + 1.8  # the x range tree_figure gives the axis
+    legend_px = _LEGEND_MARKER_PX + _LABEL_CHAR_PX * max(map(len, legend)) if legend else 0.0
+    plot_px = max(width - style.MARGIN["l"] - style.MARGIN["r"] - legend_px, 1.0)
+    slot = gap * plot_px / span
+    if slot >= _LABEL_CHAR_PX * max(map(len, texts)) + 4:
+        return 0
+    return -90 if slot >= _UPRIGHT_PX else None
+
+
+def _subtitle(w: _Window, options: TreeFigureOptions, mode: str, mix_wanted: bool, n_leaves: int,
+              labels_fit: bool = True) -> str:
     """What the figure shows: the window, what was left out, and what the colour means."""
     tree, m, root = w.tree, w.m, w.root
     levels = int(-w.ny.min()) + 1 if m else 1
@@ -368,6 +412,8 @@ def _subtitle(w: _Window, options: TreeFigureOptions, mode: str, mix_wanted: boo
         window += f" · class-mix bars only up to {MAX_MIX_NODES} nodes (hover a node for its mix)"
     if n_leaves > MAX_LABEL_LEAVES:
         window += f" · leaf labels only up to {MAX_LABEL_LEAVES} leaves"
+    elif not labels_fit:
+        window += " · no leaf labels: too many leaves for this width (hover a leaf)"
     mode_text = {"class": "majority class", "value": "mean target", "active": "node activity a_t"}[mode]
     if tree.head_decides:  # the leaves describe their rows; they do not predict
         mode_text += " · a head predicts; leaves describe their rows"
@@ -431,15 +477,21 @@ def tree_figure(tree: Tree, *, X: Any = None, y: Any = None, stats: NodeStats | 
     shapes = _mix_shapes(node_list, fractions, w.dashed, pos, msize) if mix_wanted and m <= MAX_MIX_NODES else []
     traces += _legend_traces(w, mode, fractions, colorbar, mix_drawn=bool(shapes))
     leaves = [v for v, leaf in zip(node_list, w.is_leaf) if leaf]
-    annotations = []
-    if len(leaves) <= MAX_LABEL_LEAVES:
-        annotations = _leaf_labels(tree, leaves, pos, (msize / 2 + 9 if shapes else msize / 2) + 3)
+    texts = _leaf_texts(tree, leaves) if len(leaves) <= MAX_LABEL_LEAVES else []
+    legend = [str(t["name"]) for t in traces if t.get("showlegend", True) and t.get("name")]
+    angle = _leaf_label_angle(w, leaves, texts, legend, options.width)
+    shift = (msize / 2 + 9 if shapes else msize / 2) + 3
+    annotations = [] if angle is None else _leaf_labels(leaves, texts, pos, shift, angle)
 
     levels = int(-w.ny.min()) + 1 if m else 1
     # the family's own name comes from the caller (plots read no registry); the key is the fallback
     title = f"{tree_title(options.family_label or tree.family)} · depth {tree.max_depth}"
+    if options.member is not None:  # one tree of an ensemble: the family's name, then which tree
+        k, n = options.member
+        title = f"{style.plot_text(options.family_label or tree.family)} · tree {k} of {n} · depth {tree.max_depth}"
     fig = go.Figure(data=traces)
-    style.apply_style(fig, title=title, subtitle=_subtitle(w, options, mode, mix_wanted, len(leaves)),
+    subtitle = _subtitle(w, options, mode, mix_wanted, len(leaves), labels_fit=angle is not None or not leaves)
+    style.apply_style(fig, title=title, subtitle=subtitle,
                       height=options.height or int(np.clip(140 + 95 * levels, 380, 900)))
     pad_bottom = 0.9 if annotations and len(leaves) > 12 else (0.6 if annotations or shapes else 0.4)
     xmin, xmax = (float(w.x.min()), float(w.x.max())) if m else (0.0, 0.0)
