@@ -121,6 +121,9 @@ def test_from_another_folder_the_command_trains_the_face_imports_and_the_app_ans
     finally:
         server.terminate()
         server.wait(timeout=60)
+    # the command was the server itself: stopping it stopped the server (no orphan left answering)
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"http://localhost:{port}/_stcore/health", timeout=5)
 
 
 def test_an_editable_install_runs_the_checkout_itself(installed, tmp_path):

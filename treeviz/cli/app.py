@@ -10,6 +10,7 @@ flag, so the settings hold from any working directory. Streamlit's own options m
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tomllib
@@ -55,7 +56,13 @@ def app_command(extra: list[str]) -> list[str]:
 
 
 def launch(command: list[str]) -> int:
-    """Run the app's command until the server stops; its exit status."""
+    """Run the app's command until the server stops; its exit status. On POSIX this process becomes
+    the server (``exec``), so a signal that stops ``treeviz app`` (a service manager's SIGTERM, a
+    test's ``terminate``) reaches the server itself instead of leaving it running orphaned."""
+    if os.name == "posix":
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(command[0], command)
     return subprocess.call(command)
 
 
