@@ -16,10 +16,11 @@ so a bar that stalls below 25 % cannot hide its guesses), with the number of suc
 those without an estimate ("estimating the time left"). The target is a worst ratio of at most
 :data:`TARGET` for every family and table.
 
-The first job of the benchmark runs in a fresh worker process, so it also pays the imports; every
-job after runs in that process, as in an app that has trained before. Each family's first training
-may compile numba kernels (they are cached on disk, so a second run of the benchmark compiles
-nothing); the time left is measured as it is, compile included.
+The job manager is primed as the app primes it (:meth:`JobManager.prime` with
+:func:`treeviz.services.experiments.warmup.warm_in_worker`), and the benchmark waits until its
+process is warm, as a user choosing data and settings would: every job runs in that process, as in
+the app. Kernels not yet in numba's cache are compiled by that warm-up; the time left is measured
+as it is, anything left to compile included.
 
 ``python -m benchmarks.speed.time_left [--family KEY ...] [--quick]`` runs it (``--quick``: one
 table a family) and prints the table; ``python -m benchmarks.report.run time_left`` runs it through
@@ -29,6 +30,7 @@ the runner. The results go to ``benchmarks/results/time_left.json``.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -41,6 +43,7 @@ from benchmarks.common import format_table, write_results
 from models.registry import families, get_family
 from treeviz.services.data import Dataset, PrepConfig, load_dataset, prepare
 from treeviz.services.experiments.training import job_fn
+from treeviz.services.experiments.warmup import warm_in_worker
 from treeviz.services.jobs.manager import JobManager
 from treeviz.services.store.runs import RunStore
 
@@ -104,7 +107,7 @@ def ratio(eta: float, true: float) -> float:
     return max(a / b, b / a)
 
 
-def measure(manager: JobManager, case: Case, store: RunStore) -> dict[str, Any]:
+def measure(manager: JobManager, case: Case, store: RunStore, keep_states: bool = False) -> dict[str, Any]:
     """Train one case as the Train page does and score its time-left estimates."""
     family = get_family(case.family)
     params = family.validate_params(family.defaults(case.task, None), case.task)
@@ -112,10 +115,16 @@ def measure(manager: JobManager, case: Case, store: RunStore) -> dict[str, Any]:
     job = manager.submit(job_fn(case.family, case.task, params, prepared, store=store),
                          label=f"{family.label} on {case.table}")
     samples: list[tuple[float, float, float | None]] = []
+    states: list[dict[str, Any]] = []  # what the estimate read at each sample (--states)
     while not job.done:
         snap = job.snapshot()
         if snap.status == "running":
             samples.append((time.time(), snap.progress, snap.eta_s))
+            if keep_states:
+                with job._lock:
+                    states.append({"t": samples[-1][0], "marks": list(job._marks), "total": job._total,
+                                   "stage": job._stage_index, "stages": job._n_stages,
+                                   "stage_seconds": list(job._stage_seconds)})
         time.sleep(SAMPLE_S)
     snap = job.snapshot()
     if snap.status != "finished":
@@ -136,17 +145,25 @@ def measure(manager: JobManager, case: Case, store: RunStore) -> dict[str, Any]:
             "no_estimate": sum(1 for s in late if s[2] is None), "worst_ratio": worst, "worst_at": at,
             "ok": worst is None or worst <= TARGET,
             "trace": [(round(t - start, 2), round(p, 4), None if eta is None else round(eta, 2))
-                      for t, p, eta in samples]}
+                      for t, p, eta in samples],
+            **({"states": states, "started": start, "finished": end} if keep_states else {})}
 
 
-def run(quick: bool = False, family_keys: list[str] | None = None, trace: bool = False) -> dict[str, Any]:
+def run(quick: bool = False, family_keys: list[str] | None = None, trace: bool = False,
+        states_to: str | None = None) -> dict[str, Any]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="treeviz-time-left-") as folder:
         manager = JobManager(max_workers=1, processes=True, idle_s=600.0)
+        manager.prime(warm_in_worker)
         store = RunStore(folder)
         try:
+            manager.wait_primed()
             for case in cases(family_keys, quick):
-                row = measure(manager, case, store)
+                row = measure(manager, case, store, keep_states=states_to is not None)
+                if states_to is not None:  # appended as each case ends (one JSON line a case)
+                    with open(states_to, "a", encoding="utf-8") as out:
+                        out.write(json.dumps({"name": row["name"], **{k: row.pop(k) for k in
+                                                                      ("states", "started", "finished")}}) + "\n")
                 print(f"{row['name']}: {row['wall_s']} s, worst ratio {row['worst_ratio']} at {row['worst_at']}",
                       flush=True)
                 if trace:
@@ -171,8 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--family", action="append", help="only these families (repeat the flag)")
     parser.add_argument("--quick", action="store_true", help="one table a family")
     parser.add_argument("--trace", action="store_true", help="print each run's (seconds, progress, eta) samples")
+    parser.add_argument("--states", metavar="FILE", help="append what each estimate read (JSON lines), to study "
+                        "other estimators offline")
     args = parser.parse_args(argv)
-    out = run(args.quick, args.family, args.trace)
+    out = run(args.quick, args.family, args.trace, args.states)
     print(format_table(out["rows"]))
     path = write_results(NAME, out["results"], quick=bool(args.quick or args.family))
     print(f"written to {path}")
