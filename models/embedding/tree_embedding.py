@@ -86,9 +86,19 @@ CART_VALIDATION_FRACTION = 0.3
 #: Depths the CART baseline tries (the thesis shows depths up to 30).
 CART_DEPTHS = tuple(range(1, 31))
 
-#: The μ path's share of the fit's planned work, against the free embedding's iterations (for the
-#: progress bar only: on 500-1000 points the path took a sixth to a twentieth of the free embedding).
+#: The μ path's share of the fit's planned work, against the free embedding's iterations, until
+#: the free embedding and the direct tree fit have been timed (:func:`_mu_step_units`; for the
+#: progress bar only).
 MU_STEP_SHARE = 0.15
+
+
+def _mu_step_units(free_iteration_s: float, tree_fit_s: float, z_iter: int) -> float:
+    """A μ step's planned work in the progress bar's units (iterations of the free embedding), from
+    what the fit has timed so far: its Z-step, up to ``z_iter`` iterations of about a free
+    iteration's cost, and its tree refit, about the direct fit's. Measured, because the μ path's
+    share of the time runs from a twentieth (a shallow tree) to a half (the deeper trees the automatic
+    depth picks on digits) of the whole."""
+    return z_iter + tree_fit_s / max(free_iteration_s, 1e-9)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -345,8 +355,8 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         p = self._check_params(X.shape[0], y)
         self.depth_, self.l1_penalty_ = int(p["depth"]), float(p["l1_penalty"])
         self._set_feature_names(feature_names, X.shape[1])
-        # work units: one per iteration of the free embedding, then MU_STEP_SHARE of those over the μ path
-        # (on 500-1000 points the μ steps took a sixth to a twentieth of the free embedding's time)
+        # work units: one per iteration of the free embedding, then the μ path's, planned at
+        # MU_STEP_SHARE of those until the free embedding and the direct tree fit have been timed
         self._begin_training(callbacks, p["free_iter"] * (1.0 + MU_STEP_SHARE))  # before it, so a cancel reaches it
         try:
             self._fit_path(X, p)
@@ -361,7 +371,6 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         device = torch.device(p["device"])
         start = time.perf_counter()
         free_units = float(p["free_iter"])
-        mu_units = free_units * MU_STEP_SHARE / max(1, p["n_mu"])
 
         def free_progress(iteration: int, *_: Any) -> None:
             if iteration % 10 == 0:
@@ -378,13 +387,17 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         exact = objective.exact()
         self.objective_function_ = exact
         self.perplexity_ = p["perplexity"]
+        free_seconds = time.perf_counter() - start
         Z0 = free.Z
         self.free_embedding_ = Z0.copy()
         self.free_objective_ = float(exact.embedding_value(Z0))
 
         tree = _tao_mapping(depth=p["depth"], l1_penalty=p["l1_penalty"], leaf=self.leaf, tao_iter=p["tao_iter"],
                             device=p["device"], random_state=self.random_state, warm_start=True)
+        tree_start = time.perf_counter()
         tree.fit(X, Z0, callbacks=cancel, feature_names=self.feature_names_)
+        mu_units = _mu_step_units(free_seconds / max(1, int(free.result.n_iter)), time.perf_counter() - tree_start,
+                                  int(p["z_iter"]))
         self.direct_tao_tree_ = tree.tao_tree_.copy()
         FX = tree.predict(X)
         self.direct_embedding_ = FX.copy()
@@ -410,7 +423,7 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
             lam_E = mu * step_penalty(mu)  # the tree penalty in E's units: μ0·λ, or μλ when fixed
             return float(E_Z + lam_E * phi + mu * float((R * R).sum()) - 2.0 * float((beta * R).sum()))
 
-        self._progress(done=free_units)
+        self._progress(done=free_units, total=free_units + p["n_mu"] * mu_units)
         ok = self._record(
             step=0, mu=0.0, E_tree=self.direct_fit_objective_, E_Z=self.free_objective_, dist2=dist2,
             objective_start=free.value, objective_after_z=free.value, objective=free.value,

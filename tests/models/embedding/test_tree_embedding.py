@@ -222,3 +222,33 @@ def test_a_perplexity_too_large_for_the_data_is_lowered(X):
 def test_unfitted_transform_raises(X):
     with pytest.raises(NotFittedError):
         TreeEmbedding().transform(X)
+
+
+def test_the_mu_path_is_planned_from_the_timed_free_embedding_and_direct_fit(X):
+    """Progress: after the free embedding and the direct tree fit the planned total becomes the
+    free iterations plus n_mu μ steps of _mu_step_units each (measured, not a fixed share), and the
+    work done reaches it step by step."""
+    from models.embedding.tree_embedding import MU_STEP_SHARE, _mu_step_units
+
+    assert _mu_step_units(0.01, 0.5, 30) == pytest.approx(30 + 50)  # the refit costs 50 free iterations
+
+    class Plan(Callback):
+        def __init__(self):
+            self.begin, self.reports = None, []
+
+        def on_train_begin(self, estimator, **kwargs):
+            self.begin = kwargs.get("total")
+
+        def on_progress(self, estimator, **kwargs):
+            self.reports.append((kwargs.get("done"), kwargs.get("total")))
+
+    plan = Plan()
+    TreeEmbedding(**SMALL).fit(X, callbacks=[plan])
+    free, n_mu = SMALL["free_iter"], SMALL["n_mu"]
+    assert plan.begin == pytest.approx(free * (1 + MU_STEP_SHARE))
+    [(done, total)] = [r for r in plan.reports if r[1] is not None]
+    assert done == free and total > free + n_mu * SMALL["z_iter"]  # each step: the Z-step and a tree refit
+    mu_units = (total - free) / n_mu
+    steps = [d for d, t in plan.reports if t is None and d > free]
+    assert steps[:n_mu] == pytest.approx([free + (k + 1) * mu_units for k in range(n_mu)])
+    assert steps[-1] == pytest.approx(total)
