@@ -110,8 +110,7 @@ def _child(family_key: str, data: str, warm_families: tuple[str, ...] = ()) -> d
     dataset = load_dataset(data)
     task = dataset.task if dataset.task in family.tasks else family.tasks[0]
     prepared = prepare(dataset, PrepConfig(seed=0))
-    while manager._spare.status == "warming":
-        time.sleep(0.05)
+    manager.wait_primed()
     out: dict[str, Any] = {"family": family_key, "task": task, "ready_s": time.perf_counter() - start}
     try:
         with tempfile.TemporaryDirectory() as home:

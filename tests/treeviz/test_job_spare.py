@@ -42,7 +42,7 @@ def test_the_first_job_runs_in_the_process_warmed_before_it_and_the_next_finds_i
     marker = tmp_path / "warm.pid"
     assert manager.prime(MarkWarm(marker)) is True
     assert manager.prime(MarkWarm(marker)) is False  # once per manager
-    wait_for(lambda: manager._spare.status == "ready")
+    assert manager.wait_primed(WAIT_S) and manager._spare.status == "ready"
     warm_pid = int(marker.read_text())
     first = manager.submit(pid, label="first")
     assert first.wait(WAIT_S) and first.status == "finished"

@@ -445,6 +445,10 @@ class JobManager:
             self._primed = True
         return self._spare.start(threads.job_budget(self.max_workers), warm)
 
+    def wait_primed(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` seconds for the warm-up :meth:`prime` started; True once none runs."""
+        return self._spare.wait(timeout)
+
     def submit(self, fn: Callable[[Progress], Any], *, label: str,
                meta: dict[str, Any] | None = None) -> Job:
         """Queue ``fn(progress)`` to run in a worker thread and return its :class:`Job`.

@@ -105,6 +105,15 @@ class Spare:
                 process = None
             self._process = process
 
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` seconds (None: as long as it takes) for a warm-up under way;
+        True once none is under way."""
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+        return self.status != "warming"
+
     def take(self) -> WorkerProcess | None:
         """The held process for a job (its warm-up asked to stop and waited for), or None when none
         is held or it died."""
