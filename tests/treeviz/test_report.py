@@ -28,8 +28,12 @@ def test_a_cart_report_has_every_section_and_its_numbers(store):
     assert html.startswith("<!doctype html>") and "<script src=" not in html  # plotly.js inlined once
     assert html.count("Plotly.newPlot") == figures(html) == int(re.search(r'data-figures="(\d+)"', html)[1])
     for heading in ("Data", "Preparation", "Hyperparameters", "Metrics", "Size and cost", "Tree", "Node weights",
-                    "Class routing", "Features", "Rules"):
+                    "Class routing", "Split at the root", "Decision regions", "Features", "Rules"):
         assert f">{heading}</h" in html, heading
+    # the explorer's split histogram and decision regions, drawn (their captions come with the figures)
+    left, right = map(int, re.search(r"How the root splits the train rows: (\d+) go left, (\d+) right", html).groups())
+    assert left + right == prepared.X_train.shape[0]
+    assert "predictions over two features, every other held at the training rows&#x27; median" in html
     assert record.dataset_fingerprint in html and record.prepared_fingerprint in html
     assert f"{record.metrics['test_accuracy']:.4g}" in html
     model = store.load_model(record.run_id)

@@ -10,8 +10,10 @@ Sections, for every family through the frame (what a section needs decides wheth
 4. the metrics on every split (train, validation, test) and the model's size and cost;
 5. the training curves (the family's declared panels);
 6. the tree diagram (each tree of an ensemble is summarised, the first drawn), the node weights
-   (as images for image data), the class routing (classification), the λ path when the run is a
-   point of one, and the features the model uses (ranked by weight);
+   (as images for image data), the class routing (classification), the root's split histogram and
+   the decision regions over the two features the tree leans on most (as the Tree explorer first
+   draws them), the λ path when the run is a point of one, and the features the model uses (ranked
+   by weight);
 7. the rules, in the data's own units when the preprocessing allows.
 
 ``run_report(store, run_id)`` returns the HTML text; the Runs page and ``python -m treeviz report``
@@ -42,11 +44,16 @@ from treeviz.plots import (
     weight_images_grid,
     weights_heatmap,
 )
+from treeviz.plots.regions import regions_figure
+from treeviz.plots.split_hist import split_histogram
 from treeviz.services.experiments.sweep import sweep_table
 from treeviz.services.store.record import RunRecord
 from treeviz.services.store.runs import RunStore
 from treeviz.services.views.export import rules_lines, tree_exports
 from treeviz.services.views.features import feature_table
+from treeviz.services.views.node_split import node_split
+from treeviz.services.views.predict import output_kind
+from treeviz.services.views.regions import decision_regions, default_features
 from treeviz.services.views.run_view import PARTS, RunView
 from treeviz.ui.labels import METRIC_LABELS, SIZE_LABELS, curve_layout, family_name, run_headline
 
@@ -176,6 +183,7 @@ def _model(rep: _Report, store: RunStore, record: RunRecord) -> None:
         rep.optional("Class routing", lambda: rep.figure(
             class_flow_figure(tree, None, None, stats=view.stats, max_levels=min(tree.max_depth, 4) or 1),
             "How the training samples of each class flow from the root to the leaves."))
+    _split_and_regions(rep, view, model)
     features = feature_table(trees)
     used = [r for r in features if r.used]
     rep.section("Features", f'<p class="sub">{len(used)} of {len(features)} features used by some split or '
@@ -188,6 +196,32 @@ def _model(rep: _Report, store: RunStore, record: RunRecord) -> None:
     more = f"\n… and {len(all_rules) - MAX_RULES} more" if len(all_rules) > MAX_RULES else ""
     rep.section("Rules", f'<p class="sub">{len(all_rules)} rules (one per leaf), in {units}.</p>'
                          f"<pre>{_esc(chr(10).join(all_rules[:MAX_RULES]) + more)}</pre>")
+
+
+def _split_and_regions(rep: _Report, view: RunView, model: Any) -> None:
+    """The Tree explorer's split histogram (the root's) and decision regions (the two features the
+    tree leans on most, the others at the training median), as the page draws them by default."""
+    tree = view.tree
+    if not tree.is_leaf[0] and view.n_rows:
+        def root_split() -> None:
+            split = node_split(view, 0)
+            rep.figure(split_histogram(tree, 0, split.score, split.y, threshold=split.threshold,
+                                       right_above=split.right_above, right=split.right, label=split.label,
+                                       part=view.part, soft=split.soft),
+                       f"How the root splits the {view.part} rows: {split.n_left} go left, {split.n_right} right.")
+        rep.section("Split at the root")
+        rep.optional("Split histogram", root_split)
+    if tree.n_features >= 2 and output_kind(model) != "embedding":
+        def regions() -> None:
+            found = decision_regions(view, default_features(view))
+            rep.figure(regions_figure(found.shown_x, found.shown_y, found.output, kind=found.kind, names=found.names,
+                                      points=found.points, point_values=found.point_values,
+                                      feature_names=found.feature_names, held_label=found.held_label,
+                                      units=found.units),
+                       f"The model's predictions over two features, every other held at {found.held_label}; "
+                       "the dots are training rows.")
+        rep.section("Decision regions")
+        rep.optional("Decision regions", regions)
 
 
 def _lambda_path(rep: _Report, store: RunStore, record: RunRecord) -> None:
