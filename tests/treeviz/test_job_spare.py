@@ -58,6 +58,24 @@ def test_the_first_job_runs_in_the_process_warmed_before_it_and_the_next_finds_i
     assert manager.prime(None) is True
 
 
+def test_jobs_one_after_another_stay_in_the_warm_process(tmp_path):
+    """With two workers allowed, a job submitted after another has finished goes to the idle worker
+    and its warm process, not to a second worker with a bare one (which took seconds to start)."""
+    manager = JobManager(max_workers=2, processes=True, idle_s=30.0)
+    try:
+        manager.prime(MarkWarm(tmp_path / "warm.pid"))
+        assert manager.wait_primed(WAIT_S)
+        pids = []
+        for k in range(3):
+            job = manager.submit(pid, label=f"job {k}")
+            assert job.wait(WAIT_S) and job.status == "finished"
+            pids.append(job.result)
+        assert pids == [int((tmp_path / "warm.pid").read_text())] * 3
+        assert len(manager._workers) == 1
+    finally:
+        manager.shutdown()
+
+
 def test_a_job_that_arrives_during_the_warm_up_stops_it_and_takes_its_process(manager, tmp_path):
     marker = tmp_path / "warm.pid"
     manager.prime(MarkWarm(marker, until_cancelled=True))

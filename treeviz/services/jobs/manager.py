@@ -432,6 +432,7 @@ class JobManager:
         self._workers: list[threading.Thread] = []
         self._ids = itertools.count(1)
         self._spare, self._primed = Spare(), False
+        self._idle = 0  # workers waiting for a job (or started to take one)
 
     def prime(self, warm: Callable[[Any], Any] | None = None) -> bool:
         """Start a job child process now, in the background, and run ``warm(progress)`` in it (a
@@ -460,13 +461,20 @@ class JobManager:
             self._jobs[job.id] = job
             self._forget_old()
             self._queue.put(job)
-            self._workers = [w for w in self._workers if w.is_alive()]
-            if len(self._workers) < self.max_workers:
-                worker = threading.Thread(target=self._work, name=f"treeviz-job-{len(self._workers)}",
-                                          daemon=True)
-                self._workers.append(worker)
-                worker.start()
+            self._add_workers()
         return job
+
+    def _add_workers(self) -> None:
+        """Start worker threads while the queued jobs outnumber the idle workers, up to ``max_workers``
+        (caller holds the lock). An idle worker takes the next job itself, in the child process it
+        already has: a second job started a second worker, and with it a bare child process, while
+        the first worker and its warm process sat idle."""
+        self._workers = [w for w in self._workers if w.is_alive()]
+        while len(self._workers) < self.max_workers and self._idle < self._queue.qsize():
+            worker = threading.Thread(target=self._work, name=f"treeviz-job-{len(self._workers)}", daemon=True)
+            self._workers.append(worker)
+            self._idle += 1  # idle from its start: it takes a queued job first thing
+            worker.start()
 
     def _work(self) -> None:
         budget = threads.job_budget(self.max_workers)
@@ -487,13 +495,20 @@ class JobManager:
                 except queue.Empty:
                     with self._lock:  # idle: retire, unless a job slipped in meanwhile
                         if self._queue.empty():
+                            self._idle -= 1
                             self._workers = [w for w in self._workers if w is not threading.current_thread()]
                             retired[0] = True
                             return
                     continue
+                with self._lock:
+                    self._idle -= 1
+                    if job is not None:  # a job queued meanwhile may need a worker of its own
+                        self._add_workers()
                 if job is None:  # shutdown
                     return
                 job._run(process if self.processes else None, budget)
+                with self._lock:
+                    self._idle += 1
         finally:
             for proc in child:  # a primed manager keeps one warm child for the next job
                 if not (retired[0] and self._primed and self._spare.give(proc)):
@@ -510,6 +525,8 @@ class JobManager:
             self._queue.put(None)
         for worker in workers:
             worker.join(timeout=30)
+        with self._lock:
+            self._idle = 0
         self._spare.close()
         self._primed = False
 
