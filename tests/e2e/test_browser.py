@@ -3,6 +3,7 @@
 import re
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import IDLE, TRAINING_MS
@@ -21,12 +22,26 @@ def settle(page) -> None:
     page.wait_for_function(IDLE)
 
 
+#: Milliseconds an opened selectbox gets to list the option before it is opened again.
+OPTION_MS = 15_000
+
+
 def choose(page, label: str, option: str) -> None:
-    """Pick ``option`` in the Streamlit selectbox labelled ``label`` and wait for the rerun to end."""
+    """Pick ``option`` in the Streamlit selectbox labelled ``label`` and wait for the rerun to end.
+    A list that does not show the option (opened on a box a rerun then replaced: the list closed, and
+    a CI run waited out the page's whole limit) is closed and opened again, three times at most."""
     settle(page)
-    box = page.get_by_test_id("stSelectbox").filter(has_text=label).first
-    box.locator("input").click()
-    page.get_by_role("option", name=re.compile(re.escape(option))).first.click()
+    for attempt in range(3):
+        box = page.get_by_test_id("stSelectbox").filter(has_text=label).first
+        box.locator("input").click()
+        try:
+            page.get_by_role("option", name=re.compile(re.escape(option))).first.click(timeout=OPTION_MS)
+            break
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
+            page.keyboard.press("Escape")
+            settle(page)
     settle(page)
     chosen = page.get_by_test_id("stSelectbox").filter(has_text=label).first.get_by_role("combobox")
     expect(chosen).to_have_value(re.compile(re.escape(option)))

@@ -100,5 +100,7 @@ def test_the_tree_embedding_weighs_its_free_embedding_over_its_mu_steps(tables):
     seen = watch("tree_embedding", "embedding", tables["embedding"], {"free_iter": 100}).seen
     first = next(i for i, (e, _, _) in enumerate(seen) if e == "record")
     assert any(e == "advance" and 0.0 < f < seen[first][1] for e, f, _ in seen[:first])  # moves during it
-    assert 0.75 < seen[first][1] < 1.0  # the free embedding is most of the work, not one unit of n_mu + 1
+    # the μ path's share of the plan is timed (tests/models/embedding/test_tree_embedding.py), not one unit
+    # of n_mu + 1: the free embedding is a sizeable part of the work, and not all of it
+    assert 0.2 < seen[first][1] < 1.0
     assert seen[-1][1] == 1.0

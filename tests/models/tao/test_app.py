@@ -1,5 +1,6 @@
 """TAO in the app, what only TAO shows: a decision node's sparse weights as signed bars and, on image
-data, as an image in the pixels' own units; the λ path of its ℓ1 penalty, which thins the tree.
+data, as an image in the model's scaled units and, ticked, in the pixels' own units; the λ path of its
+ℓ1 penalty, which thins the tree.
 
 What every family does in the app (trained from the Train page, its pages, its run zip, the λ path
 page, a forest's tree picker and summary) is checked on TAO and the TAO forest by
@@ -29,9 +30,17 @@ def test_a_tao_trees_weights_show_as_bars_and_as_an_image_in_pixel_units(home):
     bars = next(s for s in chart_specs(at) if s["layout"].get("meta", {}).get("kind") == "top_weights"
                 or any(t.get("type") == "bar" and t.get("orientation") == "h" for t in s["data"]))
     assert bars
-    image = next(s for s in chart_specs(at) if s["layout"].get("meta", {}).get("image_shape") == [8, 8])
-    z = np.array(image["data"][0]["z"], dtype=float)
-    # drawn in the pixels' own units (rules in the data's units is on by default): w / σ
+    def weight_image():
+        image = next(s for s in chart_specs(at) if s["layout"].get("meta", {}).get("image_shape") == [8, 8])
+        return image, np.array(image["data"][0]["z"], dtype=float)
+
+    # an image table starts in the model's scaled units: the weights as learned
+    image, z = weight_image()
+    np.testing.assert_allclose(z.reshape(-1), tree.weight[0])
+    # ticked, the pixels' own units: w / σ
+    at.checkbox(key="explorer.units.image").check().run()
+    assert_clean(at)
+    image, z = weight_image()
     _mean, scale = store.load_prepared(record.run_id).affine_scaling()
     np.testing.assert_allclose(z.reshape(-1), tree.weight[0] / scale)
     assert np.count_nonzero(z) == np.count_nonzero(tree.weight[0])  # zero weights stay exactly zero (white)
