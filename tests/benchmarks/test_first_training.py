@@ -8,6 +8,8 @@ from benchmarks.speed import first_training
 
 
 @pytest.mark.slow  # compiles DGT-Bandit's kernels twice into empty caches and starts four processes
+@pytest.mark.deep(covered_by="tests/treeviz/test_job_spare.py::"
+                             "test_the_first_job_runs_in_the_process_warmed_before_it_and_the_next_finds_it_kept")
 def test_quick_path_compiles_nothing_after_the_warmup():
     out = first_training.run(quick=True)
     rows = {row["scenario"]: row for row in out["rows"]}

@@ -96,7 +96,8 @@ def test_the_node_browser_lists_the_rows_of_a_leaf_and_marks_the_misclassified(h
     settle(page)
     page.get_by_text(re.compile("Predicts")).first.wait_for()
     cells = table_cells(page)
-    count = float(cells[cells.index("train samples") + 1])  # the node's count in the tree description
+    # the node's count in the tree description, as the panel writes it ("1,258")
+    count = float(cells[cells.index("train samples") + 1].replace(",", ""))
 
     page.wait_for_function(ONE_BROWSER)  # the rerun for the new node has replaced the old page
     page.get_by_text("Rows that reach this node", exact=True).click()
