@@ -26,16 +26,23 @@ def settle(page) -> None:
 OPTION_MS = 15_000
 
 
-def choose(page, label: str, option: str) -> None:
-    """Pick ``option`` in the Streamlit selectbox labelled ``label`` and wait for the rerun to end.
-    A list that does not show the option (opened on a box a rerun then replaced: the list closed, and
-    a CI run waited out the page's whole limit) is closed and opened again, three times at most."""
+def pick(page, box, option, typed: str | None = None) -> None:
+    """Open the selectbox ``box`` (a locator), optionally type ``typed`` to filter its list, and
+    click the first option whose name matches ``option`` (a pattern or a plain text). A list that
+    does not show the option, or whose option a rerun detaches while it is clicked (the list
+    closed; a CI run once waited out the page's whole limit on it), is closed and opened again,
+    three times at most. A locator finds its element anew at each use, so a box a rerun replaced
+    is found again."""
+    pattern = option if isinstance(option, re.Pattern) else re.compile(re.escape(option))
     settle(page)
     for attempt in range(3):
-        box = page.get_by_test_id("stSelectbox").filter(has_text=label).first
-        box.locator("input").click()
+        field = box.locator("input")
+        field.click()
+        if typed:
+            field.fill("")  # a retry starts from an empty filter
+            field.press_sequentially(typed)
         try:
-            page.get_by_role("option", name=re.compile(re.escape(option))).first.click(timeout=OPTION_MS)
+            page.get_by_role("option", name=pattern).first.click(timeout=OPTION_MS)
             break
         except PlaywrightTimeout:
             if attempt == 2:
@@ -43,8 +50,20 @@ def choose(page, label: str, option: str) -> None:
             page.keyboard.press("Escape")
             settle(page)
     settle(page)
-    chosen = page.get_by_test_id("stSelectbox").filter(has_text=label).first.get_by_role("combobox")
-    expect(chosen).to_have_value(re.compile(re.escape(option)))
+
+
+def choose(page, label: str, option: str) -> None:
+    """Pick ``option`` in the Streamlit selectbox labelled ``label`` and wait for the rerun to end."""
+    box = page.get_by_test_id("stSelectbox").filter(has_text=label).first
+    pick(page, box, option)
+    expect(box.get_by_role("combobox")).to_have_value(re.compile(re.escape(option)))
+
+
+def pick_sidebar_run(page, run_name: str, *, anchored: bool = False) -> None:
+    """Pick ``run_name`` in the sidebar's Run box; ``anchored`` matches the whole name, so that
+    "CART iris" does not pick an imported "CART iris (2)"."""
+    pattern = re.compile(rf"^{re.escape(run_name)}( ·| \[|$)" if anchored else re.escape(run_name))
+    pick(page, page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Run").first, pattern)
 
 
 def open_train_page_on_breast_cancer(page, app_url: str) -> None:

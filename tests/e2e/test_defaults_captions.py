@@ -43,6 +43,7 @@ def test_the_bandit_page_starts_from_the_familys_rounds(app_url, page):
     expect(page.get_by_role("checkbox", name="n rounds: 10 passes").first).to_be_checked()
 
 
+@pytest.mark.deep(covered_by="tests/app/test_captions_truth.py::test_the_caption_says_supervised_tao_is_lower_where_it_is")
 def test_the_semi_supervised_caption_describes_the_run(app_url, page):
     page.goto(app_url)
     page.get_by_role("heading", name="Data", exact=True).wait_for()

@@ -8,13 +8,11 @@ screenshots to tests/e2e/artifacts/.
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import ARTIFACTS, serve_store
-from tests.e2e.test_browser import settle
+from tests.e2e.test_browser import pick_sidebar_run, settle
 from tests.treeviz.test_node_panel_units import rule_terms
 from treeviz.plots import style
 from treeviz.services.data import PrepConfig, load_dataset, prepare
@@ -60,10 +58,7 @@ def open_explorer(page, url: str, run_name: str) -> None:
     nav.get_by_role("link", name="Tree explorer").click()
     page.get_by_role("heading", name="Tree explorer", exact=True).wait_for()
     settle(page)
-    box = page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Run").first
-    box.locator("input").click()
-    page.get_by_role("option", name=re.compile(re.escape(run_name))).first.click()
-    settle(page)
+    pick_sidebar_run(page, run_name)
     expect(page.get_by_test_id("stCaptionContainer").filter(has_text=f"{run_name} ·").first).to_be_visible()
     page.get_by_text("Right if").first.wait_for()
     page.wait_for_function(TREE_DRAWN)

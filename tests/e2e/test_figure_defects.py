@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 
 import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import TRAINING_MS, serve_store
-from tests.e2e.test_browser import settle
+from tests.e2e.test_browser import choose, pick_sidebar_run, settle
 from tests.treeviz.figure_checks import MIN_DELTA_E, branch_code, nearest_class_difference, rgb_of
 from treeviz.plots import style
 from treeviz.services.data import PrepConfig, load_dataset, prepare
@@ -97,10 +96,7 @@ def open_with_run(page, url: str, title: str, run_name: str) -> None:
     page.get_by_test_id("stSidebarNav").get_by_role("link", name=title, exact=True).click()
     page.get_by_role("heading", name=title, exact=True).wait_for()
     settle(page)
-    box = page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Run").first
-    box.locator("input").click()
-    page.get_by_role("option", name=re.compile(re.escape(run_name))).first.click()
-    settle(page)
+    pick_sidebar_run(page, run_name)
     caption = page.get_by_test_id("stCaptionContainer").filter(has_text=f"{run_name} ·")
     expect(caption.first).to_be_visible()  # the page shows this run
     page.wait_for_function("() => !document.querySelector('[data-stale=\"true\"]')")
@@ -185,10 +181,7 @@ def test_compare_titles_and_the_decision_node_axis(runs, url, page):
     settle(page)
     page.get_by_test_id("stSidebarNav").get_by_role("link", name="Compare", exact=True).click()
     page.get_by_role("heading", name="Compare", exact=True).wait_for()
-    choose_group = page.get_by_test_id("stSelectbox").filter(has_text="Data set").first
-    choose_group.locator("input").click()
-    page.get_by_role("option", name=re.compile("digits")).first.click()
-    settle(page)
+    choose(page, "Data set", "digits")
     page.wait_for_function(f"() => ({AXES})().filter(f => f.title.includes('· depth')).length === 2"
                            f" && ({AXES})().some(f => f.title.includes('against decision nodes') && f.ticks.length)")
     figures = page.evaluate(AXES)

@@ -109,8 +109,16 @@ def _opened(browser, path, selector: str) -> tuple[list[str], list[str]]:
         context.close()
 
 
-def test_exported_figures_and_the_report_show_hostile_names_as_text(browser, hostile_home, tmp_path):
+#: The families whose reports every tier opens, one run each: a hard tree with its routing, an
+#: oblique tree with its weights and λ path, and a latent clustering tree with its curves. The deep
+#: tier opens the report of every run.
+REPORT_FAMILIES = ("cart", "tao", "latent")
+
+
+def _check_exports(browser, hostile_home, tmp_path, families) -> None:
     home, records = hostile_home
+    if families is not None:
+        records = [next(r for r in records if r.family == family) for family in families]
     store = RunStore(home)
     cart = next(r for r in records if r.family == "cart")
     view = RunView.build(store.load_model(cart.run_id), store.load_prepared(cart.run_id), "train")
@@ -133,3 +141,13 @@ def test_exported_figures_and_the_report_show_hostile_names_as_text(browser, hos
             results[path.name] = (outside, made)
     assert len(checked) == len(records) + 3
     assert results == {}, results
+
+
+def test_exported_figures_and_the_report_show_hostile_names_as_text(browser, hostile_home, tmp_path):
+    _check_exports(browser, hostile_home, tmp_path, REPORT_FAMILIES)
+
+
+@pytest.mark.deep(covered_by="tests/e2e/test_hostile_names.py::"
+                           "test_exported_figures_and_the_report_show_hostile_names_as_text")
+def test_every_familys_report_shows_hostile_names_as_text(browser, hostile_home, tmp_path):
+    _check_exports(browser, hostile_home, tmp_path, None)

@@ -36,6 +36,7 @@ def test_the_upload_widget_states_the_data_pages_limit(app_url, page):
     assert f"{MAX_UPLOAD_MB}MB per file" in text and "1GB" not in text, text
 
 
+@pytest.mark.deep(covered_by="tests/treeviz/test_small_things.py::test_every_download_name_has_one_style")
 def test_downloads_share_one_name_style_and_a_pdf_is_titled(app_url, page, tmp_path):
     train_cart_and_open_explorer(page, app_url)
 

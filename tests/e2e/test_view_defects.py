@@ -19,7 +19,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import DRAWN, TRAINING_MS, serve_store
-from tests.e2e.test_browser import choose, settle
+from tests.e2e.test_browser import choose, pick, pick_sidebar_run, settle
 from tests.e2e.test_figure_overlaps import overlaps
 from tests.e2e.test_views_agree import table_cells
 from treeviz.services.data import PrepConfig, load_dataset, prepare
@@ -120,10 +120,7 @@ def open_with_run(page, url: str, title: str, run_name: str) -> None:
     """Open page ``title`` with ``run_name`` picked in the sidebar, once the page shows it."""
     start(page, url)
     open_nav(page, title)
-    box = page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Run").first
-    box.locator("input").click()
-    page.get_by_role("option", name=re.compile(re.escape(run_name))).first.click()
-    settle(page)
+    pick_sidebar_run(page, run_name)
     expect(page.get_by_test_id("stCaptionContainer").filter(has_text=f"{run_name} ·").first).to_be_visible()
     page.wait_for_function("() => !document.querySelector('[data-stale=\"true\"]')")
     settle(page)
@@ -138,10 +135,7 @@ def open_compare(page, url: str, left: str, right: str) -> None:
     for side, name in (("Left", left), ("Right", right)):
         label = page.get_by_test_id("stWidgetLabel").get_by_text(side, exact=True)
         box = page.get_by_test_id("stSelectbox").filter(has=label).first
-        box.locator("input").click()
-        box.locator("input").press_sequentially(name)  # the list filters to the run
-        page.get_by_role("option", name=re.compile(re.escape(name))).first.click()
-        settle(page)
+        pick(page, box, name, typed=name)  # typing filters the list to the run
         expect(box.get_by_role("combobox")).to_have_value(re.compile(re.escape(name)))
     page.wait_for_function(f"() => ({TREES})().length === 2")
     page.wait_for_function(DRAWN)

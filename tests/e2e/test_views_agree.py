@@ -19,6 +19,7 @@ from playwright.sync_api import expect
 
 from tests.e2e.conftest import TRAINING_MS, serve_store
 from tests.e2e.test_browser import choose, open_train_page_on_breast_cancer, settle
+from tests.e2e.test_browser import pick_sidebar_run as pick_run
 from tests.e2e.test_explorer_truth import open_explorer
 from treeviz.services.data import PrepConfig, load_dataset, prepare
 from treeviz.services.experiments.training import train_run
@@ -148,12 +149,8 @@ def open_page(page, url: str, link: str, heading: str) -> None:
 
 
 def pick_sidebar_run(page, run_name: str) -> None:
-    settle(page)
-    box = page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Run").first
-    box.locator("input").click()
     # anchored: "CART iris" must not pick an imported "CART iris (2)"
-    page.get_by_role("option", name=re.compile(rf"^{re.escape(run_name)}( ·| \[|$)")).first.click()
-    settle(page)
+    pick_run(page, run_name, anchored=True)
 
 
 def open_runs_page_on(page, url: str, run_name: str) -> None:
@@ -181,6 +178,7 @@ def test_item3_oblique_rules_fold_on_screen_and_unfold_with_the_toggle(views_url
     assert code.inner_text().count("·") > folded.count("·")
 
 
+@pytest.mark.deep(covered_by="tests/treeviz/test_rules_intervals.py::test_rules_file_holds_every_term")
 def test_item3_the_downloaded_rules_hold_every_term(views_url, page):
     open_explorer(page, views_url, "TAO digits")
     box = rules_expander(page)
@@ -199,6 +197,8 @@ def _feature(condition: str) -> str:
     return found.group(1)
 
 
+@pytest.mark.deep(covered_by="tests/treeviz/test_rules_intervals.py::"
+                           "test_cart_rules_one_interval_per_feature_and_route_identically")
 def test_item3_cart_rules_give_each_feature_one_interval(views_url, page):
     open_explorer(page, views_url, "CART digits")
     box = rules_expander(page)

@@ -21,4 +21,11 @@ _COMMON = dict(derandomize=True, database=None, deadline=None, print_blob=True,
                                        HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture))
 for _name, _count in EXAMPLES.items():
     settings.register_profile(_name, max_examples=_count, **_COMMON)
-settings.load_profile(os.environ.get("TREEVIZ_FUZZ_PROFILE", "ci"))
+PROFILE = os.environ.get("TREEVIZ_FUZZ_PROFILE", "ci")
+settings.load_profile(PROFILE)
+
+
+def ci_examples(count: int) -> settings:
+    """Settings for a fuzz test whose examples are slow: ``count`` of them in the ``ci`` profile
+    (fewer than :data:`EXAMPLES`), the ``slow`` profile's count otherwise."""
+    return settings(max_examples=count if PROFILE == "ci" else EXAMPLES[PROFILE])

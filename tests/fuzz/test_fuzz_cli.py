@@ -30,6 +30,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from models.registry import families
+from tests.fuzz.conftest import ci_examples
 from treeviz.cli import app as app_command
 from treeviz.cli import common
 from treeviz.cli import grid as grid_command
@@ -298,6 +299,7 @@ def cheap_training(monkeypatch):
 
 
 @pytest.mark.slow  # seconds on a 2-core machine: the full tier runs it, the fast one leaves it out
+@ci_examples(25)  # about a second each (a command that reaches loading a table or a model)
 @given(argv=argv_lists())
 def test_the_command_line_accepts_or_refuses_every_argument_list(template, cheap_training, monkeypatch,
                                                                   capsysbinary, tmp_path, argv):
