@@ -73,6 +73,7 @@ from models.embedding.defaults import auto_depth, auto_l1_penalty
 from models.embedding.objectives import EmbeddingObjective, FreeEmbedding, embedding_objective, free_embedding
 from models.graphs import usable_perplexity
 from models.ground.errors import TreevizError
+from models.ground.forecast import remaining_work
 from models.ground.tree import Tree
 from models.tao.core import FittedTAOTree, TAORegressor, tao_tree_to_tree, tree_arrays, tree_from_arrays
 
@@ -86,19 +87,24 @@ CART_VALIDATION_FRACTION = 0.3
 #: Depths the CART baseline tries (the thesis shows depths up to 30).
 CART_DEPTHS = tuple(range(1, 31))
 
-#: The μ path's share of the fit's planned work, against the free embedding's iterations, until
-#: the free embedding and the direct tree fit have been timed (:func:`_mu_step_units`; for the
-#: progress bar only).
-MU_STEP_SHARE = 0.15
+#: A μ step's planned work (for the progress bar only), in the time of a free embedding's iteration,
+#: per iteration its Z-step may take (``z_iter``): with the defaults (20 steps of at most 100
+#: iterations) a μ step took 0.63-0.84 of that on 500 digits, 1 000 digits and breast cancer. How
+#: long the Z-steps stay at their cap before they fall varies (7 or 10 steps on breast cancer in two
+#: runs, 1 on 500 digits), so the plan holds while the steps seen do not say that more is left.
+MU_STEP_SHARE = 0.7
 
 
-def _mu_step_units(free_iteration_s: float, tree_fit_s: float, z_iter: int) -> float:
-    """A μ step's planned work in the progress bar's units (iterations of the free embedding), from
-    what the fit has timed so far: its Z-step, up to ``z_iter`` iterations of about a free
-    iteration's cost, and its tree refit, about the direct fit's. Measured, because the μ path's
-    share of the time runs from a twentieth (a shallow tree) to a half (the deeper trees the automatic
-    depth picks on digits) of the whole."""
-    return z_iter + tree_fit_s / max(free_iteration_s, 1e-9)
+def _mu_path_left(z_iters: list[float], z_unit: float, tree_units: list[float], steps_left: int, z_cap: int) -> float:
+    """The μ path's work left, in the progress bar's units (a free embedding's iteration's time),
+    after the steps whose Z-steps took ``z_iters`` iterations and whose tree fits took
+    ``tree_units``. The Z-steps' iterations fall as Z settles, from the first step on (from the
+    cap, ``z_cap``, to one on digits and breast cancer: :func:`~models.ground.forecast.remaining_work`),
+    each at the last step's cost per iteration, ``z_unit``; the tree fits, warm-started, cost about
+    the same each step (their mean over the last two)."""
+    z_left = remaining_work(z_iters, steps_left, floor=1.0, cap=float(z_cap), min_steps=1) * z_unit
+    recent = tree_units[-2:]
+    return z_left + steps_left * sum(recent) / len(recent)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -355,9 +361,9 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         p = self._check_params(X.shape[0], y)
         self.depth_, self.l1_penalty_ = int(p["depth"]), float(p["l1_penalty"])
         self._set_feature_names(feature_names, X.shape[1])
-        # work units: one per iteration of the free embedding, then the μ path's, planned at
-        # MU_STEP_SHARE of those until the free embedding and the direct tree fit have been timed
-        self._begin_training(callbacks, p["free_iter"] * (1.0 + MU_STEP_SHARE))  # before it, so a cancel reaches it
+        # work units: one per iteration of the free embedding, then the μ path's in the time of one,
+        # planned at MU_STEP_SHARE a step (_mu_path_left when the steps seen say more is left)
+        self._begin_training(callbacks, p["free_iter"] + self._mu_path_plan(p))  # before it, so a cancel reaches it
         try:
             self._fit_path(X, p)
         finally:
@@ -394,10 +400,11 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
 
         tree = _tao_mapping(depth=p["depth"], l1_penalty=p["l1_penalty"], leaf=self.leaf, tao_iter=p["tao_iter"],
                             device=p["device"], random_state=self.random_state, warm_start=True)
-        tree_start = time.perf_counter()
         tree.fit(X, Z0, callbacks=cancel, feature_names=self.feature_names_)
-        mu_units = _mu_step_units(free_seconds / max(1, int(free.result.n_iter)), time.perf_counter() - tree_start,
-                                  int(p["z_iter"]))
+        # the μ path's units: a free iteration's time (the free embedding's own, measured)
+        unit_s = max(free_seconds / max(1, int(free.result.n_iter)), 1e-9)
+        z_iters: list[float] = []
+        tree_units: list[float] = []
         self.direct_tao_tree_ = tree.tao_tree_.copy()
         FX = tree.predict(X)
         self.direct_embedding_ = FX.copy()
@@ -423,7 +430,8 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
             lam_E = mu * step_penalty(mu)  # the tree penalty in E's units: μ0·λ, or μλ when fixed
             return float(E_Z + lam_E * phi + mu * float((R * R).sum()) - 2.0 * float((beta * R).sum()))
 
-        self._progress(done=free_units, total=free_units + p["n_mu"] * mu_units)
+        self._progress(done=free_units, total=free_units + self._mu_path_plan(p))
+        done = free_units
         ok = self._record(
             step=0, mu=0.0, E_tree=self.direct_fit_objective_, E_Z=self.free_objective_, dist2=dist2,
             objective_start=free.value, objective_after_z=free.value, objective=free.value,
@@ -437,6 +445,7 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
             # Z-step: min_Z E(Z) + μ||Z − F(X)||² − 2⟨β, Z − F(X)⟩ from the previous Z.
             pen = objective.with_penalty(mu, FX, beta if self.augmented_lagrangian else None)
             res = free.optimizer.minimize(pen, Z, max_iter=p["z_iter"], tol=p["z_tol"], stop=stop)
+            z_seconds = time.perf_counter() - t0
             if stop():  # cancelled: keep the last recorded step, whose Z, tree and F(X) agree
                 break
             tree_penalty = step_penalty(mu)
@@ -446,7 +455,10 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
             # F-step: TAO on the shifted targets Z − β/μ, warm-started, with the step's penalty.
             target = (Z - beta / mu).detach().cpu().numpy()
             tree.set_params(l1_penalty=tree_penalty)
+            tree_start = time.perf_counter()
             tree.fit(X, target, callbacks=cancel, feature_names=self.feature_names_)
+            tree_units.append((time.perf_counter() - tree_start) / unit_s)
+            z_iters.append(float(max(1, int(res.n_iter))))
             FX = tree.predict(X)
             E_Z = float(objective.embedding_value(Z))
             obj = penalty_objective(E_Z, Z, FX, mu, tree.tao_tree_.l1_norm())
@@ -463,7 +475,11 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
             if self.augmented_lagrangian:
                 beta = beta - mu * R
             mu *= p["mu_factor"]
-            self._progress(done=free_units + (k + 1) * mu_units)
+            done += z_seconds / unit_s + tree_units[-1]
+            left = max(free_units + self._mu_path_plan(p) - done,
+                       _mu_path_left(z_iters, z_seconds / unit_s / z_iters[-1], tree_units, p["n_mu"] - k - 1,
+                                     int(p["z_iter"])))
+            self._progress(done=done, total=done + left)
             if not self._record(**record):
                 break
         self.tao_tree_ = tree.tao_tree_.copy()
@@ -473,6 +489,11 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         self.embedding_ = FX
         self.objective_ = float(exact.embedding_value(FX))
         self.n_iter_ = len(self.history_) - 1
+
+    @staticmethod
+    def _mu_path_plan(p: dict[str, Any]) -> float:
+        """The μ path's planned work in the progress bar's units (:data:`MU_STEP_SHARE`)."""
+        return float(p["n_mu"]) * MU_STEP_SHARE * float(p["z_iter"])
 
     @staticmethod
     def _tree_counts(tree: TAORegressor) -> dict[str, float]:

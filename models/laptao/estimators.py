@@ -43,6 +43,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from models.base import Callback, CancelWhen, TreeEstimator, seed_everything
 from models.graphs import usable_perplexity
 from models.ground.errors import TreevizError
+from models.ground.forecast import remaining_work
 from models.ground.tree import Tree
 from models.laptao.graph import laptao_graph, select_perplexity
 from models.laptao.label_step import keep_fraction, make_solver, partial_labels
@@ -77,6 +78,9 @@ class TAOTreeStep:
         self.cancel = [CancelWhen(stop)]  # a cancel ends the TAO fit early
         self.origin: np.ndarray | None = None  # each node's id in the first tree
         self.n_fits = 0
+        #: Each fit's work so far, in TAO's progress units: an iteration each, and one for its
+        #: finishing step (prune, refit the leaves).
+        self.fit_units: list[float] = []
 
     def fit(self, targets: np.ndarray, penalty: float) -> None:
         self.regressor.set_params(l1_penalty=float(penalty), warm_start=self.n_fits > 0)
@@ -84,6 +88,7 @@ class TAOTreeStep:
         origin = self.regressor.node_origin_
         self.origin = origin if self.origin is None else self.origin[origin]
         self.n_fits += 1
+        self.fit_units.append(float(int(self.regressor.n_iter_) + 1))
 
     @property
     def tree(self) -> TAOTree:
@@ -114,7 +119,9 @@ class _LapTAOBase(FittedTAOTree, TreeEstimator):
         """The whole fit. ``groups`` (each point's class, or None for regression) stratifies the
         draw of the labels kept when ``labelled_fraction`` < 1."""
         self._set_feature_names(feature_names, X.shape[1])
-        self._begin_training(callbacks, int(self.n_mu))  # before the graph, so a cancel reaches its search
+        # the work planned: each μ step's tree fits in TAO's units (an iteration each, one for the
+        # finishing step), half the iteration cap a fit until the fits are seen (_forecast)
+        self._begin_training(callbacks, int(self.n_mu) * int(self.n_inner) * (int(self.tao_iter) / 2 + 1))
         try:
             self._fit_path(X, Y, labelled, depth, eval_set, groups)
         finally:
@@ -156,11 +163,16 @@ class _LapTAOBase(FittedTAOTree, TreeEstimator):
             Xv, yv = eval_set
             ev = (validate_data(self, Xv, reset=False, dtype=np.float64), np.asarray(yv))
         first = [True]
+        work: list[float] = []  # each μ step's tree work, the first fit (before the steps) first
 
         def on_step(record: dict) -> bool:
             if first[0]:  # the graph, label propagation and the first tree count towards the first step
                 record["time_s"] = time.perf_counter() - setup
                 first[0] = False
+            if not work:  # the first fit, before the steps, is a step of its own
+                work.append(step.fit_units[0])
+            work.append(sum(step.fit_units) - sum(work))
+            self._progress(**self._forecast(work, int(record["mu_step"])))
             t = step.outputs()
             record["train_score"] = self._score_outputs(t[labelled], Y[labelled])
             if ev is not None:
@@ -182,6 +194,18 @@ class _LapTAOBase(FittedTAOTree, TreeEstimator):
         self.tao_tree_ = tree
         self.node_origin_ = step.origin
         self.n_iter_ = len(self.history_)
+
+    def _forecast(self, work: list[float], steps_done: int) -> dict[str, float]:
+        """The progress bar's units done and planned after ``steps_done`` μ steps whose tree work
+        was ``work`` (the first fit's first): the steps left are planned by
+        :func:`~models.ground.forecast.remaining_work`, as warm-started fits get shorter."""
+        done = float(sum(work[1:]))
+        # a step's least: one alternation (the gap already small) whose fit stops at TAO's least,
+        # two iterations (the second sees no change) and the finishing step
+        floor = float(min(2, int(self.tao_iter)) + 1)
+        left = remaining_work(work, int(self.n_mu) - steps_done, floor=floor,
+                              cap=float(int(self.n_inner) * (int(self.tao_iter) + 1)))
+        return {"done": done, "total": done + left}
 
     # ------------------------------------------------------------------ predictions
     # ------------------------------------------------------------------ the Tree

@@ -224,13 +224,11 @@ def test_unfitted_transform_raises(X):
         TreeEmbedding().transform(X)
 
 
-def test_the_mu_path_is_planned_from_the_timed_free_embedding_and_direct_fit(X):
-    """Progress: after the free embedding and the direct tree fit the planned total becomes the
-    free iterations plus n_mu μ steps of _mu_step_units each (measured, not a fixed share), and the
-    work done reaches it step by step."""
-    from models.embedding.tree_embedding import MU_STEP_SHARE, _mu_step_units
-
-    assert _mu_step_units(0.01, 0.5, 30) == pytest.approx(30 + 50)  # the refit costs 50 free iterations
+def test_the_mu_path_is_planned_per_step_and_grows_when_the_steps_say_more_is_left(X):
+    """Progress: the plan is the free iterations plus n_mu μ steps of MU_STEP_SHARE · z_iter; each
+    step adds its measured work (Z-step and tree refit, in free iterations' time), and the total
+    stays at the plan unless the steps seen forecast more (_mu_path_left); the work done reaches it."""
+    from models.embedding.tree_embedding import MU_STEP_SHARE
 
     class Plan(Callback):
         def __init__(self):
@@ -244,11 +242,25 @@ def test_the_mu_path_is_planned_from_the_timed_free_embedding_and_direct_fit(X):
 
     plan = Plan()
     TreeEmbedding(**SMALL).fit(X, callbacks=[plan])
-    free, n_mu = SMALL["free_iter"], SMALL["n_mu"]
-    assert plan.begin == pytest.approx(free * (1 + MU_STEP_SHARE))
-    [(done, total)] = [r for r in plan.reports if r[1] is not None]
-    assert done == free and total > free + n_mu * SMALL["z_iter"]  # each step: the Z-step and a tree refit
-    mu_units = (total - free) / n_mu
-    steps = [d for d, t in plan.reports if t is None and d > free]
-    assert steps[:n_mu] == pytest.approx([free + (k + 1) * mu_units for k in range(n_mu)])
-    assert steps[-1] == pytest.approx(total)
+    free, n_mu, z_iter = SMALL["free_iter"], SMALL["n_mu"], SMALL["z_iter"]
+    planned = free + n_mu * MU_STEP_SHARE * z_iter
+    assert plan.begin == pytest.approx(planned)
+    steps = [(d, t) for d, t in plan.reports if t is not None]
+    assert steps[0] == (free, pytest.approx(planned))  # the free embedding done, the plan unchanged
+    done = [d for d, _ in steps[1:]]
+    assert len(done) == n_mu and done == sorted(done) and done[0] > free  # each step adds its work
+    assert all(t >= planned - 1e-9 and t >= d for d, t in steps[1:])
+    assert steps[-1][0] == pytest.approx(steps[-1][1])  # the last step: nothing left
+
+
+def test_the_mu_path_forecast_falls_with_the_z_steps_and_holds_at_their_cap():
+    from models.embedding.tree_embedding import _mu_path_left
+
+    falling = _mu_path_left([100.0, 60.0, 30.0], 1.0, [10.0, 10.0], 5, 100)
+    capped = _mu_path_left([100.0, 100.0, 100.0], 1.0, [10.0, 10.0], 5, 100)
+    assert 5 * 10 + 5 < falling < 5 * 10 + 5 * 30  # trees at their cost; Z-steps below the last one
+    assert capped >= 5 * 10 + 3 * 100  # capped steps stay capped for a while
+    assert _mu_path_left([50.0], 2.0, [4.0, 8.0], 0, 100) == 0.0
+    # the cost of an iteration scales the Z-steps' part
+    assert _mu_path_left([40.0, 20.0], 2.0, [0.0], 4, 100) == pytest.approx(
+        2 * _mu_path_left([40.0, 20.0], 1.0, [0.0], 4, 100))

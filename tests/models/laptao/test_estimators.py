@@ -258,3 +258,37 @@ def test_history_callbacks_and_model_state():
     copy = LapTAOClassifier()
     copy._restore_state(learned, arrays)
     np.testing.assert_array_equal(copy.predict(Xte), model.predict(Xte))
+
+
+def test_progress_counts_the_tree_fits_tao_iterations_and_plans_the_steps_left(monkeypatch):
+    """The progress units are TAO's (an iteration each, one for the finishing step of each fit);
+    after each μ step the plan is the work done plus the forecast of the steps left
+    (models.ground.forecast), and the work done reaches it at the end."""
+    fits = []
+    original = TAOTreeStep.fit
+
+    def counted(self, targets, penalty):
+        original(self, targets, penalty)
+        fits.append(int(self.regressor.n_iter_) + 1)
+
+    monkeypatch.setattr(TAOTreeStep, "fit", counted)
+    reports = []
+
+    class Plan:
+        def on_train_begin(self, estimator, **kw):
+            reports.append(("begin", None, kw["total"]))
+
+        def on_progress(self, estimator, **kw):
+            reports.append(("progress", kw["done"], kw["total"]))
+
+    Xtr, _, ypart, _, _, _ = moons(3, n=150, n_labelled=8)
+    params = {"n_mu": 8, "tao_iter": 10}
+    model = LapTAOClassifier(depth=3, **params).fit(Xtr, ypart, callbacks=[Plan()])
+    assert reports[0] == ("begin", None, 8 * (10 / 2 + 1))
+    steps = [(done, total) for kind, done, total in reports if kind == "progress" and total is not None]
+    assert len(steps) == len(model.history_) == 8
+    # the first fit, before the steps, is not work done; each step adds its fits' iterations and finishing step
+    assert [done for done, _ in steps] == list(np.cumsum(fits[1:]).astype(float))
+    assert all(total >= done for done, total in steps) and steps[-1][0] == steps[-1][1]
+    assert min(f for f in fits[1:]) >= 3  # TAO's least: two iterations and the finishing step
+    assert reports[-1][1] == steps[-1][1]  # the end reaches the plan
