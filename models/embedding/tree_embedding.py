@@ -91,7 +91,8 @@ CART_DEPTHS = tuple(range(1, 31))
 #: per iteration its Z-step may take (``z_iter``): with the defaults (20 steps of at most 100
 #: iterations) a μ step took 0.63-0.84 of that on 500 digits, 1 000 digits and breast cancer. How
 #: long the Z-steps stay at their cap before they fall varies (7 or 10 steps on breast cancer in two
-#: runs, 1 on 500 digits), so the plan holds while the steps seen do not say that more is left.
+#: runs, 1 on 500 digits), so the plan holds (at most its share of the steps left) until they fall
+#: from it, unless the steps seen say that more is left.
 MU_STEP_SHARE = 0.7
 
 
@@ -476,9 +477,14 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
                 beta = beta - mu * R
             mu *= p["mu_factor"]
             done += z_seconds / unit_s + tree_units[-1]
-            left = max(free_units + self._mu_path_plan(p) - done,
-                       _mu_path_left(z_iters, z_seconds / unit_s / z_iters[-1], tree_units, p["n_mu"] - k - 1,
-                                     int(p["z_iter"])))
+            steps_left = p["n_mu"] - k - 1
+            forecast = _mu_path_left(z_iters, z_seconds / unit_s / z_iters[-1], tree_units, steps_left,
+                                     int(p["z_iter"]))
+            if max(z_iters) >= p["z_iter"] and z_iters[-1] < p["z_iter"]:
+                left = forecast  # the Z-steps left their cap and fall: the steps seen tell the rest
+            else:  # the plan's remainder (at most its share of the steps left), or more if forecast
+                left = max(forecast, min(free_units + self._mu_path_plan(p) - done,
+                                         self._mu_path_plan(p) * steps_left / p["n_mu"]))
             self._progress(done=done, total=done + left)
             if not self._record(**record):
                 break
