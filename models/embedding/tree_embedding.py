@@ -108,6 +108,32 @@ def _mu_path_left(z_iters: list[float], z_unit: float, tree_units: list[float], 
     return z_left + steps_left * sum(recent) / len(recent)
 
 
+class _PathProgress:
+    """The progress bar's units of the μ path (for the progress bar only): each step's Z-step and
+    tree refit in the time of a free iteration (``unit_s``, measured), after ``free_units``; the
+    work left is the plan (``planned``: :data:`MU_STEP_SHARE` a step, at most its share of the steps
+    left) until the Z-steps fall from their cap (``z_cap``), then the forecast of the steps seen
+    (:func:`_mu_path_left`), or that forecast whenever it is more."""
+
+    def __init__(self, free_units: float, unit_s: float, planned: float, n_mu: int, z_cap: int):
+        self.free_units, self.unit_s, self.planned, self.n_mu, self.z_cap = free_units, unit_s, planned, n_mu, z_cap
+        self.done = free_units
+        self.z_iters: list[float] = []
+        self.tree_units: list[float] = []
+
+    def step(self, z_iter: int, z_seconds: float, tree_seconds: float) -> tuple[float, float]:
+        """Count a step; returns the units done and the planned total."""
+        self.z_iters.append(float(max(1, z_iter)))
+        self.tree_units.append(tree_seconds / self.unit_s)
+        self.done += z_seconds / self.unit_s + self.tree_units[-1]
+        steps_left = self.n_mu - len(self.z_iters)
+        left = _mu_path_left(self.z_iters, z_seconds / self.unit_s / self.z_iters[-1], self.tree_units, steps_left,
+                             self.z_cap)
+        if not (max(self.z_iters) >= self.z_cap > self.z_iters[-1]):  # not yet fallen from the cap
+            left = max(left, min(self.free_units + self.planned - self.done, self.planned * steps_left / self.n_mu))
+        return self.done, self.done + left
+
+
 # --------------------------------------------------------------------------------------------------
 # baselines
 
@@ -403,9 +429,8 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
                             device=p["device"], random_state=self.random_state, warm_start=True)
         tree.fit(X, Z0, callbacks=cancel, feature_names=self.feature_names_)
         # the μ path's units: a free iteration's time (the free embedding's own, measured)
-        unit_s = max(free_seconds / max(1, int(free.result.n_iter)), 1e-9)
-        z_iters: list[float] = []
-        tree_units: list[float] = []
+        path = _PathProgress(free_units, max(free_seconds / max(1, int(free.result.n_iter)), 1e-9),
+                             self._mu_path_plan(p), int(p["n_mu"]), int(p["z_iter"]))
         self.direct_tao_tree_ = tree.tao_tree_.copy()
         FX = tree.predict(X)
         self.direct_embedding_ = FX.copy()
@@ -432,7 +457,6 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
             return float(E_Z + lam_E * phi + mu * float((R * R).sum()) - 2.0 * float((beta * R).sum()))
 
         self._progress(done=free_units, total=free_units + self._mu_path_plan(p))
-        done = free_units
         ok = self._record(
             step=0, mu=0.0, E_tree=self.direct_fit_objective_, E_Z=self.free_objective_, dist2=dist2,
             objective_start=free.value, objective_after_z=free.value, objective=free.value,
@@ -458,8 +482,7 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
             tree.set_params(l1_penalty=tree_penalty)
             tree_start = time.perf_counter()
             tree.fit(X, target, callbacks=cancel, feature_names=self.feature_names_)
-            tree_units.append((time.perf_counter() - tree_start) / unit_s)
-            z_iters.append(float(max(1, int(res.n_iter))))
+            tree_seconds = time.perf_counter() - tree_start
             FX = tree.predict(X)
             E_Z = float(objective.embedding_value(Z))
             obj = penalty_objective(E_Z, Z, FX, mu, tree.tao_tree_.l1_norm())
@@ -476,16 +499,8 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
             if self.augmented_lagrangian:
                 beta = beta - mu * R
             mu *= p["mu_factor"]
-            done += z_seconds / unit_s + tree_units[-1]
-            steps_left = p["n_mu"] - k - 1
-            forecast = _mu_path_left(z_iters, z_seconds / unit_s / z_iters[-1], tree_units, steps_left,
-                                     int(p["z_iter"]))
-            if max(z_iters) >= p["z_iter"] and z_iters[-1] < p["z_iter"]:
-                left = forecast  # the Z-steps left their cap and fall: the steps seen tell the rest
-            else:  # the plan's remainder (at most its share of the steps left), or more if forecast
-                left = max(forecast, min(free_units + self._mu_path_plan(p) - done,
-                                         self._mu_path_plan(p) * steps_left / p["n_mu"]))
-            self._progress(done=done, total=done + left)
+            done, total = path.step(int(res.n_iter), z_seconds, tree_seconds)
+            self._progress(done=done, total=total)
             if not self._record(**record):
                 break
         self.tao_tree_ = tree.tao_tree_.copy()
