@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from models.ground.errors import TreevizError
+from treeviz.services.views.node_split import reaching_rows
 from treeviz.services.views.run_view import RunView
 
 #: The table's first columns, before the data's own.
@@ -125,16 +125,11 @@ def node_rows(view: RunView, node: int, predictions: np.ndarray | None = None) -
     computed here when not given).
     """
     tree = view.tree
-    if not 0 <= int(node) < tree.n_nodes:
-        raise TreevizError(f"Node {node} is not in this tree; pick a node from 0 to {tree.n_nodes - 1}.")
+    positions, _ = reaching_rows(view, node)  # checks the node
     node = int(node)
     prepared = view.prepared
     idx = np.asarray({"train": prepared.train_idx, "val": prepared.val_idx, "test": prepared.test_idx}[view.part])
     soft = tree.routing == "soft"
-    positions = np.zeros(0, dtype=np.int64)
-    if view.n_rows:
-        member = tree.decision_path(view.X)[:, node]
-        positions = np.flatnonzero(np.asarray(member.todense()).reshape(-1))
     reach = None
     if soft:
         reach = tree.reach_probability(view.X[positions])[:, node] if positions.size else np.zeros(0)
