@@ -375,7 +375,8 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
         its Z-step and after its F-step, all at the step's μ and β), ``z_iter`` (Z-step iterations),
         ``n_leaves``, ``n_decision_nodes``, ``n_nonzero`` (split weights), ``n_nonzero_leaf``
         (linear-leaf weights), ``l1_norm`` (φ(F)), ``tree_penalty`` (the F-step's λ μ0 / μ; λ at
-        step 0) and ``seconds``. Callbacks get each record as it is appended.
+        step 0) and ``seconds`` (at step 0 the free embedding's and the direct fit's, and
+        ``free_seconds`` the free embedding's alone). Callbacks get each record as it is appended.
 
         Above 5000 points the free embedding and the Z-steps minimise E with its repulsion
         approximated (``path="fft"`` in :mod:`models.embedding.objectives`), and the penalty
@@ -461,7 +462,7 @@ class TreeEmbedding(TransformerMixin, FittedTAOTree, TreeEstimator):
             step=0, mu=0.0, E_tree=self.direct_fit_objective_, E_Z=self.free_objective_, dist2=dist2,
             objective_start=free.value, objective_after_z=free.value, objective=free.value,
             z_iter=int(free.result.n_iter), **self._tree_counts(tree),
-            tree_penalty=float(lam), seconds=time.perf_counter() - start,
+            tree_penalty=float(lam), seconds=time.perf_counter() - start, free_seconds=free_seconds,
         )
         mu = float(mu0)
         for k in range(p["n_mu"] if ok else 0):
