@@ -50,6 +50,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.preprocessing import StandardScaler
 
 from benchmarks.common import format_table, shared_data_dir, write_results
+from models.registry import get_family
 
 NAME = "embedding_peers"
 DATASETS = ("digits", "pendigits", "mnist", "synthetic_100k")
@@ -99,8 +100,6 @@ def split(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 def _tree(preset: str | None):
-    from models.registry import get_family
-
     family = get_family("tree_embedding")
 
     def fit(X_train: np.ndarray, X_test: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
@@ -114,7 +113,7 @@ def _tree(preset: str | None):
 
 
 def _opentsne(X_train: np.ndarray, X_test: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    from openTSNE import TSNE
+    from openTSNE import TSNE  # deferred: each method runs in a process of its own, which imports only its library
 
     start = time.process_time()
     embedding = TSNE(n_jobs=1, random_state=0).fit(X_train)
@@ -124,7 +123,7 @@ def _opentsne(X_train: np.ndarray, X_test: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def _umap(X_train: np.ndarray, X_test: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    from umap import UMAP
+    from umap import UMAP  # deferred: each method runs in a process of its own, which imports only its library
 
     model = UMAP(random_state=0, n_jobs=1).fit(X_train)
     return model.embedding_, model.transform(X_test), {"free_s": None, "kl": None}
@@ -209,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", nargs=2, metavar=("METHOD", "DATA"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        import torch
+        import torch  # deferred: only the measuring child sets its threads
 
         torch.set_num_threads(1)
         method, name = args.child

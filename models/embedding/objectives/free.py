@@ -261,8 +261,8 @@ def opentsne_minimize(objective: EmbeddingObjective, P: sp.csr_matrix, Z0: np.nd
     ``callback(iteration, Z, KL)`` and ``stop`` are asked every :data:`OPENTSNE_EVERY` iterations
     (KL as openTSNE estimates it); the result's ``values`` are the objective (exact) at the start
     and at the end."""
-    from openTSNE import TSNEEmbedding
-    from openTSNE.affinity import Affinities
+    from openTSNE import TSNEEmbedding  # deferred: 1.4 s of imports, for the opentsne engine only
+    from openTSNE.affinity import Affinities  # deferred: as above
 
     joint = sp.csr_matrix(P + P.T)
     joint.setdiag(0.0)
