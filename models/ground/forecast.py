@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 #: The fastest and the slowest fall per step of a step's work above its floor that
-#: :func:`remaining_work` extrapolates. Fitted on the per-step work of LapTAO (TAO iterations,
-#: diabetes and digits) and the tree embedding (Z-step iterations, breast cancer and 500 digits)
-#: with their defaults: from 0.6 to 0.8 every forecast from a quarter of the way on was within
-#: 1.5-2.0x of the time left; at 1.0 (no fall) it was 2.3-2.6x off.
+#: :func:`remaining_work` extrapolates. Chosen by replaying the recorded per-step work of LapTAO
+#: (TAO iterations, diabetes and digits) and of the tree embedding (Z-step iterations, breast cancer
+#: and 500 digits) with their defaults: at a slowest fall of 0.7 the worst forecast from a quarter of
+#: the way on was 1.1-1.9x off the time left; with no fall (1.0), 2.3-2.6x.
 FALL_FASTEST = 0.3
 FALL_SLOWEST = 0.7
 #: The steps whose mean is the current level of work (the last ones).
