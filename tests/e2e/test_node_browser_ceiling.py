@@ -88,24 +88,29 @@ def test_the_node_browser_lists_the_rows_of_a_leaf_and_marks_the_misclassified(h
     # the leaf with the most misclassified training rows: the marks are about something
     leaf = int(max(view.tree.leaves, key=lambda v: int(wrong[leaf_of == v].sum())))
     assert wrong[leaf_of == leaf].any() and not wrong[leaf_of == leaf].all()
+    count = int((leaf_of == leaf).sum())
 
     open_explorer(page, url, "CART digits")
     box = page.get_by_role("spinbutton", name="Selected node")
     box.fill(str(leaf))
     box.press("Enter")
     settle(page)
-    page.get_by_text(re.compile("Predicts")).first.wait_for()
-    cells = table_cells(page)
-    # the node's count in the tree description, as the panel writes it ("1,258")
-    count = float(cells[cells.index("train samples") + 1].replace(",", ""))
-
     page.wait_for_function(ONE_BROWSER)  # the rerun for the new node has replaced the old page
     page.get_by_text("Rows that reach this node", exact=True).click()
     settle(page)
-    summary = page.get_by_text(re.compile(rf"train rows reach leaf {leaf}")).first
+    summary = page.get_by_text(re.compile(rf"train rows reach leaf {leaf}\b")).first
     summary.wait_for()
-    listed = int(re.search(r"(\d+) train rows reach leaf", summary.inner_text()).group(1))
+    listed = int(re.search(r"([\d,]+) train rows reach leaf", summary.inner_text()).group(1).replace(",", ""))
     assert listed == count
+    # the node panel says the same, once it shows the leaf (the count as it writes it: "1,258")
+    shown = None
+    for _ in range(60):
+        cells = table_cells(page)
+        shown = float(cells[cells.index("train samples") + 1].replace(",", "")) if "train samples" in cells else None
+        if shown == count:
+            break
+        page.wait_for_timeout(1000)
+    assert shown == count
 
     csv = download_rows(page)
     table = pd.read_csv(io.BytesIO(csv), dtype={"true": str, "predicted": str})
