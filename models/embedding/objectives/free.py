@@ -229,7 +229,8 @@ def free_embedding(
     Z = torch.as_tensor(Z0, dtype=dtype, device=dev)
     warmup = None
     if engine == "opentsne":
-        result = opentsne_minimize(objective, P, Z0, int(max_iter), callback=callback, stop=stop,
+        assert isinstance(objective, TSNE)
+        result = opentsne_minimize(objective, Z0, int(max_iter), callback=callback, stop=stop,
                                    random_state=random_state)
         result.Z = result.Z.to(device=dev)
         return FreeEmbedding(Z=result.Z.cpu().numpy(), objective=objective, optimizer=optimizer, result=result,
@@ -252,11 +253,11 @@ def free_embedding(
     )
 
 
-def opentsne_minimize(objective: EmbeddingObjective, P: sp.csr_matrix, Z0: np.ndarray, max_iter: int, *,
+def opentsne_minimize(objective: TSNE, Z0: np.ndarray, max_iter: int, *,
                       callback: Callable[[int, torch.Tensor, float], Any] | None = None,
                       stop: Callable[[], bool] = lambda: False, random_state: int | None = 0) -> ZStepResult:
     """Minimise t-SNE's KL divergence from ``Z0`` with openTSNE's gradient descent (its Barnes-Hut
-    or FFT repulsion: openTSNE's "auto"), on the joint affinities of the row-stochastic ``P``:
+    or FFT repulsion: openTSNE's "auto"), on the objective's own joint affinities:
     :data:`OPENTSNE_EARLY` first, then the rest of ``max_iter``, on this process's torch threads.
     ``callback(iteration, Z, KL)`` and ``stop`` are asked every :data:`OPENTSNE_EVERY` iterations
     (KL as openTSNE estimates it); the result's ``values`` are the objective (exact) at the start
@@ -264,11 +265,8 @@ def opentsne_minimize(objective: EmbeddingObjective, P: sp.csr_matrix, Z0: np.nd
     from openTSNE import TSNEEmbedding  # deferred: 1.4 s of imports, for the opentsne engine only
     from openTSNE.affinity import Affinities  # deferred: as above
 
-    joint = sp.csr_matrix(P + P.T)
-    joint.setdiag(0.0)
-    joint.eliminate_zeros()
     affinities = Affinities()
-    affinities.P = joint / joint.sum()
+    affinities.P = objective.joint.copy()  # a copy: openTSNE exaggerates its P in place
     done = [0, 0]  # the iterations of the phases finished, and of all reported so far
 
     def report(iteration: int, error: float, embedding: np.ndarray) -> bool:
